@@ -1,0 +1,44 @@
+# lsrbench: norm -> train -> index -> evaluate for every (backbone, k), then the paper's tables.
+#   snakemake --cores 2 results/table1.md [--config mirror=../shared] [--configfile config/paper.yaml]
+import sys
+
+from lsrbench.config import check_config, check_config_file
+from lsrbench.errors import InputError
+from lsrbench import dag
+
+# A --configfile replaces the embedded default instead of being deep-merged into it, so one
+# config's backbones never leak into another's run.
+if not workflow.overwrite_configfiles:
+    configfile: "config/config.yaml"
+CONFIG_FILE = str(workflow.overwrite_configfiles[-1]) if workflow.overwrite_configfiles else "config/config.yaml"
+
+try:
+    check_config_file(CONFIG_FILE)
+    config = check_config(config, CONFIG_FILE)
+except InputError as exc:
+    print(f"lsrbench: error: {exc}", file=sys.stderr)
+    sys.exit(1)
+
+RUNS = dag.run_grid(config)
+DATASETS = config["evaluation"]["datasets"]
+
+wildcard_constraints:
+    backbone="[A-Za-z0-9][A-Za-z0-9._-]*",
+    k="[0-9]+(\\.[0-9]+)?(e-?[0-9]+)?",
+    dataset="[A-Za-z0-9][A-Za-z0-9._-]*",
+
+
+include: "workflow/rules/data.smk"
+include: "workflow/rules/norm.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/index.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        "results/table1.md",
+        "results/metrics.csv",
+        "results/norms.md",
+        "results/tradeoff.png",

