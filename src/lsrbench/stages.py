@@ -61,8 +61,10 @@ def triplets(full_dir: str, dataset_entry: dict, n: int, seed: int, out: str) ->
 
 
 def train(backbone: str, entry: dict, k: str, recipe: dict, mirror, cache_dir: str, config_file: str,
-          triplets_path: str, model_dir: str, log_path: str, prov_path: str, config_hash: str) -> None:
-    """Rescale by ``k`` and train; writes the SparseEncoder model, the per-step log and provenance."""
+          norms_json: str, triplets_path: str, model_dir: str, log_path: str, prov_path: str,
+          config_hash: str) -> None:
+    """Rescale by ``k`` and train; writes the SparseEncoder model, the per-step log and provenance
+    (which records the head norms of the backbone as loaded, from the norm stage)."""
     from .models import resolve_model
     from .train import train_splade
     from .triplets import read_triplets
@@ -74,7 +76,8 @@ def train(backbone: str, entry: dict, k: str, recipe: dict, mirror, cache_dir: s
         trust_remote_code=entry.get("trust_remote_code", False), revision=entry.get("revision"),
     )
     write_json(prov_path, provenance("train", config_hash, recipe["seed"], backbone=backbone, k=k,
-                                     model=entry["model"], resolved_path=path, recipe=recipe, summary=summary))
+                                     model=entry["model"], resolved_path=path, recipe=recipe, summary=summary,
+                                     head_norms=json.loads(Path(norms_json).read_text())))
 
 
 def index(model_dir: str, data_dir: str, dataset_entry: dict, batch_size: int, docs_out: str, queries_out: str) -> None:
@@ -141,6 +144,7 @@ def report(kind: str, inputs: list[str], output: str, report_cfg: dict, backbone
     """The report rules: ``collect`` (metrics.csv), ``table1``, ``norms``, ``tradeoff``."""
     from . import report as rep
 
+    inputs = [inputs] if isinstance(inputs, str) else list(inputs)
     if kind == "collect":
         rep.collect_metrics(inputs, output)
     elif kind == "table1":

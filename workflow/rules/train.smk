@@ -1,6 +1,6 @@
 rule train:
     input:
-        norms="results/norms/{backbone}.json",
+        norms_json="results/norms/{backbone}.json",
         triplets_path="results/data/train/triplets.jsonl",
     output:
         model_dir=directory("results/runs/{backbone}/k{k}/model"),
