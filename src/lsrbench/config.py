@@ -130,6 +130,17 @@ def check_config(config: dict, config_file: str | Path) -> dict:
     for i, name in enumerate(config["report"].get("flops_datasets", [])):
         if name not in evaluated:
             raise InputError(config_file, f"report.flops_datasets[{i}]", f"dataset '{name}' is not evaluated (evaluation.datasets)")
+    mirror = config.get("mirror")
+    used = set(evaluated) | ({td["dataset"]} if "dataset" in td else set())
+    for name in sorted(used):
+        entry = datasets[name]
+        mirrored = mirror and (Path(mirror) / "data" / name).is_dir()
+        if entry["source"] == "beir" and "path" in entry and not mirrored and not Path(entry["path"]).is_dir():
+            raise InputError(datasets_file, f"{name}.path", f"dataset folder '{entry['path']}' does not exist")
+    for name, entry in config["backbones"].items():
+        ref = entry["model"]
+        if ref.startswith(("/", "./", "../", "~")) and not Path(ref).expanduser().is_dir():
+            raise InputError(config_file, f"backbones.{name}.model", f"model folder '{ref}' does not exist")
     config["_datasets"] = datasets
     return config
 
