@@ -28,12 +28,19 @@ def encode_texts(model, texts: list[str], kind: str, batch_size: int = 32, chunk
     import torch
 
     encode = model.encode_query if kind == "query" else model.encode_document
-    n_cols = model.get_embedding_dimension() if hasattr(model, "get_embedding_dimension") else None
+    # The width comes from the encoded tensors: before its first forward pass a SparseEncoder
+    # reports the transformer's hidden size, not the vocabulary size.
+    n_cols = None
     parts = []
     with torch.inference_mode():
         for start in range(0, len(texts), chunk):
             emb = encode(texts[start : start + chunk], batch_size=batch_size, convert_to_tensor=True, show_progress_bar=False)
-            parts.append(torch_sparse_to_csr(emb, n_cols or emb.shape[1]))
+            n_cols = emb.shape[1]
+            parts.append(torch_sparse_to_csr(emb, n_cols))
     if not parts:
-        return sp.csr_matrix((0, n_cols or 0), dtype=np.float32)
+        return sp.csr_matrix((0, _vocab_size(model)), dtype=np.float32)
     return sp.vstack(parts, format="csr")
+
+
+def _vocab_size(model) -> int:
+    return int(model[0].auto_model.config.vocab_size)

@@ -141,7 +141,7 @@ def train_splade(
     from sentence_transformers.sparse_encoder.callbacks.splade_callbacks import (
         SpladeRegularizerWeightSchedulerCallback,
     )
-    from sentence_transformers.training_args import BatchSamplers
+    from sentence_transformers.sentence_transformer.training_args import BatchSamplers
 
     from .models import build_sparse_encoder
 
