@@ -23,8 +23,8 @@ RUNS = dag.run_grid(config)
 DATASETS = config["evaluation"]["datasets"]
 
 wildcard_constraints:
-    backbone="[A-Za-z0-9][A-Za-z0-9._-]*",
-    k="[0-9]+(\\.[0-9]+)?(e-?[0-9]+)?",
+    backbone="[A-Za-z0-9][A-Za-z0-9._-]*(\\+untie)?",
+    k="auto|[0-9]+(\\.[0-9]+)?(e-?[0-9]+)?",
     dataset="[A-Za-z0-9][A-Za-z0-9._-]*",
 
 
@@ -36,9 +36,9 @@ include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
 
 
+report: "workflow/report/workflow.rst"
+
+
 rule all:
     input:
-        "results/table1.md",
-        "results/metrics.csv",
-        "results/norms.md",
-        "results/tradeoff.png",
+        dag.report_outputs(config),

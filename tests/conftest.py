@@ -70,3 +70,7 @@ def tiny_roberta(tmp_path_factory, vaswani_slice) -> Path:
                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, tie_word_embeddings=True)
     RobertaForMaskedLM(cfg).save_pretrained(out)
     return out
+
+
+# One finished micro run of the DAG, shared by the reliability tests (see micro_run.py).
+from micro_run import micro_run  # noqa: E402,F401

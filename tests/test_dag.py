@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from conftest import REPO, SHARED
+from lsrbench.config import runs
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 
@@ -52,8 +53,12 @@ def test_default_dry_run_lists_every_backbone_and_k(tmp_path):
                      "--config", f"datasets_file={REPO / 'config/datasets.yaml'}", "mirror=/nonexistent")
     out = proc.stdout + proc.stderr
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    expected = {(b, str(k)) for b, e in config["backbones"].items() for k in e.get("k", config["k_grid"])}
-    assert len(expected) >= 6
+    expected = set(runs(config))
+    # the minimum: the real checkpoint and a synthetic twin, each over k in {1, 4, 16},
+    # plus the real checkpoint at its largest k in untie mode
+    for b in ("splade-tiny", "splade-tiny-x10"):
+        assert {(b, "1"), (b, "4"), (b, "16")} <= expected
+    assert ("splade-tiny+untie", "16") in expected
     assert {(j["backbone"], j["k"]) for j in jobs_of(out, "train")} == expected
     counts = job_counts(out)
     n_ds = len(config["evaluation"]["datasets"])
@@ -79,7 +84,7 @@ def test_added_backbone_entry_shows_up_without_code_changes(tmp_path):
     out = snakemake("-n", "--cores", "1", "-d", str(tmp_path), "--configfile", str(path)).stdout
     mine = sorted(j["k"] for j in jobs_of(out, "train") if j["backbone"] == "my-new-backbone")
     assert mine == ["1", "2", "8"]
-    assert job_counts(out)["train"] == 6 + 3
+    assert job_counts(out)["train"] == len(runs(yaml.safe_load((REPO / "config/config.yaml").read_text()))) + 3
 
 
 def test_configfile_replaces_default_backbones(tmp_path):
@@ -136,8 +141,11 @@ def test_micro_end_to_end_with_random_roberta(tmp_path, vaswani_slice, tiny_robe
         backbones={"rand-roberta": {"model": str(tiny_roberta), "label": "random RoBERTa 1L"}},
         training_data={"source": "pseudo_queries", "dataset": "slice", "seed": 1},
         evaluation={"datasets": ["slice"], "pool_depth": None, "top_k": 100,
-                    "measures": ["nDCG@10", "RR@10", "R@100"], "encode_batch_size": 16},
+                    "measures": ["nDCG@10", "RR@10", "R@100"], "encode_batch_size": 16,
+                    # a random model's documents activate ~all of its 600 terms: not flagged here
+                    "collapse_max_active_share": 1.0},
     )
+    config.pop("claims", None)
     config["recipe"].update(steps=3, batch_size=4, query_max_length=16, document_max_length=48)
     config["report"].update(columns=[{"name": "Slice nDCG@10", "datasets": ["slice"], "measure": "nDCG@10"}],
                             flops_datasets=["slice"], caption="micro run")
@@ -150,9 +158,15 @@ def test_micro_end_to_end_with_random_roberta(tmp_path, vaswani_slice, tiny_robe
     res = work / "results"
     metrics = pd.read_csv(res / "metrics.csv", dtype={"k": str})
     assert list(metrics.columns) == ["backbone", "k", "dataset", "measure", "value"]
+    bm25 = metrics[metrics["backbone"] == "BM25"]
+    assert set(bm25["measure"]) == {"nDCG@10", "RR@10", "R@100"} and set(bm25["k"]) == {"-"}
+    assert bm25["value"].between(0, 1).all()
+    metrics = metrics[metrics["backbone"] != "BM25"]
     assert set(metrics["k"]) == {"1", "4"}
-    assert set(metrics["measure"]) == {"nDCG@10", "RR@10", "R@100", "FLOPs", "query_active_dims", "doc_active_dims"}
-    assert len(metrics) == 2 * 6 and metrics["value"].map(math.isfinite).all()
+    assert set(metrics["measure"]) == {"nDCG@10", "RR@10", "R@100", "FLOPs", "query_active_dims", "doc_active_dims",
+                                       "collapsed"}
+    assert (metrics.loc[metrics["measure"] == "collapsed", "value"] == 0.0).all()
+    assert len(metrics) == 2 * 7 and metrics["value"].map(math.isfinite).all()
     assert ((metrics["value"] >= 0) & ((metrics["measure"].isin(["FLOPs", "query_active_dims", "doc_active_dims"]))
                                        | (metrics["value"] <= 1))).all()
     table = (res / "table1.md").read_text()
@@ -180,16 +194,29 @@ def test_micro_end_to_end_with_random_roberta(tmp_path, vaswani_slice, tiny_robe
     assert prov["seed"] == config["recipe"]["seed"] and prov["packages"]["torch"] and prov["config_hash"]
     assert prov["head_norms"]["frobenius_norm"] == norms["frobenius_norm"]
 
+    for name in ("table_beir.md", "norms.md", "norms.png", "tradeoff.pdf", "loss_curves.png"):
+        assert (res / name).stat().st_size > 0
+    # Snakemake's HTML report bundles the tables, figures and per-rule runtimes.
+    snakemake("--cores", "1", "-d", str(work), "--configfile", str(cfg_path), "--report", "report.html")
+    html = (work / "report.html").read_text(errors="replace")
+    assert "table1.md" in html and "tradeoff.png" in html
+
     # Regenerating the reports from the cache re-runs only report rules.
     (res / "table1.md").unlink()
     (res / "tradeoff.png").unlink()
     dry = snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(cfg_path)).stdout
     assert set(job_counts(dry)) == {"table1", "tradeoff", "all", "total"}
+    # ... and in seconds: no model is loaded by a report rule.
+    import time
+    start = time.time()
+    snakemake("--cores", "1", "-d", str(work), "--configfile", str(cfg_path))
+    assert (res / "table1.md").exists() and time.time() - start < 60
     # Changing only a report option re-runs only report rules; changing the recipe re-runs training.
     config["report"]["caption"] = "another caption"
     cfg_path.write_text(yaml.safe_dump(config, sort_keys=False))
     dry = snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(cfg_path)).stdout
-    assert set(job_counts(dry)) <= {"table1", "tradeoff", "collect", "norms_table", "all", "total"}
+    assert set(job_counts(dry)) <= {"table1", "table_beir", "tradeoff", "collect", "norms_report", "loss_curves",
+                                    "claims", "all", "total"}
     config["recipe"]["learning_rate"] = 3e-5
     cfg_path.write_text(yaml.safe_dump(config, sort_keys=False))
     dry = snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(cfg_path)).stdout
@@ -201,6 +228,7 @@ def test_missing_dataset_folder_and_model_folder_fail_before_any_job(tmp_path):
     datasets.write_text(yaml.safe_dump({"gone": {"source": "beir", "path": str(tmp_path / "no-such-folder")}}))
 
     def use_gone(config):
+        config.pop("claims", None)
         config["datasets_file"] = str(datasets)
         config["evaluation"]["datasets"] = ["gone"]
         config["training_data"]["dataset"] = "gone"

@@ -1,4 +1,4 @@
-"""Command line: ``lsrbench check-config`` and ``lsrbench norm``; the DAG itself runs through Snakemake."""
+"""Command line: ``lsrbench check-config``, ``norm``, ``verify`` and ``prefetch``; the DAG itself runs through Snakemake."""
 
 from __future__ import annotations
 
@@ -28,6 +28,31 @@ def _norm(args) -> int:
     return 0
 
 
+def _verify(args) -> int:
+    from .verify import verify
+
+    problems, counts = verify(args.results)
+    for line in problems:
+        print(f"lsrbench: verify: {line}", file=sys.stderr)
+    summary = (f"{args.results}: {counts['manifests']} manifests, {counts['artifacts']} artifacts, "
+               f"{counts['metric_rows']} metrics.csv rows checked")
+    if problems:
+        print(f"{summary}: {len(problems)} problem(s)", file=sys.stderr)
+        return 1
+    print(f"{summary}: ok")
+    return 0
+
+
+def _prefetch(args) -> int:
+    from .config import check_config, load_yaml
+    from .prefetch import prefetch
+
+    config = check_config(load_yaml(args.configfile), args.configfile)
+    records = prefetch(config, args.configfile, args.mirror, force=args.force)
+    print(f"{args.mirror}: {len(records)} items; run with --config mirror={args.mirror} and HF_HUB_OFFLINE=1")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lsrbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -38,6 +63,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", required=True, help="hub id or folder of a *ForMaskedLM checkpoint")
     p.add_argument("--trust-remote-code", action="store_true")
     p.set_defaults(func=_norm)
+    p = sub.add_parser("verify", help="re-hash every artifact named in the run manifests and trace every "
+                                      "number of metrics.csv to a manifest-backed run file")
+    p.add_argument("results", nargs="?", default="results")
+    p.set_defaults(func=_verify)
+    p = sub.add_parser("prefetch", help="download every model and dataset of a config into a mirror folder "
+                                        "(then run with --config mirror=DIR and HF_HUB_OFFLINE=1)")
+    p.add_argument("--configfile", default="config/config.yaml")
+    p.add_argument("--mirror", required=True, help="the mirror folder (<mirror>/models, <mirror>/data)")
+    p.add_argument("--force", action="store_true", help="fetch again what the mirror already has")
+    p.set_defaults(func=_prefetch)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -117,6 +117,9 @@ def check_config(config: dict, config_file: str | Path) -> dict:
         if name not in datasets:
             raise InputError(config_file, f"evaluation.datasets[{i}]", f"dataset '{name}' is not defined in {datasets_file}")
     td = config["training_data"]
+    from .triplets import check_training_data
+
+    check_training_data(td, config_file)
     if td["source"] == "pseudo_queries":
         if "dataset" not in td:
             raise InputError(config_file, "training_data.dataset", "pseudo_queries needs a dataset to crop queries from")
@@ -130,6 +133,9 @@ def check_config(config: dict, config_file: str | Path) -> dict:
     for i, name in enumerate(config["report"].get("flops_datasets", [])):
         if name not in evaluated:
             raise InputError(config_file, f"report.flops_datasets[{i}]", f"dataset '{name}' is not evaluated (evaluation.datasets)")
+    for i, name in enumerate((config.get("claims") or {}).get("datasets", [])):
+        if name not in evaluated:
+            raise InputError(config_file, f"claims.datasets[{i}]", f"dataset '{name}' is not evaluated (evaluation.datasets)")
     mirror = config.get("mirror")
     used = set(evaluated) | ({td["dataset"]} if "dataset" in td else set())
     for name in sorted(used):
@@ -137,6 +143,13 @@ def check_config(config: dict, config_file: str | Path) -> dict:
         mirrored = mirror and (Path(mirror) / "data" / name).is_dir()
         if entry["source"] == "beir" and "path" in entry and not mirrored and not Path(entry["path"]).is_dir():
             raise InputError(datasets_file, f"{name}.path", f"dataset folder '{entry['path']}' does not exist")
+    uses_auto = [n for n in config["backbones"] if any("auto" in ks for ks in backbone_modes(config, n).values())]
+    if uses_auto:
+        ref_name = (config.get("auto_k") or {}).get("reference")
+        if ref_name is None:
+            raise InputError(config_file, f"backbones.{uses_auto[0]}.k", "k: auto needs auto_k.reference (the backbone whose head norm is k = 1)")
+        if ref_name not in config["backbones"]:
+            raise InputError(config_file, "auto_k.reference", f"backbone '{ref_name}' is not defined under backbones")
     for name, entry in config["backbones"].items():
         ref = entry["model"]
         if ref.startswith(("/", "./", "../", "~")) and not Path(ref).expanduser().is_dir():
@@ -151,14 +164,42 @@ def check_config_file(path: str | Path) -> None:
     load_yaml(path)
 
 
-def backbone_ks(config: dict, name: str) -> list[str]:
+MODE_SEPARATOR = "+"
+
+
+def format_k_or_auto(k) -> str:
+    return "auto" if k == "auto" else format_k(k)
+
+
+def run_name(backbone: str, mode: str) -> str:
+    """The name a run variant carries in paths, metrics.csv and tables: the backbone itself for the
+    paper's ``shared`` mode, ``<backbone>+<mode>`` otherwise (``+`` is not allowed in backbone names)."""
+    return backbone if mode == "shared" else f"{backbone}{MODE_SEPARATOR}{mode}"
+
+
+def split_run_name(name: str) -> tuple[str, str]:
+    """Inverse of :func:`run_name`: ``(backbone, mode)``."""
+    base, _, mode = name.partition(MODE_SEPARATOR)
+    return base, mode or "shared"
+
+
+def backbone_modes(config: dict, name: str) -> dict[str, list[str]]:
+    """Mode -> list of k (canonical text, ``auto`` allowed) swept for one backbone."""
     entry = config["backbones"][name]
-    return [format_k(k) for k in entry.get("k", config["k_grid"])]
+    ks = entry.get("k", config["k_grid"])
+    modes = entry.get("modes", config.get("modes", ["shared"]))
+    if isinstance(modes, dict):
+        return {m: [format_k_or_auto(k) for k in mk] for m, mk in modes.items()}
+    return {m: [format_k_or_auto(k) for k in ks] for m in modes}
+
+
+def backbone_ks(config: dict, name: str) -> list[str]:
+    return backbone_modes(config, name).get("shared", [])
 
 
 def runs(config: dict) -> list[tuple[str, str]]:
-    """Every (backbone, k) of the grid, in config order."""
-    return [(b, k) for b in config["backbones"] for k in backbone_ks(config, b)]
+    """Every (run name, k) of the grid, in config order (see :func:`run_name`)."""
+    return [(run_name(b, m), k) for b in config["backbones"] for m, ks in backbone_modes(config, b).items() for k in ks]
 
 
 def stable_hash(obj) -> str:

@@ -6,11 +6,21 @@ rerun trigger re-runs only the affected jobs when a value changes.
 
 from __future__ import annotations
 
-from .config import backbone_ks, stable_hash
+from .config import runs, split_run_name, stable_hash
 
 
 def run_grid(config: dict) -> list[dict]:
-    return [{"backbone": b, "k": k} for b in config["backbones"] for k in backbone_ks(config, b)]
+    """Every run as ``{"backbone": run name, "k": k}`` (run names carry a non-default mode)."""
+    return [{"backbone": name, "k": k} for name, k in runs(config)]
+
+
+def train_inputs(config: dict, run: str, k: str) -> dict:
+    """The norms a train job reads: its backbone's, plus the reference's when ``k`` is ``auto``."""
+    base, _ = split_run_name(run)
+    inputs = {"norms_json": f"results/norms/{base}.json"}
+    if k == "auto":
+        inputs["reference_norms_json"] = f"results/norms/{config['auto_k']['reference']}.json"
+    return inputs
 
 
 def n_triplets(config: dict) -> int:
@@ -18,8 +28,17 @@ def n_triplets(config: dict) -> int:
     return td.get("n_triplets") or max(1, recipe["steps"]) * recipe["batch_size"]
 
 
+# The backbone keys that decide what is loaded (labels, k lists and modes do not change a result).
+LOAD_KEYS = ("model", "revision", "trust_remote_code", "head_scale", "fetch")
+
+
+def load_entry(config: dict, backbone: str) -> dict:
+    entry = config["backbones"][backbone]
+    return {k: entry[k] for k in LOAD_KEYS if k in entry}
+
+
 def norm_kwargs(config: dict, config_file: str, backbone: str) -> dict:
-    return {"backbone": backbone, "entry": config["backbones"][backbone], "mirror": config.get("mirror"),
+    return {"backbone": backbone, "entry": load_entry(config, backbone), "mirror": config.get("mirror"),
             "cache_dir": config.get("cache_dir", "cache"), "config_file": config_file}
 
 
@@ -30,16 +49,28 @@ def dataset_kwargs(config: dict, name: str) -> dict:
             "pool_depth": pool}
 
 
-def triplets_kwargs(config: dict) -> dict:
+def triplets_inputs(config: dict) -> dict:
+    """The triplets rule's input: the corpus folder for pseudo-queries, nothing for hf / ir_datasets."""
     td = config["training_data"]
-    return {"dataset_entry": config["_datasets"][td["dataset"]], "n": n_triplets(config), "seed": td.get("seed", 0)}
+    return {"full_dir": f"results/data/{td['dataset']}/full"} if td["source"] == "pseudo_queries" else {}
 
 
-def train_kwargs(config: dict, config_file: str, backbone: str, k: str) -> dict:
-    entry, recipe = config["backbones"][backbone], config["recipe"]
-    return {"backbone": backbone, "entry": entry, "k": k, "recipe": recipe, "mirror": config.get("mirror"),
+def triplets_kwargs(config: dict) -> dict:
+    """What the triplets depend on (mirror, cache and config file go in the rule's runtime params)."""
+    td = config["training_data"]
+    kwargs = {"training_data": td, "n": n_triplets(config), "seed": td.get("seed", 0)}
+    if td["source"] == "pseudo_queries":
+        kwargs["dataset_entry"] = config["_datasets"][td["dataset"]]
+    return kwargs
+
+
+def train_kwargs(config: dict, config_file: str, run: str, k: str) -> dict:
+    backbone, mode = split_run_name(run)
+    entry, recipe = {**load_entry(config, backbone), "mode": mode}, config["recipe"]
+    extra = {"auto_k": config["auto_k"]} if k == "auto" else {}
+    return {"backbone": run, "entry": entry, "k": k, "recipe": recipe, "mirror": config.get("mirror"), **extra,
             "cache_dir": config.get("cache_dir", "cache"), "config_file": config_file,
-            "config_hash": stable_hash({"entry": entry, "recipe": recipe, "k": k,
+            "config_hash": stable_hash({"entry": entry, "recipe": recipe, "k": k, **extra,
                                         "training_data": config["training_data"]})}
 
 
@@ -47,15 +78,59 @@ def index_kwargs(config: dict, dataset: str) -> dict:
     return {"dataset_entry": config["_datasets"][dataset], "batch_size": config["evaluation"]["encode_batch_size"]}
 
 
-def evaluate_kwargs(config: dict, backbone: str, k: str, dataset: str) -> dict:
+def evaluate_kwargs(config: dict, run: str, k: str, dataset: str) -> dict:
     ev = config["evaluation"]
     entry = config["_datasets"][dataset]
-    return {"backbone": backbone, "k": k, "dataset_name": dataset, "dataset_entry": entry,
+    backbone, mode = split_run_name(run)
+    return {"backbone": run, "k": k, "dataset_name": dataset, "dataset_entry": entry,
             "top_k": ev["top_k"], "measures": ev["measures"],
-            "config_hash": stable_hash({"entry": config["backbones"][backbone], "recipe": config["recipe"], "k": k,
+            "config_hash": stable_hash({"entry": load_entry(config, backbone), "mode": mode,
+                                        "recipe": config["recipe"], "k": k,
                                         "training_data": config["training_data"], "dataset": entry,
                                         "evaluation": ev})}
 
 
-def report_kwargs(config: dict, kind: str) -> dict:
-    return {"kind": kind, "report_cfg": config["report"], "backbones": config["backbones"]}
+def report_kwargs(config: dict) -> dict:
+    return {"report_cfg": config["report"], "backbones": config["backbones"]}
+
+
+def metric_files(config: dict) -> list[str]:
+    runs_ = [f"results/runs/{r['backbone']}/k{r['k']}/{d}/metrics.tsv" for r in run_grid(config) for d in config["evaluation"]["datasets"]]
+    if config["report"].get("bm25", True):
+        runs_ += [f"results/bm25/{d}/metrics.tsv" for d in config["evaluation"]["datasets"]]
+    return runs_
+
+
+def norm_files(config: dict) -> list[str]:
+    return [f"results/norms/{b}.json" for b in config["backbones"]]
+
+
+def log_keys(config: dict) -> list[str]:
+    return [f"{r['backbone']}|{r['k']}" for r in run_grid(config)]
+
+
+def log_files(config: dict) -> list[str]:
+    return [f"results/runs/{r['backbone']}/k{r['k']}/train_log.jsonl" for r in run_grid(config)]
+
+
+def perquery_keys(config: dict) -> list[list[str]]:
+    datasets = (config.get("claims") or {}).get("datasets", [])
+    return [[r["backbone"], r["k"], d] for r in run_grid(config) for d in datasets]
+
+
+def perquery_files(config: dict) -> list[str]:
+    return [f"results/runs/{b}/k{k}/{d}/perquery.tsv" for b, k, d in perquery_keys(config)]
+
+
+def report_outputs(config: dict) -> list[str]:
+    out = ["results/table1.md", "results/table_beir.md", "results/metrics.csv", "results/norms.md",
+           "results/norms.png", "results/tradeoff.png", "results/tradeoff.pdf", "results/loss_curves.png"]
+    if config.get("claims"):
+        out.append("results/claims.md")
+    return out
+
+
+def bm25_kwargs(config: dict, dataset: str) -> dict:
+    ev = config["evaluation"]
+    return {"dataset_name": dataset, "dataset_entry": config["_datasets"][dataset], "top_k": ev["top_k"],
+            "measures": ev["measures"]}

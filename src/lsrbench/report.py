@@ -14,6 +14,19 @@ METRIC_COLUMNS = ["backbone", "k", "dataset", "measure", "value"]
 FLOPS = "FLOPs"
 QUERY_DIMS = "query_active_dims"
 DOC_DIMS = "doc_active_dims"
+COLLAPSED = "collapsed"
+BM25 = "BM25"
+NO_K = "-"  # the k of runs that have none (BM25)
+
+
+def k_order(k: str) -> float:
+    """Sort key for k: BM25's '-' first, numbers ascending, 'auto' last."""
+    if k == NO_K:
+        return -1.0
+    try:
+        return float(k)
+    except ValueError:
+        return float("inf")
 
 
 def collect_metrics(files: list[str], out_csv: str) -> pd.DataFrame:
@@ -21,8 +34,9 @@ def collect_metrics(files: list[str], out_csv: str) -> pd.DataFrame:
     frames = [pd.read_csv(f, sep="\t", dtype={"backbone": str, "k": str, "dataset": str, "measure": str}) for f in files]
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=METRIC_COLUMNS)
     df = df[METRIC_COLUMNS]
-    df["_k"] = df["k"].astype(float)
-    df = df.sort_values(["backbone", "_k", "dataset", "measure"], kind="stable").drop(columns="_k")
+    df["_bm25"] = df["backbone"] != BM25
+    df["_k"] = df["k"].map(k_order)
+    df = df.sort_values(["_bm25", "backbone", "_k", "dataset", "measure"], kind="stable").drop(columns=["_k", "_bm25"])
     with atomic_open(out_csv, "w", encoding="utf-8", newline="") as fh:
         df.to_csv(fh, index=False, float_format="%.6g")
     return df
@@ -33,8 +47,13 @@ def read_metrics(path: str) -> pd.DataFrame:
 
 
 def _label(name: str, backbones: dict) -> str:
-    entry = backbones.get(name, {})
-    label = entry.get("label", name)
+    from .config import split_run_name
+
+    base, mode = split_run_name(name)
+    entry = backbones.get(base, {})
+    label = entry.get("label", base)
+    if mode != "shared":
+        label = f"{label} [{mode}]"
     return f"{label} †" if entry.get("synthetic") else label
 
 
@@ -52,40 +71,87 @@ def run_table(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> pd.Da
         for measure, name in ((FLOPS, "FLOPs"), (QUERY_DIMS, "q dims"), (DOC_DIMS, "d dims")):
             sel = grp[(grp["measure"] == measure) & grp["dataset"].isin(flops_ds)]
             row[name] = sel["value"].mean() if len(sel) else np.nan
+        row["collapsed"] = bool((grp.loc[grp["measure"] == COLLAPSED, "value"] > 0).any())
         rows.append(row)
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    table["_order"] = table["backbone"].map(order).fillna(len(order))
-    table["_k"] = table["k"].astype(float)
-    return table.sort_values(["_order", "_k"]).drop(columns=["_order", "_k"]).reset_index(drop=True)
+    from .config import split_run_name
+
+    table["_order"] = [-1 if b == BM25 else order.get(split_run_name(b)[0], len(order)) + (0.5 if "+" in b else 0)
+                       for b in table["backbone"]]
+    table["_k"] = table["k"].map(k_order)
+    return table.sort_values(["_order", "_k"], kind="stable").drop(columns=["_order", "_k"]).reset_index(drop=True)
 
 
 def best_k(table: pd.DataFrame, column: str) -> dict[str, str]:
-    """The k with the highest ``column`` value per backbone (first k on ties)."""
+    """The numeric k with the highest ``column`` value per run name (smallest k on ties; collapsed
+    runs and ``auto`` are not candidates)."""
     best = {}
     for backbone, grp in table.groupby("backbone", sort=False):
+        grp = grp[grp["k"].map(lambda k: np.isfinite(k_order(k)) and k != NO_K) & ~grp.get("collapsed", False)]
         vals = grp[column]
         if vals.notna().any():
-            best[backbone] = grp.loc[vals.idxmax(), "k"]
+            top = vals.max()
+            best[backbone] = min(grp.loc[vals == top, "k"], key=k_order)
     return best
 
 
-def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> str:
-    """The paper's Table 1 shape, as Markdown: best k per backbone in bold on the first column."""
+def load_reference(path: str | None) -> dict:
+    """The paper's reported values: {backbone: {k: {column name: value}}} (config/paper_reference.yaml)."""
+    if not path:
+        return {}
+    import yaml
+
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    return {str(b): {str(k): v for k, v in ks.items()} for b, ks in data.get("values", {}).items()}
+
+
+def auto_k_values(norms: dict[str, dict], auto_cfg: dict | None) -> dict[str, float]:
+    """k: auto for every backbone with head norms: its norm over the reference backbone's."""
+    if not auto_cfg or auto_cfg.get("reference") not in norms:
+        return {}
+    stat = auto_cfg.get("statistic", "frobenius_norm")
+    ref = norms[auto_cfg["reference"]][stat]
+    return {b: n[stat] / ref for b, n in norms.items()}
+
+
+def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms: dict | None = None,
+                    auto_cfg: dict | None = None) -> str:
+    """The paper's Table 1 shape, as Markdown: one row per (backbone, k), best k per backbone in
+    bold, collapsed runs shown as such, the paper's value beside ours where it reports one."""
     table = run_table(metrics, report_cfg, backbones)
     if table.empty:
         return "No finished runs.\n"
-    first = report_cfg["columns"][0]["name"]
+    columns = [c["name"] for c in report_cfg["columns"]]
+    first = columns[0]
     best = best_k(table, first)
-    shown = pd.DataFrame({"Backbone": [_label(b, backbones) for b in table["backbone"]], "k": table["k"]})
-    for col in [c["name"] for c in report_cfg["columns"]]:
+    reference = load_reference(report_cfg.get("reference"))
+    autos = auto_k_values(norms or {}, auto_cfg)
+    from .config import split_run_name
+
+    def k_text(b, k):
+        if k == "auto" and split_run_name(b)[0] in autos:
+            return f"auto ({autos[split_run_name(b)[0]]:.3g})"
+        return k
+
+    shown = pd.DataFrame({"Backbone": [_label(b, backbones) if b != BM25 else "BM25 (bm25s)" for b in table["backbone"]],
+                          "k": [k_text(b, k) for b, k in zip(table["backbone"], table["k"])]})
+    for col in columns:
         vals = []
-        for b, k, v in zip(table["backbone"], table["k"], table[col]):
+        for b, k, v, collapsed in zip(table["backbone"], table["k"], table[col], table["collapsed"]):
+            if collapsed:
+                vals.append("collapsed")
+                continue
             text = "–" if pd.isna(v) else f"{v:.3f}"
-            vals.append(f"**{text}**" if col == first and best.get(b) == k else text)
+            if col == first and best.get(b) == k:
+                text = f"**{text}**"
+            ref = reference.get(b, {}).get(k, {}).get(col)
+            if ref is not None:
+                text += f" (paper {ref:.3f})"
+            vals.append(text)
         shown[col] = vals
-    shown["FLOPs"] = [("–" if pd.isna(v) else f"{v:.2f}") for v in table["FLOPs"]]
+    shown["FLOPs"] = [("collapsed" if c else "–" if pd.isna(v) else f"{v:.2f}") for v, c in zip(table["FLOPs"], table["collapsed"])]
     shown["q / d dims"] = [
         "–" if pd.isna(q) else f"{q:.1f} / {d:.1f}" for q, d in zip(table["q dims"], table["d dims"])
     ]
@@ -95,18 +161,51 @@ def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) ->
     lines.append(shown.to_markdown(index=False, colalign=["left"] + ["right"] * (shown.shape[1] - 1)))
     lines += [
         "",
-        f"k: the MLM head weight is divided by k before training (W_head <- W_head / k). "
-        f"Bold: best k per backbone on {first}. FLOPs: sum_j p_q(j) p_d(j), the expected number of "
-        "multiplications per query-document pair; q / d dims: mean non-zero terms per query / document.",
+        f"k: the MLM head weight is divided by k before training (W_head <- W_head / k); auto: k = head norm / "
+        f"head norm of the reference backbone. Bold: best k per backbone on {first}. [untie]: the head gets its own "
+        "copy before the rescale (input embeddings unchanged); otherwise the tied matrix is scaled (the paper). "
+        "FLOPs: sum_j p_q(j) p_d(j), the expected number of multiplications per query-document pair; q / d dims: "
+        "mean non-zero terms per query / document. collapsed: the run's status says it collapsed (see its status.json).",
     ]
     if any(e.get("synthetic") for e in backbones.values()):
         lines.append("† synthetic backbone: a real checkpoint with its head scaled at load (see config).")
+    if reference:
+        lines.append(f"(paper x): the value reported in the paper, from {report_cfg['reference']}.")
     return "\n".join(lines) + "\n"
 
 
-def write_table1(metrics_csv: str, report_cfg: dict, backbones: dict, out_md: str) -> None:
+def write_table1(metrics_csv: str, report_cfg: dict, backbones: dict, out_md: str, norm_files: dict | None = None,
+                 auto_cfg: dict | None = None) -> None:
+    norms = {b: json.loads(Path(p).read_text()) for b, p in (norm_files or {}).items()}
     with atomic_open(out_md, "w", encoding="utf-8") as fh:
-        fh.write(table1_markdown(read_metrics(metrics_csv), report_cfg, backbones))
+        fh.write(table1_markdown(read_metrics(metrics_csv), report_cfg, backbones, norms, auto_cfg))
+
+
+def beir_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> str:
+    """Per-dataset effectiveness of every run (one column per dataset, then each group's mean)."""
+    measure = report_cfg.get("beir_measure", "nDCG@10")
+    sel = metrics[metrics["measure"] == measure]
+    if sel.empty:
+        return f"No {measure} values.\n"
+    pivot = sel.pivot_table(index=["backbone", "k"], columns="dataset", values="value", aggfunc="first")
+    datasets = [d for c in report_cfg["columns"] for d in c["datasets"]]
+    datasets = list(dict.fromkeys(d for d in datasets if d in pivot.columns)) + [d for d in pivot.columns if d not in datasets]
+    pivot = pivot[datasets]
+    for col in report_cfg["columns"]:
+        if col["measure"] == measure and len(col["datasets"]) > 1:
+            pivot[f"mean ({col['name']})"] = pivot[col["datasets"]].mean(axis=1, skipna=False)
+    rows = pivot.reset_index()
+    rows["_k"] = rows["k"].map(k_order)
+    rows["_b"] = rows["backbone"].map(lambda b: -1 if b == BM25 else list(backbones).index(b.split("+")[0]) if b.split("+")[0] in backbones else 99)
+    rows = rows.sort_values(["_b", "backbone", "_k"]).drop(columns=["_k", "_b"])
+    rows.insert(0, "Backbone", [("BM25 (bm25s)" if b == BM25 else _label(b, backbones)) for b in rows.pop("backbone")])
+    return (f"# Per-dataset {measure}\n\nEvery run on every evaluated dataset.\n\n"
+            + rows.to_markdown(index=False, floatfmt=".3f") + "\n")
+
+
+def write_table_beir(metrics_csv: str, report_cfg: dict, backbones: dict, out_md: str) -> None:
+    with atomic_open(out_md, "w", encoding="utf-8") as fh:
+        fh.write(beir_markdown(read_metrics(metrics_csv), report_cfg, backbones))
 
 
 def norms_markdown(norm_files: dict[str, str], backbones: dict) -> str:
@@ -140,30 +239,63 @@ def write_norms_table(norm_files: dict[str, str], backbones: dict, out_md: str) 
         fh.write(norms_markdown(norm_files, backbones))
 
 
-def plot_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: str) -> None:
-    """FLOPs (x, log scale) against the tradeoff measure, one marker per run, labelled with k."""
+def _plt():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _save(fig, outputs: list[str]) -> None:
+    for out in outputs:
+        with atomic_path(out) as tmp:
+            fig.savefig(tmp, format=Path(out).suffix.lstrip("."), metadata={"Software": None, "CreationDate": None} if out.endswith(".pdf") else {"Software": None})
+
+
+def tradeoff_points(metrics: pd.DataFrame, report_cfg: dict) -> pd.DataFrame:
+    """One point per finished, non-collapsed run: mean FLOPs and mean tradeoff measure over
+    ``flops_datasets``."""
+    measure = report_cfg.get("tradeoff_measure", "nDCG@10")
+    datasets = report_cfg.get("flops_datasets") or sorted(metrics["dataset"].unique())
+    sel = metrics[metrics["dataset"].isin(datasets) & (metrics["backbone"] != BM25)]
+    pivot = sel.pivot_table(index=["backbone", "k"], columns="measure", values="value", aggfunc="mean")
+    if measure not in pivot.columns or FLOPS not in pivot.columns:
+        return pd.DataFrame(columns=["backbone", "k", "flops", "score"])
+    pts = pivot.reset_index()
+    if COLLAPSED in pts.columns:
+        pts = pts[~(pts[COLLAPSED] > 0)]
+    return pd.DataFrame({"backbone": pts["backbone"], "k": pts["k"], "flops": pts[FLOPS], "score": pts[measure]}).dropna()
+
+
+def plot_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: str, out_pdf: str | None = None) -> None:
+    """FLOPs (x, log scale) against the tradeoff measure, one marker per run coloured by backbone,
+    k annotated, the Pareto frontier (lower FLOPs, higher score) drawn."""
+    from .claims import pareto_front
+
+    plt = _plt()
     metrics = read_metrics(metrics_csv)
     measure = report_cfg.get("tradeoff_measure", "nDCG@10")
     datasets = report_cfg.get("flops_datasets") or sorted(metrics["dataset"].unique())
-    sel = metrics[metrics["dataset"].isin(datasets)]
-    pivot = sel.pivot_table(index=["backbone", "k"], columns="measure", values="value", aggfunc="mean")
+    pts = tradeoff_points(metrics, report_cfg)
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=150)
     markers = "osD^vP*Xh<>"
-    for i, name in enumerate(backbones):
-        if name not in pivot.index.get_level_values(0) or measure not in pivot.columns:
-            continue
-        pts = pivot.loc[name].reset_index()
-        pts = pts.assign(_k=pts["k"].astype(float)).sort_values("_k")
-        ax.plot(pts[FLOPS], pts[measure], marker=markers[i % len(markers)], linestyle="-", alpha=0.85,
-                label=_label(name, backbones))
-        for _, p in pts.iterrows():
-            ax.annotate(f"k={p['k']}", (p[FLOPS], p[measure]), textcoords="offset points", xytext=(4, 4), fontsize=7)
-    if (pivot.get(FLOPS, pd.Series(dtype=float)) > 0).all():
+    names = list(dict.fromkeys(pts["backbone"]))
+    for i, name in enumerate(names):
+        mine = pts[pts["backbone"] == name].assign(_k=lambda d: d["k"].map(k_order)).sort_values("_k")
+        ax.scatter(mine["flops"], mine["score"], marker=markers[i % len(markers)], s=36, label=_label(name, backbones), zorder=3)
+        for _, p in mine.iterrows():
+            ax.annotate(f"k={p['k']}", (p["flops"], p["score"]), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    if len(pts):
+        keys = [f"{b}|{k}" for b, k in zip(pts["backbone"], pts["k"])]
+        front = set(pareto_front(list(zip(keys, pts["flops"], pts["score"]))))
+        fp = pts[[key in front for key in keys]].sort_values("flops")
+        ax.step(fp["flops"], fp["score"], where="post", color="grey", linestyle="--", linewidth=1, label="Pareto frontier", zorder=2)
+    bm25 = metrics[(metrics["backbone"] == BM25) & (metrics["measure"] == measure) & metrics["dataset"].isin(datasets)]
+    if len(bm25):
+        ax.axhline(bm25["value"].mean(), color="black", linewidth=0.8, linestyle=":", label="BM25 (bm25s)")
+    if len(pts) and (pts["flops"] > 0).all():
         from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
         ax.set_xscale("log")
@@ -176,6 +308,84 @@ def plot_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: 
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    with atomic_path(out_png) as tmp:
-        fig.savefig(tmp, format="png")
+    _save(fig, [out_png] + ([out_pdf] if out_pdf else []))
     plt.close(fig)
+
+
+def plot_loss_curves(log_files: dict[str, str], backbones: dict, out_png: str, key: str = "ranking_loss") -> None:
+    """Training loss per step, one panel per run name, one line per k (log y where positive)."""
+    from .config import split_run_name
+
+    plt = _plt()
+    runs: dict[str, dict[str, list]] = {}
+    for run_k, path in log_files.items():
+        run, k = run_k.rsplit("|", 1)
+        rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+        runs.setdefault(run, {})[k] = [(r["step"], r.get(key)) for r in rows if r.get(key) is not None]
+    names = sorted(runs, key=lambda r: (list(backbones).index(split_run_name(r)[0]) if split_run_name(r)[0] in backbones else 99, r))
+    fig, axes = plt.subplots(1, max(1, len(names)), figsize=(4.2 * max(1, len(names)), 3.4), dpi=130, squeeze=False)
+    for ax, name in zip(axes[0], names):
+        positive = True
+        for k in sorted(runs[name], key=k_order):
+            pts = runs[name][k]
+            if pts:
+                steps, vals = zip(*pts)
+                positive &= all(v > 0 for v in vals)
+                ax.plot(steps, vals, label=f"k={k}", linewidth=1)
+        if positive and any(runs[name].values()):
+            ax.set_yscale("log")
+        ax.set_title(_label(name, backbones), fontsize=8)
+        ax.set_xlabel("step")
+        ax.set_ylabel(key.replace("_", " "))
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    _save(fig, [out_png])
+    plt.close(fig)
+
+
+def plot_norms(norm_files: dict[str, str], metrics_csv: str, report_cfg: dict, backbones: dict, out_png: str) -> None:
+    """Head Frobenius norm per backbone (log scale), annotated with the best k found."""
+    plt = _plt()
+    table = run_table(read_metrics(metrics_csv), report_cfg, backbones)
+    best = best_k(table, report_cfg["columns"][0]["name"]) if not table.empty else {}
+    names = list(norm_files)
+    values = [json.loads(Path(norm_files[n]).read_text())["frobenius_norm"] for n in names]
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(names) + 2), 3.6), dpi=130)
+    bars = ax.bar(range(len(names)), values, color="tab:blue")
+    for bar, name in zip(bars, names):
+        ax.annotate(f"best k = {best.get(name, '–')}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                    ha="center", va="bottom", fontsize=7, textcoords="offset points", xytext=(0, 2))
+    ax.set_xticks(range(len(names)), [_label(n, backbones) for n in names], rotation=20, ha="right", fontsize=7)
+    ax.set_yscale("log")
+    ax.set_ylabel("‖W_head‖_F (as loaded)")
+    ax.set_title("MLM head norm and the best rescale factor k")
+    fig.tight_layout()
+    _save(fig, [out_png])
+    plt.close(fig)
+
+
+def auto_k_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms: dict, auto_cfg: dict | None) -> str:
+    """For every swept backbone: k: auto next to the empirically best k, and what auto k costs."""
+    if not auto_cfg:
+        return ""
+    table = run_table(metrics, report_cfg, backbones)
+    first = report_cfg["columns"][0]["name"]
+    best = best_k(table, first)
+    autos = auto_k_values(norms, auto_cfg)
+    rows = []
+    for name in backbones:
+        if name not in best:
+            continue
+        mine = table[table["backbone"] == name].set_index("k")[first]
+        auto_score = mine.get("auto", np.nan)
+        rows.append({"Backbone": _label(name, backbones), "auto k": autos.get(name, np.nan), "best k": best[name],
+                     f"{first} at best k": mine[best[name]], f"{first} at auto k": auto_score,
+                     "lost by auto k": mine[best[name]] - auto_score if pd.notna(auto_score) else np.nan})
+    if not rows:
+        return ""
+    stat = auto_cfg.get("statistic", "frobenius_norm")
+    return ("\n## Choosing k without a sweep\n\n"
+            f"auto k = {stat} of the backbone / {stat} of {auto_cfg['reference']}. 'lost by auto k' is measured "
+            "only where the config also ran k: auto (otherwise –).\n\n"
+            + pd.DataFrame(rows).to_markdown(index=False, floatfmt=".3f") + "\n")

@@ -22,32 +22,153 @@ __all__ = ["InvertedIndex", "exact_topk", "search", "write_trec_run", "read_trec
 
 
 class InvertedIndex:
-    """Term -> postings (document indices ascending, weights), i.e. the CSC form of a docs matrix."""
+    """Term -> postings (document indices ascending, weights), i.e. the CSC form of a docs matrix.
 
-    def __init__(self, indptr: np.ndarray, doc_indices: np.ndarray, weights: np.ndarray, n_docs: int):
-        """Wrap ready-made CSC arrays; use :meth:`from_csr` to build from a documents matrix."""
+    Optionally the most frequent terms are stored as dense rows instead (``dense_terms``, one
+    row of ``dense_weights`` per term, 0 where a document lacks the term) and their postings
+    ranges in ``indptr`` are empty: a term found in a large share of the documents costs less
+    as a dense row (4 bytes per document) than as postings (8 bytes per posting), and dense rows
+    let a block of queries score them with one matrix product. :meth:`from_csr` chooses them.
+    """
+
+    def __init__(
+        self,
+        indptr: np.ndarray,
+        doc_indices: np.ndarray,
+        weights: np.ndarray,
+        n_docs: int,
+        dense_terms: np.ndarray | None = None,
+        dense_weights: np.ndarray | None = None,
+    ):
+        """Wrap ready-made CSC arrays (and optional dense rows); use :meth:`from_csr` to build from a documents matrix."""
         self.indptr = indptr
         self.doc_indices = doc_indices
         self.weights = weights
         self.n_docs = int(n_docs)
         self.vocab_size = int(indptr.shape[0] - 1)
+        if dense_terms is None:
+            dense_terms = np.zeros(0, dtype=np.int64)
+            dense_weights = np.zeros((0, self.n_docs), dtype=weights.dtype if weights.dtype in (np.float32, np.float64) else np.float64)
+        self.dense_terms = np.asarray(dense_terms, dtype=np.int64)
+        self.dense_weights = dense_weights
+        if self.dense_weights.shape != (self.dense_terms.shape[0], self.n_docs):
+            raise ValueError(f"InvertedIndex: dense_weights has shape {self.dense_weights.shape}, expected "
+                             f"({self.dense_terms.shape[0]}, {self.n_docs})")
+        self.dense_slot = np.full(self.vocab_size, -1, dtype=np.int64)
+        self.dense_slot[self.dense_terms] = np.arange(self.dense_terms.shape[0])
+        if np.any(self.indptr[self.dense_terms + 1] != self.indptr[self.dense_terms]):
+            raise ValueError("InvertedIndex: a dense term also has postings")
+        # Per-term largest |weight|: bounds the rounding error of the float32 first pass.
+        self.term_absmax = np.zeros(self.vocab_size, dtype=np.float64)
+        lengths = np.diff(self.indptr)
+        nonempty = np.flatnonzero(lengths)
+        if nonempty.size:  # max |w| as max(max w, -min w): no full-size temporary
+            self.term_absmax[nonempty] = np.maximum(np.maximum.reduceat(self.weights, self.indptr[nonempty]),
+                                                    -np.minimum.reduceat(self.weights, self.indptr[nonempty]))
+        if self.dense_terms.size and self.n_docs:
+            self.term_absmax[self.dense_terms] = np.maximum(self.dense_weights.max(axis=1), -self.dense_weights.min(axis=1))
+        self._dense32 = None
 
     @classmethod
-    def from_csr(cls, docs: sp.spmatrix | sp.sparray) -> "InvertedIndex":
-        """Build from a (n_docs x vocab) sparse matrix; duplicates are summed, postings sorted by doc."""
+    def from_csr(cls, docs: sp.spmatrix | sp.sparray, dense: str | Sequence[int] | None = "auto",
+                 chunk_postings: int = 1 << 22) -> "InvertedIndex":
+        """Build from a (n_docs x vocab) sparse matrix; duplicates are summed, postings sorted by doc.
+
+        ``dense="auto"`` stores as dense rows the terms found in at least 1/16 of the documents,
+        most frequent first, while the extra memory stays within a fifth of the postings' bytes
+        (none below 1,024 documents); a list of term ids stores exactly those; ``None`` none.
+
+        Built chunk by chunk of documents (about ``chunk_postings`` postings each) straight into
+        the final arrays, so the build needs little more memory than the index itself.
+        """
         if not sp.issparse(docs):
             raise ValueError(f"InvertedIndex.from_csr: expected a scipy sparse matrix, got {type(docs).__name__}")
-        csc = sp.csc_matrix(docs, copy=True)
-        csc.sum_duplicates()
-        weights = csc.data
-        if weights.dtype not in (np.float32, np.float64):
-            weights = weights.astype(np.float64)
-        return cls(csc.indptr.astype(np.int64, copy=False), csc.indices, weights, csc.shape[0])
+        csr = sp.csr_matrix(docs)  # no copy when docs already is a CSR matrix
+        if not csr.has_canonical_format:
+            csr = csr.copy()
+            csr.sum_duplicates()
+        n_docs, vocab = csr.shape
+        dtype = csr.data.dtype if csr.data.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+        idx_dtype = np.int32 if n_docs <= np.iinfo(np.int32).max else np.int64
+        df = np.bincount(csr.indices, minlength=vocab).astype(np.int64)
+        if isinstance(dense, str):
+            if dense != "auto":
+                raise ValueError(f"InvertedIndex.from_csr: dense must be 'auto', a list of terms or None, got {dense!r}")
+            dense_terms = _auto_dense_terms(df, n_docs, dtype.itemsize + np.dtype(idx_dtype).itemsize, dtype.itemsize)
+        elif dense is None:
+            dense_terms = np.zeros(0, dtype=np.int64)
+        else:
+            dense_terms = np.unique(np.asarray(list(dense), dtype=np.int64))
+            if dense_terms.size and (dense_terms[0] < 0 or dense_terms[-1] >= vocab):
+                raise ValueError("InvertedIndex.from_csr: dense term id out of range")
+        slot = np.full(vocab, -1, dtype=np.int64)
+        slot[dense_terms] = np.arange(dense_terms.shape[0])
+        sparse_df = df.copy()
+        sparse_df[dense_terms] = 0
+        indptr = np.zeros(vocab + 1, dtype=np.int64)
+        np.cumsum(sparse_df, out=indptr[1:])
+        doc_indices = np.empty(int(indptr[-1]), dtype=idx_dtype)
+        weights = np.empty(int(indptr[-1]), dtype=dtype)
+        dense_weights = np.zeros((dense_terms.shape[0], n_docs), dtype=dtype)
+        write = indptr[:-1].copy()
+        rows_per_chunk = max(1, int(chunk_postings * n_docs // max(1, csr.nnz)))
+        terms = np.arange(vocab)
+        for lo in range(0, n_docs, rows_per_chunk):
+            hi = min(n_docs, lo + rows_per_chunk)
+            part = csr[lo:hi].tocsc()  # scipy's counting sort: per term, documents ascending
+            counts = np.diff(part.indptr).astype(np.int64)
+            cols = np.repeat(terms, counts)
+            rows = part.indices.astype(idx_dtype) + lo
+            vals = part.data.astype(dtype, copy=False)
+            slots = slot[cols]
+            to_dense = slots >= 0
+            if dense_terms.size and to_dense.any():
+                dense_weights[slots[to_dense], rows[to_dense]] = vals[to_dense]
+                keep = ~to_dense
+                cols, rows, vals = cols[keep], rows[keep], vals[keep]
+                counts[dense_terms] = 0
+            first = np.cumsum(counts) - counts  # where each term starts among this chunk's kept postings
+            dest = write[cols] + (np.arange(cols.shape[0]) - first[cols])
+            doc_indices[dest] = rows
+            weights[dest] = vals
+            write += counts
+        return cls(indptr, doc_indices, weights, n_docs, dense_terms, dense_weights)
 
     def postings(self, term: int) -> tuple[np.ndarray, np.ndarray]:
-        """Return ``(doc_indices, weights)`` of one term."""
+        """Return ``(doc_indices, weights)`` of one term (for a dense term: its non-zero entries)."""
+        slot = self.dense_slot[term]
+        if slot >= 0:
+            row = self.dense_weights[slot]
+            docs = np.flatnonzero(row).astype(self.doc_indices.dtype)
+            return docs, row[docs]
         lo, hi = self.indptr[term], self.indptr[term + 1]
         return self.doc_indices[lo:hi], self.weights[lo:hi]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the index arrays."""
+        return int(self.indptr.nbytes + self.doc_indices.nbytes + self.weights.nbytes + self.dense_weights.nbytes
+                   + self.dense_slot.nbytes + self.term_absmax.nbytes
+                   + (self._dense32.nbytes if self._dense32 is not None and self._dense32 is not self.dense_weights else 0))
+
+    def _dense_f32(self) -> np.ndarray:
+        """The dense rows as float32 (the first pass's matrix product); shared when already float32."""
+        if self._dense32 is None:
+            self._dense32 = (self.dense_weights if self.dense_weights.dtype == np.float32
+                             else self.dense_weights.astype(np.float32))
+        return self._dense32
+
+
+def _auto_dense_terms(lengths: np.ndarray, n_docs: int, posting_bytes: int, value_bytes: int) -> np.ndarray:
+    """Terms worth a dense row: df >= n_docs/16, most frequent first, extra bytes <= 1/5 of the postings'."""
+    if n_docs < 1024 or lengths.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.argsort(-lengths, kind="stable")
+    df = lengths[order]
+    order = order[df * 16 >= n_docs]
+    extra = np.cumsum(n_docs * value_bytes - lengths[order] * posting_bytes)
+    budget = int(lengths.sum()) * posting_bytes // 5
+    return np.sort(order[extra <= budget])
 
 
 def _select_topk(cand: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -67,11 +188,20 @@ def _select_topk(cand: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarr
     return cand[order], scores[order]
 
 
+_EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+_SCORE_CHUNK = 1024  # documents per chunk of the compiled first pass (rows of the block stay in cache)
+_U32 = float(np.finfo(np.float32).eps) / 2
+_U64 = float(np.finfo(np.float64).eps) / 2
+
+
 def exact_topk(
     queries: sp.spmatrix | sp.sparray,
     index: InvertedIndex,
     k: int,
     exclude: Sequence[Iterable[int] | None] | None = None,
+    *,
+    threads: int = 1,
+    query_block: int | None = None,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Exact top-``k`` documents of each query row by dot product.
 
@@ -79,8 +209,20 @@ def exact_topk(
     descending then doc index ascending. A query gets at most ``k`` results and only documents
     with score > 0: an inverted index never visits documents that share no term with the query,
     so fewer than ``k`` (none for an empty query) is normal. Scores are accumulated in float64
-    from float32 products, which float64 represents exactly, so results do not depend on how the
-    postings are stored. ``exclude[i]`` holds document indices never returned for query ``i``.
+    from float32 products, which float64 represents exactly, term by term in ascending term id
+    (the order of ``scipy``'s sparse product), so results do not depend on how the postings are
+    stored. ``exclude[i]`` holds document indices never returned for query ``i``.
+
+    How (the result is the same as scoring every document): queries go in blocks of
+    ``query_block``. A first pass scores every document approximately in float32 (dense rows by
+    one matrix product for the block, postings added on top); a lower bound ``L`` of the k-th
+    best score is the k-th largest of the maxima of >= 4k blocks of documents; every document
+    whose approximate score is within twice a rigorous rounding-error bound of ``L`` is then
+    scored exactly, and the exact top-k is taken among those. When that bound is not positive
+    (fewer than about k matching documents) the query is scored exactly everywhere instead.
+    ``threads`` > 1 runs query blocks in parallel threads (numpy, BLAS and the compiled kernels
+    release the GIL). ``query_block`` defaults to the largest block (at most 64) whose float32
+    scores, one block per thread, take at most a quarter of the index's bytes.
     """
     if not sp.issparse(queries):
         raise ValueError(f"exact_topk: expected a scipy sparse matrix, got {type(queries).__name__}")
@@ -92,35 +234,311 @@ def exact_topk(
         raise ValueError(f"exact_topk: queries have {q.shape[1]} columns, index vocabulary is {index.vocab_size}")
     if exclude is not None and len(exclude) != q.shape[0]:
         raise ValueError(f"exact_topk: {len(exclude)} exclude sets for {q.shape[0]} queries")
+    excluded = [None] * q.shape[0]
+    if exclude is not None:
+        for i, ex in enumerate(exclude):
+            if ex:
+                arr = np.fromiter(ex, dtype=np.int64)
+                if arr.size and (arr.min() < 0 or arr.max() >= index.n_docs):
+                    raise ValueError(f"exact_topk: exclude[{i}] has a document index outside [0, {index.n_docs})")
+                excluded[i] = arr
 
-    n_docs = index.n_docs
-    results: list[tuple[np.ndarray, np.ndarray]] = []
-    for i in range(q.shape[0]):
-        lo, hi = q.indptr[i], q.indptr[i + 1]
-        terms = q.indices[lo:hi]
-        q_w = q.data[lo:hi].astype(np.float64)
-        nz = q_w != 0
-        terms, q_w = terms[nz], q_w[nz]
-        if terms.shape[0] == 0 or n_docs == 0:
-            results.append((np.zeros(0, np.int64), np.zeros(0, np.float64)))
-            continue
-        starts, ends = index.indptr[terms], index.indptr[terms + 1]
-        lengths = ends - starts
-        total = int(lengths.sum())
-        # Flat positions of all postings of the query's terms, without a Python loop per term.
-        pos = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(total, dtype=np.int64)
-        contrib = index.weights[pos].astype(np.float64) * np.repeat(q_w, lengths)
-        # A dense accumulator costs O(n_docs) per query, but the postings touched number
-        # about FLOPs x n_docs anyway, so sparse bookkeeping would not be cheaper.
-        acc = np.bincount(index.doc_indices[pos], weights=contrib, minlength=n_docs)
-        if exclude is not None and exclude[i]:
-            ex = np.fromiter(exclude[i], dtype=np.int64)
-            if ex.size and (ex.min() < 0 or ex.max() >= n_docs):
-                raise ValueError(f"exact_topk: exclude[{i}] has a document index outside [0, {n_docs})")
-            acc[ex] = 0.0
-        cand = np.flatnonzero(acc > 0)
-        results.append(_select_topk(cand.astype(np.int64, copy=False), acc[cand], k))
+    n_q = q.shape[0]
+    results: list[tuple[np.ndarray, np.ndarray]] = [_EMPTY] * n_q
+    if query_block is None:
+        per_query = 4 * max(1, index.n_docs) * max(1, threads)
+        query_block = int(min(64, max(8, (index.doc_indices.nbytes + index.weights.nbytes
+                                           + index.dense_weights.nbytes) // 4 // per_query)))
+    blocks = [(lo, min(n_q, lo + max(1, query_block))) for lo in range(0, n_q, max(1, query_block))]
+    if threads > 1 and len(blocks) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with _blas_threads(1), ThreadPoolExecutor(threads) as pool:
+            for _ in pool.map(lambda b: _search_block(q, index, k, excluded, b[0], b[1], results), blocks):
+                pass
+    else:
+        for lo, hi in blocks:
+            _search_block(q, index, k, excluded, lo, hi, results)
     return results
+
+
+class _blas_threads:
+    """Limit BLAS to ``n`` threads inside the block (threadpoolctl when present, else a no-op)."""
+
+    def __init__(self, n: int):
+        self.n, self.ctx = n, None
+
+    def __enter__(self):
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:
+            return self
+        self.ctx = threadpool_limits(limits=self.n, user_api="blas")
+        return self
+
+    def __exit__(self, *exc):
+        if self.ctx is not None:
+            self.ctx.restore_original_limits()
+
+
+def _query_terms(q: sp.csr_matrix, i: int) -> tuple[np.ndarray, np.ndarray]:
+    lo, hi = q.indptr[i], q.indptr[i + 1]
+    terms = q.indices[lo:hi].astype(np.int64)
+    q_w = q.data[lo:hi].astype(np.float64)
+    nz = q_w != 0
+    return terms[nz], q_w[nz]
+
+
+def _search_block(q, index: InvertedIndex, k: int, excluded, lo: int, hi: int, results) -> None:
+    n_docs = index.n_docs
+    prune = k > 0 and n_docs >= 4 * k
+    rows = None
+    if prune:
+        # First pass: approximate float32 scores of every document for the whole block.
+        qb = q[lo:hi]
+        kernels = _kernels()
+        if kernels is not None:
+            rows = np.empty((hi - lo, n_docs), dtype=np.float32)
+            terms = qb.indices.astype(np.int64)
+            slots = index.dense_slot[terms]
+            is_dense = slots >= 0
+            per_row = np.repeat(np.arange(hi - lo), np.diff(qb.indptr))
+            d_ptr = np.zeros(hi - lo + 1, dtype=np.int64)
+            np.cumsum(np.bincount(per_row[is_dense], minlength=hi - lo), out=d_ptr[1:])
+            s_ptr = np.zeros(hi - lo + 1, dtype=np.int64)
+            np.cumsum(np.bincount(per_row[~is_dense], minlength=hi - lo), out=s_ptr[1:])
+            w32 = qb.data.astype(np.float32)
+            kernels.block_scores(rows, d_ptr, slots[is_dense], w32[is_dense], s_ptr, terms[~is_dense], w32[~is_dense],
+                                 index._dense_f32(), index.indptr, index.doc_indices, index.weights, _SCORE_CHUNK)
+            n_sum = np.diff(qb.indptr) + 4  # terms in each float32 sum (+ the rounding of w and q)
+        else:
+            if index.dense_terms.size:
+                rows = qb[:, index.dense_terms].toarray().astype(np.float32) @ index._dense_f32()
+            else:
+                rows = np.zeros((hi - lo, n_docs), dtype=np.float32)
+            for i in range(lo, hi):
+                terms, q_w = _query_terms(q, i)
+                row = rows[i - lo]
+                for t, w in zip(terms.tolist(), q_w.tolist()):
+                    if index.dense_slot[t] < 0 and index.indptr[t + 1] > index.indptr[t]:
+                        a, b = index.indptr[t], index.indptr[t + 1]
+                        # Documents are unique within a term's postings: add.at adds once to each.
+                        np.add.at(row, index.doc_indices[a:b], index.weights[a:b].astype(np.float32) * np.float32(w))
+            n_sum = np.diff(qb.indptr) + index.dense_terms.shape[0] + 4
+    for i in range(lo, hi):
+        terms, q_w = _query_terms(q, i)
+        if terms.shape[0] == 0 or n_docs == 0 or k == 0:
+            results[i] = _EMPTY
+            continue
+        res = None
+        if prune:
+            res = _pruned(index, terms, q_w, k, excluded[i], rows[i - lo], int(n_sum[i - lo]))
+        if res is None:
+            res = _exhaustive(index, terms, q_w, k, excluded[i])
+        results[i] = res
+
+
+def _exhaustive(index: InvertedIndex, terms, q_w, k, ex) -> tuple[np.ndarray, np.ndarray]:
+    """Score every document exactly (float64, ascending term order), then select."""
+    acc = np.zeros(index.n_docs, dtype=np.float64)
+    kernels = _kernels()
+    if kernels is not None:
+        kernels.exhaustive(acc, terms, q_w, index.dense_slot, index.dense_weights, index.indptr,
+                           index.doc_indices, index.weights)
+        terms = terms[:0]
+    tmp = np.empty(index.n_docs, dtype=np.float64) if index.dense_terms.size else None
+    for t, w in zip(terms.tolist(), q_w.tolist()):
+        slot = index.dense_slot[t]
+        if slot >= 0:
+            np.multiply(index.dense_weights[slot], w, out=tmp, dtype=np.float64)
+            acc += tmp
+        else:
+            lo, hi = index.indptr[t], index.indptr[t + 1]
+            if hi > lo:
+                docs = index.doc_indices[lo:hi]
+                # Documents are unique within one term's postings, so this is one add per document.
+                acc[docs] += index.weights[lo:hi].astype(np.float64) * w
+    if ex is not None:
+        acc[ex] = 0.0
+    cand = np.flatnonzero(acc > 0)
+    return _select_topk(cand.astype(np.int64, copy=False), acc[cand], k)
+
+
+def _pruned(index: InvertedIndex, terms, q_w, k, ex, row, n_sum) -> tuple[np.ndarray, np.ndarray] | None:
+    """Candidates from the approximate ``row`` (float32 sums of at most ``n_sum`` terms), exact scores,
+    top k; None when the candidates' bound is not positive (then score exhaustively)."""
+    n_docs = index.n_docs
+    kernels = _kernels()
+    if ex is not None:
+        row[ex] = -np.inf
+    # Rounding: the float32 pass sums at most n_sum products of float32 numbers (the weights and
+    # the query weight each rounded to float32 once), so it is within gamma_n * sum_t |q_t| max|w_t|
+    # of the real score; the exact float64 sum within gamma_m (u64) of the same. Twice their sum
+    # bounds |approximate - exact| with room to spare.
+    bound = float(np.dot(np.abs(q_w), index.term_absmax[terms]))
+    delta = 2.0 * (_gamma(n_sum, _U32) + _gamma(terms.shape[0] + 1, _U64)) * bound
+    size = max(1, n_docs // (4 * k))
+    m = n_docs // size
+    maxima = row[: m * size].reshape(m, size).max(axis=1)
+    lower = float(np.partition(maxima, m - k)[m - k])  # k distinct documents score >= lower
+    cut = lower - 2.0 * delta
+    if not cut > 0 or not np.isfinite(cut):
+        return None
+    cand = np.flatnonzero(row >= cut)
+    scores = np.zeros(cand.shape[0], dtype=np.float64)
+    if kernels is not None:
+        kernels.exact(cand, terms, q_w, index.dense_slot, index.dense_weights, index.indptr, index.doc_indices,
+                      index.weights, scores)
+        terms = terms[:0]
+    for t, w in zip(terms.tolist(), q_w.tolist()):
+        slot = index.dense_slot[t]
+        if slot >= 0:
+            vals = index.dense_weights[slot][cand]
+        else:
+            lo, hi = index.indptr[t], index.indptr[t + 1]
+            if hi == lo:
+                continue
+            docs = index.doc_indices[lo:hi]
+            pos = np.minimum(np.searchsorted(docs, cand), hi - lo - 1)
+            vals = np.where(docs[pos] == cand, index.weights[lo:hi][pos], 0)
+        # An absent term adds an exact 0 (+/-0.0), so the sum equals the ascending-term float64 sum.
+        scores += vals.astype(np.float64) * w
+    keep = scores > 0
+    return _select_topk(cand[keep].astype(np.int64, copy=False), scores[keep], k)
+
+
+# -- compiled kernels (numba, when installed) ---------------------------------------------------
+# The same arithmetic as the numpy code they replace, in the same order, one pass instead of
+# several array temporaries: the results are identical with or without numba. Set
+# LSRBENCH_NUMBA=0 to use numpy only.
+
+_KERNELS = None
+
+
+def _kernels():
+    """The compiled kernels (compiled on first use, cached on disk), or None."""
+    global _KERNELS
+    if _KERNELS is None:
+        _KERNELS = False
+        if os.environ.get("LSRBENCH_NUMBA", "1") != "0":
+            try:
+                import numba
+            except ImportError:
+                pass
+            else:
+                from types import SimpleNamespace
+
+                jit = numba.njit(cache=True, nogil=True)
+                # contract: a*b+c may become one FMA in the approximate first pass only (its
+                # error bound holds for any order of the sum); the exact kernels keep IEEE order.
+                fast = numba.njit(cache=True, nogil=True, fastmath={"contract"})
+                _KERNELS = SimpleNamespace(block_scores=fast(_k_block_scores), exact=jit(_k_exact),
+                                           exhaustive=jit(_k_exhaustive))
+    return _KERNELS or None
+
+
+def _k_block_scores(rows, d_ptr, d_slot, d_w, s_ptr, s_term, s_w, dense, indptr, docs, weights, chunk):  # pragma: no cover
+    """rows[i, d] = float32 approximate score of document d for query i, chunk of documents by chunk.
+
+    Query i's dense terms are ``d_slot[d_ptr[i]:d_ptr[i+1]]`` (rows of ``dense``), its other terms
+    ``s_term[s_ptr[i]:s_ptr[i+1]]`` (postings), with float32 weights ``d_w`` / ``s_w``. Per chunk
+    of documents (sized so that the dense rows' chunk stays in the core's cache), each query adds
+    its own dense rows (four at a time) and the postings of its other terms that fall in the chunk
+    (one cursor per query term): only the terms a query has are touched, each posting once.
+    """
+    n_docs = rows.shape[1]
+    cursor = np.empty(s_term.shape[0], dtype=np.int64)
+    for j in range(s_term.shape[0]):
+        cursor[j] = indptr[s_term[j]]
+    for c0 in range(0, n_docs, chunk):
+        c1 = min(n_docs, c0 + chunk)
+        n = c1 - c0
+        for i in range(rows.shape[0]):
+            r = rows[i, c0:c1]
+            for d in range(n):
+                r[d] = 0.0
+            j = d_ptr[i]
+            end = d_ptr[i + 1]
+            while j + 4 <= end:
+                a = dense[d_slot[j], c0:c1]
+                b = dense[d_slot[j + 1], c0:c1]
+                c = dense[d_slot[j + 2], c0:c1]
+                e = dense[d_slot[j + 3], c0:c1]
+                wa = d_w[j]
+                wb = d_w[j + 1]
+                wc = d_w[j + 2]
+                we = d_w[j + 3]
+                for d in range(n):
+                    r[d] += a[d] * wa + b[d] * wb + c[d] * wc + e[d] * we
+                j += 4
+            while j < end:
+                a = dense[d_slot[j], c0:c1]
+                wa = d_w[j]
+                for d in range(n):
+                    r[d] += a[d] * wa
+                j += 1
+            for j in range(s_ptr[i], s_ptr[i + 1]):
+                t = s_term[j]
+                w = s_w[j]
+                p = cursor[j]
+                stop = indptr[t + 1]
+                while p < stop and docs[p] < c1:
+                    r[docs[p] - c0] += np.float32(weights[p]) * w
+                    p += 1
+                cursor[j] = p
+
+
+def _k_exhaustive(acc, terms, qw, dense_slot, dense, indptr, docs, weights):  # pragma: no cover - compiled
+    """acc[d] = sum over the query's terms in ascending order of float64(w) * q (exact products)."""
+    for j in range(terms.shape[0]):
+        t = terms[j]
+        w = qw[j]
+        s = dense_slot[t]
+        if s >= 0:
+            for d in range(acc.shape[0]):
+                acc[d] += np.float64(dense[s, d]) * w
+        else:
+            for p in range(indptr[t], indptr[t + 1]):
+                acc[docs[p]] += np.float64(weights[p]) * w
+
+
+def _k_exact(cand, terms, qw, dense_slot, dense, indptr, docs, weights, out):  # pragma: no cover - compiled
+    """out[i] = exact score of document cand[i] (cand ascending); postings searched by galloping."""
+    n = cand.shape[0]
+    for j in range(terms.shape[0]):
+        t = terms[j]
+        w = qw[j]
+        s = dense_slot[t]
+        if s >= 0:
+            for i in range(n):
+                out[i] += np.float64(dense[s, cand[i]]) * w
+            continue
+        lo = indptr[t]
+        hi = indptr[t + 1]
+        p = lo
+        for i in range(n):
+            if p >= hi:
+                break
+            d = cand[i]
+            if docs[p] < d:
+                step = 1
+                while p + step < hi and docs[p + step] < d:
+                    step *= 2
+                a = p + step // 2 + 1
+                b = min(p + step, hi)
+                while a < b:
+                    mid = (a + b) // 2
+                    if docs[mid] < d:
+                        a = mid + 1
+                    else:
+                        b = mid
+                p = a
+            if p < hi and docs[p] == d:
+                out[i] += np.float64(weights[p]) * w
+
+
+def _gamma(n: int, u: float) -> float:
+    return n * u / (1.0 - n * u)
 
 
 def search(
@@ -130,12 +548,14 @@ def search(
     doc_ids: Sequence[str],
     k: int = 1000,
     skip_identical_ids: bool = False,
+    threads: int = 1,
 ) -> dict[str, list[tuple[str, float]]]:
     """Retrieve the top ``k`` documents of every query; return ``{qid: [(docid, score), ...]}``.
 
     Every query id is a key, with an empty list when nothing scored > 0. With
     ``skip_identical_ids`` a document whose id equals the query id is never returned and the
-    list is still filled to ``k`` (BEIR's behaviour on ArguAna and Quora).
+    list is still filled to ``k`` (BEIR's behaviour on ArguAna and Quora). ``threads`` as in
+    :func:`exact_topk`.
     """
     if len(query_ids) != queries.shape[0]:
         raise ValueError(f"search: {len(query_ids)} query ids for {queries.shape[0]} query rows")
@@ -147,7 +567,7 @@ def search(
     if skip_identical_ids:
         doc_pos = {d: j for j, d in enumerate(doc_ids)}
         exclude = [{doc_pos[qid]} if qid in doc_pos else None for qid in query_ids]
-    hits = exact_topk(queries, InvertedIndex.from_csr(docs), k, exclude)
+    hits = exact_topk(queries, InvertedIndex.from_csr(docs), k, exclude, threads=threads)
     return {
         qid: [(doc_ids[j], float(s)) for j, s in zip(idx.tolist(), scores.tolist())]
         for qid, (idx, scores) in zip(query_ids, hits)

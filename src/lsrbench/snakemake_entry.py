@@ -18,6 +18,10 @@ def run(snakemake) -> None:
         os.environ[var] = threads
     stage = snakemake.params.stage
     kwargs = dict(snakemake.params.kwargs)
+    # params.runtime (optional): settings that change how a job runs, never what it computes
+    # (e.g. checkpoint frequency). A rule computes it with a function of ``output``, which makes it
+    # a derived param: Snakemake leaves it out of its params rerun trigger.
+    kwargs.update(dict(getattr(snakemake.params, "runtime", None) or {}))
     for source in (snakemake.input, snakemake.output):
         kwargs.update({name: (value if isinstance(value, str) else list(value)) for name, value in source.items()})
     if snakemake.log:

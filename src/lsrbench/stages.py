@@ -22,7 +22,7 @@ def norm(backbone: str, entry: dict, mirror, cache_dir: str, config_file: str, o
     if entry.get("head_scale", 1) != 1:
         rescale_mlm_head(model, 1.0 / entry["head_scale"], "shared")
     result = {"backbone": backbone, "model": entry["model"], "resolved_path": path,
-              "head_scale": entry.get("head_scale", 1), "synthetic": entry.get("synthetic", False),
+              "head_scale": entry.get("head_scale", 1),
               "architecture": type(model).__name__, **head_norms(model)}
     write_json(out_json, result)
     return result
@@ -35,13 +35,17 @@ def dataset(name: str, entry: dict, mirror, datasets_file: str, cache_dir: str, 
 
     ds = resolve_dataset(name, entry, mirror, datasets_file, cache_dir, unknown_docs=entry.get("unknown_docs", "error"))
     split = entry.get("split", "test")
-    write_beir_folder(ds, full_dir, split=split)
+    # One copy of each distinct corpus file under results/data/.corpora, hard-linked into full/ and
+    # eval/ (the same file without pooling) and into every dataset sharing it (MS MARCO dev, DL19).
+    store = Path(full_dir).parent.parent / ".corpora"
+    write_beir_folder(ds, full_dir, split=split, corpus_store=store)
     evaluated = pooled_subset(ds, pool_depth) if pool_depth else ds
-    write_beir_folder(evaluated, eval_dir, split=split)
+    write_beir_folder(evaluated, eval_dir, split=split, corpus_store=store)
     write_json(eval_info, {
         "name": name, "split": split, "pool_depth": pool_depth,
         "documents": len(evaluated.corpus), "full_documents": len(ds.corpus),
         "queries": len(evaluated.queries), "dropped_queries": ds.dropped_queries,
+        "unknown_doc_qrels": ds.unknown_doc_qrels,
         "judgments": sum(len(v) for v in evaluated.qrels.values()),
     })
 
@@ -52,32 +56,68 @@ def _load_beir(folder: str, entry: dict):
     return load_beir_folder(folder, split=entry.get("split", "test"), unknown_docs=entry.get("unknown_docs", "error"))
 
 
-def triplets(full_dir: str, dataset_entry: dict, n: int, seed: int, out: str) -> None:
-    """Pseudo-query training triplets cropped from a corpus (never its test queries)."""
-    from .triplets import pseudo_query_triplets, write_triplets
+def triplets(training_data: dict, n: int, seed: int, out: str, full_dir: str | None = None,
+             dataset_entry: dict | None = None, mirror=None, cache_dir: str = "cache",
+             config_file: str = "config") -> None:
+    """Training triplets of ``training_data.source``: pseudo-queries cropped from a corpus (never its
+    test queries), an hf dataset or ir_datasets docpairs (from the mirror when prefetched there)."""
+    from .triplets import build_triplets
 
-    ds = _load_beir(full_dir, dataset_entry)
-    write_triplets(out, pseudo_query_triplets(ds.corpus, n, seed))
+    build_triplets(training_data, n, seed, out, mirror=mirror, cache_dir=cache_dir, config_file=config_file,
+                   full_dir=full_dir, dataset_entry=dataset_entry)
 
 
 def train(backbone: str, entry: dict, k: str, recipe: dict, mirror, cache_dir: str, config_file: str,
           norms_json: str, triplets_path: str, model_dir: str, log_path: str, prov_path: str,
-          config_hash: str) -> None:
+          config_hash: str, reference_norms_json: str | None = None, auto_k: dict | None = None,
+          status_path: str | None = None, checkpoint_dir: str | None = None,
+          checkpoint_steps: int | None = None) -> dict:
     """Rescale by ``k`` and train; writes the SparseEncoder model, the per-step log and provenance
-    (which records the head norms of the backbone as loaded, from the norm stage)."""
-    from .models import resolve_model
-    from .train import train_splade
-    from .triplets import read_triplets
+    (which records the head norms of the backbone as loaded, from the norm stage).
 
-    path = resolve_model(entry, mirror, cache_dir, config_file, backbone)
+    ``backbone`` is the run name (``<backbone>+untie`` for the untie mode, see config.run_name);
+    ``k == "auto"`` is resolved from the head norms (:func:`resolve_auto_k`).
+
+    Resumable: with ``checkpoint_dir`` (beside the outputs, not an output: Snakemake deletes the
+    outputs of a failed job) a restarted job continues from its latest complete checkpoint; the
+    checkpoints are removed once every output is written. A NaN/inf loss is a result, not a crash:
+    ``status_path`` records ``collapsed: ...`` with the step and the last finite loss, and the
+    last all-finite weights are saved as the model so that the DAG carries on."""
+    from .config import split_run_name
+    from .models import resolve_model
+    from .train import discard_checkpoints, train_splade
+    from .triplets import read_triplets
+    from .verify import manifest_fields
+
+    base, _ = split_run_name(backbone)
+    k_value = resolve_auto_k(norms_json, reference_norms_json, auto_k) if k == "auto" else float(k)
+    path = resolve_model(entry, mirror, cache_dir, config_file, base)
     summary = train_splade(
         path, read_triplets(triplets_path), recipe, model_dir, log_path,
-        k=float(k), mode=entry.get("rescale_mode", "shared"), head_scale=entry.get("head_scale", 1.0),
+        k=k_value, mode=entry.get("mode", "shared"), head_scale=entry.get("head_scale", 1.0),
         trust_remote_code=entry.get("trust_remote_code", False), revision=entry.get("revision"),
+        checkpoint_dir=checkpoint_dir, checkpoint_steps=checkpoint_steps,
     )
-    write_json(prov_path, provenance("train", config_hash, recipe["seed"], backbone=backbone, k=k,
+    status = {"backbone": backbone, "k": k, **summary["status"]}
+    if status_path:
+        write_json(status_path, status)
+    inputs = [norms_json, reference_norms_json, triplets_path] + ([path] if Path(path).is_dir() else [])
+    write_json(prov_path, provenance("train", config_hash, recipe["seed"], backbone=backbone, k=k, k_value=k_value,
                                      model=entry["model"], resolved_path=path, recipe=recipe, summary=summary,
-                                     head_norms=json.loads(Path(norms_json).read_text())))
+                                     checkpoint_steps=checkpoint_steps,
+                                     head_norms=json.loads(Path(norms_json).read_text()),
+                                     **manifest_fields(prov_path, inputs, [model_dir, log_path, status_path])))
+    if checkpoint_dir:
+        discard_checkpoints(checkpoint_dir)
+    return status
+
+
+def resolve_auto_k(norms_json: str, reference_norms_json: str, auto_k: dict) -> float:
+    """``k: auto``: the backbone's head norm over the reference backbone's (statistic from config)."""
+    stat = auto_k.get("statistic", "frobenius_norm")
+    mine = json.loads(Path(norms_json).read_text())[stat]
+    ref = json.loads(Path(reference_norms_json).read_text())[stat]
+    return float(mine) / float(ref)
 
 
 def index(model_dir: str, data_dir: str, dataset_entry: dict, batch_size: int, docs_out: str, queries_out: str) -> None:
@@ -91,20 +131,45 @@ def index(model_dir: str, data_dir: str, dataset_entry: dict, batch_size: int, d
     ds = _load_beir(data_dir, dataset_entry)
     model = SparseEncoder(model_dir, device=default_device())
     doc_ids, query_ids = list(ds.corpus), list(ds.queries)
-    save_sparse(docs_out, encode_texts(model, [ds.corpus[i] for i in doc_ids], "document", batch_size), doc_ids)
-    save_sparse(queries_out, encode_texts(model, [ds.queries[i] for i in query_ids], "query", batch_size), query_ids)
+    docs = _zero_non_finite(encode_texts(model, [ds.corpus[i] for i in doc_ids], "document", batch_size), docs_out)
+    save_sparse(docs_out, docs, doc_ids)
+    queries = _zero_non_finite(encode_texts(model, [ds.queries[i] for i in query_ids], "query", batch_size), queries_out)
+    save_sparse(queries_out, queries, query_ids)
+
+
+def _zero_non_finite(matrix, path: str):
+    """A collapsed run's model can emit NaN/inf weights; the train stage has already recorded it as
+    collapsed (its status.json, read by evaluate), so those weights are zeroed rather than failing
+    the DAG, and the count is logged."""
+    import logging
+
+    import numpy as np
+
+    bad = ~np.isfinite(matrix.data)
+    if bad.any():
+        logging.getLogger(__name__).warning("%s: %d non-finite weights set to 0 (collapsed model)", path, int(bad.sum()))
+        matrix.data[bad] = 0
+        matrix.eliminate_zeros()
+    return matrix
 
 
 def evaluate(backbone: str, k: str, dataset_name: str, dataset_entry: dict, data_dir: str, docs_npz: str,
              queries_npz: str, top_k: int, measures: list[str], run_out: str, metrics_out: str,
-             perquery_out: str, prov_out: str, config_hash: str) -> dict:
-    """Exact top-k retrieval, TREC run, ir_measures metrics, FLOPs and active dims as tidy rows."""
+             perquery_out: str, prov_out: str, config_hash: str, train_status: str | None = None,
+             status_out: str | None = None, collapse_max_active_share: float | None = None) -> dict:
+    """Exact top-k retrieval, TREC run, ir_measures metrics, FLOPs and active dims as tidy rows.
+
+    A collapsed run (training stopped on a NaN/inf loss, all-zero vectors, or documents activating
+    more than ``collapse_max_active_share`` of the vocabulary on average) is still evaluated: its
+    metrics are written with a ``collapsed`` row of 1.0 (0.0 otherwise), and ``status_out`` says why.
+    """
     import time
 
     from .atomic import atomic_open
     from .metrics import evaluate_run, flops, mean_active_dims
     from .retrieval import search, write_trec_run
     from .sparse import load_sparse
+    from .verify import manifest_fields
 
     ds = _load_beir(data_dir, dataset_entry)
     docs, doc_ids = load_sparse(docs_npz)
@@ -122,6 +187,8 @@ def evaluate(backbone: str, k: str, dataset_name: str, dataset_entry: dict, data
     rows = [(m, v) for m, v in aggregate.items()]
     rows += [("FLOPs", flops(queries, docs)), ("query_active_dims", mean_active_dims(queries)),
              ("doc_active_dims", mean_active_dims(docs))]
+    status = collapse_status(train_status, docs, queries, collapse_max_active_share)
+    rows.append(("collapsed", 1.0 if status["collapsed"] else 0.0))
     for m, v in rows:
         if not math.isfinite(v):
             raise InputError(metrics_out, m, f"non-finite value {v}")
@@ -133,25 +200,142 @@ def evaluate(backbone: str, k: str, dataset_name: str, dataset_entry: dict, data
         fh.write("query_id\tmeasure\tvalue\n")
         for qid, m, v in per_query:
             fh.write(f"{qid}\t{m}\t{v!r}\n")
+    if status_out:
+        write_json(status_out, {"backbone": backbone, "k": k, "dataset": dataset_name, **status})
     write_json(prov_out, provenance("evaluate", config_hash, None, backbone=backbone, k=k, dataset=dataset_name,
                                     top_k=top_k, search_seconds=round(search_s, 3),
-                                    documents=len(doc_ids), queries=len(query_ids)))
+                                    documents=len(doc_ids), queries=len(query_ids),
+                                    **manifest_fields(prov_out, [data_dir, docs_npz, queries_npz, train_status],
+                                                      [run_out, metrics_out, perquery_out, status_out])))
     return dict(rows)
 
 
-def report(kind: str, inputs: list[str], output: str, report_cfg: dict, backbones: dict,
-           norm_names: list[str] | None = None) -> None:
-    """The report rules: ``collect`` (metrics.csv), ``table1``, ``norms``, ``tradeoff``."""
-    from . import report as rep
+def collapse_status(train_status: str | None, docs, queries, max_active_share: float | None) -> dict:
+    """``{"status": "ok" | "collapsed: <reasons>", "collapsed": bool, "reasons": [...], ...}`` for one
+    evaluated run: the training status (NaN/inf loss) plus what its vectors show."""
+    reasons = []
+    info: dict = {}
+    if train_status:
+        trained = json.loads(Path(train_status).read_text(encoding="utf-8"))
+        info["train"] = trained
+        if trained.get("status", "ok") != "ok":
+            reasons.append(trained.get("reason") or trained["status"].removeprefix("collapsed: "))
+            info.update({key: trained.get(key) for key in ("step", "last_finite_loss") if key in trained})
+    for name, m in (("document", docs), ("query", queries)):
+        if m.shape[0] and m.count_nonzero() == 0:
+            reasons.append(f"all-zero {name} vectors")
+    if max_active_share is not None and docs.shape[0] and docs.shape[1]:
+        share = docs.count_nonzero() / docs.shape[0] / docs.shape[1]
+        info["doc_active_share"] = share
+        if share > max_active_share:
+            reasons.append(f"documents activate {share:.1%} of the vocabulary on average "
+                           f"(more than collapse_max_active_share {max_active_share:g})")
+    return {"status": "collapsed: " + "; ".join(reasons) if reasons else "ok", "collapsed": bool(reasons),
+            "reasons": reasons, **info}
 
-    inputs = [inputs] if isinstance(inputs, str) else list(inputs)
-    if kind == "collect":
-        rep.collect_metrics(inputs, output)
-    elif kind == "table1":
-        rep.write_table1(inputs[0], report_cfg, backbones, output)
-    elif kind == "norms":
-        rep.write_norms_table(dict(zip(norm_names, inputs)), backbones, output)
-    elif kind == "tradeoff":
-        rep.plot_tradeoff(inputs[0], report_cfg, backbones, output)
-    else:
-        raise ValueError(kind)
+
+def bm25(dataset_name: str, dataset_entry: dict, data_dir: str, top_k: int, measures: list[str], run_out: str,
+         metrics_out: str, perquery_out: str, prov_out: str) -> None:
+    """The BM25 reference row (bm25s, k1=0.9, b=0.4) on one evaluated dataset, as tidy rows."""
+    from .data import bm25_topk
+    from .metrics import evaluate_run
+    from .report import BM25, NO_K
+    from .retrieval import write_trec_run
+
+    ds = _load_beir(data_dir, dataset_entry)
+    doc_ids, query_ids = list(ds.corpus), list(ds.queries)
+    idx, scores = bm25_topk([ds.corpus[d] for d in doc_ids], [ds.queries[q] for q in query_ids], top_k + 1)
+    skip = dataset_entry.get("skip_identical_ids", False)
+    results = {}
+    for qi, qid in enumerate(query_ids):
+        hits = [(doc_ids[i], float(s)) for i, s in zip(idx[qi], scores[qi]) if i >= 0 and not (skip and doc_ids[i] == qid)]
+        results[qid] = hits[:top_k]
+    write_trec_run(run_out, results, tag="lsrbench-bm25s")
+    aggregate, per_query = evaluate_run({q: dict(h) for q, h in results.items()}, ds.qrels, dataset_entry.get("measures", measures))
+    _write_metric_rows(metrics_out, perquery_out, BM25, NO_K, dataset_name, list(aggregate.items()), per_query)
+    from .verify import manifest_fields
+
+    write_json(prov_out, provenance("bm25", "", None, dataset=dataset_name, top_k=top_k, k1=0.9, b=0.4,
+                                    **manifest_fields(prov_out, [data_dir], [run_out, metrics_out, perquery_out])))
+
+
+def _write_metric_rows(metrics_out, perquery_out, backbone, k, dataset_name, rows, per_query) -> None:
+    from .atomic import atomic_open
+
+    with atomic_open(metrics_out, "w", encoding="utf-8") as fh:
+        fh.write("backbone\tk\tdataset\tmeasure\tvalue\n")
+        for m, v in rows:
+            fh.write(f"{backbone}\t{k}\t{dataset_name}\t{m}\t{v!r}\n")
+    with atomic_open(perquery_out, "w", encoding="utf-8") as fh:
+        fh.write("query_id\tmeasure\tvalue\n")
+        for qid, m, v in per_query:
+            fh.write(f"{qid}\t{m}\t{v!r}\n")
+
+
+def _as_list(x) -> list[str]:
+    return [x] if isinstance(x, str) else list(x)
+
+
+def report_collect(metric_files, output: str) -> None:
+    from .report import collect_metrics
+
+    collect_metrics(_as_list(metric_files), output)
+
+
+def report_table1(metrics_csv: str, norm_files, norm_names: list[str], report_cfg: dict, backbones: dict,
+                  auto_k: dict | None, output: str) -> None:
+    from .report import write_table1
+
+    write_table1(metrics_csv, report_cfg, backbones, output, dict(zip(norm_names, _as_list(norm_files))), auto_k)
+
+
+def report_table_beir(metrics_csv: str, report_cfg: dict, backbones: dict, output: str) -> None:
+    from .report import write_table_beir
+
+    write_table_beir(metrics_csv, report_cfg, backbones, output)
+
+
+def report_norms(norm_files, norm_names: list[str], metrics_csv: str, report_cfg: dict, backbones: dict,
+                 auto_k: dict | None, out_md: str, out_png: str) -> None:
+    from . import report as rep
+    from .atomic import atomic_open
+
+    files = dict(zip(norm_names, _as_list(norm_files)))
+    norms = {b: json.loads(Path(p).read_text()) for b, p in files.items()}
+    text = rep.norms_markdown(files, backbones) + rep.auto_k_markdown(rep.read_metrics(metrics_csv), report_cfg, backbones, norms, auto_k)
+    with atomic_open(out_md, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    rep.plot_norms(files, metrics_csv, report_cfg, backbones, out_png)
+
+
+def report_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: str, out_pdf: str) -> None:
+    from .report import plot_tradeoff
+
+    plot_tradeoff(metrics_csv, report_cfg, backbones, out_png, out_pdf)
+
+
+def report_loss_curves(log_files, log_keys: list[str], backbones: dict, output: str) -> None:
+    from .report import plot_loss_curves
+
+    plot_loss_curves(dict(zip(log_keys, _as_list(log_files))), backbones, output)
+
+
+def report_claims(metrics_csv: str, perquery_files, perquery_keys: list[list[str]], norm_files, norm_names: list[str],
+                  log_files, log_keys: list[str], claims_cfg: dict, output: str) -> None:
+    """Evaluate the config's claims on this run's numbers into claims.md."""
+    import pandas as pd
+
+    from .atomic import atomic_open
+    from .claims import Evidence, claims_markdown, evaluate_claims
+    from .report import read_metrics
+
+    perquery = {tuple(key): pd.read_csv(path, sep="\t", dtype={"query_id": str})
+                for key, path in zip(perquery_keys, _as_list(perquery_files))}
+    norms = {b: json.loads(Path(p).read_text()) for b, p in zip(norm_names, _as_list(norm_files))}
+    logs = {}
+    for key, path in zip(log_keys, _as_list(log_files)):
+        run, k = key.rsplit("|", 1)
+        logs[(run, k)] = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    ev = Evidence(read_metrics(metrics_csv), perquery, norms, logs)
+    with atomic_open(output, "w", encoding="utf-8") as fh:
+        fh.write(claims_markdown(evaluate_claims(ev, claims_cfg), claims_cfg))

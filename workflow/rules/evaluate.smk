@@ -3,15 +3,37 @@ rule evaluate:
         data_dir="results/data/{dataset}/eval",
         docs_npz="results/runs/{backbone}/k{k}/{dataset}/docs.npz",
         queries_npz="results/runs/{backbone}/k{k}/{dataset}/queries.npz",
+        train_status="results/runs/{backbone}/k{k}/status.json",
     output:
         run_out="results/runs/{backbone}/k{k}/{dataset}/run.trec",
         metrics_out="results/runs/{backbone}/k{k}/{dataset}/metrics.tsv",
         perquery_out="results/runs/{backbone}/k{k}/{dataset}/perquery.tsv",
+        status_out="results/runs/{backbone}/k{k}/{dataset}/status.json",
         prov_out="results/runs/{backbone}/k{k}/{dataset}/provenance.json",
     params:
         stage="evaluate",
-        kwargs=lambda w: dag.evaluate_kwargs(config, w.backbone, w.k, w.dataset),
+        kwargs=lambda w: {
+            **dag.evaluate_kwargs(results_config(config), w.backbone, w.k, w.dataset),
+            "collapse_max_active_share": config["evaluation"]["collapse_max_active_share"],
+        },
     log:
         "results/logs/evaluate/{backbone}_k{k}_{dataset}.log",
+    script:
+        "../scripts/stage.py"
+
+
+rule bm25:
+    input:
+        data_dir="results/data/{dataset}/eval",
+    output:
+        run_out="results/bm25/{dataset}/run.trec",
+        metrics_out="results/bm25/{dataset}/metrics.tsv",
+        perquery_out="results/bm25/{dataset}/perquery.tsv",
+        prov_out="results/bm25/{dataset}/provenance.json",
+    params:
+        stage="bm25",
+        kwargs=lambda w: dag.bm25_kwargs(config, w.dataset),
+    log:
+        "results/logs/bm25/{dataset}.log",
     script:
         "../scripts/stage.py"

@@ -1,46 +1,95 @@
+# Report rules: each reads cached run outputs only, so deleting a report re-runs just its rule.
+
+
 rule collect:
     input:
-        inputs=expand("results/runs/{run[backbone]}/k{run[k]}/{dataset}/metrics.tsv", run=RUNS, dataset=DATASETS),
+        metric_files=dag.metric_files(config),
     output:
-        output="results/metrics.csv",
+        output=report("results/metrics.csv", category="Tables", caption="../report/metrics.rst"),
     params:
-        stage="report",
-        kwargs=lambda w: dag.report_kwargs(config, "collect"),
+        stage="report_collect",
+        kwargs={},
     script:
         "../scripts/stage.py"
 
 
 rule table1:
     input:
-        inputs="results/metrics.csv",
+        metrics_csv="results/metrics.csv",
+        norm_files=dag.norm_files(config),
     output:
-        output="results/table1.md",
+        output=report("results/table1.md", category="Tables", caption="../report/table1.rst"),
     params:
-        stage="report",
-        kwargs=lambda w: dag.report_kwargs(config, "table1"),
+        stage="report_table1",
+        kwargs=lambda w: {**dag.report_kwargs(config), "norm_names": list(config["backbones"]),
+                          "auto_k": config.get("auto_k")},
     script:
         "../scripts/stage.py"
 
 
-rule norms_table:
+rule table_beir:
     input:
-        inputs=expand("results/norms/{backbone}.json", backbone=list(config["backbones"])),
+        metrics_csv="results/metrics.csv",
     output:
-        output="results/norms.md",
+        output=report("results/table_beir.md", category="Tables", caption="../report/table_beir.rst"),
     params:
-        stage="report",
-        kwargs=lambda w: {**dag.report_kwargs(config, "norms"), "norm_names": list(config["backbones"])},
+        stage="report_table_beir",
+        kwargs=lambda w: dag.report_kwargs(config),
+    script:
+        "../scripts/stage.py"
+
+
+rule norms_report:
+    input:
+        norm_files=dag.norm_files(config),
+        metrics_csv="results/metrics.csv",
+    output:
+        out_md=report("results/norms.md", category="Head norms", caption="../report/norms.rst"),
+        out_png=report("results/norms.png", category="Head norms", caption="../report/norms.rst"),
+    params:
+        stage="report_norms",
+        kwargs=lambda w: {**dag.report_kwargs(config), "norm_names": list(config["backbones"]),
+                          "auto_k": config.get("auto_k")},
     script:
         "../scripts/stage.py"
 
 
 rule tradeoff:
     input:
-        inputs="results/metrics.csv",
+        metrics_csv="results/metrics.csv",
     output:
-        output="results/tradeoff.png",
+        out_png=report("results/tradeoff.png", category="Figures", caption="../report/tradeoff.rst"),
+        out_pdf="results/tradeoff.pdf",
     params:
-        stage="report",
-        kwargs=lambda w: dag.report_kwargs(config, "tradeoff"),
+        stage="report_tradeoff",
+        kwargs=lambda w: dag.report_kwargs(config),
+    script:
+        "../scripts/stage.py"
+
+
+rule loss_curves:
+    input:
+        log_files=dag.log_files(config),
+    output:
+        output=report("results/loss_curves.png", category="Figures", caption="../report/loss_curves.rst"),
+    params:
+        stage="report_loss_curves",
+        kwargs=lambda w: {"log_keys": dag.log_keys(config), "backbones": config["backbones"]},
+    script:
+        "../scripts/stage.py"
+
+
+rule claims:
+    input:
+        metrics_csv="results/metrics.csv",
+        perquery_files=dag.perquery_files(config),
+        norm_files=dag.norm_files(config),
+        log_files=dag.log_files(config),
+    output:
+        output=report("results/claims.md", category="Claims", caption="../report/claims.rst"),
+    params:
+        stage="report_claims",
+        kwargs=lambda w: {"perquery_keys": dag.perquery_keys(config), "norm_names": list(config["backbones"]),
+                          "log_keys": dag.log_keys(config), "claims_cfg": config.get("claims")},
     script:
         "../scripts/stage.py"

@@ -1,0 +1,225 @@
+"""The fast encoder (captured decoder input, chunked vocabulary, max before log1p(relu)) returns what
+sentence-transformers' ``SparseEncoder.encode_document`` / ``encode_query`` return.
+
+Random tiny ``*ForMaskedLM`` models of five families (their MLM head transforms differ: BERT
+``cls.predictions.transform``, DistilBERT ``vocab_transform``/``vocab_layer_norm``, ALBERT
+``predictions.dense`` with a factorised embedding, RoBERTa ``lm_head.dense/layer_norm``,
+ModernBERT ``head``), built with the project's own ``build_sparse_encoder`` with different query
+and document lengths, on texts of very different lengths (padding), equal character lengths
+(ties in the length sort) and duplicates; then the real SPLADE-tiny checkpoint when ``../shared``
+is present. Equality means the same non-zero set and weights within 1e-4 (on CPU they are in
+fact bit-identical, which is also checked).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import SHARED
+
+WORDS = (
+    "the of and to in is was for on that with as by at from retrieval sparse dense vector query document "
+    "model head norm scale learned lexical expansion term weight index search rank score corpus passage "
+    "neural language mask token layer attention encoder decoder training loss batch length padding"
+).split()
+QUERY_LENGTH, DOCUMENT_LENGTH = 12, 40
+
+
+def _texts():
+    rng = np.random.default_rng(5)
+    texts = ["a", "", "the", "query", "sparse retrieval", "sparse retrieval"]  # duplicates, tiny ones
+    texts += ["x" * 9, "y" * 9, "abc defghi", "zz zz zz z"]  # equal character lengths: sort ties
+    texts += [" ".join(rng.choice(WORDS, size=n)) for n in rng.integers(1, 90, size=40)]  # up to far past 40 tokens
+    texts.append(" ".join(WORDS * 3))
+    return texts
+
+
+def _tokenizer(folder: Path, family: str):
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    if family in ("roberta", "modernbert"):
+        specials = {"cls": "<s>", "pad": "<pad>", "sep": "</s>", "unk": "<unk>", "mask": "<mask>"}
+    else:
+        specials = {"cls": "[CLS]", "pad": "[PAD]", "sep": "[SEP]", "unk": "[UNK]", "mask": "[MASK]"}
+    order = ["pad", "unk", "cls", "sep", "mask"] if family != "roberta" else ["cls", "pad", "sep", "unk", "mask"]
+    vocab = [specials[s] for s in order]
+    vocab += sorted(set(WORDS)) + [c for c in "abcdefghijklmnopqrstuvwxyz"] + ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"]
+    ids = {t: i for i, t in enumerate(vocab)}
+    tok = Tokenizer(models.WordPiece(ids, unk_token=specials["unk"], max_input_chars_per_word=50))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    cls, sep = specials["cls"], specials["sep"]
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{cls} $A {sep}", pair=f"{cls} $A {sep} $B {sep}", special_tokens=[(cls, ids[cls]), (sep, ids[sep])]
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, cls_token=cls, sep_token=sep, pad_token=specials["pad"], unk_token=specials["unk"],
+        mask_token=specials["mask"], bos_token=cls, eos_token=sep,
+    )
+    fast.model_max_length = 64
+    fast.save_pretrained(folder)
+    return fast
+
+
+def _model(family: str, tok, seed: int):
+    import torch
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    v = len(tok)
+    common = dict(vocab_size=v, pad_token_id=tok.pad_token_id)
+    if family == "bert":
+        m = tf.BertForMaskedLM(tf.BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                             intermediate_size=64, max_position_embeddings=64, **common))
+    elif family == "distilbert":
+        m = tf.DistilBertForMaskedLM(tf.DistilBertConfig(dim=32, n_layers=2, n_heads=2, hidden_dim=64,
+                                                         max_position_embeddings=64, **common))
+    elif family == "albert":
+        m = tf.AlbertForMaskedLM(tf.AlbertConfig(embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                                                 num_attention_heads=2, intermediate_size=64,
+                                                 max_position_embeddings=64, **common))
+    elif family == "roberta":
+        m = tf.RobertaForMaskedLM(tf.RobertaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                                   intermediate_size=64, max_position_embeddings=70,
+                                                   bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id, **common))
+    elif family == "modernbert":
+        m = tf.ModernBertForMaskedLM(tf.ModernBertConfig(
+            hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=2, max_position_embeddings=64,
+            local_attention=8, layer_types=["full_attention", "sliding_attention", "full_attention"],
+            bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id, cls_token_id=tok.cls_token_id,
+            sep_token_id=tok.sep_token_id, **common))
+    else:
+        raise ValueError(family)
+    # A random head gives logits around 0; a non-zero bias and a larger scale give a realistic
+    # mix of inactive terms (all tokens negative) and active ones.
+    with torch.no_grad():
+        head = m.get_output_embeddings()
+        if getattr(head, "bias", None) is not None:
+            head.bias.normal_(0.0, 0.5)
+    return m
+
+
+def _assert_same(got, want_sparse, exact=True):
+    want = want_sparse.coalesce()
+    dense_want = want.to_dense().numpy()
+    assert got.shape == dense_want.shape
+    got_dense = got.toarray()
+    np.testing.assert_array_equal(got_dense != 0, dense_want != 0)  # same non-zero set
+    np.testing.assert_allclose(got_dense, dense_want, rtol=0, atol=1e-4)
+    if exact:
+        np.testing.assert_array_equal(got_dense, dense_want)
+    assert got.has_canonical_format and got.nnz == int((want.values() != 0).sum())
+
+
+FAMILIES = ["bert", "distilbert", "albert", "roberta", "modernbert"]
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def family_encoder(request, tmp_path_factory):
+    from lsrbench.models import build_sparse_encoder
+
+    folder = tmp_path_factory.mktemp(f"tiny_{request.param}")
+    tok = _tokenizer(folder, request.param)
+    _model(request.param, tok, seed=FAMILIES.index(request.param)).save_pretrained(folder)
+    model = build_sparse_encoder(str(folder), 64, query_length=QUERY_LENGTH, document_length=DOCUMENT_LENGTH, device="cpu")
+    return request.param, model
+
+
+@pytest.mark.parametrize("batch_size,segmented", [(4, None), (16, None), (16, False)])
+def test_fast_encoder_equals_sentence_transformers(family_encoder, batch_size, segmented, monkeypatch):
+    """Both pooling layouts: real tokens only, segment by segment (CPU default) and padded + masked (GPU default)."""
+    from lsrbench.encode import _FastSplade, encode_texts, fast_path_available
+
+    monkeypatch.setattr(_FastSplade, "segmented", segmented)
+    family, model = family_encoder
+    assert fast_path_available(model), family
+    texts = _texts()
+    for kind, encode in (("document", model.encode_document), ("query", model.encode_query)):
+        got = encode_texts(model, texts, kind, batch_size)
+        want = encode(texts, batch_size=batch_size, convert_to_sparse_tensor=True)
+        _assert_same(got, want)
+    # The lengths were really honoured: a long text's query vector differs from its document vector.
+    q = encode_texts(model, [texts[-1]], "query", 2)
+    d = encode_texts(model, [texts[-1]], "document", 2)
+    assert (q != d).nnz > 0
+
+
+def test_max_active_dims_is_honoured(family_encoder):
+    from lsrbench.encode import encode_texts
+
+    _, model = family_encoder
+    texts = _texts()[:20]
+    old = model.max_active_dims
+    model.max_active_dims = 7
+    try:
+        got = encode_texts(model, texts, "document", 8)
+        want = model.encode_document(texts, batch_size=8, convert_to_sparse_tensor=True)
+    finally:
+        model.max_active_dims = old
+    assert np.diff(got.indptr).max() <= 7
+    _assert_same(got, want)
+
+
+def test_unrecognised_models_take_the_plain_path(family_encoder):
+    """Sum pooling is not max pooling; logits changed after the decoder break the capture's premise."""
+    from sentence_transformers import SparseEncoder
+    from sentence_transformers.sparse_encoder.modules import SpladePooling
+
+    from lsrbench.encode import encode_texts, fast_path_available
+
+    family, model = family_encoder
+    texts = _texts()[:16]
+    summed = SparseEncoder(modules=[model[0], SpladePooling("sum")], device="cpu")
+    assert not fast_path_available(summed)
+    _assert_same(encode_texts(summed, texts, "document", 8), summed.encode_document(texts, batch_size=8))
+
+    auto_model = model[0].auto_model
+    forward = auto_model.forward
+
+    def doubled(*args, **kwargs):  # sentence-transformers calls ``auto_model.forward`` itself
+        out = forward(*args, **kwargs)
+        out["logits"] = out["logits"] * 2 - 0.1
+        return out
+
+    auto_model.forward = doubled
+    try:
+        assert not fast_path_available(model)
+        _assert_same(encode_texts(model, texts, "query", 8), model.encode_query(texts, batch_size=8))
+    finally:
+        del auto_model.forward
+    assert fast_path_available(model)
+
+
+def test_empty_input(family_encoder):
+    from lsrbench.encode import encode_texts
+
+    _, model = family_encoder
+    out = encode_texts(model, [], "document")
+    assert out.shape == (0, model[0].auto_model.config.vocab_size)
+
+
+MODEL = SHARED / "models" / "splade-tiny-msmarco"
+VASWANI = SHARED / "data" / "vaswani"
+
+
+def test_real_checkpoint_on_vaswani():
+    if not (MODEL / "config.json").is_file() or not (VASWANI / "corpus.jsonl").is_file():
+        pytest.skip(f"{MODEL} or {VASWANI} not present")
+    import json
+
+    from lsrbench.encode import encode_texts, fast_path_available
+    from lsrbench.models import build_sparse_encoder
+
+    model = build_sparse_encoder(str(MODEL), 128, query_length=32, document_length=128, device="cpu")
+    assert fast_path_available(model)
+    with open(VASWANI / "corpus.jsonl") as fh:
+        docs = [json.loads(line)["text"] for _, line in zip(range(100), fh)]
+    with open(VASWANI / "queries.jsonl") as fh:
+        queries = [json.loads(line)["text"] for line in fh][:40]
+    docs.append(" ".join(docs[:20]))  # truncated at 128 tokens
+    _assert_same(encode_texts(model, docs, "document", 16), model.encode_document(docs, batch_size=16))
+    _assert_same(encode_texts(model, queries, "query", 32), model.encode_query(queries, batch_size=32))

@@ -1,0 +1,57 @@
+"""config/paper.yaml: the paper's grid as a dry run, with the SLURM profile's resources (no network)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from conftest import REPO
+from test_dag import job_counts, snakemake
+
+pytest.importorskip("snakemake_executor_plugin_slurm")
+
+
+def _jobs(output: str) -> list[dict]:
+    jobs = []
+    for block in re.split(r"\n(?=\[\w{3} \w{3} )", output):
+        rule = re.search(r"^\s*(?:local)?rule (\w+):", block, re.M)
+        if not rule:
+            continue
+        wc = re.search(r"wildcards: (.*)", block)
+        res = re.search(r"resources: (.*)", block)
+        jobs.append({
+            "rule": rule.group(1),
+            "wildcards": dict(kv.split("=", 1) for kv in wc.group(1).split(", ")) if wc else {},
+            "resources": dict(kv.split("=", 1) for kv in res.group(1).split(", ")) if res else {},
+        })
+    return jobs
+
+
+def test_paper_dry_run_on_slurm_profile(tmp_path):
+    config = yaml.safe_load((REPO / "config/paper.yaml").read_text())
+    proc = snakemake("-n", "--profile", str(REPO / "profiles/slurm"), "--configfile", str(REPO / "config/paper.yaml"),
+                     "-d", str(tmp_path), "--config", f"datasets_file={REPO / 'config/datasets.yaml'}")
+    out = proc.stdout + proc.stderr
+    counts = job_counts(out)
+    assert len(config["backbones"]) == 7 and config["k_grid"] == [1, 2, 4, 8, 16]
+    n_datasets = len(config["evaluation"]["datasets"])
+    assert n_datasets == 2 + 13 + 13
+    assert counts["train"] == 7 * 5
+    assert counts["index"] == counts["evaluate"] == 7 * 5 * n_datasets
+    assert counts["norm"] == 7 and counts["bm25"] == n_datasets
+    jobs = _jobs(out)
+    train = [j for j in jobs if j["rule"] == "train"]
+    assert {(j["wildcards"]["backbone"], j["wildcards"]["k"]) for j in train} == {
+        (b, str(k)) for b in config["backbones"] for k in config["k_grid"]}
+    for job in jobs:
+        res = job["resources"]
+        if job["rule"] in ("train", "index"):
+            assert res["gpu"] == "1" and res["cpus_per_gpu"] == "8" and "gpu-partition" in res["slurm_partition"]
+            assert int(res["mem_mb"]) >= 32000 and int(res["runtime"]) >= 600
+        elif job["rule"] in ("evaluate", "bm25", "collect", "table1", "claims"):
+            assert res.get("gpu", "0") == "0" and "cpu-partition" in res["slurm_partition"]
+    # the datasets' own measures: DL19's recall counts relevance >= 2 as the track defines it
+    datasets = yaml.safe_load((REPO / "config/datasets.yaml").read_text())
+    assert "R(rel=2)@1000" in datasets["trec-dl-2019"]["measures"]
