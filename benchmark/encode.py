@@ -203,17 +203,24 @@ def main(argv=None) -> int:
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own, all cores)")
     ap.add_argument("--skip-base", action="store_true")
     ap.add_argument("--output", default=None, help="results/<name>.json (default encode[-quick][-cuda])")
     args = ap.parse_args(argv)
     if args.quick:
         args.docs, args.base_docs, args.reps, args.max_lengths = args.docs or 400, min(args.base_docs, 24), 1, "128"
 
+    import os
+
     import torch
     import transformers
 
     from lsrbench.models import build_sparse_encoder
 
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    load_before = os.getloadavg()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     transformers.logging.set_verbosity_error()
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     print(f"device {device}, torch threads {torch.get_num_threads()}", flush=True)
@@ -233,9 +240,11 @@ def main(argv=None) -> int:
             base_texts = load_texts(args.corpus, args.base_docs)
             cases.append(run_case("random BERT-base max_length=256", model, base_texts, args.batch_size,
                                   max(1, args.reps), device, peak["peak_gflops"]))
-    name = args.output or ("encode" + ("-quick" if args.quick else "") + ("-cuda" if device.startswith("cuda") else ""))
+    name = args.output or ("encode" + ("-quick" if args.quick else "") + ("-cuda" if device.startswith("cuda") else "")
+                           + (f"-{args.threads}thread" if args.threads else ""))
     path = write_result(name, {
-        "benchmark": "encode", "command": command_line(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "benchmark": "encode", "command": command_line(), "started": started,
+        "load_average_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
         "machine": machine_info(), "mm_peak_float32": peak, "corpus": str(args.corpus), "cases": cases,
     })
     print(f"wrote {path}")

@@ -171,13 +171,51 @@ def fit_exponent(sizes, values) -> float | None:
     return float(np.polyfit(np.log(sizes), np.log(values), 1)[0])
 
 
-def seismic_reference(D: sp.csr_matrix, Q: sp.csr_matrix, k: int, exact) -> dict:
-    """pyseismic-lsr (approximate, if importable): build time, ms/query and recall@k vs the exact result."""
+def seismic_reference(D: sp.csr_matrix, Q: sp.csr_matrix, k: int, exact, cores: int, settings) -> dict:
+    """pyseismic-lsr (approximate), if importable: build time, ms/query and recall@k against ``exact``."""
     try:
-        from seismic import SeismicIndex  # noqa: F401
+        import seismic
+        from seismic import SeismicDataset, SeismicIndex
     except ImportError as exc:
         return {"available": False, "reason": f"not importable: {exc}"}
-    return {"available": False, "reason": "not wired up"}
+    out = {"available": True, "version": getattr(seismic, "__version__", None), "documents": D.shape[0], "runs": []}
+    try:
+        from importlib.metadata import version
+
+        out["version"] = version("pyseismic-lsr")
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        ds = SeismicDataset(dim=D.shape[1])
+    except TypeError:
+        ds = SeismicDataset()
+    ds.add_documents_by_id([str(i) for i in range(D.shape[0])], D.indices.astype(np.int64),
+                           D.data.astype(np.float32), D.indptr.astype(np.int64))
+    string_type = seismic.get_seismic_string()
+    qids = np.array([str(i) for i in range(Q.shape[0])], dtype=string_type)
+    comps = [np.array([str(t) for t in Q.indices[Q.indptr[i]:Q.indptr[i + 1]]], dtype=string_type) for i in range(Q.shape[0])]
+    vals = [Q.data[Q.indptr[i]:Q.indptr[i + 1]].astype(np.float32) for i in range(Q.shape[0])]
+    for build_cfg, search_cfgs in settings:
+        t = time.perf_counter()
+        index = SeismicIndex.build_from_dataset(ds, **build_cfg, num_threads=cores)
+        build_s = time.perf_counter() - t
+        for search_cfg in search_cfgs:
+            row = {"build": build_cfg, "search": search_cfg, "build_s_allcores": round(build_s, 2)}
+            for label, threads in (("1thread", 1), ("allcores", cores)):
+                index.batch_search(qids[:4], comps[:4], vals[:4], k=k, num_threads=threads, **search_cfg)
+                t = time.perf_counter()
+                res = index.batch_search(qids, comps, vals, k=k, num_threads=threads, **search_cfg)
+                row[f"ms_per_query_{label}"] = round(1000 * (time.perf_counter() - t) / Q.shape[0], 3)
+            recalls = []
+            for hits, (ids, _) in zip(res, exact):
+                want = set(ids.tolist())
+                got = {int(h[2]) for h in hits}
+                recalls.append(len(want & got) / max(1, len(want)))
+            row[f"recall_at_{k}_vs_exact"] = round(float(np.mean(recalls)), 4)
+            out["runs"].append(row)
+            print(f"  seismic {row}", flush=True)
+        del index
+    return out
 
 
 def main(argv=None) -> int:
@@ -194,12 +232,14 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--output", default=None)
+    ap.add_argument("--no-seismic", dest="seismic", action="store_false", help="skip the pyseismic-lsr reference")
     args = ap.parse_args(argv)
     if args.quick:
         args.sizes, args.queries, args.reps = "20000,40000,80000", 64, 2
     sizes = sorted(int(s) for s in args.sizes.split(","))
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    load_before = os.getloadavg()[0]
 
     rng = np.random.default_rng(args.seed)
     perm = rng.permutation(args.vocab)
@@ -290,7 +330,19 @@ def main(argv=None) -> int:
         "postings_gib": round(last["postings_bytes"] * scale / 2**30, 2),
         "index_plus_search_peak_gib": round(last["index_plus_search_peak_over_postings"] * last["postings_bytes"] * scale / 2**30, 2),
     }
-    seismic = seismic_reference(D_all, Q, args.k, None)
+    if args.seismic:
+        exact = exact_topk(Q, InvertedIndex.from_csr(D_all), args.k)
+        n_post = args.k * 4
+        settings = [
+            ({"n_postings": n_post, "centroid_fraction": 0.1, "summary_energy": 0.4},
+             [{"query_cut": 20, "heap_factor": 0.8}, {"query_cut": 40, "heap_factor": 0.9}]),
+            ({"n_postings": n_post * 4, "centroid_fraction": 0.1, "summary_energy": 0.5},
+             [{"query_cut": 40, "heap_factor": 0.9}, {"query_cut": 40, "heap_factor": 1.0}]),
+        ]
+        seismic = seismic_reference(D_all, Q, args.k, exact, cores, settings)
+        del exact
+    else:
+        seismic = {"available": None, "reason": "not run (--no-seismic)"}
     name = args.output or ("retrieval" + ("-quick" if args.quick else ""))
     path = write_result(name, {
         "benchmark": "retrieval", "command": command_line(), "started": started, "machine": machine_info(),
@@ -298,7 +350,8 @@ def main(argv=None) -> int:
                  "zipf_exponent": args.zipf, "weights": "log1p(Gamma(2, 0.6)) float32", "queries": Q.shape[0],
                  "reference_queries": n_ref, "k": args.k, "seed": args.seed,
                  "doc_terms_mean": round(D_all.nnz / D_all.shape[0], 2), "query_terms_mean": round(Q.nnz / Q.shape[0], 2)},
-        "cores": cores, "sizes": rows, "growth_exponents": growth, "projection": projection, "seismic": seismic,
+        "cores": cores, "load_average_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        "sizes": rows, "growth_exponents": growth, "projection": projection, "seismic": seismic,
     })
     print(f"\ngrowth exponents {growth}\nprojection {projection}\nwrote {path}")
     return 0

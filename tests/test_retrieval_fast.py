@@ -125,3 +125,42 @@ def test_pruning_is_really_used(corpora, monkeypatch):
     got = exact_topk(Q, InvertedIndex.from_csr(D), 10)
     assert calls == []
     _same(got, _brute(Q, D, 10))
+
+
+def test_build_sums_duplicates_and_keeps_order(corpora):
+    """A non-canonical input (duplicates, unsorted columns) indexes like its canonical form, dense or not."""
+    Q, D = corpora[False]
+    coo = D.tocoo()
+    rng = np.random.default_rng(1)
+    half = rng.random(coo.nnz) < 0.3  # split 30% of the entries into two halves: duplicates
+    rows = np.concatenate([coo.row, coo.row[half]])
+    cols = np.concatenate([coo.col, coo.col[half]])
+    vals = np.concatenate([np.where(half, coo.data * 0.5, coo.data), coo.data[half] * 0.5]).astype(np.float32)
+    perm = rng.permutation(rows.shape[0])
+    messy = sp.csr_matrix(sp.coo_matrix((vals[perm], (rows[perm], cols[perm])), shape=D.shape))
+    clean = messy.copy()
+    clean.sum_duplicates()
+    for dense in ("auto", None):
+        a, b = InvertedIndex.from_csr(messy, dense=dense), InvertedIndex.from_csr(clean, dense=dense)
+        np.testing.assert_array_equal(a.indptr, b.indptr)
+        np.testing.assert_array_equal(a.doc_indices, b.doc_indices)
+        np.testing.assert_array_equal(a.weights, b.weights)
+        np.testing.assert_array_equal(a.dense_weights, b.dense_weights)
+        _same(exact_topk(Q, a, 50), _brute(Q, clean, 50))
+    # Small chunks: the chunked build gives the same arrays.
+    c = InvertedIndex.from_csr(clean, chunk_postings=1000)
+    np.testing.assert_array_equal(c.doc_indices, InvertedIndex.from_csr(clean).doc_indices)
+    np.testing.assert_array_equal(c.dense_weights, InvertedIndex.from_csr(clean).dense_weights)
+
+
+def test_numpy_fallback_gives_the_same_results(corpora, monkeypatch):
+    """Without numba (LSRBENCH_NUMBA=0 or not installed) the numpy path returns the same lists."""
+    import lsrbench.retrieval as r
+
+    Q, D = corpora[False]
+    index = InvertedIndex.from_csr(D)
+    with_kernels = exact_topk(Q, index, 100)
+    monkeypatch.setattr(r, "_KERNELS", False)
+    assert r._kernels() is None
+    _same(exact_topk(Q, index, 100), with_kernels)
+    _same(with_kernels, _brute(Q, D, 100))

@@ -45,9 +45,15 @@ def atomic_dir(path: str | os.PathLike):
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
     try:
         yield tmp
+        # Move the old folder aside before swapping in the new one, so the final name never
+        # holds a half-deleted folder.
+        old = None
         if path.exists():
-            shutil.rmtree(path)
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
+            os.replace(path, old / path.name)
         os.replace(tmp, path)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

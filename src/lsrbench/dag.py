@@ -37,9 +37,8 @@ def load_entry(config: dict, backbone: str) -> dict:
     return {k: entry[k] for k in LOAD_KEYS if k in entry}
 
 
-def norm_kwargs(config: dict, config_file: str, backbone: str) -> dict:
-    return {"backbone": backbone, "entry": load_entry(config, backbone), "mirror": config.get("mirror"),
-            "cache_dir": config.get("cache_dir", "cache"), "config_file": config_file}
+def norm_kwargs(config: dict, backbone: str) -> dict:
+    return {"backbone": backbone, "entry": load_entry(config, backbone)}
 
 
 def dataset_kwargs(config: dict, name: str) -> dict:
@@ -68,8 +67,7 @@ def train_kwargs(config: dict, config_file: str, run: str, k: str) -> dict:
     backbone, mode = split_run_name(run)
     entry, recipe = {**load_entry(config, backbone), "mode": mode}, config["recipe"]
     extra = {"auto_k": config["auto_k"]} if k == "auto" else {}
-    return {"backbone": run, "entry": entry, "k": k, "recipe": recipe, "mirror": config.get("mirror"), **extra,
-            "cache_dir": config.get("cache_dir", "cache"), "config_file": config_file,
+    return {"backbone": run, "entry": entry, "k": k, "recipe": recipe, **extra,
             "config_hash": stable_hash({"entry": entry, "recipe": recipe, "k": k, **extra,
                                         "training_data": config["training_data"]})}
 

@@ -1,9 +1,11 @@
 """Exact top-k retrieval by unnormalised dot product over an inverted index, and TREC run files.
 
-Written here rather than borrowed (PISA, Anserini, torch) because it is exact (float64 scores,
-no pruning), deterministic (ties broken by document index), needs only numpy/scipy, and can run
-shard by shard later: per-shard top-k lists merged by the same (score, index) order give the
-same result as one pass.
+Written here rather than borrowed (PISA, Anserini, torch) because it is exact (float64 scores
+summed in a fixed order, only provably safe pruning), deterministic (ties broken by document
+index), needs only numpy/scipy (numba, when installed, compiles the inner loops; the results are
+the same without it), and can run shard by shard later: per-shard top-k lists merged by the same
+(score, index) order give the same result as one pass. ``benchmark/retrieval.py`` measures it
+against scipy's ``Q @ D.T``.
 """
 
 from __future__ import annotations
@@ -71,15 +73,17 @@ class InvertedIndex:
 
     @classmethod
     def from_csr(cls, docs: sp.spmatrix | sp.sparray, dense: str | Sequence[int] | None = "auto",
-                 chunk_postings: int = 1 << 22) -> "InvertedIndex":
+                 chunk_postings: int | None = None) -> "InvertedIndex":
         """Build from a (n_docs x vocab) sparse matrix; duplicates are summed, postings sorted by doc.
 
         ``dense="auto"`` stores as dense rows the terms found in at least 1/16 of the documents,
         most frequent first, while the extra memory stays within a fifth of the postings' bytes
         (none below 1,024 documents); a list of term ids stores exactly those; ``None`` none.
 
-        Built chunk by chunk of documents (about ``chunk_postings`` postings each) straight into
-        the final arrays, so the build needs little more memory than the index itself.
+        Built chunk by chunk of documents (about ``chunk_postings`` postings each; by default a
+        64th of the collection, between 64Ki and 4Mi) straight into the final arrays, so the build
+        needs little more memory than the index itself (the chunk's temporaries take about 60
+        bytes per posting).
         """
         if not sp.issparse(docs):
             raise ValueError(f"InvertedIndex.from_csr: expected a scipy sparse matrix, got {type(docs).__name__}")
@@ -101,8 +105,8 @@ class InvertedIndex:
             dense_terms = np.unique(np.asarray(list(dense), dtype=np.int64))
             if dense_terms.size and (dense_terms[0] < 0 or dense_terms[-1] >= vocab):
                 raise ValueError("InvertedIndex.from_csr: dense term id out of range")
-        slot = np.full(vocab, -1, dtype=np.int64)
-        slot[dense_terms] = np.arange(dense_terms.shape[0])
+        slot = np.full(vocab, -1, dtype=np.int32)
+        slot[dense_terms] = np.arange(dense_terms.shape[0], dtype=np.int32)
         sparse_df = df.copy()
         sparse_df[dense_terms] = 0
         indptr = np.zeros(vocab + 1, dtype=np.int64)
@@ -111,8 +115,10 @@ class InvertedIndex:
         weights = np.empty(int(indptr[-1]), dtype=dtype)
         dense_weights = np.zeros((dense_terms.shape[0], n_docs), dtype=dtype)
         write = indptr[:-1].copy()
+        if chunk_postings is None:
+            chunk_postings = min(1 << 22, max(1 << 16, csr.nnz // 64))
         rows_per_chunk = max(1, int(chunk_postings * n_docs // max(1, csr.nnz)))
-        terms = np.arange(vocab)
+        terms = np.arange(vocab, dtype=np.int32 if vocab <= np.iinfo(np.int32).max else np.int64)
         for lo in range(0, n_docs, rows_per_chunk):
             hi = min(n_docs, lo + rows_per_chunk)
             part = csr[lo:hi].tocsc()  # scipy's counting sort: per term, documents ascending
@@ -189,7 +195,8 @@ def _select_topk(cand: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarr
 
 
 _EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.float64))
-_SCORE_CHUNK = 1024  # documents per chunk of the compiled first pass (rows of the block stay in cache)
+_SCORE_CHUNK = 1024  # documents per chunk of the compiled dense pass (the dense rows' chunk stays in cache)
+_POSTINGS_CHUNK = 1 << 17  # documents per chunk of the compiled postings pass (the row's chunk stays in cache)
 _U32 = float(np.finfo(np.float32).eps) / 2
 _U64 = float(np.finfo(np.float64).eps) / 2
 
@@ -214,15 +221,17 @@ def exact_topk(
     stored. ``exclude[i]`` holds document indices never returned for query ``i``.
 
     How (the result is the same as scoring every document): queries go in blocks of
-    ``query_block``. A first pass scores every document approximately in float32 (dense rows by
-    one matrix product for the block, postings added on top); a lower bound ``L`` of the k-th
-    best score is the k-th largest of the maxima of >= 4k blocks of documents; every document
-    whose approximate score is within twice a rigorous rounding-error bound of ``L`` is then
-    scored exactly, and the exact top-k is taken among those. When that bound is not positive
+    ``query_block``. A first pass scores every document approximately in float32 (the query's
+    dense rows, then its postings; with numba in cache-sized chunks of documents, without it
+    a matrix product for the block's dense rows and ``np.add.at`` for the postings); a lower
+    bound ``L`` of the k-th best score is the k-th largest of the maxima of >= 4k blocks of
+    documents (k distinct documents reach it); every document whose approximate score is within
+    twice a rigorous rounding-error bound of ``L`` is then scored exactly, and the exact top-k is
+    taken among those. When that bound is not positive
     (fewer than about k matching documents) the query is scored exactly everywhere instead.
     ``threads`` > 1 runs query blocks in parallel threads (numpy, BLAS and the compiled kernels
     release the GIL). ``query_block`` defaults to the largest block (at most 64) whose float32
-    scores, one block per thread, take at most a quarter of the index's bytes.
+    scores, one block per thread, take at most a fifth of the index's bytes.
     """
     if not sp.issparse(queries):
         raise ValueError(f"exact_topk: expected a scipy sparse matrix, got {type(queries).__name__}")
@@ -248,7 +257,7 @@ def exact_topk(
     if query_block is None:
         per_query = 4 * max(1, index.n_docs) * max(1, threads)
         query_block = int(min(64, max(8, (index.doc_indices.nbytes + index.weights.nbytes
-                                           + index.dense_weights.nbytes) // 4 // per_query)))
+                                           + index.dense_weights.nbytes) // 5 // per_query)))
     blocks = [(lo, min(n_q, lo + max(1, query_block))) for lo in range(0, n_q, max(1, query_block))]
     if threads > 1 and len(blocks) > 1:
         from concurrent.futures import ThreadPoolExecutor
@@ -291,12 +300,14 @@ def _query_terms(q: sp.csr_matrix, i: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _search_block(q, index: InvertedIndex, k: int, excluded, lo: int, hi: int, results) -> None:
     n_docs = index.n_docs
-    prune = k > 0 and n_docs >= 4 * k
+    prune = k > 0 and n_docs >= 4 * k  # at least 4k blocks (of one document or more)
     rows = None
     if prune:
         # First pass: approximate float32 scores of every document for the whole block.
         qb = q[lo:hi]
         kernels = _kernels()
+        size = max(1, n_docs // (16 * k))  # >= 4k blocks whose maxima bound the k-th best score
+        maxima = np.empty((hi - lo, n_docs // size), dtype=np.float32)
         if kernels is not None:
             rows = np.empty((hi - lo, n_docs), dtype=np.float32)
             terms = qb.indices.astype(np.int64)
@@ -308,8 +319,9 @@ def _search_block(q, index: InvertedIndex, k: int, excluded, lo: int, hi: int, r
             s_ptr = np.zeros(hi - lo + 1, dtype=np.int64)
             np.cumsum(np.bincount(per_row[~is_dense], minlength=hi - lo), out=s_ptr[1:])
             w32 = qb.data.astype(np.float32)
-            kernels.block_scores(rows, d_ptr, slots[is_dense], w32[is_dense], s_ptr, terms[~is_dense], w32[~is_dense],
-                                 index._dense_f32(), index.indptr, index.doc_indices, index.weights, _SCORE_CHUNK)
+            kernels.block_scores(rows, maxima, size, d_ptr, slots[is_dense], w32[is_dense], s_ptr, terms[~is_dense],
+                                 w32[~is_dense], index._dense_f32(), index.indptr, index.doc_indices, index.weights,
+                                 _SCORE_CHUNK, max(size, _POSTINGS_CHUNK // size * size))
             n_sum = np.diff(qb.indptr) + 4  # terms in each float32 sum (+ the rounding of w and q)
         else:
             if index.dense_terms.size:
@@ -325,6 +337,8 @@ def _search_block(q, index: InvertedIndex, k: int, excluded, lo: int, hi: int, r
                         # Documents are unique within a term's postings: add.at adds once to each.
                         np.add.at(row, index.doc_indices[a:b], index.weights[a:b].astype(np.float32) * np.float32(w))
             n_sum = np.diff(qb.indptr) + index.dense_terms.shape[0] + 4
+            m = maxima.shape[1]
+            maxima[:] = rows[:, : m * size].reshape(hi - lo, m, size).max(axis=2)
     for i in range(lo, hi):
         terms, q_w = _query_terms(q, i)
         if terms.shape[0] == 0 or n_docs == 0 or k == 0:
@@ -332,7 +346,7 @@ def _search_block(q, index: InvertedIndex, k: int, excluded, lo: int, hi: int, r
             continue
         res = None
         if prune:
-            res = _pruned(index, terms, q_w, k, excluded[i], rows[i - lo], int(n_sum[i - lo]))
+            res = _pruned(index, terms, q_w, k, excluded[i], rows[i - lo], maxima[i - lo], size, int(n_sum[i - lo]))
         if res is None:
             res = _exhaustive(index, terms, q_w, k, excluded[i])
         results[i] = res
@@ -364,27 +378,40 @@ def _exhaustive(index: InvertedIndex, terms, q_w, k, ex) -> tuple[np.ndarray, np
     return _select_topk(cand.astype(np.int64, copy=False), acc[cand], k)
 
 
-def _pruned(index: InvertedIndex, terms, q_w, k, ex, row, n_sum) -> tuple[np.ndarray, np.ndarray] | None:
-    """Candidates from the approximate ``row`` (float32 sums of at most ``n_sum`` terms), exact scores,
-    top k; None when the candidates' bound is not positive (then score exhaustively)."""
+def _pruned(index: InvertedIndex, terms, q_w, k, ex, row, maxima, size, n_sum) -> tuple[np.ndarray, np.ndarray] | None:
+    """Candidates from the approximate ``row`` (float32 sums of at most ``n_sum`` terms) and its block
+    ``maxima`` (blocks of ``size`` documents), exact scores, top k; None when the candidates' bound
+    is not positive (then score exhaustively)."""
     n_docs = index.n_docs
     kernels = _kernels()
+    m = maxima.shape[0]
     if ex is not None:
         row[ex] = -np.inf
+        for blk in np.unique(ex // size).tolist():
+            if blk < m:
+                maxima[blk] = row[blk * size : (blk + 1) * size].max()
     # Rounding: the float32 pass sums at most n_sum products of float32 numbers (the weights and
     # the query weight each rounded to float32 once), so it is within gamma_n * sum_t |q_t| max|w_t|
     # of the real score; the exact float64 sum within gamma_m (u64) of the same. Twice their sum
     # bounds |approximate - exact| with room to spare.
     bound = float(np.dot(np.abs(q_w), index.term_absmax[terms]))
     delta = 2.0 * (_gamma(n_sum, _U32) + _gamma(terms.shape[0] + 1, _U64)) * bound
-    size = max(1, n_docs // (4 * k))
-    m = n_docs // size
-    maxima = row[: m * size].reshape(m, size).max(axis=1)
     lower = float(np.partition(maxima, m - k)[m - k])  # k distinct documents score >= lower
     cut = lower - 2.0 * delta
     if not cut > 0 or not np.isfinite(cut):
         return None
-    cand = np.flatnonzero(row >= cut)
+    # Only blocks whose maximum reaches the cut can hold candidates (plus the last partial block).
+    hot = np.flatnonzero(maxima >= cut)
+    if kernels is not None:
+        cand = kernels.candidates(row, hot, size, m * size, np.float32(cut) if np.float32(cut) <= cut else
+                                  np.nextafter(np.float32(cut), np.float32(-np.inf)))
+    else:
+        inner = row[: m * size].reshape(m, size)[hot]
+        r_idx, c_idx = np.nonzero(inner >= cut)
+        cand = hot[r_idx] * size + c_idx
+        tail = m * size + np.flatnonzero(row[m * size :] >= cut)
+        if tail.size:
+            cand = np.concatenate([cand, tail])
     scores = np.zeros(cand.shape[0], dtype=np.float64)
     if kernels is not None:
         kernels.exact(cand, terms, q_w, index.dense_slot, index.dense_weights, index.indptr, index.doc_indices,
@@ -433,23 +460,23 @@ def _kernels():
                 # error bound holds for any order of the sum); the exact kernels keep IEEE order.
                 fast = numba.njit(cache=True, nogil=True, fastmath={"contract"})
                 _KERNELS = SimpleNamespace(block_scores=fast(_k_block_scores), exact=jit(_k_exact),
-                                           exhaustive=jit(_k_exhaustive))
+                                           exhaustive=jit(_k_exhaustive), candidates=jit(_k_candidates))
     return _KERNELS or None
 
 
-def _k_block_scores(rows, d_ptr, d_slot, d_w, s_ptr, s_term, s_w, dense, indptr, docs, weights, chunk):  # pragma: no cover
-    """rows[i, d] = float32 approximate score of document d for query i, chunk of documents by chunk.
+def _k_block_scores(rows, maxima, size, d_ptr, d_slot, d_w, s_ptr, s_term, s_w, dense, indptr, docs, weights,
+                    chunk, chunk2):  # pragma: no cover - compiled
+    """rows[i, d] = float32 approximate score of document d for query i; maxima[i, b] = max of block b.
 
     Query i's dense terms are ``d_slot[d_ptr[i]:d_ptr[i+1]]`` (rows of ``dense``), its other terms
-    ``s_term[s_ptr[i]:s_ptr[i+1]]`` (postings), with float32 weights ``d_w`` / ``s_w``. Per chunk
-    of documents (sized so that the dense rows' chunk stays in the core's cache), each query adds
-    its own dense rows (four at a time) and the postings of its other terms that fall in the chunk
-    (one cursor per query term): only the terms a query has are touched, each posting once.
+    ``s_term[s_ptr[i]:s_ptr[i+1]]`` (postings), with float32 weights ``d_w`` / ``s_w``.
+    Dense pass: per chunk of ``chunk`` documents (the dense rows' chunk stays in the core's cache
+    for the whole block of queries) each query adds its own dense rows, four at a time. Postings
+    pass: per query and per ``chunk2`` documents (a multiple of ``size``; the row's chunk stays in
+    cache), the postings of each of its terms that fall in the chunk, then that chunk's block
+    maxima (blocks of ``size`` documents; a last partial block is left out).
     """
     n_docs = rows.shape[1]
-    cursor = np.empty(s_term.shape[0], dtype=np.int64)
-    for j in range(s_term.shape[0]):
-        cursor[j] = indptr[s_term[j]]
     for c0 in range(0, n_docs, chunk):
         c1 = min(n_docs, c0 + chunk)
         n = c1 - c0
@@ -477,15 +504,52 @@ def _k_block_scores(rows, d_ptr, d_slot, d_w, s_ptr, s_term, s_w, dense, indptr,
                 for d in range(n):
                     r[d] += a[d] * wa
                 j += 1
+    cursor = np.empty(s_term.shape[0], dtype=np.int64)
+    for j in range(s_term.shape[0]):
+        cursor[j] = indptr[s_term[j]]
+    n_blocks = maxima.shape[1]
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        for c0 in range(0, n_docs, chunk2):
+            c1 = min(n_docs, c0 + chunk2)
             for j in range(s_ptr[i], s_ptr[i + 1]):
-                t = s_term[j]
                 w = s_w[j]
                 p = cursor[j]
-                stop = indptr[t + 1]
+                stop = indptr[s_term[j] + 1]
                 while p < stop and docs[p] < c1:
-                    r[docs[p] - c0] += np.float32(weights[p]) * w
+                    r[docs[p]] += np.float32(weights[p]) * w
                     p += 1
                 cursor[j] = p
+            for blk in range(c0 // size, min(n_blocks, c1 // size)):
+                m = r[blk * size]
+                for d in range(blk * size + 1, (blk + 1) * size):
+                    if r[d] > m:
+                        m = r[d]
+                maxima[i, blk] = m
+
+
+def _k_candidates(row, hot, size, tail_start, cut):  # pragma: no cover - compiled
+    """Ascending indices d with row[d] >= cut, looking only in blocks ``hot`` and from ``tail_start`` on."""
+    n = 0
+    for b in hot:
+        for d in range(b * size, (b + 1) * size):
+            if row[d] >= cut:
+                n += 1
+    for d in range(tail_start, row.shape[0]):
+        if row[d] >= cut:
+            n += 1
+    out = np.empty(n, dtype=np.int64)
+    n = 0
+    for b in hot:
+        for d in range(b * size, (b + 1) * size):
+            if row[d] >= cut:
+                out[n] = d
+                n += 1
+    for d in range(tail_start, row.shape[0]):
+        if row[d] >= cut:
+            out[n] = d
+            n += 1
+    return out
 
 
 def _k_exhaustive(acc, terms, qw, dense_slot, dense, indptr, docs, weights):  # pragma: no cover - compiled

@@ -30,6 +30,8 @@ rule train:
             "checkpoint_dir": os.path.join(os.path.dirname(output.log_path), "checkpoints"),
             "checkpoint_steps": config["recipe"].get("checkpoint_steps", 0),
             "config_file": CONFIG_FILE,
+            "mirror": config.get("mirror"),
+            "cache_dir": config.get("cache_dir", "cache"),
         },
     threads: workflow.cores
     resources:
