@@ -129,9 +129,9 @@ def family_encoder(request, tmp_path_factory):
     return request.param, model
 
 
-@pytest.mark.parametrize("batch_size,segmented", [(4, None), (16, None), (16, False)])
+@pytest.mark.parametrize("batch_size,segmented", [(4, False), (16, False), (16, True)])
 def test_fast_encoder_equals_sentence_transformers(family_encoder, batch_size, segmented, monkeypatch):
-    """Both pooling layouts: real tokens only, segment by segment (CPU default) and padded + masked (GPU default)."""
+    """Both pooling layouts: padded with duplicated real tokens (default) and real tokens only, segment by segment."""
     from lsrbench.encode import _FastSplade, encode_texts, fast_path_available
 
     monkeypatch.setattr(_FastSplade, "segmented", segmented)

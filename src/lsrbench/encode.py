@@ -29,8 +29,10 @@ log = logging.getLogger(__name__)
 
 __all__ = ["encode_texts", "fast_path_available", "torch_sparse_to_csr"]
 
-# Logits of one vocabulary chunk are [tokens, chunk]; about this many elements (4 MiB float32)
-# keeps a chunk near the per-core cache: measured fastest on 2-core AVX-512 (0.5-1M elements).
+# Logits of one vocabulary chunk are [tokens, chunk]: about this many elements (4 MiB float32) per
+# torch thread keeps each core's share near its cache (fastest on 2-core AVX-512: 0.5-1M per
+# core single-threaded); more threads get a larger chunk, i.e. fewer parallel regions, which
+# matters when the cores are shared with other processes.
 _CHUNK_ELEMENTS = 1 << 20
 _PROBE_TEXTS = [
     "a",
@@ -208,49 +210,57 @@ class _FastSplade:
             raise _Unsupported(f"the MLM decoder was called {len(captured)} times in one forward pass")
         return captured[0]
 
-    segmented: bool | None = None  # None: segmented on CPU, masked elsewhere (tests force either)
+    segmented: bool = False  # tests switch layouts; see _pool
 
     def _pool(self, hidden, attention_mask):
         """max over real tokens of hidden @ W.T + b, then log1p(relu(.)): [batch, vocab].
 
-        ``segmented`` (the default on CPU): only the real tokens go through the decoder, and each
-        sequence's max is taken over its contiguous rows; otherwise (GPU: fewer, larger kernels)
-        the padded positions are computed and masked to -inf. Both give sentence-transformers'
-        numbers: the same ``F.linear`` per token, and max commutes with the monotone
-        ``log1p(relu(.))`` (padding is 0 there, which relu makes irrelevant).
+        Default layout: every padding position gets a copy of a real token of its own sequence
+        (one gather), so the padded ``[batch, tokens, chunk]`` logits need no mask and each
+        vocabulary chunk costs two large ops (``F.linear``, ``amax``): few parallel regions, which
+        keeps multi-threaded CPU runs fast when the cores are shared. ``segmented``: only the real
+        tokens go through the decoder and each sequence's max is taken over its rows (no padding
+        FLOPs, but one small op per sequence and chunk). Both give sentence-transformers' numbers:
+        the same ``F.linear`` per token, a duplicated token cannot change a max, and the max
+        commutes with the monotone ``log1p(relu(.))`` (padding is 0 there, which relu makes
+        irrelevant).
         """
         import torch
         import torch.nn.functional as F
 
-        segmented = self.segmented if self.segmented is not None else hidden.device.type == "cpu"
-        b, t, _ = hidden.shape
+        b, t, h = hidden.shape
         keep = attention_mask != 0
+        lengths = keep.sum(dim=1)
+        empty = lengths == 0  # no real token at all: nothing is active
         out = torch.empty((b, self.vocab), dtype=hidden.dtype, device=hidden.device)
-        if segmented:
+        if self.segmented:
             tokens = hidden[keep]  # [n_real, hidden], row-major: each sequence's tokens contiguous
-            lengths = keep.sum(dim=1).tolist()
             bounds = [0]
-            for n in lengths:
+            for n in lengths.tolist():
                 bounds.append(bounds[-1] + n)
-            rows_per_chunk = max(1, tokens.shape[0])
+            rows = max(1, tokens.shape[0])
         else:
-            pad = (~keep).unsqueeze(-1)  # [b, t, 1]
-            rows_per_chunk = b * t
-        step = max(128, min(self.vocab, (_CHUNK_ELEMENTS // rows_per_chunk) // 64 * 64))
+            positions = torch.arange(t, device=hidden.device).expand(b, t)
+            first = torch.where(keep, positions, t).amin(dim=1, keepdim=True).clamp(max=t - 1)
+            source = torch.where(keep, positions, first)
+            if not bool(keep.all()):
+                hidden = torch.gather(hidden, 1, source.unsqueeze(-1).expand(b, t, h))
+            rows = b * t
+        per_chunk = _CHUNK_ELEMENTS * max(1, torch.get_num_threads()) if hidden.device.type == "cpu" else 1 << 26
+        step = max(128, min(self.vocab, (per_chunk // rows) // 64 * 64))
         for lo in range(0, self.vocab, step):
             hi = min(self.vocab, lo + step)
             bias = self.bias[lo:hi] if self.bias is not None else None
-            if segmented:
+            if self.segmented:
                 logits = F.linear(tokens, self.weight[lo:hi], bias)
                 for i in range(b):
                     if bounds[i + 1] > bounds[i]:
                         torch.amax(logits[bounds[i] : bounds[i + 1]], dim=0, out=out[i, lo:hi])
-                    else:  # no real token at all: nothing is active
-                        out[i, lo:hi] = 0
             else:
-                logits = F.linear(hidden, self.weight[lo:hi], bias)
-                logits.masked_fill_(pad, float("-inf"))
+                logits = F.linear(hidden, self.weight[lo:hi], bias)  # [b, t, chunk]
                 out[:, lo:hi] = logits.transpose(1, 2).amax(dim=-1)
+        if bool(empty.any()):
+            out[empty] = 0
         out.relu_().log1p_()
         if self.max_active_dims is not None:
             from sentence_transformers.util import select_max_active_dims
