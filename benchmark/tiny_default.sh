@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mirror=${1:-../shared}
 rm -rf results
+mkdir -p benchmark/results
 t0=$(date +%s.%N)
 snakemake --cores 2 --config mirror="$mirror" > benchmark/results/tiny_default.log 2>&1
 t1=$(date +%s.%N)
