@@ -165,7 +165,6 @@ def evaluate(backbone: str, k: str, dataset_name: str, dataset_entry: dict, data
     """
     import time
 
-    from .atomic import atomic_open
     from .metrics import evaluate_run, flops, mean_active_dims
     from .retrieval import search, write_trec_run
     from .sparse import load_sparse
@@ -192,14 +191,7 @@ def evaluate(backbone: str, k: str, dataset_name: str, dataset_entry: dict, data
     for m, v in rows:
         if not math.isfinite(v):
             raise InputError(metrics_out, m, f"non-finite value {v}")
-    with atomic_open(metrics_out, "w", encoding="utf-8") as fh:
-        fh.write("backbone\tk\tdataset\tmeasure\tvalue\n")
-        for m, v in rows:
-            fh.write(f"{backbone}\t{k}\t{dataset_name}\t{m}\t{v!r}\n")
-    with atomic_open(perquery_out, "w", encoding="utf-8") as fh:
-        fh.write("query_id\tmeasure\tvalue\n")
-        for qid, m, v in per_query:
-            fh.write(f"{qid}\t{m}\t{v!r}\n")
+    _write_metric_rows(metrics_out, perquery_out, backbone, k, dataset_name, rows, per_query)
     if status_out:
         write_json(status_out, {"backbone": backbone, "k": k, "dataset": dataset_name, **status})
     write_json(prov_out, provenance("evaluate", config_hash, None, backbone=backbone, k=k, dataset=dataset_name,
