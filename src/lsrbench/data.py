@@ -372,9 +372,9 @@ def _hf_label(repo: str, revision: str | None) -> str:
     return f"hf:{repo}@{revision}" if revision else f"hf:{repo}"
 
 
-def _load_hf_subset(repo: str, subset: str, split: str, revision: str | None, cache_dir, label: str,
-                    required: Sequence[str]):
-    """One config/split of a datasets repository, with the columns ``required`` checked."""
+def load_hf_split(repo: str, subset: str | None, split: str, revision: str | None, cache_dir, label: str, where: str):
+    """``datasets.load_dataset(repo, subset, split=..., revision=...)``; any failure becomes one
+    InputError naming ``label`` and ``where``."""
     import datasets
 
     kwargs = {"split": split}
@@ -384,10 +384,16 @@ def _load_hf_subset(repo: str, subset: str, split: str, revision: str | None, ca
         kwargs["cache_dir"] = str(cache_dir)
     datasets.disable_progress_bars()
     try:
-        ds = datasets.load_dataset(repo, subset, **kwargs)
+        return datasets.load_dataset(repo, subset, **kwargs)
     except Exception as e:  # datasets raises many types (ValueError, FileNotFoundError, hub errors)
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise InputError(label, f"{subset}[{split}]", f"cannot load: {first}") from None
+        raise InputError(label, where, f"cannot load: {first}") from None
+
+
+def _load_hf_subset(repo: str, subset: str, split: str, revision: str | None, cache_dir, label: str,
+                    required: Sequence[str]):
+    """One config/split of a datasets repository, with the columns ``required`` checked."""
+    ds = load_hf_split(repo, subset, split, revision, cache_dir, label, f"{subset}[{split}]")
     missing = [c for c in required if c not in ds.column_names]
     if missing:
         raise InputError(label, f"{subset}[{split}]",

@@ -231,22 +231,12 @@ def hf_triplets(repo: str, *, subset: str | None, split: str = "train", revision
     revision=revision)``, rows :func:`sample_indices` ``(len, n, seed)``, text columns
     ``columns`` (default ``query``/``positive``/``negative``). Errors name ``hf:<repo>@<revision>``
     and ``<subset>[<split>]`` (``row N``: 1-based row of the dataset)."""
-    import datasets
+    from .data import _hf_label, load_hf_split
 
-    label = f"hf:{repo}@{revision}" if revision else f"hf:{repo}"
+    label = _hf_label(repo, revision)
     where = f"{subset or 'default'}[{split}]"
     cols = {**{k: k for k in TRIPLET_KEYS}, **(columns or {})}
-    kwargs = {"split": split}
-    if revision:
-        kwargs["revision"] = revision
-    if cache_dir is not None:
-        kwargs["cache_dir"] = str(cache_dir)
-    datasets.disable_progress_bars()
-    try:
-        ds = datasets.load_dataset(repo, subset, **kwargs)
-    except Exception as e:  # datasets raises many types (ValueError, FileNotFoundError, hub errors)
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise InputError(label, where, f"cannot load: {first}") from None
+    ds = load_hf_split(repo, subset, split, revision, cache_dir, label, where)
     missing = [f"'{c}' (for {k})" for k, c in cols.items() if c not in ds.column_names]
     if missing:
         raise InputError(label, where, f"missing column {', '.join(missing)} (columns: {', '.join(ds.column_names)})")
