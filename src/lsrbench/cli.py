@@ -35,7 +35,7 @@ def _verify(args) -> int:
     for line in problems:
         print(f"lsrbench: verify: {line}", file=sys.stderr)
     summary = (f"{args.results}: {counts['manifests']} manifests, {counts['artifacts']} artifacts, "
-               f"{counts['metric_rows']} metrics.csv rows checked")
+               f"{counts['metric_rows']} metrics.csv rows, {counts.get('table_cells', 0)} table1.md cells checked")
     if problems:
         print(f"{summary}: {len(problems)} problem(s)", file=sys.stderr)
         return 1
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--trust-remote-code", action="store_true")
     p.set_defaults(func=_norm)
     p = sub.add_parser("verify", help="re-hash every artifact named in the run manifests and trace every "
-                                      "number of metrics.csv to a manifest-backed run file")
+                                      "number of metrics.csv and table1.md to a manifest-backed run file")
     p.add_argument("results", nargs="?", default="results")
     p.set_defaults(func=_verify)
     p = sub.add_parser("prefetch", help="download every model and dataset of a config into a mirror folder "

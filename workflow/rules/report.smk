@@ -19,6 +19,8 @@ rule table1:
         norm_files=dag.norm_files(config),
     output:
         output=report("results/table1.md", category="Tables", caption="../report/table1.rst"),
+        # every cell of table1.md with the metrics.csv rows it comes from (checked by lsrbench verify)
+        cells="results/table1.cells.json",
     params:
         stage="report_table1",
         kwargs=lambda w: {**dag.report_kwargs(config), "norm_names": list(config["backbones"]),
