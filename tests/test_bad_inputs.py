@@ -7,9 +7,11 @@ Entry points: ``lsrbench check-config`` (the config checks the Snakefile runs be
 driven in a child process with the rule's named inputs, outputs and params).
 
 Known limit, documented rather than tested for a one-line message: a ``--configfile`` is parsed by
-Snakemake's command line before the Snakefile runs, so a YAML syntax error in it is reported by
-Snakemake without file or line ("Config file is not valid JSON or YAML"), and a non-UTF-8 byte in it
-by a Snakemake traceback. ``lsrbench check-config FILE`` gives the one-line error for both.
+Snakemake's command line (``ConfigSettings``, in ``snakemake.cli.args_to_api``) before the Snakefile
+or any plugin runs, so a YAML syntax error in it is reported by Snakemake without file or line
+("Config file is not valid JSON or YAML"), and a non-UTF-8 byte in it by a Snakemake traceback
+(``UnicodeDecodeError``). ``lsrbench check-config FILE``, the documented first step, gives the
+one-line error with the line for both; raw Snakemake still exits non-zero before any job.
 """
 
 from __future__ import annotations
@@ -75,7 +77,8 @@ CONFIG_CASES = {
                             r"evaluation.datasets\[0\]: dataset 'nope' is not defined"),
     "model path missing": (lambda c: c["backbones"]["splade-tiny"].update(model="/no/such/model"), None,
                            "backbones.splade-tiny.model: model folder '/no/such/model' does not exist"),
-    "config not UTF-8": (None, lambda t: t.encode().replace(b"caption:", b"caption: caf\xe9", 1), r"byte \d+: not UTF-8"),
+    "config not UTF-8": (None, lambda t: t.encode().replace(b"caption:", b"caption: caf\xe9", 1),
+                         r"line \d+: not UTF-8 \(byte 0xe9 at column \d+\)"),
 }
 
 
@@ -107,13 +110,50 @@ def test_snakemake_reports_bad_config_before_any_job_and_deletes_nothing(tmp_pat
     assert (work / "results" / "metrics.csv").read_text() == FINISHED
 
 
-def test_snakemake_yaml_syntax_error_in_configfile_is_refused(tmp_path):
-    """Documented limit (see the module docstring): Snakemake's own message, no line number."""
-    path = _config(tmp_path, text_edit=lambda t: t.replace("recipe:\n", "recipe:\n  steps: [1,\n", 1))
-    proc = subprocess.run([*SNAKEMAKE, "-n", "--cores", "1", "-d", str(tmp_path), "--configfile", str(path)],
+def _line_of(text: str, prefix: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if line.startswith(prefix))
+
+
+def test_check_config_names_the_line_of_a_yaml_syntax_error(tmp_path):
+    import re
+
+    # an unclosed flow sequence: the parser notices a few lines later, and names where it was opened
+    path = _config(tmp_path, text_edit=lambda t: t.replace("  steps:", "  steps: [1,", 1))
+    opened = _line_of(path.read_text(), "  steps: [1,")
+    line = _one_error_line(_check_config(path))
+    m = re.fullmatch(rf"lsrbench: error: {re.escape(str(path))}: line (\d+): YAML error: expected ',' or ']', "
+                     rf"but got ':' \(while parsing a flow sequence at line {opened}\)", line)
+    assert m and opened < int(m[1]) <= opened + 2, line
+    # a tab where YAML allows only spaces: that very line
+    path = _config(tmp_path, text_edit=lambda t: t.replace("  steps:", "\tsteps:", 1))
+    tab = _line_of(path.read_text(), "\tsteps:")
+    line = _one_error_line(_check_config(path))
+    assert line == f"lsrbench: error: {path}: line {tab}: YAML error: found character '\\t' that cannot start any token"
+
+
+def test_check_config_names_the_line_of_a_non_utf8_byte(tmp_path):
+    path = _config(tmp_path, text_edit=lambda t: t.encode().replace(b"  caption: ", b"  caption: caf\xe9 ", 1))
+    n = _line_of(path.read_bytes().decode("latin-1"), "  caption: caf")
+    line = _one_error_line(_check_config(path))
+    assert line == f"lsrbench: error: {path}: line {n}: not UTF-8 (byte 0xe9 at column 15)"
+
+
+@pytest.mark.parametrize("text_edit, says", [
+    (lambda t: t.replace("  steps:", "  steps: [1,", 1), "not valid JSON or YAML"),
+    (lambda t: t.encode().replace(b"  caption: ", b"  caption: caf\xe9 ", 1), "UnicodeDecodeError"),
+], ids=["yaml syntax error", "not UTF-8"])
+def test_raw_snakemake_refuses_an_unparsable_configfile_and_deletes_nothing(tmp_path, text_edit, says):
+    """Documented limit (see the module docstring): Snakemake's own message, without the line (and,
+    for a non-UTF-8 byte, a Snakemake traceback); it still stops before any job, deleting nothing."""
+    work = tmp_path / "work"
+    (work / "results").mkdir(parents=True)
+    (work / "results" / "metrics.csv").write_text(FINISHED)
+    path = _config(tmp_path, text_edit=text_edit)
+    proc = subprocess.run([*SNAKEMAKE, "--cores", "1", "-d", str(work), "--configfile", str(path)],
                           capture_output=True, text=True)
-    assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    assert "not valid JSON or YAML" in proc.stdout + proc.stderr
+    assert proc.returncode != 0 and says in proc.stdout + proc.stderr
+    assert (work / "results" / "metrics.csv").read_text() == FINISHED
+    assert sorted(p.name for p in (work / "results").iterdir()) == ["metrics.csv"]
 
 
 # --------------------------------------------------------------------------- job inputs, through the bridge

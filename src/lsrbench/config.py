@@ -36,19 +36,30 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _c
 
 
 def load_yaml(path: str | Path) -> dict:
-    """Load a YAML mapping; syntax errors and duplicate keys become one-line InputErrors."""
+    """Load a YAML mapping; a non-UTF-8 byte, syntax errors and duplicate keys become one-line
+    InputErrors naming the line (``<file>: line 7: YAML error: ...``)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(path, None, "file not found")
+    raw = path.read_bytes()
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.load(fh, Loader=_StrictLoader)
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(path, f"byte {exc.start}", "not UTF-8") from None
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise InputError(path, f"line {line}", f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {column})") from None
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (e.g. a NUL byte)
+        line = text.count("\n", 0, exc.position) + 1
+        raise InputError(path, f"line {line}", f"YAML error: unacceptable character #x{exc.character:04x}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "yaml"
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        context, cmark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+        if context and cmark is not None and (mark is None or cmark.line != mark.line):
+            problem += f" ({context} at line {cmark.line + 1})"
         raise InputError(path, where, f"YAML error: {problem}") from None
     if data is None:
         data = {}
