@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -257,6 +258,7 @@ def train_splade(
     )
     from sentence_transformers.sentence_transformer.training_args import BatchSamplers
 
+    from .fused_pooling import fused_pooling
     from .models import build_sparse_encoder
 
     def build():
@@ -290,6 +292,7 @@ def train_splade(
     rows: list[dict] = []
     status: dict = {"status": "ok"}
     resumed_from = None
+    pooling_fused = None  # whether training used lsrbench's fused pooling (None: no training)
     if steps > 0:
         need = steps * recipe["batch_size"]
         if len(triplets) < need:
@@ -343,8 +346,12 @@ def train_splade(
                     _log_callback(loss, rows, live),
                 ],
             )
+            fused = contextlib.nullcontext(False)
+            if recipe.get("fused_pooling", True):
+                fused = fused_pooling(model, [t["positive"] for t in triplets[:4]])
             try:
-                trainer.train(resume_from_checkpoint=str(latest) if latest is not None else None)
+                with fused as pooling_fused:
+                    trainer.train(resume_from_checkpoint=str(latest) if latest is not None else None)
             except NonFiniteLoss as exc:
                 bad = {name: v for name, v in exc.parts.items() if not math.isfinite(v)}
                 step = trainer.state.global_step + 1
@@ -392,6 +399,7 @@ def train_splade(
         "resumed_from": resumed_from,
         "resumed_from_step": int(_CHECKPOINT_RE.match(Path(resumed_from).name).group(1)) if resumed_from else None,
         "status": status,
+        "fused_pooling": pooling_fused,
     }
 
 
