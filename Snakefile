@@ -25,7 +25,7 @@ DATASETS = config["evaluation"]["datasets"]
 wildcard_constraints:
     backbone="[A-Za-z0-9][A-Za-z0-9._-]*(\\+untie)?",
     k="auto|[0-9]+(\\.[0-9]+)?(e-?[0-9]+)?",
-    dataset="[A-Za-z0-9][A-Za-z0-9._-]*",
+    dataset=f"(?!{dag.POOLED}\\b)[A-Za-z0-9][A-Za-z0-9._-]*",
 
 
 include: "workflow/rules/data.smk"

@@ -72,3 +72,69 @@ def test_vocabulary_mismatch_is_refused():
         pooled_flops([A, (csr([[1]], width=5), csr([[1]], width=5))])
     with pytest.raises(ValueError, match="at least one"):
         pooled_flops([])
+
+
+def test_pooled_flops_stage_writes_manifest_backed_rows(tmp_path):
+    """The pooled_flops stage: the hand-computed 5/12 as a tidy row of the reserved dataset, with a
+    manifest that lsrbench verify accepts."""
+    import json
+
+    from lsrbench.dag import POOLED
+    from lsrbench.sparse import save_sparse
+    from lsrbench.stages import pooled_flops as stage
+
+    paths = {}
+    for name, (q, d) in (("A", A), ("B", B)):
+        paths[name] = (tmp_path / f"{name}_q.npz", tmp_path / f"{name}_d.npz")
+        save_sparse(paths[name][0], q, [f"q{i}" for i in range(q.shape[0])])
+        save_sparse(paths[name][1], d, [f"d{i}" for i in range(d.shape[0])])
+    out = tmp_path / "run" / POOLED
+    rows = stage("m", "4", ["A", "B"], [str(paths[n][1]) for n in "AB"], [str(paths[n][0]) for n in "AB"],
+                 str(out / "metrics.tsv"), str(out / "provenance.json"))
+    assert rows["FLOPs"] == float(Fraction(5, 12))
+    assert rows["query_active_dims"] == pytest.approx(5 / 3) and rows["doc_active_dims"] == 1.0
+    lines = (out / "metrics.tsv").read_text().splitlines()
+    assert lines[0] == "backbone\tk\tdataset\tmeasure\tvalue"
+    assert lines[1] == f"m\t4\t{POOLED}\tFLOPs\t{float(Fraction(5, 12))!r}"
+    manifest = json.loads((out / "provenance.json").read_text())
+    assert manifest["datasets"] == ["A", "B"]
+    assert set(manifest["artifacts"]["outputs"]) == {str(out / "metrics.tsv")}
+    assert len(manifest["artifacts"]["inputs"]) == 4
+
+
+def test_report_uses_pooled_flops_for_several_datasets():
+    """Table 1's FLOPs column and the tradeoff plot's x: the pooled rows, not the per-dataset mean."""
+    import pandas as pd
+
+    from lsrbench.dag import POOLED
+    from lsrbench.report import run_table, tradeoff_points
+
+    rows = [("m", "1", "A", "nDCG@10", 0.4), ("m", "1", "B", "nDCG@10", 0.6),
+            ("m", "1", "A", "FLOPs", 0.5), ("m", "1", "B", "FLOPs", 1.0),
+            ("m", "1", POOLED, "FLOPs", 5 / 12), ("m", "1", POOLED, "query_active_dims", 5 / 3),
+            ("m", "1", POOLED, "doc_active_dims", 1.0), ("m", "1", "A", "query_active_dims", 1.5),
+            ("m", "1", "B", "query_active_dims", 2.0)]
+    metrics = pd.DataFrame(rows, columns=["backbone", "k", "dataset", "measure", "value"])
+    cfg = {"columns": [{"name": "Nano", "datasets": ["A", "B"], "measure": "nDCG@10"}],
+           "flops_datasets": ["A", "B"], "tradeoff_measure": "nDCG@10"}
+    table = run_table(metrics, cfg, {"m": {}})
+    assert table.loc[0, "FLOPs"] == pytest.approx(5 / 12) and table.loc[0, "q dims"] == pytest.approx(5 / 3)
+    assert table.loc[0, "Nano"] == pytest.approx(0.5)
+    pts = tradeoff_points(metrics, cfg)
+    assert pts.iloc[0]["flops"] == pytest.approx(5 / 12) and pts.iloc[0]["score"] == pytest.approx(0.5)
+    # one dataset: its own FLOPs (no pooled rows needed)
+    one = {**cfg, "flops_datasets": ["B"]}
+    assert run_table(metrics, one, {"m": {}}).loc[0, "FLOPs"] == 1.0
+    assert tradeoff_points(metrics, one).iloc[0]["flops"] == 1.0
+
+
+def test_pooled_dataset_name_is_reserved():
+    from lsrbench.config import check_config, load_yaml
+    from lsrbench.dag import POOLED
+    from lsrbench.errors import InputError
+
+    config = load_yaml("config/config.yaml")
+    config["evaluation"]["datasets"] = [POOLED]
+    with pytest.raises(InputError) as err:
+        check_config(config, "config/config.yaml")
+    assert str(err.value).startswith("config/config.yaml: evaluation.datasets[0]:") and "reserved" in str(err.value)

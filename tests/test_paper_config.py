@@ -41,6 +41,7 @@ def test_paper_dry_run_on_slurm_profile(tmp_path):
     assert counts["train"] == 7 * 5
     assert counts["index"] == counts["evaluate"] == 7 * 5 * n_datasets
     assert counts["norm"] == 7 and counts["bm25"] == n_datasets
+    assert counts["pooled_flops"] == 7 * 5  # NanoBEIR FLOPs pooled per run (SparseNanoBEIREvaluator)
     jobs = _jobs(out)
     train = [j for j in jobs if j["rule"] == "train"]
     assert {(j["wildcards"]["backbone"], j["wildcards"]["k"]) for j in train} == {

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from lsrbench import stages
+from lsrbench.dag import POOLED
 from lsrbench.provenance import write_json
 from lsrbench.report import BM25, NO_K
 from lsrbench.verify import TABLE1_CELLS, markdown_table, verify
@@ -63,6 +64,12 @@ def _build(work: Path) -> None:
                 write_json(f"{out}/provenance.json", _manifest(f"{out}/provenance.json", [],
                                                                [f"{out}/metrics.tsv", f"{out}/perquery.tsv"]))
                 metric_files.append(f"{out}/metrics.tsv")
+            # FLOPs pooled over flops_datasets (as the pooled_flops rule writes them): Table 1's FLOPs column
+            out = f"results/runs/{run}/k{k}/{POOLED}"
+            stages._write_metric_rows(f"{out}/metrics.tsv", None, run, k, POOLED,
+                                      [("FLOPs", fl), ("query_active_dims", 10.0), ("doc_active_dims", 55.25)], None)
+            write_json(f"{out}/provenance.json", _manifest(f"{out}/provenance.json", [], [f"{out}/metrics.tsv"]))
+            metric_files.append(f"{out}/metrics.tsv")
         for ds, (n, rr) in BM25_ROWS.items():
             out = f"results/bm25/{ds}"
             stages._write_metric_rows(f"{out}/metrics.tsv", f"{out}/perquery.tsv", BM25, NO_K, ds,
@@ -196,8 +203,17 @@ def test_truncated_run_file_is_named_and_its_table_cells_are_untraced(work):
     problems = _problems(work)
     assert any(p.startswith(f"{tsv}: truncated: SHA-256 differs from") for p in problems), problems
     line = next(p for p in problems if "row large k 4:" in p and "do not trace" in p)
-    # only the columns that average d2 rows; d1 RR@10 stays traced
-    assert "D nDCG@10, FLOPs, q / d dims rest on" in line and "d1 RR@10" not in line
+    # only the columns that average d2 rows; d1 RR@10 and the pooled FLOPs stay traced
+    assert "D nDCG@10 rest on" in line and "d1 RR@10" not in line and "FLOPs" not in line
+
+
+def test_truncated_pooled_flops_file_untraces_the_flops_cells(work):
+    tsv = work / f"results/runs/large/k4/{POOLED}/metrics.tsv"
+    tsv.write_bytes(tsv.read_bytes()[:40])
+    problems = _problems(work)
+    assert any(p.startswith(f"{tsv}: truncated: SHA-256 differs from") for p in problems), problems
+    line = next(p for p in problems if "row large k 4:" in p and "do not trace" in p)
+    assert "FLOPs, q / d dims rest on" in line and "nDCG@10" not in line
 
 
 def test_truncated_table1_is_named(work):

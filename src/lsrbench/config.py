@@ -124,7 +124,11 @@ def check_config(config: dict, config_file: str | Path) -> dict:
     config = validate(config, "config.schema.yaml", config_file)
     datasets_file = config["datasets_file"]
     datasets = load_datasets_file(datasets_file)
+    from .dag import POOLED
+
     for i, name in enumerate(config["evaluation"]["datasets"]):
+        if name == POOLED:
+            raise InputError(config_file, f"evaluation.datasets[{i}]", f"'{POOLED}' is reserved for FLOPs pooled over report.flops_datasets")
         if name not in datasets:
             raise InputError(config_file, f"evaluation.datasets[{i}]", f"dataset '{name}' is not defined in {datasets_file}")
     td = config["training_data"]

@@ -92,8 +92,28 @@ def report_kwargs(config: dict) -> dict:
     return {"report_cfg": config["report"], "backbones": config["backbones"]}
 
 
+# The "dataset" of FLOPs and active dims pooled over several datasets (report.flops_datasets) the
+# way sentence-transformers' SparseNanoBEIREvaluator pools them; never a dataset's name.
+POOLED = "pooled_flops"
+
+
+def pooled_flops_datasets(config: dict) -> list[str]:
+    """The datasets whose FLOPs are pooled per run: report.flops_datasets when it names several
+    (one dataset's pooled FLOPs are its own, so then there is nothing to pool)."""
+    names = list(config["report"].get("flops_datasets") or [])
+    return names if len(names) > 1 else []
+
+
+def pooled_inputs(config: dict, run: str, k: str) -> dict:
+    names = pooled_flops_datasets(config)
+    return {"docs_npz": [f"results/runs/{run}/k{k}/{d}/docs.npz" for d in names],
+            "queries_npz": [f"results/runs/{run}/k{k}/{d}/queries.npz" for d in names]}
+
+
 def metric_files(config: dict) -> list[str]:
     runs_ = [f"results/runs/{r['backbone']}/k{r['k']}/{d}/metrics.tsv" for r in run_grid(config) for d in config["evaluation"]["datasets"]]
+    if pooled_flops_datasets(config):
+        runs_ += [f"results/runs/{r['backbone']}/k{r['k']}/{POOLED}/metrics.tsv" for r in run_grid(config)]
     if config["report"].get("bm25", True):
         runs_ += [f"results/bm25/{d}/metrics.tsv" for d in config["evaluation"]["datasets"]]
     return runs_

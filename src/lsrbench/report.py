@@ -57,11 +57,21 @@ def _label(name: str, backbones: dict) -> str:
     return f"{label} †" if entry.get("synthetic") else label
 
 
+def flops_datasets(metrics: pd.DataFrame, report_cfg: dict) -> list[str]:
+    """The metrics.csv datasets FLOPs and active dims are read from: the pooled rows
+    (:data:`lsrbench.dag.POOLED`, SparseNanoBEIREvaluator's pooling) when ``flops_datasets`` names
+    several datasets, else that one dataset (default: the mean over every dataset)."""
+    from .dag import POOLED
+
+    names = report_cfg.get("flops_datasets") or sorted(set(metrics["dataset"].unique()) - {POOLED})
+    return [POOLED] if len(report_cfg.get("flops_datasets") or []) > 1 else list(names)
+
+
 def run_table(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> pd.DataFrame:
     """One row per (backbone, k): each configured column is the mean of its measure over its
-    datasets; FLOPs and active dims are averaged over ``flops_datasets``."""
+    datasets; FLOPs and active dims come from :func:`flops_datasets`."""
     rows = []
-    flops_ds = report_cfg.get("flops_datasets") or sorted(metrics["dataset"].unique())
+    flops_ds = flops_datasets(metrics, report_cfg)
     order = {name: i for i, name in enumerate(backbones)}
     for (backbone, k), grp in metrics.groupby(["backbone", "k"], sort=False):
         row = {"backbone": backbone, "k": k}
@@ -166,7 +176,7 @@ def table1_cells(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms
     best = best_k(table, first)
     reference = load_reference(report_cfg.get("reference"))
     autos = auto_k_values(norms or {}, auto_cfg)
-    flops_ds = report_cfg.get("flops_datasets") or sorted(metrics["dataset"].unique())
+    flops_ds = flops_datasets(metrics, report_cfg)
     from .config import split_run_name
 
     for b, k, collapsed in zip(table["backbone"], table["k"], table["collapsed"]):
@@ -350,11 +360,15 @@ def _save(fig, outputs: list[str]) -> None:
 
 
 def tradeoff_points(metrics: pd.DataFrame, report_cfg: dict) -> pd.DataFrame:
-    """One point per finished, non-collapsed run: mean FLOPs and mean tradeoff measure over
-    ``flops_datasets``."""
+    """One point per finished, non-collapsed run: the tradeoff measure averaged over
+    ``flops_datasets``, FLOPs from :func:`flops_datasets` (pooled when there are several)."""
+    from .dag import POOLED
+
     measure = report_cfg.get("tradeoff_measure", "nDCG@10")
-    datasets = report_cfg.get("flops_datasets") or sorted(metrics["dataset"].unique())
-    sel = metrics[metrics["dataset"].isin(datasets) & (metrics["backbone"] != BM25)]
+    datasets = report_cfg.get("flops_datasets") or sorted(set(metrics["dataset"].unique()) - {POOLED})
+    runs = metrics[metrics["backbone"] != BM25]
+    sel = runs[runs["dataset"].isin(datasets) & (runs["measure"] != FLOPS)]
+    sel = pd.concat([sel, runs[runs["dataset"].isin(flops_datasets(metrics, report_cfg)) & (runs["measure"] == FLOPS)]])
     pivot = sel.pivot_table(index=["backbone", "k"], columns="measure", values="value", aggfunc="mean")
     if measure not in pivot.columns or FLOPS not in pivot.columns:
         return pd.DataFrame(columns=["backbone", "k", "flops", "score"])
@@ -372,7 +386,9 @@ def plot_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: 
     plt = _plt()
     metrics = read_metrics(metrics_csv)
     measure = report_cfg.get("tradeoff_measure", "nDCG@10")
-    datasets = report_cfg.get("flops_datasets") or sorted(metrics["dataset"].unique())
+    from .dag import POOLED
+
+    datasets = report_cfg.get("flops_datasets") or sorted(set(metrics["dataset"].unique()) - {POOLED})
     pts = tradeoff_points(metrics, report_cfg)
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=150)
     markers = "osD^vP*Xh<>"
@@ -397,7 +413,8 @@ def plot_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: 
         ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         ax.xaxis.set_major_formatter(ScalarFormatter())
         ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("FLOPs per query-document pair (" + ", ".join(datasets) + ")")
+    pooled = flops_datasets(metrics, report_cfg) == [POOLED]
+    ax.set_xlabel("FLOPs per query-document pair (" + ("pooled over " if pooled else "") + ", ".join(datasets) + ")")
     ax.set_ylabel(f"{measure} (mean over {', '.join(datasets)})")
     ax.set_title("Effectiveness vs. efficiency per (backbone, k)")
     ax.grid(True, alpha=0.3)

@@ -202,6 +202,34 @@ def evaluate(backbone: str, k: str, dataset_name: str, dataset_entry: dict, data
     return dict(rows)
 
 
+def pooled_flops(backbone: str, k: str, datasets: list[str], docs_npz, queries_npz, metrics_out: str,
+                 prov_out: str) -> dict:
+    """FLOPs and mean active dims of one run pooled over ``datasets`` (one ``docs_npz`` and
+    ``queries_npz`` each, in that order) exactly as sentence-transformers' SparseNanoBEIREvaluator
+    pools them (see :mod:`lsrbench.nanobeir`), as tidy rows of the dataset :data:`dag.POOLED`."""
+    from .dag import POOLED
+    from .nanobeir import pooled_active_dims, pooled_flops as pool
+    from .sparse import load_sparse
+    from .verify import manifest_fields
+
+    docs_npz, queries_npz = _as_list(docs_npz), _as_list(queries_npz)
+    if not (len(datasets) == len(docs_npz) == len(queries_npz)):
+        raise ValueError(f"pooled_flops: {len(datasets)} datasets, {len(docs_npz)} docs, {len(queries_npz)} queries")
+    pairs = []
+    for q_path, d_path in zip(queries_npz, docs_npz):
+        queries, _ = load_sparse(q_path)
+        docs, _ = load_sparse(d_path)
+        if docs.shape[1] != queries.shape[1]:
+            raise InputError(q_path, "shape", f"vocabulary {queries.shape[1]} differs from the documents' {docs.shape[1]}")
+        pairs.append((queries, docs))
+    rows = [("FLOPs", pool(pairs)), ("query_active_dims", pooled_active_dims([q for q, _ in pairs])),
+            ("doc_active_dims", pooled_active_dims([d for _, d in pairs]))]
+    _write_metric_rows(metrics_out, None, backbone, k, POOLED, rows, None)
+    write_json(prov_out, provenance("pooled_flops", "", None, backbone=backbone, k=k, datasets=list(datasets),
+                                    **manifest_fields(prov_out, docs_npz + queries_npz, [metrics_out])))
+    return dict(rows)
+
+
 def collapse_status(train_status: str | None, docs, queries, max_active_share: float | None) -> dict:
     """``{"status": "ok" | "collapsed: <reasons>", "collapsed": bool, "reasons": [...], ...}`` for one
     evaluated run: the training status (NaN/inf loss) plus what its vectors show."""
@@ -258,6 +286,8 @@ def _write_metric_rows(metrics_out, perquery_out, backbone, k, dataset_name, row
         fh.write("backbone\tk\tdataset\tmeasure\tvalue\n")
         for m, v in rows:
             fh.write(f"{backbone}\t{k}\t{dataset_name}\t{m}\t{v!r}\n")
+    if perquery_out is None:
+        return
     with atomic_open(perquery_out, "w", encoding="utf-8") as fh:
         fh.write("query_id\tmeasure\tvalue\n")
         for qid, m, v in per_query:

@@ -22,6 +22,23 @@ rule evaluate:
         "../scripts/stage.py"
 
 
+# FLOPs and active dims pooled over report.flops_datasets (NanoBEIR) as sentence-transformers'
+# SparseNanoBEIREvaluator pools them; only when it names several datasets.
+rule pooled_flops:
+    input:
+        unpack(lambda w: dag.pooled_inputs(config, w.backbone, w.k)),
+    output:
+        metrics_out=f"results/runs/{{backbone}}/k{{k}}/{dag.POOLED}/metrics.tsv",
+        prov_out=f"results/runs/{{backbone}}/k{{k}}/{dag.POOLED}/provenance.json",
+    params:
+        stage="pooled_flops",
+        kwargs=lambda w: {"backbone": w.backbone, "k": w.k, "datasets": dag.pooled_flops_datasets(config)},
+    log:
+        "results/logs/evaluate/{backbone}_k{k}_pooled_flops.log",
+    script:
+        "../scripts/stage.py"
+
+
 rule bm25:
     input:
         data_dir="results/data/{dataset}/eval",
