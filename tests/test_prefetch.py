@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from pathlib import Path
 import subprocess
 import sys
 
@@ -75,6 +76,12 @@ def fake_hub(sources, monkeypatch):
     def snapshot_download(repo_id, revision=None, local_dir=None, ignore_patterns=None, **kw):
         calls.append({"repo_id": repo_id, "revision": revision, "local_dir": local_dir})
         shutil.copytree(sources["hub"] / repo_id, local_dir, dirs_exist_ok=True)
+        # what huggingface_hub writes beside each file of a local_dir download: commit, etag, time
+        meta = Path(local_dir) / ".cache" / "huggingface" / "download"
+        meta.mkdir(parents=True, exist_ok=True)
+        for f in Path(local_dir).iterdir():
+            if f.is_file():
+                (meta / f"{f.name}.metadata").write_text(f"{revision}\n\"etag\"\n1700000000.0\n")
         return local_dir
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
@@ -98,6 +105,8 @@ def test_prefetch_end_to_end_then_offline(sources, fake_hub, tmp_path, monkeypat
     assert fake_hub == [{"repo_id": "org/tiny-mlm", "revision": REV, "local_dir": str(mirror / "models/org/tiny-mlm")}]
     assert (mirror / "models/org/tiny-mlm/config.json").is_file()
     assert (mirror / "models/tiny-wheel-model/model.safetensors").is_file()
+    hub_record = next(r for r in records if r.get("backbone") == "hubby")
+    assert hub_record["revision"] == hub_record["resolved_revision"] == REV
     status = {r.get("backbone") or r["name"]: r["status"] for r in records}
     assert status["local"] == "local folder, used in place" and "hubby-x10" not in status
     # datasets in BEIR layout; dev and dl19 share one stored corpus file
@@ -194,3 +203,25 @@ def test_snakemake_prefetch_target(sources, tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "rule triplets:" in proc.stdout and "rule dataset:" not in proc.stdout
+
+
+def test_resolved_revision_of_a_hub_cache_and_a_mirror_folder(tmp_path, monkeypatch):
+    """The commit recorded in a run's provenance: from the hub cache transformers loads a hub id
+    from (offline, as a compute node sees it), from a prefetch mirror folder, none for a plain folder."""
+    from lsrbench.models import resolved_revision
+
+    snap = tmp_path / "hf" / "hub" / "models--org--tiny" / "snapshots" / REV
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text("{}")
+    (tmp_path / "hf" / "hub" / "models--org--tiny" / "refs").mkdir()
+    (tmp_path / "hf" / "hub" / "models--org--tiny" / "refs" / "main").write_text(REV)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    assert resolved_revision("org/tiny") == REV
+    assert resolved_revision("org/tiny", REV) == REV
+    assert resolved_revision("org/absent") is None
+    folder = tmp_path / "mirror" / "org" / "tiny"
+    (folder / ".cache" / "huggingface" / "download").mkdir(parents=True)
+    assert resolved_revision(str(folder)) is None
+    (folder / ".cache" / "huggingface" / "download" / "config.json.metadata").write_text(f"{REV}\n\"e\"\n1.0\n")
+    assert resolved_revision(str(folder)) == REV

@@ -41,6 +41,35 @@ def resolve_model(entry: dict, mirror: str | None, cache_dir: str | os.PathLike,
     return ref
 
 
+def resolved_revision(path: str, revision: str | None = None) -> str | None:
+    """The hub commit a backbone was loaded at, or None when it was not a hub download.
+
+    A folder written by ``huggingface_hub.snapshot_download(local_dir=...)`` (``lsrbench prefetch``'s
+    mirror) keeps, per file, ``.cache/huggingface/download/<file>.metadata`` whose first line is the
+    commit; a hub id is looked up in the local hub cache that transformers loaded it from
+    (``.../snapshots/<commit>/config.json``)."""
+    p = Path(path)
+    if p.is_dir():
+        meta = p / ".cache" / "huggingface" / "download" / "config.json.metadata"
+        try:
+            first = meta.read_text(encoding="utf-8").splitlines()[0].strip()
+        except (OSError, IndexError, UnicodeDecodeError):
+            return None
+        return first if _is_commit(first) else None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(str(path), "config.json", revision=revision or "main")
+    except Exception:  # noqa: BLE001 - provenance only: an unknown commit is recorded as None
+        return None
+    commit = Path(cached).parent.name if isinstance(cached, str) else None
+    return commit if commit and _is_commit(commit) else None
+
+
+def _is_commit(text: str) -> bool:
+    return len(text) == 40 and all(c in "0123456789abcdef" for c in text)
+
+
 def _looks_like_hub_id(ref: str) -> bool:
     return ref.count("/") == 1 and not ref.startswith((".", "/"))
 

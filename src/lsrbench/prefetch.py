@@ -79,7 +79,10 @@ def _fetch_model(name: str, entry: dict, mirror: Path, cache_dir: str, config_fi
     except Exception as e:  # hub errors: not found, gated, offline, ...
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise InputError(config_file, f"backbones.{name}.model", f"cannot download '{ref}' from the hub: {first}") from None
-    return {**record, "status": "downloaded", "path": str(dest), "revision": revision}
+    from .models import resolved_revision
+
+    return {**record, "status": "downloaded", "path": str(dest), "revision": revision,
+            "resolved_revision": resolved_revision(str(dest))}
 
 
 def _fetch_dataset(name: str, entry: dict, mirror: Path, datasets_file: str, cache_dir: str, force: bool,

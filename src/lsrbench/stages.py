@@ -84,7 +84,7 @@ def train(backbone: str, entry: dict, k: str, recipe: dict, mirror, cache_dir: s
     ``status_path`` records ``collapsed: ...`` with the step and the last finite loss, and the
     last all-finite weights are saved as the model so that the DAG carries on."""
     from .config import split_run_name
-    from .models import resolve_model
+    from .models import resolve_model, resolved_revision
     from .train import discard_checkpoints, train_splade
     from .triplets import read_triplets
     from .verify import manifest_fields
@@ -102,8 +102,10 @@ def train(backbone: str, entry: dict, k: str, recipe: dict, mirror, cache_dir: s
     if status_path:
         write_json(status_path, status)
     inputs = [norms_json, reference_norms_json, triplets_path] + ([path] if Path(path).is_dir() else [])
+    revision = {"requested": entry.get("revision"), "resolved": resolved_revision(path, entry.get("revision"))}
     write_json(prov_path, provenance("train", config_hash, recipe["seed"], backbone=backbone, k=k, k_value=k_value,
-                                     model=entry["model"], resolved_path=path, recipe=recipe, summary=summary,
+                                     model=entry["model"], resolved_path=path, model_revision=revision,
+                                     recipe=recipe, summary=summary,
                                      checkpoint_steps=checkpoint_steps,
                                      head_norms=json.loads(Path(norms_json).read_text()),
                                      **manifest_fields(prov_path, inputs, [model_dir, log_path, status_path])))
