@@ -15,7 +15,9 @@ scores, so the float64 reference and ``exact_topk`` must agree exactly (ids, ord
 Measured at each size: index build time of both; ms/query single-threaded (BLAS limited to one
 thread) and with all cores (``threads=cores``; the reference in as many threads over query blocks);
 peak memory of build and search (tracemalloc, numpy's allocations) relative to the postings'
-bytes (nnz x (4-byte doc id + 4-byte weight)); the growth exponents over the sizes and the
+bytes (nnz x (4-byte doc id + 4-byte weight)), and of the evaluate stage's load + build from a
+docs.npz read into memory vs memory-mapped (``load_sparse(mmap=True)``; the mapped file's pages
+are page cache, not counted); the growth exponents over the sizes and the
 linear projection to MS MARCO's 8.8M passages. Optionally pyseismic-lsr (approximate) if importable.
 
     .venv/bin/python benchmark/retrieval.py            # 100k, 300k, 1M documents (~20 min on 2 cores)
@@ -29,6 +31,7 @@ import gc
 import os
 import statistics
 import sys
+import tempfile
 import time
 import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
@@ -43,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from common import command_line, machine_info, write_result  # noqa: E402
 
 from lsrbench.retrieval import InvertedIndex, exact_topk  # noqa: E402
+from lsrbench.sparse import load_sparse, save_sparse  # noqa: E402
 
 MSMARCO_PASSAGES = 8_841_823
 
@@ -313,6 +317,16 @@ def main(argv=None) -> int:
         row["index_plus_search_peak_over_postings"] = round((held + search_peak) / postings_bytes, 3)
         del index
         gc.collect()
+        # The evaluate stage: docs.npz loaded (read into memory, or memory-mapped as the stage does)
+        # and the index built from it; the matrix is alive during the build.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "docs.npz"
+            save_sparse(path, D, [str(i) for i in range(n)])
+            for mode, mmap in (("read", False), ("mmap", True)):
+                peak, index = peak_memory(lambda: InvertedIndex.from_csr(load_sparse(path, mmap=mmap)[0]))
+                row[f"peak_load_and_build_over_postings_{mode}"] = round(peak / postings_bytes, 3)
+                del index
+                gc.collect()
         print({k: v for k, v in row.items() if not k.startswith("seconds")}, flush=True)
         rows.append(row)
 

@@ -22,13 +22,19 @@ def _active_counts(matrix: sp.spmatrix | sp.sparray, who: str) -> tuple[np.ndarr
     """Per-column count of rows with a non-zero weight, and the number of rows."""
     if not sp.issparse(matrix):
         raise ValueError(f"{who}: expected a scipy sparse matrix, got {type(matrix).__name__}")
-    csr = sp.csr_matrix(matrix, copy=True)
-    # Duplicates would count a term twice in one row; stored zeros are not active.
-    csr.sum_duplicates()
-    csr.eliminate_zeros()
+    csr = sp.csr_matrix(matrix)  # no copy of a CSR matrix: it is only read
     if csr.shape[0] == 0:
         raise ValueError(f"{who}: matrix has no rows")
-    return np.bincount(csr.indices, minlength=csr.shape[1]).astype(np.int64), csr.shape[0]
+    # Duplicates would count a term twice in one row (summed on a copy, never in the caller's
+    # matrix); stored zeros are not active. Chunk by chunk: no temporary as large as the matrix.
+    if not csr.has_canonical_format:
+        csr = csr.copy()
+        csr.sum_duplicates()
+    counts = np.zeros(csr.shape[1], dtype=np.int64)
+    for lo in range(0, csr.nnz, 1 << 24):
+        active = csr.data[lo : lo + (1 << 24)] != 0
+        counts += np.bincount(csr.indices[lo : lo + (1 << 24)][active], minlength=csr.shape[1])
+    return counts, csr.shape[0]
 
 
 def flops(queries: sp.spmatrix | sp.sparray, docs: sp.spmatrix | sp.sparray) -> float:

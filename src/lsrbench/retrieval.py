@@ -83,7 +83,9 @@ class InvertedIndex:
         Built chunk by chunk of documents (about ``chunk_postings`` postings each; by default a
         64th of the collection, between 64Ki and 4Mi) straight into the final arrays, so the build
         needs little more memory than the index itself (the chunk's temporaries take about 60
-        bytes per posting).
+        bytes per posting). ``docs`` is only read, a chunk of rows at a time: given a matrix whose
+        arrays are memory maps of its file (``load_sparse(path, mmap=True)``, as the evaluate
+        stage does), the process holds one copy of the postings, the index's, not two.
         """
         if not sp.issparse(docs):
             raise ValueError(f"InvertedIndex.from_csr: expected a scipy sparse matrix, got {type(docs).__name__}")
@@ -94,7 +96,11 @@ class InvertedIndex:
         n_docs, vocab = csr.shape
         dtype = csr.data.dtype if csr.data.dtype in (np.float32, np.float64) else np.dtype(np.float64)
         idx_dtype = np.int32 if n_docs <= np.iinfo(np.int32).max else np.int64
-        df = np.bincount(csr.indices, minlength=vocab).astype(np.int64)
+        # Document frequencies chunk by chunk: bincount of all indices at once would convert them
+        # to int64 first, a temporary as large as the postings.
+        df = np.zeros(vocab, dtype=np.int64)
+        for lo in range(0, csr.nnz, 1 << 24):
+            df += np.bincount(csr.indices[lo : lo + (1 << 24)], minlength=vocab)
         if isinstance(dense, str):
             if dense != "auto":
                 raise ValueError(f"InvertedIndex.from_csr: dense must be 'auto', a list of terms or None, got {dense!r}")

@@ -173,7 +173,8 @@ def evaluate(backbone: str, k: str, dataset_name: str, dataset_entry: dict, data
     from .verify import manifest_fields
 
     ds = _load_beir(data_dir, dataset_entry)
-    docs, doc_ids = load_sparse(docs_npz)
+    # Memory-mapped: the inverted index built from it is then the only copy of the postings in memory.
+    docs, doc_ids = load_sparse(docs_npz, mmap=True)
     queries, query_ids = load_sparse(queries_npz)
     if docs.shape[1] != queries.shape[1]:
         raise InputError(queries_npz, "shape", f"vocabulary {queries.shape[1]} differs from the documents' {docs.shape[1]}")
