@@ -45,6 +45,8 @@ def micro_config(tmp: Path, slice_dir: Path, model_dir: Path) -> Path:
         training_data={"source": "pseudo_queries", "dataset": "slice", "seed": 1},
         evaluation={"datasets": ["slice"], "pool_depth": None, "top_k": 100,
                     "measures": ["nDCG@10", "RR@10", "R@100"], "encode_batch_size": 16,
+                    # resumable index shards of 4 batches: the DAG runs the sharded path
+                    "encode_shard_size": 64,
                     # a random model's documents activate ~all of its 600 terms: not what is tested
                     "collapse_max_active_share": 1.0},
     )

@@ -133,6 +133,8 @@ REPORT_RULES = {"collect", "table1", "tradeoff", "norms_report", "table_beir", "
     (lambda c: None, {}),
     # how often checkpoints are saved changes no result: nothing re-runs
     (lambda c: c["recipe"].update(checkpoint_steps=1), {}),
+    # nor does the index stage's shard size (docs.npz is the same file whatever it is)
+    (lambda c: c["evaluation"].update(encode_shard_size=32), {}),
     # a recipe value: every run re-trains, re-indexes, re-evaluates; data and norms are kept
     (lambda c: c["recipe"].update(learning_rate=3e-5), {"train": 2, "index": 2, "evaluate": 2}),
     # evaluation values: evaluation only (top_k also for the BM25 reference)

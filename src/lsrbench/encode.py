@@ -16,6 +16,14 @@ The fast path is taken only for a SparseEncoder made of exactly a fill-mask ``Tr
 ``SpladePooling('max', 'relu')`` whose decoder is a linear map and nothing follows it: every
 call first runs a small probe through both paths and falls back (with a warning) if the decoder
 input cannot be captured or the probe vectors disagree.
+
+**Shards.** A document's vector depends (by float rounding, ~1e-6) on the batch it is encoded
+in: its padded length changes the shapes of the backbone's matrix products. So a corpus is not
+cut into contiguous slices encoded one by one (that would give other numbers than one call);
+:class:`EncodePlan` fixes the one-shot call's batches (the whole corpus's length order, cut into
+``batch_size`` batches; on the plain path, consecutive chunks of ``chunk`` texts) and a shard is
+a run of whole batches of it. Shards encoded separately, in any process and order, and placed
+back by row give exactly (bit for bit) what :func:`encode_texts` gives in one call.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import scipy.sparse as sp
 
 log = logging.getLogger(__name__)
 
-__all__ = ["encode_texts", "fast_path_available", "torch_sparse_to_csr"]
+__all__ = ["EncodePlan", "encode_texts", "fast_path_available", "torch_sparse_to_csr"]
 
 # Logits of one vocabulary chunk are [tokens, chunk]: about this many elements (4 MiB float32) per
 # torch thread keeps each core's share near its cache (fastest on 2-core AVX-512: 0.5-1M per
@@ -65,15 +73,73 @@ def encode_texts(model, texts: list[str], kind: str, batch_size: int = 32, chunk
     to sentence-transformers at once; the fast path sorts all texts by length at once, as
     sentence-transformers does within one call.
     """
-    if kind not in ("query", "document"):
-        raise ValueError(f"encode_texts: kind must be 'query' or 'document', got {kind!r}")
-    if batch_size <= 0:
-        raise ValueError(f"encode_texts: batch_size must be positive, got {batch_size}")
-    texts = list(texts)
-    plan = _FastSplade.build(model, kind, batch_size)
-    if plan is not None:
-        return plan.encode(texts)
-    return _encode_plain(model, texts, kind, batch_size, chunk)
+    return EncodePlan(model, texts, kind, batch_size, chunk).encode_all()
+
+
+class EncodePlan:
+    """How :func:`encode_texts` encodes ``texts``: the fast or the plain path (checked once, with
+    the probe), the order rows are encoded in, and the unit whose boundaries never split a batch.
+
+    ``order`` lists every row once; :meth:`encode` of any run ``order[a:b]`` with ``a`` a multiple
+    of ``unit`` gives those rows' vectors exactly as the one-shot call does (same batches).
+    :meth:`shards` cuts ``order`` into such runs.
+    """
+
+    def __init__(self, model, texts, kind: str, batch_size: int = 32, chunk: int = 4096):
+        if kind not in ("query", "document"):
+            raise ValueError(f"encode_texts: kind must be 'query' or 'document', got {kind!r}")
+        if batch_size <= 0:
+            raise ValueError(f"encode_texts: batch_size must be positive, got {batch_size}")
+        self.model, self.kind, self.batch_size, self.chunk = model, kind, batch_size, chunk
+        self.texts = list(texts)
+        self._fast = _FastSplade.build(model, kind, batch_size)
+        n = len(self.texts)
+        if self._fast is not None:
+            self.path, self.unit, self.vocab = "fast", batch_size, self._fast.vocab
+            # The order sentence-transformers uses (``SparseEncoder._inference``) over the whole
+            # corpus, so the batches, and hence the backbone's inputs, are those of one call.
+            self.order = np.argsort([-model._input_length(s) for s in self.texts]).astype(np.int64, copy=False)
+        else:
+            # sentence-transformers is called on consecutive chunks of ``chunk`` texts (each sorted
+            # by length inside the call): a run of whole chunks reproduces them.
+            self.path, self.unit, self.vocab = "plain", chunk, None
+            self.order = np.arange(n, dtype=np.int64)
+
+    def shard_rows(self, shard_size: int | None) -> int:
+        """Rows per shard: ``shard_size`` rounded down to a multiple of :attr:`unit` (at least one
+        unit); the whole corpus for ``None`` or 0."""
+        n = len(self.texts)
+        if not shard_size or shard_size <= 0:
+            return max(1, n)
+        return max(self.unit, int(shard_size) // self.unit * self.unit)
+
+    def shards(self, shard_size: int | None) -> list[np.ndarray]:
+        """``order`` cut into runs of :meth:`shard_rows` rows (the last one shorter)."""
+        size = self.shard_rows(shard_size)
+        return [self.order[lo : lo + size] for lo in range(0, len(self.texts), size)]
+
+    def encode_all(self) -> sp.csr_matrix:
+        """Every text, rows in input order: what :func:`encode_texts` returns."""
+        part = self.encode(self.order)
+        if self.path == "plain":  # the order is the input order
+            return part
+        indptr = np.zeros(len(self.texts) + 1, dtype=np.int64)
+        indptr[1:][self.order] = np.diff(part.indptr)
+        np.cumsum(indptr, out=indptr)
+        indices = np.empty(part.nnz, dtype=np.int32)
+        data = np.empty(part.nnz, dtype=np.float32)
+        from .sparse import scatter_rows
+
+        scatter_rows(indptr, indices, data, self.order, part)
+        return sp.csr_matrix((data, indices, indptr), shape=part.shape)
+
+    def encode(self, rows) -> sp.csr_matrix:
+        """Float32 CSR whose row ``j`` is the vector of ``texts[rows[j]]`` (``rows``: a unit-aligned run of ``order``)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        subset = [self.texts[i] for i in rows.tolist()]
+        if self._fast is not None:
+            return self._fast.encode(subset)
+        return _encode_plain(self.model, subset, self.kind, self.batch_size, self.chunk)
 
 
 def fast_path_available(model, kind: str = "document") -> bool:
@@ -277,38 +343,29 @@ class _FastSplade:
         return self._pool(hidden, mask)
 
     def encode(self, texts: list[str]) -> sp.csr_matrix:
+        """Encode ``texts`` in this order, in consecutive batches of ``batch_size`` (no sorting:
+        :class:`EncodePlan` gives them in the length order); rows in the given order."""
         import torch
 
         n = len(texts)
         if n == 0:
             return sp.csr_matrix((0, self.vocab), dtype=np.float32)
         self.model.eval()
-        # The same order sentence-transformers uses (``SparseEncoder._inference``), so the
-        # batches, and hence the backbone's inputs, are the same.
-        order = np.argsort([-self.model._input_length(s) for s in texts])
         counts = np.zeros(n, dtype=np.int64)
         cols = []
         with torch.inference_mode():
             for start in range(0, n, self.batch_size):
-                rows = order[start : start + self.batch_size]
-                pooled = self._encode_batch([texts[i] for i in rows])
+                pooled = self._encode_batch(texts[start : start + self.batch_size])
                 dense = pooled.float().cpu().numpy()
                 flat = np.flatnonzero(dense)
                 r, c = np.divmod(flat, self.vocab)
-                counts[rows] = np.bincount(r, minlength=len(rows))
-                cols.append((rows, r, c.astype(np.int32), dense.ravel()[flat]))
-        # Place each batch's non-zeros at its rows' positions in input order.
+                counts[start : start + dense.shape[0]] = np.bincount(r, minlength=dense.shape[0])
+                cols.append((c.astype(np.int32), dense.ravel()[flat]))
+        # Within a batch the non-zeros are row-major and the batches are consecutive rows.
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
-        indices = np.empty(indptr[-1], dtype=np.int32)
-        data = np.empty(indptr[-1], dtype=np.float32)
-        for rows, r, c, v in cols:
-            # Within a batch the non-zeros are row-major; each row's run goes to indptr[row].
-            starts = np.zeros(len(rows) + 1, dtype=np.int64)
-            np.cumsum(np.bincount(r, minlength=len(rows)), out=starts[1:])
-            dest = indptr[rows][r] + (np.arange(len(r)) - starts[r])
-            indices[dest] = c
-            data[dest] = v
+        indices = np.concatenate([c for c, _ in cols]) if cols else np.zeros(0, np.int32)
+        data = np.concatenate([v for _, v in cols]) if cols else np.zeros(0, np.float32)
         return sp.csr_matrix((data, indices, indptr), shape=(n, self.vocab))
 
     def _probe(self) -> str | None:

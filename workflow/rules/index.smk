@@ -1,3 +1,6 @@
+import os
+
+
 rule index:
     input:
         model_dir="results/runs/{backbone}/k{k}/model",
@@ -8,6 +11,14 @@ rule index:
     params:
         stage="index",
         kwargs=lambda w: dag.index_kwargs(config, w.dataset),
+        # A function of `output`, so a derived param: outside the params rerun trigger. The shards
+        # live beside the outputs but are not outputs (Snakemake deletes the outputs of a failed
+        # job; a restarted job must find them to resume), and docs.npz does not depend on the
+        # shard size, so changing encode_shard_size re-runs nothing.
+        runtime=lambda w, output: {
+            "shard_dir": os.path.join(os.path.dirname(output.docs_out), "doc_shards"),
+            "shard_size": config["evaluation"].get("encode_shard_size") or 0,
+        },
     threads: workflow.cores
     log:
         "results/logs/index/{backbone}_k{k}_{dataset}.log",

@@ -3,9 +3,11 @@ import os
 
 def results_config(config):
     """The config as it determines results: ``recipe.checkpoint_steps`` only says how often training
-    saves a resumable checkpoint, so it is left out of the params (and their rerun trigger)."""
+    saves a resumable checkpoint and ``evaluation.encode_shard_size`` how the index stage cuts its
+    work (the same docs.npz either way), so they are left out of the params (and their rerun trigger)."""
     recipe = {key: value for key, value in config["recipe"].items() if key != "checkpoint_steps"}
-    return {**config, "recipe": recipe}
+    evaluation = {key: value for key, value in config["evaluation"].items() if key != "encode_shard_size"}
+    return {**config, "recipe": recipe, "evaluation": evaluation}
 
 
 rule train:
