@@ -73,7 +73,8 @@ def train_kwargs(config: dict, config_file: str, run: str, k: str) -> dict:
 
 
 def index_kwargs(config: dict, dataset: str) -> dict:
-    return {"dataset_entry": config["_datasets"][dataset], "batch_size": config["evaluation"]["encode_batch_size"]}
+    return {"dataset_entry": config["_datasets"][dataset], "batch_size": config["evaluation"]["encode_batch_size"],
+            "precision": config["evaluation"].get("encode_precision", "fp32")}
 
 
 def evaluate_kwargs(config: dict, run: str, k: str, dataset: str) -> dict:

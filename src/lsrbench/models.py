@@ -212,6 +212,23 @@ def build_sparse_encoder(
     return SparseEncoder(modules=[transformer, SpladePooling("max")], device=device or default_device())
 
 
+def encode_autocast(device: str, precision: str = "fp32"):
+    """The context the index stage encodes in: ``fp32`` (none), ``bf16`` (``torch.autocast`` in
+    bfloat16 on ``device``), or ``auto`` (bf16 on a CUDA GPU that supports it, else fp32).
+    Returns ``(context, resolved precision)``. Autocast keeps the weights in fp32 and runs the
+    matmuls (backbone and MLM decoder) in bf16; the pooled vectors come back as fp32."""
+    import contextlib
+
+    import torch
+
+    kind = torch.device(device).type
+    if precision == "auto":
+        precision = "bf16" if kind == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
+    if precision == "fp32":
+        return contextlib.nullcontext(), "fp32"
+    return torch.autocast(kind, dtype=torch.bfloat16), "bf16"
+
+
 def default_device() -> str:
     import torch
 

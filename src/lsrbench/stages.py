@@ -123,7 +123,7 @@ def resolve_auto_k(norms_json: str, reference_norms_json: str, auto_k: dict) -> 
 
 
 def index(model_dir: str, data_dir: str, dataset_entry: dict, batch_size: int, docs_out: str, queries_out: str,
-          shard_size: int | None = None, shard_dir: str | None = None) -> dict:
+          shard_size: int | None = None, shard_dir: str | None = None, precision: str = "fp32") -> dict:
     """Encode the evaluated corpus and its queries to CSR ``.npz`` files with their ids.
 
     With ``shard_size`` (documents per shard; None or 0: one shot) the corpus is encoded in
@@ -131,35 +131,44 @@ def index(model_dir: str, data_dir: str, dataset_entry: dict, batch_size: int, d
     output, so it survives a failed job): a restarted job encodes only the shards that are
     missing, and ``docs_out`` is the same file, byte for byte, as a one-shot encode's
     (:mod:`lsrbench.shards`). The shards are removed once both outputs are written. Queries are
-    encoded in one shot. Returns ``{"documents": {"shards", "shard_rows", "reused", "encoded"}}``.
+    encoded in one shot. ``precision``: ``fp32``, ``bf16`` or ``auto``
+    (:func:`lsrbench.models.encode_autocast`; bf16 vectors differ from fp32 ones at bf16 rounding).
+    Returns ``{"documents": {"shards", "shard_rows", "reused", "encoded"}, "precision": <resolved>}``.
     """
     from sentence_transformers import SparseEncoder
 
     from .encode import EncodePlan, encode_texts
-    from .models import default_device
+    from .models import default_device, encode_autocast
     from .shards import discard_shards, encode_to_npz, texts_sha256, tree_sha256
     from .sparse import save_sparse
 
     ds = _load_beir(data_dir, dataset_entry)
     model = SparseEncoder(model_dir, device=default_device())
+    autocast, precision = encode_autocast(model.device, precision)
     doc_ids, query_ids = list(ds.corpus), list(ds.queries)
     doc_texts = [ds.corpus[i] for i in doc_ids]
     plan = EncodePlan(model, doc_texts, "document", batch_size)
     shards = len(plan.shards(shard_size))
     if shards > 1:
         shard_dir = shard_dir or str(Path(docs_out).parent / "doc_shards")
-        key_parts = {"model_sha256": tree_sha256(model_dir), "texts_sha256": texts_sha256(doc_ids, doc_texts)}
-        stats = encode_to_npz(plan, doc_ids, docs_out, shard_size, shard_dir, key_parts,
-                              fix=lambda m: _zero_non_finite(m, docs_out))
+        key_parts = {"model_sha256": tree_sha256(model_dir), "texts_sha256": texts_sha256(doc_ids, doc_texts),
+                     "precision": precision}
+        with autocast:
+            stats = encode_to_npz(plan, doc_ids, docs_out, shard_size, shard_dir, key_parts,
+                                  fix=lambda m: _zero_non_finite(m, docs_out))
     else:
-        save_sparse(docs_out, _zero_non_finite(plan.encode_all(), docs_out), doc_ids)
+        with autocast:
+            docs = plan.encode_all()
+        save_sparse(docs_out, _zero_non_finite(docs, docs_out), doc_ids)
+        del docs
         stats = {"shards": 1, "shard_rows": len(doc_ids), "reused": 0, "encoded": 1}
     del plan
-    queries = _zero_non_finite(encode_texts(model, [ds.queries[i] for i in query_ids], "query", batch_size), queries_out)
-    save_sparse(queries_out, queries, query_ids)
+    with autocast:
+        queries = encode_texts(model, [ds.queries[i] for i in query_ids], "query", batch_size)
+    save_sparse(queries_out, _zero_non_finite(queries, queries_out), query_ids)
     if shards > 1:
         discard_shards(shard_dir)
-    return {"documents": stats}
+    return {"documents": stats, "precision": precision}
 
 
 def _zero_non_finite(matrix, path: str):
