@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
+import os
 from pathlib import Path
 
 from .errors import InputError
@@ -71,7 +73,7 @@ def train(backbone: str, entry: dict, k: str, recipe: dict, mirror, cache_dir: s
           norms_json: str, triplets_path: str, model_dir: str, log_path: str, prov_path: str,
           config_hash: str, reference_norms_json: str | None = None, auto_k: dict | None = None,
           status_path: str | None = None, checkpoint_dir: str | None = None,
-          checkpoint_steps: int | None = None) -> dict:
+          checkpoint_steps: int | None = None, processes: int | str = 1) -> dict:
     """Rescale by ``k`` and train; writes the SparseEncoder model, the per-step log and provenance
     (which records the head norms of the backbone as loaded, from the norm stage).
 
@@ -82,7 +84,21 @@ def train(backbone: str, entry: dict, k: str, recipe: dict, mirror, cache_dir: s
     outputs of a failed job) a restarted job continues from its latest complete checkpoint; the
     checkpoints are removed once every output is written. A NaN/inf loss is a result, not a crash:
     ``status_path`` records ``collapsed: ...`` with the step and the last finite loss, and the
-    last all-finite weights are saved as the model so that the DAG carries on."""
+    last all-finite weights are saved as the model so that the DAG carries on.
+
+    ``processes`` (``auto``: one per visible CUDA GPU): more than one trains data-parallel through
+    torchrun (:func:`_train_distributed`); the recipe's batch is the global batch, split across the
+    processes, and documents are shared as in-batch negatives across them."""
+    from .train import training_processes, world
+
+    n = training_processes(processes)
+    if n > 1 and "LOCAL_RANK" not in os.environ:
+        if recipe["batch_size"] % n:
+            raise InputError(config_file, "recipe.batch_size",
+                             f"{recipe['batch_size']} is not a multiple of the {n} training processes (train_processes)")
+        call = {key: value for key, value in locals().items()
+                if key in inspect.signature(train).parameters}
+        return _train_distributed(n, call)
     from .config import split_run_name
     from .models import resolve_model, resolved_revision
     from .train import discard_checkpoints, train_splade
@@ -99,6 +115,8 @@ def train(backbone: str, entry: dict, k: str, recipe: dict, mirror, cache_dir: s
         checkpoint_dir=checkpoint_dir, checkpoint_steps=checkpoint_steps,
     )
     status = {"backbone": backbone, "k": k, **summary["status"]}
+    if world()[0] != 0:
+        return status  # the main process writes the outputs
     if status_path:
         write_json(status_path, status)
     inputs = [norms_json, reference_norms_json, triplets_path] + ([path] if Path(path).is_dir() else [])
@@ -112,6 +130,29 @@ def train(backbone: str, entry: dict, k: str, recipe: dict, mirror, cache_dir: s
     if checkpoint_dir:
         discard_checkpoints(checkpoint_dir)
     return status
+
+
+def _train_distributed(n: int, call: dict) -> dict:
+    """Run :func:`train` in ``n`` processes under torchrun (one per GPU; gloo on CPU) and return the
+    main process's status. Each process gets its share of this job's threads."""
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as fh:
+        json.dump(call, fh)
+    env = dict(os.environ)
+    threads = max(1, int(env.get("OMP_NUM_THREADS") or os.cpu_count() or 1) // n)
+    env.update({var: str(threads) for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")})
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}",
+           "-m", "lsrbench.train_worker", fh.name]
+    try:
+        proc = subprocess.run(cmd, env=env)
+    finally:
+        os.unlink(fh.name)
+    if proc.returncode != 0:
+        raise RuntimeError(f"distributed training ({n} processes) failed with exit code {proc.returncode}")
+    return json.loads(Path(call["status_path"]).read_text(encoding="utf-8"))
 
 
 def resolve_auto_k(norms_json: str, reference_norms_json: str, auto_k: dict) -> float:

@@ -60,9 +60,40 @@ def _precision_flags(precision: str) -> dict:
     return {"bf16": precision == "bf16", "fp16": precision == "fp16"}
 
 
-def _recording_losses(model, lambda_q: float, lambda_d: float):
+def training_processes(setting: int | str | None) -> int:
+    """How many processes train one run: ``auto`` (or None) means one per visible CUDA GPU."""
+    if setting in (None, "auto"):
+        import torch
+
+        return max(1, torch.cuda.device_count()) if torch.cuda.is_available() else 1
+    return max(1, int(setting))
+
+
+def world() -> tuple[int, int]:
+    """``(rank, world size)`` of this training process (torchrun's environment; ``(0, 1)`` alone)."""
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def _any_rank(flag: bool) -> bool:
+    """True when ``flag`` is true on any training process: a rank that stops alone would leave the
+    others waiting in the next gradient all-reduce."""
+    import torch
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return flag
+    device = "cuda" if dist.get_backend() == "nccl" else "cpu"
+    t = torch.tensor([1.0 if flag else 0.0], device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item() > 0)
+
+
+def _recording_losses(model, lambda_q: float, lambda_d: float, gather: bool = False):
     """SpladeLoss(SparseMultipleNegativesRankingLoss) that keep, per forward, the exact loss parts and
-    the active dims of queries and documents (the trainer's own logs round to 4 digits)."""
+    the active dims of queries and documents (the trainer's own logs round to 4 digits).
+    ``gather``: several training processes share their documents as in-batch negatives
+    (sentence-transformers' ``gather_across_devices``), so every query is ranked against the whole
+    global batch as on one device."""
     import torch
     from sentence_transformers.sparse_encoder.losses import SparseMultipleNegativesRankingLoss, SpladeLoss
 
@@ -82,7 +113,7 @@ def _recording_losses(model, lambda_q: float, lambda_d: float):
             parts = super().forward(sentence_features, labels)
             if self.training:
                 row = {name: float(value.detach()) for name, value in parts.items()}
-                if not all(math.isfinite(row[name]) for name in parts):
+                if _any_rank(not all(math.isfinite(row[name]) for name in parts)):
                     raise NonFiniteLoss({name: row[name] for name in parts})
                 row["query_active_dims"], row["document_active_dims"] = self.loss.last_active
                 self.records.append(row)
@@ -90,7 +121,7 @@ def _recording_losses(model, lambda_q: float, lambda_d: float):
 
     loss = RecordingSpladeLoss(
         model,
-        loss=RecordingRankingLoss(model),
+        loss=RecordingRankingLoss(model, gather_across_devices=gather),
         query_regularizer_weight=lambda_q,
         document_regularizer_weight=lambda_d,
     )
@@ -108,7 +139,7 @@ def _log_callback(splade_loss, rows: list[dict], live_path: Path | None):
 
         def on_train_begin(self, args, state, control, **kwargs):
             self.live = None
-            if live_path is not None:
+            if live_path is not None and state.is_world_process_zero:
                 self.live = open(live_path, "w", encoding="utf-8")
                 for row in rows:
                     self.live.write(json.dumps(row) + "\n")
@@ -153,7 +184,7 @@ def _log_callback(splade_loss, rows: list[dict], live_path: Path | None):
             # Called once the trainer has written the whole checkpoint (weights, optimiser,
             # scheduler, RNG states, trainer state): mark it complete, then drop older ones.
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            if not folder.is_dir():
+            if not state.is_world_process_zero or not folder.is_dir():
                 return
             _write_log(folder / CHECKPOINT_LOG, [r for r in rows if r["step"] <= state.global_step])
             for other in Path(args.output_dir).iterdir():
@@ -302,16 +333,16 @@ def train_splade(
         dataset = Dataset.from_list(
             [{"query": t["query"], "positive": t["positive"], "negative": t["negative"]} for t in triplets]
         )
-        loss = _recording_losses(model, recipe["lambda_q"], recipe["lambda_d"])
+        rank, size = world()
+        if recipe["batch_size"] % size:
+            raise ValueError(f"batch_size {recipe['batch_size']} is not a multiple of the {size} training processes")
+        loss = _recording_losses(model, recipe["lambda_q"], recipe["lambda_d"], gather=size > 1)
         with tempfile.TemporaryDirectory() as tmp:
             if checkpoint_dir is not None and every > 0:
                 out = Path(checkpoint_dir)
-                latest = prepare_checkpoints(
-                    out, _training_key(model_path, triplets, recipe, k, mode, head_scale, revision))
-                if latest is not None:
-                    rows.extend(read_train_log(latest / CHECKPOINT_LOG))
-                    resumed_from = str(latest)
-                    log.info("resuming from %s (step %d)", latest, rows[-1]["step"] if rows else 0)
+                key = _training_key(model_path, triplets, recipe, k, mode, head_scale, revision)
+                # The main process clears stale checkpoints; the others look once it has (below).
+                latest = prepare_checkpoints(out, key) if rank == 0 else None
                 live = out / "train_log.live.jsonl"
                 save = {"save_strategy": "steps", "save_steps": every, "save_total_limit": None}
             else:
@@ -320,7 +351,8 @@ def train_splade(
             args = SparseEncoderTrainingArguments(
                 output_dir=str(out),
                 max_steps=steps,
-                per_device_train_batch_size=recipe["batch_size"],
+                # The recipe's batch is the global one: each of `size` processes takes its share.
+                per_device_train_batch_size=recipe["batch_size"] // size,
                 learning_rate=recipe["learning_rate"],
                 warmup_steps=recipe.get("warmup_steps", 0),
                 seed=recipe["seed"],
@@ -334,6 +366,17 @@ def train_splade(
                 **save,
                 **_precision_flags(recipe.get("precision", "fp32")),
             )
+            if size > 1:
+                import torch.distributed as dist
+
+                _ = args.device  # sets up the process group
+                dist.barrier()
+                if rank != 0 and checkpoint_dir is not None and every > 0:
+                    latest = prepare_checkpoints(out, key)  # nothing stale is left: only finds the latest
+            if latest is not None:
+                rows.extend(read_train_log(latest / CHECKPOINT_LOG))
+                resumed_from = str(latest)
+                log.info("resuming from %s (step %d)", latest, rows[-1]["step"] if rows else 0)
             trainer = SparseEncoderTrainer(
                 model=model,
                 args=args,
@@ -386,9 +429,10 @@ def train_splade(
                   "step": steps, "last_finite_loss": finite[-1]["loss"] if finite else None,
                   "last_finite_step": finite[-1]["step"] if finite else None,
                   "model_step": steps, "model_finite": False}
-    _write_log(log_path, rows)
-    with atomic_dir(out_dir) as tmp_dir:
-        model.save(str(tmp_dir))
+    if world()[0] == 0:  # one writer of the outputs when several processes trained
+        _write_log(log_path, rows)
+        with atomic_dir(out_dir) as tmp_dir:
+            model.save(str(tmp_dir))
     losses = [r["loss"] for r in rows if r.get("loss") is not None]
     return {
         "steps": steps,
@@ -400,6 +444,7 @@ def train_splade(
         "resumed_from_step": int(_CHECKPOINT_RE.match(Path(resumed_from).name).group(1)) if resumed_from else None,
         "status": status,
         "fused_pooling": pooling_fused,
+        "processes": world()[1],
     }
 
 

@@ -31,6 +31,7 @@ rule train:
         runtime=lambda w, output: {
             "checkpoint_dir": os.path.join(os.path.dirname(output.log_path), "checkpoints"),
             "checkpoint_steps": config["recipe"].get("checkpoint_steps", 0),
+            "processes": config.get("train_processes", "auto"),
             "config_file": CONFIG_FILE,
             "mirror": config.get("mirror"),
             "cache_dir": config.get("cache_dir", "cache"),
