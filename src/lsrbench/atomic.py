@@ -57,3 +57,26 @@ def atomic_dir(path: str | os.PathLike):
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+@contextlib.contextmanager
+def keyed_dir(path: str | os.PathLike, key_file: str, key: str, info: dict | None = None):
+    """A folder of resumable partial work (training checkpoints, index shards) that belongs to one
+    ``key``: yields ``(folder, stale)``, ``stale`` being True when its key file names another key
+    or cannot be read (the caller then deletes what is inside); on leaving, the key file names
+    ``key`` (written atomically). Work is never resumed from a folder of another key."""
+    import json
+
+    root = Path(path)
+    root.mkdir(parents=True, exist_ok=True)
+    marker = root / key_file
+    stale = False
+    if marker.is_file():
+        try:
+            stale = json.loads(marker.read_text(encoding="utf-8")).get("key") != key
+        except (ValueError, OSError):
+            stale = True
+    yield root, stale
+    if stale or not marker.is_file():
+        with atomic_open(marker, "w", encoding="utf-8") as fh:
+            json.dump({"key": key, **(info or {})}, fh, indent=1 if info else None, default=str)

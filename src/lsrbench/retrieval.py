@@ -388,7 +388,6 @@ def _pruned(index: InvertedIndex, terms, q_w, k, ex, row, maxima, size, n_sum) -
     """Candidates from the approximate ``row`` (float32 sums of at most ``n_sum`` terms) and its block
     ``maxima`` (blocks of ``size`` documents), exact scores, top k; None when the candidates' bound
     is not positive (then score exhaustively)."""
-    n_docs = index.n_docs
     kernels = _kernels()
     m = maxima.shape[0]
     if ex is not None:

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from .atomic import atomic_open
+from .atomic import atomic_open, keyed_dir
 from .sparse import save_csr_arrays, scatter_rows
 
 log = logging.getLogger(__name__)
@@ -92,27 +92,16 @@ def _versions() -> dict:
 def prepare_shard_dir(shard_dir: str | os.PathLike, key: str, info: dict) -> None:
     """Make ``shard_dir`` hold only shards of ``key``: shards of another key (or of an unreadable
     key file) and leftovers of killed writers are deleted."""
-    root = Path(shard_dir)
-    root.mkdir(parents=True, exist_ok=True)
-    key_file = root / SHARD_KEY
-    stale = False
-    if key_file.is_file():
-        try:
-            stale = json.loads(key_file.read_text(encoding="utf-8")).get("key") != key
-        except (ValueError, OSError):
-            stale = True
-    for child in root.iterdir():
-        if not child.is_file() or not _OURS_RE.match(child.name):
-            continue
-        if child.name.startswith("."):
-            log.info("removing the leftover of a killed writer %s", child)
-            child.unlink(missing_ok=True)
-        elif stale:
-            log.warning("removing stale shard %s (another model, corpus or encoder setting)", child)
-            child.unlink(missing_ok=True)
-    if stale or not key_file.is_file():
-        with atomic_open(key_file, "w", encoding="utf-8") as fh:
-            json.dump({"key": key, **info}, fh, indent=1, default=str)
+    with keyed_dir(shard_dir, SHARD_KEY, key, info) as (root, stale):
+        for child in root.iterdir():
+            if not child.is_file() or not _OURS_RE.match(child.name):
+                continue
+            if child.name.startswith("."):
+                log.info("removing the leftover of a killed writer %s", child)
+                child.unlink(missing_ok=True)
+            elif stale:
+                log.warning("removing stale shard %s (another model, corpus or encoder setting)", child)
+                child.unlink(missing_ok=True)
 
 
 def write_shard(path: Path, rows: np.ndarray, matrix: sp.csr_matrix) -> None:

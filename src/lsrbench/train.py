@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .atomic import atomic_dir, atomic_open
+from .atomic import atomic_dir, atomic_open, keyed_dir
 
 log = logging.getLogger(__name__)
 
@@ -221,28 +221,17 @@ def prepare_checkpoints(checkpoint_dir: str | os.PathLike, key: str) -> Path | N
     Checkpoints of another run (the recipe, data or model changed) are deleted, and so is any
     checkpoint folder without its completion mark (written last, see :data:`CHECKPOINT_LOG`).
     """
-    root = Path(checkpoint_dir)
-    root.mkdir(parents=True, exist_ok=True)
-    key_file = root / CHECKPOINT_KEY
-    stale = False
-    if key_file.is_file():
-        try:
-            stale = json.loads(key_file.read_text(encoding="utf-8")).get("key") != key
-        except (ValueError, OSError):
-            stale = True
     complete: list[tuple[int, Path]] = []
-    for child in root.iterdir():
-        m = _CHECKPOINT_RE.match(child.name)
-        if not child.is_dir() or not m:
-            continue
-        if stale or not (child / CHECKPOINT_LOG).is_file():
-            log.warning("removing %s checkpoint %s", "stale" if stale else "incomplete", child)
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            complete.append((int(m.group(1)), child))
-    if stale or not key_file.is_file():
-        with atomic_open(key_file, "w", encoding="utf-8") as fh:
-            json.dump({"key": key}, fh)
+    with keyed_dir(checkpoint_dir, CHECKPOINT_KEY, key) as (root, stale):
+        for child in root.iterdir():
+            m = _CHECKPOINT_RE.match(child.name)
+            if not child.is_dir() or not m:
+                continue
+            if stale or not (child / CHECKPOINT_LOG).is_file():
+                log.warning("removing %s checkpoint %s", "stale" if stale else "incomplete", child)
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                complete.append((int(m.group(1)), child))
     return max(complete)[1] if complete else None
 
 
