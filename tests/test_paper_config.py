@@ -39,7 +39,14 @@ def test_paper_dry_run_on_slurm_profile(tmp_path):
     n_datasets = len(config["evaluation"]["datasets"])
     assert n_datasets == 2 + 13 + 13
     assert counts["train"] == 7 * 5
-    assert counts["index"] == counts["evaluate"] == 7 * 5 * n_datasets
+    # MS MARCO Dev and TREC DL 2019 share the 8.8M passages: encoded once per run, DL19 only its queries
+    assert counts["evaluate"] == 7 * 5 * n_datasets
+    assert counts["index"] == 7 * 5 * (n_datasets - 1) and counts["index_queries"] == 7 * 5
+    dl19 = [b for b in re.split(r"\n(?=\[\w{3} \w{3} )|\n\s*\n", out)
+            if re.search(r"^\s*rule evaluate:", b, re.M) and "dataset=trec-dl-2019" in b]
+    assert len(dl19) == 7 * 5
+    assert all(re.search(r"input: .*results/runs/[^/]+/k[^/]+/msmarco-dev/docs\.npz", b) for b in dl19)
+    assert not re.search(r"trec-dl-2019/docs\.npz", out)
     assert counts["norm"] == 7 and counts["bm25"] == n_datasets
     assert counts["pooled_flops"] == 7 * 5  # NanoBEIR FLOPs pooled per run (SparseNanoBEIREvaluator)
     jobs = _jobs(out)

@@ -23,6 +23,41 @@ def train_inputs(config: dict, run: str, k: str) -> dict:
     return inputs
 
 
+def docs_dataset(config: dict, dataset: str) -> str:
+    """The evaluated dataset whose ``docs.npz`` ``dataset`` is scored against: the first of
+    ``evaluation.datasets`` with the same corpus (:func:`lsrbench.data.corpus_key`) when full
+    collections are evaluated (``pool_depth: null``), so MS MARCO's 8.8M passages are encoded
+    once per run for MS MARCO Dev and TREC DL 2019; itself when each dataset is pooled (its own
+    subset of documents)."""
+    if config["evaluation"].get("pool_depth"):
+        return dataset
+    if "_docs_dataset" not in config:
+        from .data import corpus_key
+
+        first: dict = {}
+        for name in config["evaluation"]["datasets"]:
+            first.setdefault(corpus_key(config["_datasets"][name]), name)
+        config["_docs_dataset"] = {name: first[corpus_key(config["_datasets"][name])]
+                                   for name in config["evaluation"]["datasets"]}
+    return config["_docs_dataset"].get(dataset, dataset)
+
+
+def docs_npz(config: dict, run: str, k: str, dataset: str) -> str:
+    return f"results/runs/{run}/k{k}/{docs_dataset(config, dataset)}/docs.npz"
+
+
+def corpus_sharing_datasets(config: dict) -> list[str]:
+    """Evaluated datasets that reuse another dataset's ``docs.npz`` (only their queries are encoded)."""
+    return [d for d in config["evaluation"]["datasets"] if docs_dataset(config, d) != d]
+
+
+def dataset_regex(names) -> str:
+    """A wildcard constraint matching exactly these dataset names (none: matches nothing)."""
+    import re
+
+    return "|".join(re.escape(n) for n in names) or "(?!)"
+
+
 def n_triplets(config: dict) -> int:
     td, recipe = config["training_data"], config["recipe"]
     return td.get("n_triplets") or max(1, recipe["steps"]) * recipe["batch_size"]
@@ -107,7 +142,7 @@ def pooled_flops_datasets(config: dict) -> list[str]:
 
 def pooled_inputs(config: dict, run: str, k: str) -> dict:
     names = pooled_flops_datasets(config)
-    return {"docs_npz": [f"results/runs/{run}/k{k}/{d}/docs.npz" for d in names],
+    return {"docs_npz": [docs_npz(config, run, k, d) for d in names],
             "queries_npz": [f"results/runs/{run}/k{k}/{d}/queries.npz" for d in names]}
 
 

@@ -163,9 +163,11 @@ def resolve_auto_k(norms_json: str, reference_norms_json: str, auto_k: dict) -> 
     return float(mine) / float(ref)
 
 
-def index(model_dir: str, data_dir: str, dataset_entry: dict, batch_size: int, docs_out: str, queries_out: str,
-          shard_size: int | None = None, shard_dir: str | None = None, precision: str = "fp32") -> dict:
-    """Encode the evaluated corpus and its queries to CSR ``.npz`` files with their ids.
+def index(model_dir: str, data_dir: str, dataset_entry: dict, batch_size: int, docs_out: str | None = None,
+          queries_out: str | None = None, shard_size: int | None = None, shard_dir: str | None = None,
+          precision: str = "fp32") -> dict:
+    """Encode the evaluated corpus and its queries to CSR ``.npz`` files with their ids. Without
+    ``docs_out`` only the queries (a dataset scored against another dataset's documents).
 
     With ``shard_size`` (documents per shard; None or 0: one shot) the corpus is encoded in
     resumable shards kept in ``shard_dir`` (default: ``doc_shards/`` beside ``docs_out``; not an
@@ -183,21 +185,25 @@ def index(model_dir: str, data_dir: str, dataset_entry: dict, batch_size: int, d
     from .shards import discard_shards, encode_to_npz, texts_sha256, tree_sha256
     from .sparse import save_sparse
 
+    if queries_out is None:
+        raise ValueError("index: queries_out is required")
     ds = _load_beir(data_dir, dataset_entry)
     model = SparseEncoder(model_dir, device=default_device())
     autocast, precision = encode_autocast(model.device, precision)
     doc_ids, query_ids = list(ds.corpus), list(ds.queries)
-    doc_texts = [ds.corpus[i] for i in doc_ids]
-    plan = EncodePlan(model, doc_texts, "document", batch_size)
-    shards = len(plan.shards(shard_size))
-    if shards > 1:
+    doc_texts = [ds.corpus[i] for i in doc_ids] if docs_out else []
+    plan = EncodePlan(model, doc_texts, "document", batch_size) if docs_out else None
+    shards = len(plan.shards(shard_size)) if docs_out else 0
+    if not docs_out:
+        stats = None
+    elif shards > 1:
         shard_dir = shard_dir or str(Path(docs_out).parent / "doc_shards")
         key_parts = {"model_sha256": tree_sha256(model_dir), "texts_sha256": texts_sha256(doc_ids, doc_texts),
                      "precision": precision}
         with autocast:
             stats = encode_to_npz(plan, doc_ids, docs_out, shard_size, shard_dir, key_parts,
                                   fix=lambda m: _zero_non_finite(m, docs_out))
-    else:
+    else:  # one shot
         with autocast:
             docs = plan.encode_all()
         save_sparse(docs_out, _zero_non_finite(docs, docs_out), doc_ids)
@@ -248,6 +254,9 @@ def evaluate(backbone: str, k: str, dataset_name: str, dataset_entry: dict, data
     ds = _load_beir(data_dir, dataset_entry)
     # Memory-mapped: the inverted index built from it is then the only copy of the postings in memory.
     docs, doc_ids = load_sparse(docs_npz, mmap=True)
+    # docs.npz may be another dataset's (the same corpus): its documents must be this corpus's.
+    if len(doc_ids) != len(ds.corpus) or doc_ids != list(ds.corpus):
+        raise InputError(docs_npz, "ids", f"its {len(doc_ids)} documents are not the {len(ds.corpus)} of {data_dir}")
     queries, query_ids = load_sparse(queries_npz)
     if docs.shape[1] != queries.shape[1]:
         raise InputError(queries_npz, "shape", f"vocabulary {queries.shape[1]} differs from the documents' {docs.shape[1]}")

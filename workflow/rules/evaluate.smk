@@ -1,7 +1,7 @@
 rule evaluate:
     input:
         data_dir="results/data/{dataset}/eval",
-        docs_npz="results/runs/{backbone}/k{k}/{dataset}/docs.npz",
+        docs_npz=lambda w: dag.docs_npz(config, w.backbone, w.k, w.dataset),
         queries_npz="results/runs/{backbone}/k{k}/{dataset}/queries.npz",
         train_status="results/runs/{backbone}/k{k}/status.json",
     output:

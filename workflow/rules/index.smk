@@ -1,6 +1,9 @@
 import os
 
 
+# Documents and queries of every evaluated dataset that has its own corpus; a dataset sharing
+# another's corpus (MS MARCO Dev and TREC DL 2019 with full collections) gets only its queries
+# encoded, by index_queries below, and is scored against the other's docs.npz (dag.docs_npz).
 rule index:
     input:
         model_dir="results/runs/{backbone}/k{k}/model",
@@ -8,6 +11,8 @@ rule index:
     output:
         docs_out="results/runs/{backbone}/k{k}/{dataset}/docs.npz",
         queries_out="results/runs/{backbone}/k{k}/{dataset}/queries.npz",
+    wildcard_constraints:
+        dataset=dag.dataset_regex(d for d in DATASETS if d not in dag.corpus_sharing_datasets(config)),
     params:
         stage="index",
         kwargs=lambda w: dag.index_kwargs(config, w.dataset),
@@ -22,5 +27,23 @@ rule index:
     threads: workflow.cores
     log:
         "results/logs/index/{backbone}_k{k}_{dataset}.log",
+    script:
+        "../scripts/stage.py"
+
+
+rule index_queries:
+    input:
+        model_dir="results/runs/{backbone}/k{k}/model",
+        data_dir="results/data/{dataset}/eval",
+    output:
+        queries_out="results/runs/{backbone}/k{k}/{dataset}/queries.npz",
+    wildcard_constraints:
+        dataset=dag.dataset_regex(dag.corpus_sharing_datasets(config)),
+    params:
+        stage="index",
+        kwargs=lambda w: dag.index_kwargs(config, w.dataset),
+    threads: workflow.cores
+    log:
+        "results/logs/index/{backbone}_k{k}_{dataset}_queries.log",
     script:
         "../scripts/stage.py"
