@@ -2,7 +2,7 @@
 #   snakemake --cores 2 results/table1.md [--config mirror=../shared] [--configfile config/paper.yaml]
 import sys
 
-from lsrbench.config import check_config, check_config_file
+from lsrbench.config import check_config, check_config_file, locate_config_paths
 from lsrbench.errors import InputError
 from lsrbench import dag
 
@@ -13,8 +13,9 @@ if not workflow.overwrite_configfiles:
 CONFIG_FILE = str(workflow.overwrite_configfiles[-1]) if workflow.overwrite_configfiles else "config/config.yaml"
 
 try:
-    check_config_file(CONFIG_FILE)
-    config = check_config(config, CONFIG_FILE)
+    for path in workflow.overwrite_configfiles or [CONFIG_FILE]:  # every --configfile, strictly
+        check_config_file(str(path))
+    config = check_config(locate_config_paths(config, workflow.basedir), CONFIG_FILE)
 except InputError as exc:
     print(f"lsrbench: error: {exc}", file=sys.stderr)
     sys.exit(1)

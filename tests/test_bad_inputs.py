@@ -110,6 +110,19 @@ def test_snakemake_reports_bad_config_before_any_job_and_deletes_nothing(tmp_pat
     assert (work / "results" / "metrics.csv").read_text() == FINISHED
 
 
+def test_every_configfile_is_checked_strictly(tmp_path):
+    """Several --configfile: a duplicate key in the first (not only the last) is named."""
+    first_dir, second_dir = tmp_path / "a", tmp_path / "b"
+    first_dir.mkdir()
+    second_dir.mkdir()
+    first = _config(first_dir, text_edit=_duplicate_backbone)
+    second = _config(second_dir)
+    proc = subprocess.run([*SNAKEMAKE, "-n", "--cores", "1", "-d", str(tmp_path / "work"),
+                           "--configfile", str(first), str(second)], capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert _one_error_line(proc).startswith(f"lsrbench: error: {first}: line ")
+
+
 def _line_of(text: str, prefix: str) -> int:
     return next(i for i, line in enumerate(text.splitlines(), 1) if line.startswith(prefix))
 

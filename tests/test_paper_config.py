@@ -31,8 +31,10 @@ def _jobs(output: str) -> list[dict]:
 
 def test_paper_dry_run_on_slurm_profile(tmp_path):
     config = yaml.safe_load((REPO / "config/paper.yaml").read_text())
+    # from another working directory: the config's relative datasets_file and report.reference
+    # are found beside the workflow
     proc = snakemake("-n", "--profile", str(REPO / "profiles/slurm"), "--configfile", str(REPO / "config/paper.yaml"),
-                     "-d", str(tmp_path), "--config", f"datasets_file={REPO / 'config/datasets.yaml'}")
+                     "-d", str(tmp_path))
     out = proc.stdout + proc.stderr
     counts = job_counts(out)
     assert len(config["backbones"]) == 7 and config["k_grid"] == [1, 2, 4, 8, 16]
@@ -47,6 +49,9 @@ def test_paper_dry_run_on_slurm_profile(tmp_path):
     assert len(dl19) == 7 * 5
     assert all(re.search(r"input: .*results/runs/[^/]+/k[^/]+/msmarco-dev/docs\.npz", b) for b in dl19)
     assert not re.search(r"trec-dl-2019/docs\.npz", out)
+    # the paper's reference values are an input of table1: editing them re-runs it
+    table1 = [b for b in re.split(r"\n(?=\[\w{3} \w{3} )|\n\s*\n", out) if re.search(r"^\s*rule table1:", b, re.M)]
+    assert len(table1) == 1 and str(REPO / "config/paper_reference.yaml") in table1[0]
     assert counts["norm"] == 7 and counts["bm25"] == n_datasets
     assert counts["pooled_flops"] == 7 * 5  # NanoBEIR FLOPs pooled per run (SparseNanoBEIREvaluator)
     jobs = _jobs(out)

@@ -119,6 +119,25 @@ def load_datasets_file(path: str | Path) -> dict:
     return validate(data, "datasets.schema.yaml", path)
 
 
+def locate_config_paths(config: dict, basedir: str | Path) -> dict:
+    """Relative ``datasets_file`` and ``report.reference`` are read from the working directory, or,
+    when they are not there, from the workflow's folder (``snakemake -d elsewhere`` with the
+    repository's own config/ files)."""
+
+    def locate(value):
+        if not isinstance(value, str) or Path(value).is_absolute() or Path(value).exists():
+            return value
+        beside = Path(basedir) / value
+        return str(beside) if beside.exists() else value
+
+    if "datasets_file" in config:
+        config["datasets_file"] = locate(config["datasets_file"])
+    report = config.get("report")
+    if isinstance(report, dict) and report.get("reference"):
+        report["reference"] = locate(report["reference"])
+    return config
+
+
 def check_config(config: dict, config_file: str | Path) -> dict:
     """Validate a (merged) run config and its cross-references; returns it with defaults filled."""
     config = validate(config, "config.schema.yaml", config_file)

@@ -390,9 +390,10 @@ def report_collect(metric_files, output: str) -> None:
 
 
 def report_table1(metrics_csv: str, norm_files, norm_names: list[str], report_cfg: dict, backbones: dict,
-                  auto_k: dict | None, output: str, cells: str | None = None) -> None:
+                  auto_k: dict | None, output: str, cells: str | None = None, reference_file=None) -> None:
     """table1.md, and beside it ``cells`` (table1.cells.json): every cell with the metrics.csv rows
-    it comes from, which ``lsrbench verify`` checks the table against."""
+    it comes from, which ``lsrbench verify`` checks the table against. ``reference_file`` is
+    ``report_cfg["reference"]`` as a Snakemake input (so that editing it re-runs the table)."""
     from .report import write_table1
 
     write_table1(metrics_csv, report_cfg, backbones, output, dict(zip(norm_names, _as_list(norm_files))), auto_k,
