@@ -10,6 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 from lsrbench.retrieval import InvertedIndex, exact_topk, search
+from test_retrieval import _assert_same, _brute_force
 
 
 def _zipf_corpus(rng, n_rows, vocab, per_row, discrete, a=1.1):
@@ -30,24 +31,6 @@ def _zipf_corpus(rng, n_rows, vocab, per_row, discrete, a=1.1):
     return sp.csr_matrix((vals, (rows, cols)), shape=(n_rows, vocab), dtype=np.float32)
 
 
-def _brute(Q, D, k, exclude=None):
-    S = (Q.astype(np.float64) @ D.astype(np.float64).T).toarray()
-    out = []
-    for i, row in enumerate(S):
-        if exclude is not None and exclude[i]:
-            row[list(exclude[i])] = 0.0
-        idx = np.arange(row.shape[0])
-        order = np.lexsort((idx, -row))
-        order = order[row[order] > 0][:k]
-        out.append((order, row[order]))
-    return out
-
-
-def _same(got, want):
-    assert len(got) == len(want)
-    for (gi, gs), (wi, ws) in zip(got, want):
-        np.testing.assert_array_equal(gi, wi)
-        np.testing.assert_array_equal(gs, ws)
 
 
 @pytest.fixture(scope="module")
@@ -71,23 +54,23 @@ def test_pruned_search_equals_brute_force(corpora, discrete, dense):
     if dense == "auto":
         assert index.dense_terms.size > 0  # 4,000 documents: the frequent terms go dense
     for k in (1, 10, 100, 900):
-        want = _brute(Q, D, k)
-        _same(exact_topk(Q, index, k), want)
-        _same(exact_topk(Q, index, k, threads=2, query_block=5), want)
+        want = _brute_force(Q, D, k)
+        _assert_same(exact_topk(Q, index, k), want)
+        _assert_same(exact_topk(Q, index, k, threads=2, query_block=5), want)
     # Ties at the cut really happen with discrete weights.
     if discrete:
-        s = _brute(Q, D, 100)[0][1]
+        s = _brute_force(Q, D, 100)[0][1]
         assert len(np.unique(s)) < len(s)
 
 
 def test_pruned_search_with_exclusions(corpora):
     Q, D = corpora[True]
     rng = np.random.default_rng(3)
-    top = _brute(Q, D, 50)
+    top = _brute_force(Q, D, 50)
     # Exclude some of each query's own top documents, so the exclusion matters.
     exclude = [set(rng.choice(ids[:20], size=5, replace=False).tolist()) if len(ids) >= 20 else None for ids, _ in top]
     index = InvertedIndex.from_csr(D)
-    _same(exact_topk(Q, index, 50, exclude), _brute(Q, D, 50, exclude))
+    _assert_same(exact_topk(Q, index, 50, exclude), _brute_force(Q, D, 50, exclude))
 
 
 def test_dense_index_round_trip_and_memory(corpora):
@@ -109,7 +92,7 @@ def test_search_with_dense_index_matches_plain(corpora):
     doc_ids = [f"d{i}" for i in range(D.shape[0])]
     qids = [f"q{i}" for i in range(Q.shape[0])]
     got = search(Q, qids, D, doc_ids, k=25, threads=2)
-    want = _brute(Q, D, 25)
+    want = _brute_force(Q, D, 25)
     for qid, (idx, scores) in zip(qids, want):
         assert got[qid] == [(doc_ids[j], float(s)) for j, s in zip(idx, scores)]
 
@@ -124,7 +107,7 @@ def test_pruning_is_really_used(corpora, monkeypatch):
     monkeypatch.setattr(r, "_exhaustive", lambda *a, **kw: calls.append(1) or exhaustive(*a, **kw))
     got = exact_topk(Q, InvertedIndex.from_csr(D), 10)
     assert calls == []
-    _same(got, _brute(Q, D, 10))
+    _assert_same(got, _brute_force(Q, D, 10))
 
 
 def test_build_sums_duplicates_and_keeps_order(corpora):
@@ -146,7 +129,7 @@ def test_build_sums_duplicates_and_keeps_order(corpora):
         np.testing.assert_array_equal(a.doc_indices, b.doc_indices)
         np.testing.assert_array_equal(a.weights, b.weights)
         np.testing.assert_array_equal(a.dense_weights, b.dense_weights)
-        _same(exact_topk(Q, a, 50), _brute(Q, clean, 50))
+        _assert_same(exact_topk(Q, a, 50), _brute_force(Q, clean, 50))
     # Small chunks: the chunked build gives the same arrays.
     c = InvertedIndex.from_csr(clean, chunk_postings=1000)
     np.testing.assert_array_equal(c.doc_indices, InvertedIndex.from_csr(clean).doc_indices)
@@ -162,5 +145,5 @@ def test_numpy_fallback_gives_the_same_results(corpora, monkeypatch):
     with_kernels = exact_topk(Q, index, 100)
     monkeypatch.setattr(r, "_KERNELS", False)
     assert r._kernels() is None
-    _same(exact_topk(Q, index, 100), with_kernels)
-    _same(with_kernels, _brute(Q, D, 100))
+    _assert_same(exact_topk(Q, index, 100), with_kernels)
+    _assert_same(with_kernels, _brute_force(Q, D, 100))

@@ -443,28 +443,23 @@ def load_hf_dataset(repo: str, *, revision: str | None, hf_split: str = "train",
             title = titles[i] if titles is not None else None
             yield i + 1, ident, _join_title(title or "", text or "") if subset == "corpus" else (text or "")
 
-    corpus: dict[str, str] = {}
-    empty_docs: set[str] = set()
-    for n, doc_id, text in texts(corpus_ds, "corpus"):
-        if doc_id in corpus or doc_id in empty_docs:
-            raise InputError(label, where("corpus", n), f"duplicate document id '{doc_id}'")
-        if text:
-            corpus[doc_id] = text
-        else:
-            empty_docs.add(doc_id)
-    if not corpus:
-        raise InputError(label, names["corpus"], "corpus is empty (no documents with text)")
-    queries: dict[str, str] = {}
-    empty_queries: set[str] = set()
-    for n, query_id, text in texts(queries_ds, "queries"):
-        if query_id in queries or query_id in empty_queries:
-            raise InputError(label, where("queries", n), f"duplicate query id '{query_id}'")
-        if text:
-            queries[query_id] = text
-        else:
-            empty_queries.add(query_id)
-    if not queries:
-        raise InputError(label, names["queries"], "no queries with text")
+    def collect(ds, subset: str, what: str, none_left: str) -> tuple[dict[str, str], set[str]]:
+        """``{id: text}`` of the rows with text, and the ids of the rows without; ids unique."""
+        kept: dict[str, str] = {}
+        empty: set[str] = set()
+        for n, ident, text in texts(ds, subset):
+            if ident in kept or ident in empty:
+                raise InputError(label, where(subset, n), f"duplicate {what} id '{ident}'")
+            if text:
+                kept[ident] = text
+            else:
+                empty.add(ident)
+        if not kept:
+            raise InputError(label, names[subset], none_left)
+        return kept, empty
+
+    corpus, empty_docs = collect(corpus_ds, "corpus", "document", "corpus is empty (no documents with text)")
+    queries, empty_queries = collect(queries_ds, "queries", "query", "no queries with text")
 
     scores = list(qrels_ds["score"]) if "score" in qrels_ds.column_names else None
 
