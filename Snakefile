@@ -2,9 +2,10 @@
 #   snakemake --cores 2 results/table1.md [--config mirror=../shared] [--configfile config/paper.yaml]
 import sys
 
-from lsrbench.config import check_config, check_config_file, locate_config_paths
 from lsrbench.errors import InputError
-from lsrbench import dag
+from lsrbench.names import POOLED
+from lsrbench.pipeline import params as dag
+from lsrbench.pipeline.config import check_config, check_config_file, locate_config_paths
 
 # A --configfile replaces the embedded default instead of being deep-merged into it, so one
 # config's backbones never leak into another's run.
@@ -24,9 +25,9 @@ RUNS = dag.run_grid(config)
 DATASETS = config["evaluation"]["datasets"]
 
 wildcard_constraints:
-    backbone="[A-Za-z0-9][A-Za-z0-9._-]*(\\+untie)?",
+    run="[A-Za-z0-9][A-Za-z0-9._-]*(\\+untie)?",
     k="auto|[0-9]+(\\.[0-9]+)?(e-?[0-9]+)?",
-    dataset=f"(?!{dag.POOLED}\\b)[A-Za-z0-9][A-Za-z0-9._-]*",
+    dataset=f"(?!{POOLED}\\b)[A-Za-z0-9][A-Za-z0-9._-]*",
 
 
 include: "workflow/rules/data.smk"

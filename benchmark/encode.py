@@ -79,7 +79,7 @@ def count_flops(model, texts: list[str], batch_size: int) -> dict:
     import numpy as np
     from torch.utils.flop_counter import FlopCounterMode
 
-    from lsrbench.encode import encode_texts
+    from lsrbench.index.encode import encode_texts
 
     with FlopCounterMode(display=False) as counter:
         encode_texts(model, texts, "document", batch_size)
@@ -119,7 +119,7 @@ def compare(ours, theirs) -> dict:
 def run_case(name: str, model, texts: list[str], batch_size: int, reps: int, device: str, peak: float) -> dict:
     import torch
 
-    from lsrbench.encode import encode_texts, fast_path_available
+    from lsrbench.index.encode import encode_texts, fast_path_available
 
     assert fast_path_available(model), f"{name}: the fast path does not apply"
     warm = texts[: min(len(texts), 2 * batch_size)]
@@ -215,7 +215,7 @@ def main(argv=None) -> int:
     import torch
     import transformers
 
-    from lsrbench.models import build_sparse_encoder
+    from lsrbench.model.encoder import build_sparse_encoder
 
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     load_before = os.getloadavg()

@@ -45,8 +45,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from common import command_line, machine_info, write_result  # noqa: E402
 
-from lsrbench.retrieval import InvertedIndex, exact_topk  # noqa: E402
-from lsrbench.sparse import load_sparse, save_sparse  # noqa: E402
+from lsrbench.evaluate.inverted_index import InvertedIndex  # noqa: E402
+from lsrbench.evaluate.retrieval import exact_topk  # noqa: E402
+from lsrbench.index.sparse import load_sparse, save_sparse  # noqa: E402
 
 MSMARCO_PASSAGES = 8_841_823
 

@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from common import command_line, machine_info, write_result  # noqa: E402
 from retrieval import zipf_rows  # noqa: E402
 
-from lsrbench import shards  # noqa: E402
-from lsrbench.sparse import save_sparse  # noqa: E402
+from lsrbench.index import shards  # noqa: E402
+from lsrbench.index.sparse import save_sparse  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -42,17 +42,14 @@ def main(argv=None) -> int:
     import torch
     from sentence_transformers.sparse_encoder.losses import SparseMultipleNegativesRankingLoss, SpladeLoss
 
-    from lsrbench.fused_pooling import _patched, _probe
-    from lsrbench.models import build_sparse_encoder
+    from lsrbench.model.encoder import build_sparse_encoder
+    from lsrbench.model.fused_pooling import fused_pooling
 
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     model = build_sparse_encoder(str(args.model), args.max_length, query_length=args.max_length,
                                  document_length=args.max_length, device="cpu")
-    probe = _probe(model, None)
-    if probe is not None:
-        raise SystemExit(f"the fused path does not apply to this model: {probe}")
     texts = [json.loads(line)["text"] for line in open(args.corpus, encoding="utf-8")][: 3 * args.batch_size]
     b = args.batch_size
     queries = [" ".join(t.split()[:8]) for t in texts[:b]]
@@ -71,8 +68,10 @@ def main(argv=None) -> int:
         return float(total.detach())
 
     def timed(fused: bool) -> tuple[float, float]:
-        ctx = _patched(model) if fused else contextlib.nullcontext()
-        with ctx:
+        ctx = fused_pooling(model) if fused else contextlib.nullcontext(False)
+        with ctx as on:
+            if fused and not on:
+                raise SystemExit("the fused path does not apply to this model (see the warning above)")
             step()  # warm-up
             start = time.perf_counter()
             for _ in range(args.steps):

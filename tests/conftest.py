@@ -1,3 +1,5 @@
+"""Fixtures shared by every test module; helpers (plain functions) are in ``tests/helpers/``."""
+
 from __future__ import annotations
 
 import json
@@ -5,37 +7,16 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-
-
-def shared_or_skip(*parts: str) -> Path:
-    path = SHARED.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"{path} not present (../shared is read-only test material beside the repo)")
-    return path
-
-
-def write_beir(folder: Path, corpus: dict, queries: dict, qrels: list[tuple[str, str, int]], split="test") -> Path:
-    (folder / "qrels").mkdir(parents=True, exist_ok=True)
-    with open(folder / "corpus.jsonl", "w") as fh:
-        for i, t in corpus.items():
-            fh.write(json.dumps({"_id": i, "title": "", "text": t}) + "\n")
-    with open(folder / "queries.jsonl", "w") as fh:
-        for i, t in queries.items():
-            fh.write(json.dumps({"_id": i, "text": t}) + "\n")
-    with open(folder / "qrels" / f"{split}.tsv", "w") as fh:
-        fh.write("query-id\tcorpus-id\tscore\n")
-        for q, d, s in qrels:
-            fh.write(f"{q}\t{d}\t{s}\n")
-    return folder
+from helpers.beir import write_beir
+from helpers.paths import shared_or_skip
+from helpers.snakemake import micro_config, run_snakemake
 
 
 @pytest.fixture(scope="session")
 def vaswani_slice(tmp_path_factory) -> Path:
     """A small real slice of Vaswani: 20 queries, their judged documents plus 200 others."""
     src = shared_or_skip("data", "vaswani")
-    from lsrbench.data import load_beir_folder
+    from lsrbench.data.beir import load_beir_folder
 
     ds = load_beir_folder(src)
     qids = list(ds.queries)[:20]
@@ -72,5 +53,13 @@ def tiny_roberta(tmp_path_factory, vaswani_slice) -> Path:
     return out
 
 
-# One finished micro run of the DAG, shared by the reliability tests (see micro_run.py).
-from micro_run import micro_run  # noqa: E402,F401
+@pytest.fixture(scope="session")
+def micro_run(tmp_path_factory, vaswani_slice, tiny_roberta) -> dict:
+    """One finished micro run of the whole DAG (:mod:`helpers.snakemake`), shared by the
+    reliability tests: ``{"work": workdir, "results": workdir/results, "config": config path}``."""
+    tmp = tmp_path_factory.mktemp("micro_run")
+    cfg = micro_config(tmp, vaswani_slice, tiny_roberta)
+    work = tmp / "work"
+    work.mkdir()
+    run_snakemake("--cores", "2", "-d", str(work), "--configfile", str(cfg))
+    return {"work": work, "results": work / "results", "config": cfg}

@@ -26,20 +26,20 @@ def run():
         from lsrbench.provenance import write_json
         write_json(out, {"x": list(range(2000))})
     elif which == "npz":
-        from lsrbench.sparse import save_sparse
+        from lsrbench.index.sparse import save_sparse
         m = sp.random(200, 500, density=0.05, format="csr", random_state=0, dtype=np.float32)
         save_sparse(out, m, [f"d{i}" for i in range(200)])
     elif which == "trec":
-        from lsrbench.retrieval import write_trec_run
+        from lsrbench.evaluate.trec import write_trec_run
         write_trec_run(out, {f"q{i}": [(f"d{j}", 1.0 / (j + 1)) for j in range(50)] for i in range(20)}, tag="t")
     elif which == "triplets":
-        from lsrbench.triplets import write_triplets
+        from lsrbench.data.triplets import write_triplets
         write_triplets(out, [{"query": "q" * 50, "positive": "p" * 50, "negative": "n" * 50}] * 100)
     elif which == "train_log":
-        from lsrbench.train import _write_log
+        from lsrbench.model.train_log import write_train_log as _write_log
         _write_log(out, [{"step": i, "loss": 1.0 / i} for i in range(1, 200)])
     elif which == "csv":
-        from lsrbench.report import collect_metrics
+        from lsrbench.report.results import collect_metrics
         tsv = out.parent / "in.tsv"
         tsv.write_text("backbone\tk\tdataset\tmeasure\tvalue\n" + "".join(f"b\t1\td\tm{i}\t0.5\n" for i in range(300)))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))

@@ -6,11 +6,11 @@ import argparse
 import json
 import sys
 
-from .errors import InputError
+from lsrbench.errors import InputError
 
 
 def _check_config(args) -> int:
-    from .config import check_config, load_yaml, runs
+    from lsrbench.pipeline.config import check_config, load_yaml, runs
 
     config = check_config(load_yaml(args.configfile), args.configfile)
     grid = runs(config)
@@ -20,8 +20,8 @@ def _check_config(args) -> int:
 
 
 def _norm(args) -> int:
-    from .models import load_mlm
-    from .norms import head_norms
+    from lsrbench.model.checkpoint import load_mlm
+    from lsrbench.model.rescale import head_norms
 
     model = load_mlm(args.model, "command line", "--model", trust_remote_code=args.trust_remote_code)
     print(json.dumps(head_norms(model), indent=2))
@@ -29,7 +29,7 @@ def _norm(args) -> int:
 
 
 def _verify(args) -> int:
-    from .verify import verify
+    from lsrbench.report.verify import verify
 
     problems, counts = verify(args.results)
     for line in problems:
@@ -44,8 +44,8 @@ def _verify(args) -> int:
 
 
 def _prefetch(args) -> int:
-    from .config import check_config, load_yaml
-    from .prefetch import prefetch
+    from lsrbench.pipeline.config import check_config, load_yaml
+    from lsrbench.pipeline.prefetch import prefetch
 
     config = check_config(load_yaml(args.configfile), args.configfile)
     records = prefetch(config, args.configfile, args.mirror, force=args.force)

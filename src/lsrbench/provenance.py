@@ -1,16 +1,31 @@
-"""What produced an artifact: config hash, package versions, seed, device, code revision."""
+"""What produced an artifact: config hash, package versions, seed, device, code revision; and the
+manifest of a stage (every input and output file with its SHA-256), which ``lsrbench verify``
+checks.
+
+A manifest is the stage's provenance JSON (``train_provenance.json``, ``<dataset>/provenance.json``)
+with an ``artifacts`` entry::
+
+    "manifest": "results/runs/b/k4/vaswani/provenance.json",       # its own path, as written
+    "artifacts": {"inputs":  {"results/runs/b/k4/vaswani/docs.npz": {"sha256": ..., "bytes": ...}, ...},
+                  "outputs": {"results/runs/b/k4/vaswani/metrics.tsv": {...}, ...}}
+
+Paths are recorded as the stage was given them (Snakemake passes paths relative to its working
+directory), and a folder is recorded file by file.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
 import importlib.metadata
 import json
+import os
 import platform
 import socket
 import subprocess
 from pathlib import Path
 
-from .atomic import atomic_open
+from lsrbench.atomic import atomic_open
+from lsrbench.hashing import sha256_file
 
 PACKAGES = (
     "lsrbench", "torch", "transformers", "sentence-transformers", "tokenizers", "accelerate",
@@ -67,3 +82,32 @@ def write_json(path, obj) -> None:
     with atomic_open(path, "w", encoding="utf-8") as fh:
         json.dump(obj, fh, indent=2, sort_keys=True, default=str)
         fh.write("\n")
+
+
+def _files(path: str) -> list[str]:
+    """``path`` itself, or every regular file under a folder (sorted; hidden temporaries skipped)."""
+    p = Path(path)
+    if p.is_dir():
+        found = []
+        for root, dirs, files in os.walk(p):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            found += [os.path.join(root, f) for f in sorted(files) if not f.startswith(".")]
+        return found
+    return [str(path)]
+
+
+def artifact_hashes(paths) -> dict[str, dict]:
+    """``{file: {"sha256", "bytes"}}`` for each path (folders file by file), as given (not resolved)."""
+    out: dict[str, dict] = {}
+    for path in paths:
+        if path is None:
+            continue
+        for f in _files(str(path)):
+            out[f] = {"sha256": sha256_file(f), "bytes": os.path.getsize(f)}
+    return out
+
+
+def manifest_fields(manifest_path: str, inputs, outputs) -> dict:
+    """The ``manifest`` and ``artifacts`` entries a stage adds to its provenance record."""
+    return {"manifest": str(manifest_path),
+            "artifacts": {"inputs": artifact_hashes(inputs), "outputs": artifact_hashes(outputs)}}

@@ -22,7 +22,7 @@ rule triplets:
         kwargs=lambda w: dag.triplets_kwargs(config),
         # Where the triplets are read from, not what they are (a mirror holds the same triplets,
         # checked against training_data): a derived param, outside the params rerun trigger.
-        runtime=lambda w, output: {"mirror": config.get("mirror"), "cache_dir": config.get("cache_dir", "cache"),
+        runtime=lambda w, output: {"mirror": config["mirror"], "cache_dir": config["cache_dir"],
                                    "config_file": CONFIG_FILE},
     log:
         "results/logs/triplets.log",
@@ -39,6 +39,6 @@ rule prefetch:
     log:
         "results/logs/prefetch.log",
     run:
-        from lsrbench.prefetch import prefetch_or_exit
+        from lsrbench.pipeline.prefetch import prefetch_or_exit
 
-        prefetch_or_exit(config, CONFIG_FILE, config.get("mirror"), log[0])
+        prefetch_or_exit(config, CONFIG_FILE, config["mirror"], log[0])

@@ -1,23 +1,23 @@
 rule evaluate:
     input:
         data_dir="results/data/{dataset}/eval",
-        docs_npz=lambda w: dag.docs_npz(config, w.backbone, w.k, w.dataset),
-        queries_npz="results/runs/{backbone}/k{k}/{dataset}/queries.npz",
-        train_status="results/runs/{backbone}/k{k}/status.json",
+        docs_npz=lambda w: dag.docs_npz(config, w.run, w.k, w.dataset),
+        queries_npz="results/runs/{run}/k{k}/{dataset}/queries.npz",
+        train_status="results/runs/{run}/k{k}/status.json",
     output:
-        run_out="results/runs/{backbone}/k{k}/{dataset}/run.trec",
-        metrics_out="results/runs/{backbone}/k{k}/{dataset}/metrics.tsv",
-        perquery_out="results/runs/{backbone}/k{k}/{dataset}/perquery.tsv",
-        status_out="results/runs/{backbone}/k{k}/{dataset}/status.json",
-        prov_out="results/runs/{backbone}/k{k}/{dataset}/provenance.json",
+        run_out="results/runs/{run}/k{k}/{dataset}/run.trec",
+        metrics_out="results/runs/{run}/k{k}/{dataset}/metrics.tsv",
+        perquery_out="results/runs/{run}/k{k}/{dataset}/perquery.tsv",
+        status_out="results/runs/{run}/k{k}/{dataset}/status.json",
+        prov_out="results/runs/{run}/k{k}/{dataset}/provenance.json",
     params:
         stage="evaluate",
         kwargs=lambda w: {
-            **dag.evaluate_kwargs(results_config(config), w.backbone, w.k, w.dataset),
+            **dag.evaluate_kwargs(dag.results_config(config), w.run, w.k, w.dataset),
             "collapse_max_active_share": config["evaluation"]["collapse_max_active_share"],
         },
     log:
-        "results/logs/evaluate/{backbone}_k{k}_{dataset}.log",
+        "results/logs/evaluate/{run}_k{k}_{dataset}.log",
     script:
         "../scripts/stage.py"
 
@@ -26,15 +26,15 @@ rule evaluate:
 # SparseNanoBEIREvaluator pools them; only when it names several datasets.
 rule pooled_flops:
     input:
-        unpack(lambda w: dag.pooled_inputs(config, w.backbone, w.k)),
+        unpack(lambda w: dag.pooled_inputs(config, w.run, w.k)),
     output:
-        metrics_out=f"results/runs/{{backbone}}/k{{k}}/{dag.POOLED}/metrics.tsv",
-        prov_out=f"results/runs/{{backbone}}/k{{k}}/{dag.POOLED}/provenance.json",
+        metrics_out=f"results/runs/{{run}}/k{{k}}/{POOLED}/metrics.tsv",
+        prov_out=f"results/runs/{{run}}/k{{k}}/{POOLED}/provenance.json",
     params:
         stage="pooled_flops",
-        kwargs=lambda w: {"backbone": w.backbone, "k": w.k, "datasets": dag.pooled_flops_datasets(config)},
+        kwargs=lambda w: {"run": w.run, "k": w.k, "datasets": dag.pooled_flops_datasets(config)},
     log:
-        "results/logs/evaluate/{backbone}_k{k}_pooled_flops.log",
+        "results/logs/evaluate/{run}_k{k}_pooled_flops.log",
     script:
         "../scripts/stage.py"
 

@@ -6,11 +6,11 @@ import os
 # encoded, by index_queries below, and is scored against the other's docs.npz (dag.docs_npz).
 rule index:
     input:
-        model_dir="results/runs/{backbone}/k{k}/model",
+        model_dir="results/runs/{run}/k{k}/model",
         data_dir="results/data/{dataset}/eval",
     output:
-        docs_out="results/runs/{backbone}/k{k}/{dataset}/docs.npz",
-        queries_out="results/runs/{backbone}/k{k}/{dataset}/queries.npz",
+        docs_out="results/runs/{run}/k{k}/{dataset}/docs.npz",
+        queries_out="results/runs/{run}/k{k}/{dataset}/queries.npz",
     wildcard_constraints:
         dataset=dag.dataset_regex(d for d in DATASETS if d not in dag.corpus_sharing_datasets(config)),
     params:
@@ -22,21 +22,21 @@ rule index:
         # shard size, so changing encode_shard_size re-runs nothing.
         runtime=lambda w, output: {
             "shard_dir": os.path.join(os.path.dirname(output.docs_out), "doc_shards"),
-            "shard_size": config["evaluation"].get("encode_shard_size") or 0,
+            "shard_size": config["evaluation"]["encode_shard_size"] or 0,
         },
     threads: workflow.cores
     log:
-        "results/logs/index/{backbone}_k{k}_{dataset}.log",
+        "results/logs/index/{run}_k{k}_{dataset}.log",
     script:
         "../scripts/stage.py"
 
 
 rule index_queries:
     input:
-        model_dir="results/runs/{backbone}/k{k}/model",
+        model_dir="results/runs/{run}/k{k}/model",
         data_dir="results/data/{dataset}/eval",
     output:
-        queries_out="results/runs/{backbone}/k{k}/{dataset}/queries.npz",
+        queries_out="results/runs/{run}/k{k}/{dataset}/queries.npz",
     wildcard_constraints:
         dataset=dag.dataset_regex(dag.corpus_sharing_datasets(config)),
     params:
@@ -44,6 +44,6 @@ rule index_queries:
         kwargs=lambda w: dag.index_kwargs(config, w.dataset),
     threads: workflow.cores
     log:
-        "results/logs/index/{backbone}_k{k}_{dataset}_queries.log",
+        "results/logs/index/{run}_k{k}_{dataset}_queries.log",
     script:
         "../scripts/stage.py"

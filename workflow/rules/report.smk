@@ -18,7 +18,7 @@ rule table1:
         metrics_csv="results/metrics.csv",
         norm_files=dag.norm_files(config),
         # the paper's values printed beside ours: editing them re-runs this rule
-        reference_file=[config["report"]["reference"]] if config["report"].get("reference") else [],
+        reference_file=[config["report"]["reference"]] if config["report"]["reference"] else [],
     output:
         output=report("results/table1.md", category="Tables", caption="../report/table1.rst"),
         # every cell of table1.md with the metrics.csv rows it comes from (checked by lsrbench verify)

@@ -1,4 +1,4 @@
 # Every rule runs one lsrbench stage function; this file only hands over the snakemake object.
-from lsrbench.snakemake_entry import run
+from lsrbench.pipeline.bridge import run
 
 run(snakemake)  # noqa: F821 (injected by Snakemake)

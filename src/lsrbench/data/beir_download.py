@@ -1,0 +1,81 @@
+"""BEIR's public zip archives (``{source: beir, name: scifact}``): downloaded once into the cache
+folder, unpacked safely, then read as a BEIR folder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import urllib.error
+import urllib.request
+import zipfile
+from pathlib import Path, PurePosixPath
+
+from lsrbench.atomic import atomic_dir, atomic_open
+from lsrbench.data.beir import Dataset, load_beir_folder
+from lsrbench.errors import InputError
+from lsrbench.names import SAFE_NAME
+
+__all__ = ["BEIR_URL", "extract_beir_zip", "load_beir_download"]
+
+BEIR_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/{name}.zip"
+
+
+def extract_beir_zip(zip_path: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
+    """Unpack a BEIR zip so that ``out_dir`` becomes the dataset folder; return ``out_dir``.
+
+    BEIR's archives hold one top-level folder (``scifact/corpus.jsonl``, ...); an archive
+    with the files at its root is accepted too. The folder appears atomically.
+    """
+    zip_path, out_dir = Path(zip_path), Path(out_dir)
+    try:
+        zf = zipfile.ZipFile(zip_path)
+    except (zipfile.BadZipFile, OSError) as e:
+        raise InputError(zip_path, None, f"not a readable zip archive ({e})") from None
+    with zf:
+        for info in zf.infolist():
+            parts = PurePosixPath(info.filename.replace("\\", "/")).parts
+            if info.filename.startswith(("/", "\\")) or ".." in parts or (parts and ":" in parts[0]):
+                raise InputError(zip_path, info.filename, "unsafe path in archive")
+        with atomic_dir(out_dir) as tmp:
+            zf.extractall(tmp)
+            shutil.rmtree(tmp / "__MACOSX", ignore_errors=True)
+            if not (tmp / "corpus.jsonl").is_file():
+                children = [c for c in tmp.iterdir()]
+                if len(children) != 1 or not (children[0] / "corpus.jsonl").is_file():
+                    raise InputError(zip_path, None,
+                                     "archive has no corpus.jsonl at its root or in a single top-level folder")
+                inner = children[0].rename(tmp / ".beir-inner")
+                for item in inner.iterdir():
+                    item.rename(tmp / item.name)
+                inner.rmdir()
+    return out_dir
+
+
+def _download(url: str, dest: Path) -> None:
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response, atomic_open(dest, "wb") as fh:
+            shutil.copyfileobj(response, fh, length=1 << 20)
+    except urllib.error.HTTPError as e:
+        raise InputError(url, None, f"download failed: HTTP {e.code} {e.reason}") from None
+    except (urllib.error.URLError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        raise InputError(url, None, f"download failed: {reason} (offline? use a mirror)") from None
+
+
+def load_beir_download(name: str, cache_dir: str | os.PathLike, split: str = "test", *,
+                       unknown_docs: str = "error") -> Dataset:
+    """Fetch BEIR's public zip for ``name`` into ``cache_dir`` (once), unzip it, load it.
+
+    The dataset lands in ``<cache_dir>/<name>/``; a folder already there is reused.
+    """
+    if not SAFE_NAME.match(name or ""):
+        raise InputError(BEIR_URL.format(name=name), None, f"'{name}' is not a valid BEIR dataset name")
+    cache_dir = Path(cache_dir)
+    folder = cache_dir / name
+    if not (folder / "corpus.jsonl").is_file():
+        zip_path = cache_dir / f"{name}.zip"
+        if not zip_path.is_file():
+            _download(BEIR_URL.format(name=name), zip_path)
+        extract_beir_zip(zip_path, folder)
+        zip_path.unlink()
+    return load_beir_folder(folder, split=split, name=name, unknown_docs=unknown_docs)

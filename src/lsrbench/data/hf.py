@@ -1,0 +1,131 @@
+"""Hugging Face datasets repositories as evaluation collections (the NanoBEIR layout of
+sentence-transformers' ``NanoBEIREvaluator`` and mteb's ``Nano*Retrieval`` tasks), and the one
+way lsrbench calls ``datasets.load_dataset`` (also used for training triplets)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from typing import Iterator, Sequence
+
+from lsrbench.data.beir import Dataset, assemble, join_title
+from lsrbench.errors import InputError
+
+__all__ = ["HF_SUBSETS", "hf_label", "load_hf_split", "load_hf_dataset"]
+
+HF_SUBSETS = ("corpus", "queries", "qrels")
+
+
+def hf_label(repo: str, revision: str | None) -> str:
+    return f"hf:{repo}@{revision}" if revision else f"hf:{repo}"
+
+
+def load_hf_split(repo: str, subset: str | None, split: str, revision: str | None, cache_dir, label: str, where: str):
+    """``datasets.load_dataset(repo, subset, split=..., revision=...)``; any failure becomes one
+    InputError naming ``label`` and ``where``."""
+    import datasets
+
+    kwargs = {"split": split}
+    if revision:
+        kwargs["revision"] = revision
+    if cache_dir is not None:
+        kwargs["cache_dir"] = str(cache_dir)
+    datasets.disable_progress_bars()
+    try:
+        return datasets.load_dataset(repo, subset, **kwargs)
+    except Exception as e:  # datasets raises many types (ValueError, FileNotFoundError, hub errors)
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise InputError(label, where, f"cannot load: {first}") from None
+
+
+def _load_hf_subset(repo: str, subset: str, split: str, revision: str | None, cache_dir, label: str,
+                    required: Sequence[str]):
+    """One config/split of a datasets repository, with the columns ``required`` checked."""
+    ds = load_hf_split(repo, subset, split, revision, cache_dir, label, f"{subset}[{split}]")
+    missing = [c for c in required if c not in ds.column_names]
+    if missing:
+        raise InputError(label, f"{subset}[{split}]",
+                         f"missing column {', '.join(repr(c) for c in missing)} (columns: {', '.join(ds.column_names)})")
+    return ds
+
+
+def _hf_id(value, label: str, where: str, column: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
+        raise InputError(label, where, f"column '{column}' must be a non-empty string id, got {value!r}")
+    return str(value)
+
+
+def load_hf_dataset(repo: str, *, revision: str | None, hf_split: str = "train", name: str | None = None,
+                    subsets: dict[str, str] | None = None, unknown_docs: str = "error",
+                    cache_dir: str | os.PathLike | None = None) -> Dataset:
+    """Load a Hugging Face datasets repository in the NanoBEIR layout.
+
+    ``datasets.load_dataset(repo, <subset>, split=hf_split, revision=revision)`` for the
+    subsets ``corpus`` (``_id``, ``text``, optional ``title``), ``queries`` (``_id``, ``text``)
+    and ``qrels`` (``query-id``, ``corpus-id``, optional integer ``score``, default 1 as in
+    mteb's Nano tasks; a list of corpus ids is expanded as sentence-transformers does).
+    ``subsets`` renames the configs (``{"corpus": "docs"}``). ``repo`` may be a local folder in
+    the same layout (a ``README.md`` with ``configs:`` and the data files), as the tests use.
+
+    Conventions of sentence-transformers' ``NanoBEIREvaluator`` (to compare with its numbers):
+    documents and queries with empty text are dropped (a dropped query's judgments go with it
+    and it counts in ``dropped_queries``; judgments naming a dropped document follow
+    ``unknown_docs``). A non-empty ``title`` is joined to the text as for BEIR folders.
+    Errors name ``hf:<repo>@<revision>`` as the file and ``<subset>[<split>] row N``.
+    """
+    label = hf_label(repo, revision)
+    names = {**{s: s for s in HF_SUBSETS}, **(subsets or {})}
+    corpus_ds = _load_hf_subset(repo, names["corpus"], hf_split, revision, cache_dir, label, ("_id", "text"))
+    queries_ds = _load_hf_subset(repo, names["queries"], hf_split, revision, cache_dir, label, ("_id", "text"))
+    qrels_ds = _load_hf_subset(repo, names["qrels"], hf_split, revision, cache_dir, label, ("query-id", "corpus-id"))
+
+    def where(subset: str, n: int) -> str:
+        return f"{names[subset]}[{hf_split}] row {n}"
+
+    def texts(ds, subset: str) -> Iterator[tuple[int, str, str]]:
+        titles = list(ds["title"]) if "title" in ds.column_names else None
+        for i, (raw_id, text) in enumerate(zip(list(ds["_id"]), list(ds["text"]))):
+            ident = _hf_id(raw_id, label, where(subset, i + 1), "_id")
+            if text is not None and not isinstance(text, str):
+                raise InputError(label, where(subset, i + 1), f"column 'text' must be a string, got {type(text).__name__}")
+            title = titles[i] if titles is not None else None
+            yield i + 1, ident, join_title(title or "", text or "") if subset == "corpus" else (text or "")
+
+    def collect(ds, subset: str, what: str, none_left: str) -> tuple[dict[str, str], set[str]]:
+        """``{id: text}`` of the rows with text, and the ids of the rows without; ids unique."""
+        kept: dict[str, str] = {}
+        empty: set[str] = set()
+        for n, ident, text in texts(ds, subset):
+            if ident in kept or ident in empty:
+                raise InputError(label, where(subset, n), f"duplicate {what} id '{ident}'")
+            if text:
+                kept[ident] = text
+            else:
+                empty.add(ident)
+        if not kept:
+            raise InputError(label, names[subset], none_left)
+        return kept, empty
+
+    corpus, empty_docs = collect(corpus_ds, "corpus", "document", "corpus is empty (no documents with text)")
+    queries, empty_queries = collect(queries_ds, "queries", "query", "no queries with text")
+
+    scores = list(qrels_ds["score"]) if "score" in qrels_ds.column_names else None
+
+    def rows() -> Iterator[tuple[str, str, int, str]]:
+        for i, (raw_q, raw_d) in enumerate(zip(list(qrels_ds["query-id"]), list(qrels_ds["corpus-id"]))):
+            at = where("qrels", i + 1)
+            query_id = _hf_id(raw_q, label, at, "query-id")
+            if query_id in empty_queries:
+                continue
+            rel = 1 if scores is None else scores[i]
+            if isinstance(rel, float) and rel.is_integer():
+                rel = int(rel)
+            if isinstance(rel, bool) or not isinstance(rel, int):
+                raise InputError(label, at, f"score {rel!r} is not an integer")
+            for raw in (raw_d if isinstance(raw_d, list) else [raw_d]):
+                yield query_id, _hf_id(raw, label, at, "corpus-id"), rel, at
+
+    ds = assemble(name or repo, corpus, queries, rows(), qrels_file=label,
+                   corpus_label=f"{names['corpus']} (documents with empty text dropped)" if empty_docs else names["corpus"],
+                   queries_label=names["queries"], unknown_docs=unknown_docs)
+    return replace(ds, dropped_queries=ds.dropped_queries + len(empty_queries))

@@ -1,0 +1,90 @@
+"""``ir_datasets`` collections (MacAvaney et al., "Simplified Data Wrangling with ir_datasets",
+SIGIR 2021) as evaluation datasets: MS MARCO Dev, TREC DL 2019, Vaswani, any id with docs,
+queries and qrels."""
+
+from __future__ import annotations
+
+from lsrbench.data.beir import Dataset, assemble, join_title
+from lsrbench.errors import InputError
+
+__all__ = ["UnknownDatasetId", "record_text", "load_ir_datasets", "docs_parent_id"]
+
+
+class UnknownDatasetId(InputError):
+    """An ``ir_datasets`` id that its registry does not know."""
+
+
+def record_text(record, kind: str) -> str:
+    """The text of an ir_datasets document (title joined as in BEIR) or query record."""
+    default_text = getattr(record, "default_text", None)
+    if callable(default_text):
+        try:
+            return default_text()
+        except NotImplementedError:
+            pass
+    if kind == "doc":
+        return join_title(getattr(record, "title", "") or "", getattr(record, "text", "") or "")
+    return getattr(record, "text", "") or ""
+
+
+def load_ir_datasets(dataset_id: str, name: str | None = None, *, unknown_docs: str = "error",
+                     corpus: dict[str, str] | None = None) -> Dataset:
+    """Load an ``ir_datasets`` collection (docs, queries, qrels), validated like a BEIR folder.
+
+    Errors name ``ir_datasets:<id>`` as the file and ``doc #N`` / ``query #N`` / ``qrel #N``
+    (1-based record numbers) as the field. ``corpus``: the documents already loaded for another
+    id with the same docs (``ir_datasets.docs_parent_id``, see :func:`corpus_key`), e.g. the
+    8.8M MS MARCO passages shared by ``msmarco-passage/dev/small`` and
+    ``msmarco-passage/trec-dl-2019/judged``; they are used as they are instead of re-reading.
+    """
+    import ir_datasets
+
+    source = f"ir_datasets:{dataset_id}"
+    try:
+        ds = ir_datasets.load(dataset_id)
+    except KeyError:
+        raise UnknownDatasetId(source, None, f"unknown ir_datasets id '{dataset_id}'") from None
+    for part in ("docs", "queries", "qrels"):
+        if not getattr(ds, f"has_{part}")():
+            raise InputError(source, None, f"dataset provides no {part}")
+
+    if corpus is None:
+        corpus = {}
+        first: dict[str, int] = {}
+        for n, doc in enumerate(ds.docs_iter(), 1):
+            doc_id = str(doc.doc_id)
+            if doc_id in corpus:
+                raise InputError(source, f"doc #{n}", f"duplicate document id '{doc_id}' (first as doc #{first[doc_id]})")
+            corpus[doc_id] = record_text(doc, "doc")
+            first[doc_id] = n
+    if not corpus:
+        raise InputError(source, "docs", "corpus is empty (no documents)")
+
+    queries: dict[str, str] = {}
+    first = {}
+    for n, query in enumerate(ds.queries_iter(), 1):
+        query_id = str(query.query_id)
+        if query_id in queries:
+            raise InputError(source, f"query #{n}", f"duplicate query id '{query_id}' (first as query #{first[query_id]})")
+        queries[query_id] = record_text(query, "query")
+        first[query_id] = n
+    if not queries:
+        raise InputError(source, "queries", "no queries")
+
+    rows = ((str(q.query_id), str(q.doc_id), int(q.relevance), f"qrel #{n}")
+            for n, q in enumerate(ds.qrels_iter(), 1))
+    return assemble(name or dataset_id, corpus, queries, rows, qrels_file=source,
+                     corpus_label="docs", queries_label="queries", unknown_docs=unknown_docs)
+
+
+
+
+def docs_parent_id(dataset_id: str) -> str:
+    """The id whose documents ``dataset_id`` has (every ``msmarco-passage/...`` id: ``msmarco-passage``);
+    itself when ir_datasets does not know it."""
+    import ir_datasets
+
+    try:
+        return ir_datasets.docs_parent_id(dataset_id)
+    except KeyError:
+        return dataset_id

@@ -1,0 +1,315 @@
+"""Exact top-k retrieval by unnormalised dot product over an inverted index: SPLADE's scoring
+(Formal et al., "SPLADE v2", 2021), with ties broken by document index.
+
+Written here rather than borrowed (PISA, Anserini, torch) because it is exact (float64 scores
+summed in a fixed order, only provably safe pruning), deterministic (ties broken by document
+index), needs only numpy/scipy (numba, when installed, compiles the inner loops; the results are
+the same without it), and can run shard by shard later: per-shard top-k lists merged by the same
+(score, index) order give the same result as one pass. ``benchmark/retrieval.py`` measures it
+against scipy's ``Q @ D.T``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from lsrbench.evaluate.inverted_index import InvertedIndex
+from lsrbench.evaluate.kernels import kernels as compiled_kernels
+
+__all__ = ["InvertedIndex", "exact_topk", "search"]
+
+
+def _select_topk(cand: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top ``k`` of ``cand`` (ascending doc indices) by score desc, then doc index asc."""
+    if cand.shape[0] > k:
+        if k == 0:
+            return cand[:0], scores[:0]
+        cut = cand.shape[0] - k
+        kth = np.partition(scores, cut)[cut]  # the k-th largest score
+        above = np.flatnonzero(scores > kth)
+        # argpartition alone would pick an arbitrary subset of the documents tied at the
+        # boundary; taking them in candidate order keeps the lowest doc indices.
+        tied = np.flatnonzero(scores == kth)[: k - above.shape[0]]
+        keep = np.concatenate([above, tied])
+        cand, scores = cand[keep], scores[keep]
+    order = np.lexsort((cand, -scores))
+    return cand[order], scores[order]
+
+
+_EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+_SCORE_CHUNK = 1024  # documents per chunk of the compiled dense pass (the dense rows' chunk stays in cache)
+_POSTINGS_CHUNK = 1 << 17  # documents per chunk of the compiled postings pass (the row's chunk stays in cache)
+_U32 = float(np.finfo(np.float32).eps) / 2
+_U64 = float(np.finfo(np.float64).eps) / 2
+
+
+def exact_topk(
+    queries: sp.spmatrix | sp.sparray,
+    index: InvertedIndex,
+    k: int,
+    exclude: Sequence[Iterable[int] | None] | None = None,
+    *,
+    threads: int = 1,
+    query_block: int | None = None,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Exact top-``k`` documents of each query row by dot product.
+
+    Returns one ``(doc_indices int64, scores float64)`` pair per query row, ordered by score
+    descending then doc index ascending. A query gets at most ``k`` results and only documents
+    with score > 0: an inverted index never visits documents that share no term with the query,
+    so fewer than ``k`` (none for an empty query) is normal. Scores are accumulated in float64
+    from float32 products, which float64 represents exactly, term by term in ascending term id
+    (the order of ``scipy``'s sparse product), so results do not depend on how the postings are
+    stored. ``exclude[i]`` holds document indices never returned for query ``i``.
+
+    How (the result is the same as scoring every document): queries go in blocks of
+    ``query_block``. A first pass scores every document approximately in float32 (the query's
+    dense rows, then its postings; with numba in cache-sized chunks of documents, without it
+    a matrix product for the block's dense rows and ``np.add.at`` for the postings); a lower
+    bound ``L`` of the k-th best score is the k-th largest of the maxima of >= 4k blocks of
+    documents (k distinct documents reach it); every document whose approximate score is within
+    twice a rigorous rounding-error bound of ``L`` is then scored exactly, and the exact top-k is
+    taken among those. When that bound is not positive
+    (fewer than about k matching documents) the query is scored exactly everywhere instead.
+    ``threads`` > 1 runs query blocks in parallel threads (numpy, BLAS and the compiled kernels
+    release the GIL). ``query_block`` defaults to the largest block (at most 64) whose float32
+    scores, one block per thread, take at most a fifth of the index's bytes.
+    """
+    if not sp.issparse(queries):
+        raise ValueError(f"exact_topk: expected a scipy sparse matrix, got {type(queries).__name__}")
+    if k < 0:
+        raise ValueError(f"exact_topk: k must be >= 0, got {k}")
+    q = sp.csr_matrix(queries, copy=True)
+    q.sum_duplicates()
+    if q.shape[1] != index.vocab_size:
+        raise ValueError(f"exact_topk: queries have {q.shape[1]} columns, index vocabulary is {index.vocab_size}")
+    if exclude is not None and len(exclude) != q.shape[0]:
+        raise ValueError(f"exact_topk: {len(exclude)} exclude sets for {q.shape[0]} queries")
+    excluded = [None] * q.shape[0]
+    if exclude is not None:
+        for i, ex in enumerate(exclude):
+            if ex:
+                arr = np.fromiter(ex, dtype=np.int64)
+                if arr.size and (arr.min() < 0 or arr.max() >= index.n_docs):
+                    raise ValueError(f"exact_topk: exclude[{i}] has a document index outside [0, {index.n_docs})")
+                excluded[i] = arr
+
+    n_q = q.shape[0]
+    results: list[tuple[np.ndarray, np.ndarray]] = [_EMPTY] * n_q
+    if query_block is None:
+        per_query = 4 * max(1, index.n_docs) * max(1, threads)
+        query_block = int(min(64, max(8, (index.doc_indices.nbytes + index.weights.nbytes
+                                           + index.dense_weights.nbytes) // 5 // per_query)))
+    blocks = [(lo, min(n_q, lo + max(1, query_block))) for lo in range(0, n_q, max(1, query_block))]
+    if threads > 1 and len(blocks) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with _blas_threads(1), ThreadPoolExecutor(threads) as pool:
+            for _ in pool.map(lambda b: _search_block(q, index, k, excluded, b[0], b[1], results), blocks):
+                pass
+    else:
+        for lo, hi in blocks:
+            _search_block(q, index, k, excluded, lo, hi, results)
+    return results
+
+
+class _blas_threads:
+    """Limit BLAS to ``n`` threads inside the block (threadpoolctl when present, else a no-op)."""
+
+    def __init__(self, n: int):
+        self.n, self.ctx = n, None
+
+    def __enter__(self):
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:
+            return self
+        self.ctx = threadpool_limits(limits=self.n, user_api="blas")
+        return self
+
+    def __exit__(self, *exc):
+        if self.ctx is not None:
+            self.ctx.restore_original_limits()
+
+
+def _query_terms(q: sp.csr_matrix, i: int) -> tuple[np.ndarray, np.ndarray]:
+    lo, hi = q.indptr[i], q.indptr[i + 1]
+    terms = q.indices[lo:hi].astype(np.int64)
+    q_w = q.data[lo:hi].astype(np.float64)
+    nz = q_w != 0
+    return terms[nz], q_w[nz]
+
+
+def _search_block(q, index: InvertedIndex, k: int, excluded, lo: int, hi: int, results) -> None:
+    n_docs = index.n_docs
+    prune = k > 0 and n_docs >= 4 * k  # at least 4k blocks (of one document or more)
+    rows = None
+    if prune:
+        # First pass: approximate float32 scores of every document for the whole block.
+        qb = q[lo:hi]
+        kernels = compiled_kernels()
+        size = max(1, n_docs // (16 * k))  # >= 4k blocks whose maxima bound the k-th best score
+        maxima = np.empty((hi - lo, n_docs // size), dtype=np.float32)
+        if kernels is not None:
+            rows = np.empty((hi - lo, n_docs), dtype=np.float32)
+            terms = qb.indices.astype(np.int64)
+            slots = index.dense_slot[terms]
+            is_dense = slots >= 0
+            per_row = np.repeat(np.arange(hi - lo), np.diff(qb.indptr))
+            d_ptr = np.zeros(hi - lo + 1, dtype=np.int64)
+            np.cumsum(np.bincount(per_row[is_dense], minlength=hi - lo), out=d_ptr[1:])
+            s_ptr = np.zeros(hi - lo + 1, dtype=np.int64)
+            np.cumsum(np.bincount(per_row[~is_dense], minlength=hi - lo), out=s_ptr[1:])
+            w32 = qb.data.astype(np.float32)
+            kernels.block_scores(rows, maxima, size, d_ptr, slots[is_dense], w32[is_dense], s_ptr, terms[~is_dense],
+                                 w32[~is_dense], index._dense_f32(), index.indptr, index.doc_indices, index.weights,
+                                 _SCORE_CHUNK, max(size, _POSTINGS_CHUNK // size * size))
+            n_sum = np.diff(qb.indptr) + 4  # terms in each float32 sum (+ the rounding of w and q)
+        else:
+            if index.dense_terms.size:
+                rows = qb[:, index.dense_terms].toarray().astype(np.float32) @ index._dense_f32()
+            else:
+                rows = np.zeros((hi - lo, n_docs), dtype=np.float32)
+            for i in range(lo, hi):
+                terms, q_w = _query_terms(q, i)
+                row = rows[i - lo]
+                for t, w in zip(terms.tolist(), q_w.tolist()):
+                    if index.dense_slot[t] < 0 and index.indptr[t + 1] > index.indptr[t]:
+                        a, b = index.indptr[t], index.indptr[t + 1]
+                        # Documents are unique within a term's postings: add.at adds once to each.
+                        np.add.at(row, index.doc_indices[a:b], index.weights[a:b].astype(np.float32) * np.float32(w))
+            n_sum = np.diff(qb.indptr) + index.dense_terms.shape[0] + 4
+            m = maxima.shape[1]
+            maxima[:] = rows[:, : m * size].reshape(hi - lo, m, size).max(axis=2)
+    for i in range(lo, hi):
+        terms, q_w = _query_terms(q, i)
+        if terms.shape[0] == 0 or n_docs == 0 or k == 0:
+            results[i] = _EMPTY
+            continue
+        res = None
+        if prune:
+            res = _pruned(index, terms, q_w, k, excluded[i], rows[i - lo], maxima[i - lo], size, int(n_sum[i - lo]))
+        if res is None:
+            res = _exhaustive(index, terms, q_w, k, excluded[i])
+        results[i] = res
+
+
+def _exhaustive(index: InvertedIndex, terms, q_w, k, ex) -> tuple[np.ndarray, np.ndarray]:
+    """Score every document exactly (float64, ascending term order), then select."""
+    acc = np.zeros(index.n_docs, dtype=np.float64)
+    kernels = compiled_kernels()
+    if kernels is not None:
+        kernels.exhaustive(acc, terms, q_w, index.dense_slot, index.dense_weights, index.indptr,
+                           index.doc_indices, index.weights)
+        terms = terms[:0]
+    tmp = np.empty(index.n_docs, dtype=np.float64) if index.dense_terms.size else None
+    for t, w in zip(terms.tolist(), q_w.tolist()):
+        slot = index.dense_slot[t]
+        if slot >= 0:
+            np.multiply(index.dense_weights[slot], w, out=tmp, dtype=np.float64)
+            acc += tmp
+        else:
+            lo, hi = index.indptr[t], index.indptr[t + 1]
+            if hi > lo:
+                docs = index.doc_indices[lo:hi]
+                # Documents are unique within one term's postings, so this is one add per document.
+                acc[docs] += index.weights[lo:hi].astype(np.float64) * w
+    if ex is not None:
+        acc[ex] = 0.0
+    cand = np.flatnonzero(acc > 0)
+    return _select_topk(cand.astype(np.int64, copy=False), acc[cand], k)
+
+
+def _pruned(index: InvertedIndex, terms, q_w, k, ex, row, maxima, size, n_sum) -> tuple[np.ndarray, np.ndarray] | None:
+    """Candidates from the approximate ``row`` (float32 sums of at most ``n_sum`` terms) and its block
+    ``maxima`` (blocks of ``size`` documents), exact scores, top k; None when the candidates' bound
+    is not positive (then score exhaustively)."""
+    kernels = compiled_kernels()
+    m = maxima.shape[0]
+    if ex is not None:
+        row[ex] = -np.inf
+        for blk in np.unique(ex // size).tolist():
+            if blk < m:
+                maxima[blk] = row[blk * size : (blk + 1) * size].max()
+    # Rounding: the float32 pass sums at most n_sum products of float32 numbers (the weights and
+    # the query weight each rounded to float32 once), so it is within gamma_n * sum_t |q_t| max|w_t|
+    # of the real score; the exact float64 sum within gamma_m (u64) of the same. Twice their sum
+    # bounds |approximate - exact| with room to spare.
+    bound = float(np.dot(np.abs(q_w), index.term_absmax[terms]))
+    delta = 2.0 * (_gamma(n_sum, _U32) + _gamma(terms.shape[0] + 1, _U64)) * bound
+    lower = float(np.partition(maxima, m - k)[m - k])  # k distinct documents score >= lower
+    cut = lower - 2.0 * delta
+    if not cut > 0 or not np.isfinite(cut):
+        return None
+    # Only blocks whose maximum reaches the cut can hold candidates (plus the last partial block).
+    hot = np.flatnonzero(maxima >= cut)
+    if kernels is not None:
+        cand = kernels.candidates(row, hot, size, m * size, np.float32(cut) if np.float32(cut) <= cut else
+                                  np.nextafter(np.float32(cut), np.float32(-np.inf)))
+    else:
+        inner = row[: m * size].reshape(m, size)[hot]
+        r_idx, c_idx = np.nonzero(inner >= cut)
+        cand = hot[r_idx] * size + c_idx
+        tail = m * size + np.flatnonzero(row[m * size :] >= cut)
+        if tail.size:
+            cand = np.concatenate([cand, tail])
+    scores = np.zeros(cand.shape[0], dtype=np.float64)
+    if kernels is not None:
+        kernels.exact(cand, terms, q_w, index.dense_slot, index.dense_weights, index.indptr, index.doc_indices,
+                      index.weights, scores)
+        terms = terms[:0]
+    for t, w in zip(terms.tolist(), q_w.tolist()):
+        slot = index.dense_slot[t]
+        if slot >= 0:
+            vals = index.dense_weights[slot][cand]
+        else:
+            lo, hi = index.indptr[t], index.indptr[t + 1]
+            if hi == lo:
+                continue
+            docs = index.doc_indices[lo:hi]
+            pos = np.minimum(np.searchsorted(docs, cand), hi - lo - 1)
+            vals = np.where(docs[pos] == cand, index.weights[lo:hi][pos], 0)
+        # An absent term adds an exact 0 (+/-0.0), so the sum equals the ascending-term float64 sum.
+        scores += vals.astype(np.float64) * w
+    keep = scores > 0
+    return _select_topk(cand[keep].astype(np.int64, copy=False), scores[keep], k)
+
+
+def _gamma(n: int, u: float) -> float:
+    return n * u / (1.0 - n * u)
+
+
+def search(
+    queries: sp.spmatrix | sp.sparray,
+    query_ids: Sequence[str],
+    docs: sp.spmatrix | sp.sparray,
+    doc_ids: Sequence[str],
+    k: int = 1000,
+    skip_identical_ids: bool = False,
+    threads: int = 1,
+) -> dict[str, list[tuple[str, float]]]:
+    """Retrieve the top ``k`` documents of every query; return ``{qid: [(docid, score), ...]}``.
+
+    Every query id is a key, with an empty list when nothing scored > 0. With
+    ``skip_identical_ids`` a document whose id equals the query id is never returned and the
+    list is still filled to ``k`` (BEIR's behaviour on ArguAna and Quora). ``threads`` as in
+    :func:`exact_topk`.
+    """
+    if len(query_ids) != queries.shape[0]:
+        raise ValueError(f"search: {len(query_ids)} query ids for {queries.shape[0]} query rows")
+    if len(doc_ids) != docs.shape[0]:
+        raise ValueError(f"search: {len(doc_ids)} doc ids for {docs.shape[0]} document rows")
+    if len(set(query_ids)) != len(query_ids):
+        raise ValueError("search: duplicate query ids")
+    exclude = None
+    if skip_identical_ids:
+        doc_pos = {d: j for j, d in enumerate(doc_ids)}
+        exclude = [{doc_pos[qid]} if qid in doc_pos else None for qid in query_ids]
+    hits = exact_topk(queries, InvertedIndex.from_csr(docs), k, exclude, threads=threads)
+    return {
+        qid: [(doc_ids[j], float(s)) for j, s in zip(idx.tolist(), scores.tolist())]
+        for qid, (idx, scores) in zip(query_ids, hits)
+    }

@@ -1,0 +1,235 @@
+"""The index stage's fast SPLADE encoder: the backbone run to the *input of the MLM decoder*
+(captured generically, for any ``*ForMaskedLM`` family, by temporarily replacing
+``get_output_embeddings().forward``), then the decoder applied in vocabulary chunks with padding
+masked and the max over tokens taken *before* the monotone ``log1p(relu(.))`` (SPLADE v2's
+pooling, Formal et al. 2021). The full ``[batch, tokens, vocab]`` logits are never materialised
+and ``log1p`` runs on ``[batch, vocab]`` only.
+
+Written here because sentence-transformers' pooling materialises the vocabulary-sized logits,
+which dominates CPU encoding; the vectors are the same (checked on a probe batch before use, see
+:func:`lsrbench.model.fused_pooling.probe`; :mod:`lsrbench.index.encode` falls back otherwise).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import scipy.sparse as sp
+
+from lsrbench.model.fused_pooling import PROBE_TEXTS, FusedUnsupported, probe, splade_layout_problem
+
+log = logging.getLogger(__name__)
+
+__all__ = ["FastSplade"]
+
+# Logits of one vocabulary chunk are [tokens, chunk]: about this many elements (4 MiB float32) per
+# torch thread keeps each core's share near its cache (fastest on 2-core AVX-512: 0.5-1M per
+# core single-threaded); more threads get a larger chunk, i.e. fewer parallel regions, which
+# matters when the cores are shared with other processes.
+_CHUNK_ELEMENTS = 1 << 20
+_PROBE_TOL = 1e-4
+
+
+class FastSplade:
+    """The fast path for one (model, kind); :meth:`build` returns None when it does not apply."""
+
+    def __init__(self, model, kind, batch_size, transformer, decoder, prompt, max_active_dims):
+        self.model = model
+        self.kind = kind
+        self.batch_size = batch_size
+        self.transformer = transformer
+        self.decoder = decoder
+        self.prompt = prompt
+        self.max_active_dims = max_active_dims
+        self.weight = decoder.weight
+        bias = getattr(decoder, "bias", None)
+        self.bias = bias if bias is not None and bias.ndim == 1 else None
+        self.vocab = int(self.weight.shape[0])
+
+    # -- recognition -------------------------------------------------------------------------
+    @classmethod
+    def build(cls, model, kind: str, batch_size: int):
+        reason = splade_layout_problem(model)
+        if reason is not None:
+            log.info("encode_texts: plain sentence-transformers path (%s)", reason)
+            return None
+        transformer = model[0]
+        decoder = transformer.auto_model.get_output_embeddings()
+        try:
+            prompt = model._resolve_prompt(None, cls._prompt_name(model, kind))
+        except Exception as exc:  # noqa: BLE001 - any failure means: let sentence-transformers do it
+            log.warning("encode_texts: plain path (cannot resolve the %s prompt: %s)", kind, exc)
+            return None
+        plan = cls(model, kind, batch_size, transformer, decoder, prompt, model.max_active_dims)
+        problem = plan._probe()
+        if problem is not None:
+            log.warning("encode_texts: plain sentence-transformers path for %s (%s)", type(transformer.auto_model).__name__, problem)
+            return None
+        return plan
+
+    @staticmethod
+    def _prompt_name(model, kind: str) -> str | None:
+        prompts = getattr(model, "prompts", {}) or {}
+        if kind == "query":
+            return "query" if "query" in prompts else None
+        return next((p for p in ("document", "passage", "corpus") if p in prompts), None)
+
+    # -- the computation ---------------------------------------------------------------------
+    def _features(self, batch: list[str]):
+        from sentence_transformers.util import batch_to_device
+
+        features = self.model.preprocess(batch, prompt=self.prompt, task=self.kind)
+        return batch_to_device(features, self.model.device)
+
+    def _decoder_input(self, features):
+        """Run the transformer with the decoder replaced by a capture; return its input."""
+        captured = []
+        decoder = self.decoder
+
+        def capture(x, *args, **kwargs):
+            captured.append(x)
+            return x[..., :0]  # no vocabulary-sized logits
+
+        had_own = "forward" in decoder.__dict__
+        saved = decoder.__dict__.get("forward")
+        decoder.forward = capture
+        try:
+            self.transformer(features)
+        finally:
+            if had_own:
+                decoder.forward = saved
+            else:
+                del decoder.forward
+        if len(captured) != 1:
+            raise FusedUnsupported(f"the MLM decoder was called {len(captured)} times in one forward pass")
+        return captured[0]
+
+    segmented: bool = False  # tests switch layouts; see _pool
+
+    def _pool(self, hidden, attention_mask):
+        """max over real tokens of hidden @ W.T + b, then log1p(relu(.)): [batch, vocab].
+
+        Default layout: every padding position gets a copy of a real token of its own sequence
+        (one gather), so the padded ``[batch, tokens, chunk]`` logits need no mask and each
+        vocabulary chunk costs two large ops (``F.linear``, ``amax``): few parallel regions, which
+        keeps multi-threaded CPU runs fast when the cores are shared. ``segmented``: only the real
+        tokens go through the decoder and each sequence's max is taken over its rows (no padding
+        FLOPs, but one small op per sequence and chunk). Both give sentence-transformers' numbers:
+        the same ``F.linear`` per token, a duplicated token cannot change a max, and the max
+        commutes with the monotone ``log1p(relu(.))`` (padding is 0 there, which relu makes
+        irrelevant).
+        """
+        import torch
+        import torch.nn.functional as F
+
+        b, t, h = hidden.shape
+        keep = attention_mask != 0
+        lengths = keep.sum(dim=1)
+        empty = lengths == 0  # no real token at all: nothing is active
+        out = torch.empty((b, self.vocab), dtype=hidden.dtype, device=hidden.device)
+        if self.segmented:
+            tokens = hidden[keep]  # [n_real, hidden], row-major: each sequence's tokens contiguous
+            bounds = [0]
+            for n in lengths.tolist():
+                bounds.append(bounds[-1] + n)
+            rows = max(1, tokens.shape[0])
+        else:
+            positions = torch.arange(t, device=hidden.device).expand(b, t)
+            first = torch.where(keep, positions, t).amin(dim=1, keepdim=True).clamp(max=t - 1)
+            source = torch.where(keep, positions, first)
+            if not bool(keep.all()):
+                hidden = torch.gather(hidden, 1, source.unsqueeze(-1).expand(b, t, h))
+            rows = b * t
+        per_chunk = _CHUNK_ELEMENTS * max(1, torch.get_num_threads()) if hidden.device.type == "cpu" else 1 << 26
+        step = max(128, min(self.vocab, (per_chunk // rows) // 64 * 64))
+        for lo in range(0, self.vocab, step):
+            hi = min(self.vocab, lo + step)
+            bias = self.bias[lo:hi] if self.bias is not None else None
+            if self.segmented:
+                logits = F.linear(tokens, self.weight[lo:hi], bias)
+                for i in range(b):
+                    if bounds[i + 1] > bounds[i]:
+                        torch.amax(logits[bounds[i] : bounds[i + 1]], dim=0, out=out[i, lo:hi])
+            else:
+                logits = F.linear(hidden, self.weight[lo:hi], bias)  # [b, t, chunk]
+                out[:, lo:hi] = logits.transpose(1, 2).amax(dim=-1)
+        if bool(empty.any()):
+            out[empty] = 0
+        out.relu_().log1p_()
+        if self.max_active_dims is not None:
+            from sentence_transformers.util import select_max_active_dims
+
+            out = select_max_active_dims(out, max_active_dims=self.max_active_dims)
+        return out
+
+    def _encode_batch(self, batch: list[str]):
+        features = self._features(batch)
+        hidden = self._decoder_input(features)
+        mask = features["attention_mask"]
+        if hidden.ndim != 3 or tuple(hidden.shape[:2]) != tuple(mask.shape):
+            raise FusedUnsupported(f"decoder input shape {tuple(hidden.shape)} does not match the attention mask {tuple(mask.shape)}")
+        return self._pool(hidden, mask)
+
+    def encode(self, texts: list[str]) -> sp.csr_matrix:
+        """Encode ``texts`` in this order, in consecutive batches of ``batch_size`` (no sorting:
+        :class:`EncodePlan` gives them in the length order); rows in the given order."""
+        import torch
+
+        n = len(texts)
+        if n == 0:
+            return sp.csr_matrix((0, self.vocab), dtype=np.float32)
+        self.model.eval()
+        counts = np.zeros(n, dtype=np.int64)
+        cols = []
+        with torch.inference_mode():
+            for start in range(0, n, self.batch_size):
+                pooled = self._encode_batch(texts[start : start + self.batch_size])
+                dense = pooled.float().cpu().numpy()
+                flat = np.flatnonzero(dense)
+                r, c = np.divmod(flat, self.vocab)
+                counts[start : start + dense.shape[0]] = np.bincount(r, minlength=dense.shape[0])
+                cols.append((c.astype(np.int32), dense.ravel()[flat]))
+        # Within a batch the non-zeros are row-major and the batches are consecutive rows.
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        indices = np.concatenate([c for c, _ in cols]) if cols else np.zeros(0, np.int32)
+        data = np.concatenate([v for _, v in cols]) if cols else np.zeros(0, np.float32)
+        return sp.csr_matrix((data, indices, indptr), shape=(n, self.vocab))
+
+    def _probe(self) -> str | None:
+        """:func:`lsrbench.model.fused_pooling.probe` of this path: on a few texts, the captured
+        decoder input gives sentence-transformers' vectors (and the decoder is the linear map
+        the fast path applies)."""
+        import torch
+        import torch.nn.functional as F
+
+        texts = list(PROBE_TEXTS)
+
+        def reference():
+            seen = {}
+
+            def hook(module, args, output):
+                seen["input"], seen["output"] = args[0], output
+
+            handle = self.decoder.register_forward_hook(hook)
+            try:
+                out = self.model(dict(self._features(texts)), task=self.kind)
+            finally:
+                handle.remove()
+            if "input" not in seen:
+                raise FusedUnsupported("the MLM decoder is not called in the forward pass")
+            logits = out.get("token_embeddings")
+            if logits is None or logits.shape != seen["output"].shape or not torch.equal(logits, seen["output"]):
+                raise FusedUnsupported("the model's logits are not the decoder's output")
+            if not torch.allclose(F.linear(seen["input"], self.weight, self.bias), seen["output"], rtol=1e-5, atol=1e-5):
+                raise FusedUnsupported("the decoder is not a linear map of its input")
+            want = out["sentence_embedding"]
+            if self.max_active_dims is not None:
+                from sentence_transformers.util import select_max_active_dims
+
+                want = select_max_active_dims(want, max_active_dims=self.max_active_dims)
+            return want
+
+        self.model.eval()
+        return probe(self.model, reference, lambda: self._encode_batch(texts), rtol=0, atol=_PROBE_TOL)

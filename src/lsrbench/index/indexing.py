@@ -1,0 +1,79 @@
+"""The index stage's work for one (run, dataset): a trained model's vectors of the evaluated
+corpus and its queries, as CSR ``.npz`` files with their ids (:mod:`lsrbench.index.sparse`)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from lsrbench.hashing import sha256_texts, sha256_tree
+
+log = logging.getLogger(__name__)
+
+__all__ = ["index_dataset", "zero_non_finite"]
+
+
+def index_dataset(model_dir: str, dataset, batch_size: int, queries_out: str, docs_out: str | None = None,
+                  shard_size: int | None = None, shard_dir: str | None = None, precision: str = "fp32") -> dict:
+    """Encode ``dataset`` (a :class:`lsrbench.data.beir.Dataset`) with the SparseEncoder in
+    ``model_dir``. Without ``docs_out`` only the queries (a dataset scored against another
+    dataset's documents).
+
+    With ``shard_size`` (documents per shard; None or 0: one shot) the corpus is encoded in
+    resumable shards kept in ``shard_dir`` (default: ``doc_shards/`` beside ``docs_out``; not an
+    output, so it survives a failed job): a restarted job encodes only the shards that are
+    missing, and ``docs_out`` is the same file, byte for byte, as a one-shot encode's
+    (:mod:`lsrbench.index.shards`). The shards are removed once both outputs are written. Queries
+    are encoded in one shot. ``precision``: ``fp32``, ``bf16`` or ``auto``
+    (:func:`lsrbench.model.encoder.encode_autocast`; bf16 vectors differ from fp32 ones at bf16
+    rounding). Returns ``{"documents": {"shards", "shard_rows", "reused", "encoded"}, "precision": <resolved>}``.
+    """
+    from sentence_transformers import SparseEncoder
+
+    from lsrbench.index.encode import EncodePlan, encode_texts
+    from lsrbench.index.shards import discard_shards, encode_to_npz
+    from lsrbench.index.sparse import save_sparse
+    from lsrbench.model.encoder import default_device, encode_autocast
+
+    model = SparseEncoder(model_dir, device=default_device())
+    autocast, precision = encode_autocast(model.device, precision)
+    doc_ids, query_ids = list(dataset.corpus), list(dataset.queries)
+    stats, shards = None, 0
+    if docs_out:
+        doc_texts = [dataset.corpus[i] for i in doc_ids]
+        plan = EncodePlan(model, doc_texts, "document", batch_size)
+        shards = len(plan.shards(shard_size))
+        if shards > 1:
+            shard_dir = shard_dir or str(Path(docs_out).parent / "doc_shards")
+            key_parts = {"model_sha256": sha256_tree(model_dir), "texts_sha256": sha256_texts(doc_ids, doc_texts),
+                         "precision": precision}
+            with autocast:
+                stats = encode_to_npz(plan, doc_ids, docs_out, shard_size, shard_dir, key_parts,
+                                      fix=lambda m: zero_non_finite(m, docs_out))
+        else:  # one shot
+            with autocast:
+                docs = plan.encode_all()
+            save_sparse(docs_out, zero_non_finite(docs, docs_out), doc_ids)
+            del docs
+            stats = {"shards": 1, "shard_rows": len(doc_ids), "reused": 0, "encoded": 1}
+        del plan
+    with autocast:
+        queries = encode_texts(model, [dataset.queries[i] for i in query_ids], "query", batch_size)
+    save_sparse(queries_out, zero_non_finite(queries, queries_out), query_ids)
+    if shards > 1:
+        discard_shards(shard_dir)
+    return {"documents": stats, "precision": precision}
+
+
+def zero_non_finite(matrix, path: str):
+    """A collapsed run's model can emit NaN/inf weights; the train stage has already recorded it as
+    collapsed (its status.json, read by evaluate), so those weights are zeroed rather than failing
+    the DAG, and the count is logged."""
+    import numpy as np
+
+    bad = ~np.isfinite(matrix.data)
+    if bad.any():
+        log.warning("%s: %d non-finite weights set to 0 (collapsed model)", path, int(bad.sum()))
+        matrix.data[bad] = 0
+        matrix.eliminate_zeros()
+    return matrix

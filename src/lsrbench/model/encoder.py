@@ -1,0 +1,80 @@
+"""SPLADE encoders (Formal et al., "SPLADE v2: Sparse Lexical and Expansion Model for Information
+Retrieval", 2021): a fill-mask ``Transformer`` followed by sentence-transformers' ``SpladePooling``
+(max over tokens of ``log(1 + relu(h_t . W_head + b))``), built from a ``*ForMaskedLM`` checkpoint
+with the paper's rescale applied, and the device and precision they encode with."""
+
+from __future__ import annotations
+
+from lsrbench.model.rescale import rescale_mlm_head
+
+__all__ = ["build_sparse_encoder", "encode_autocast", "default_device"]
+
+
+def build_sparse_encoder(
+    path: str,
+    max_seq_length: int,
+    *,
+    trust_remote_code: bool = False,
+    revision: str | None = None,
+    head_scale: float = 1.0,
+    k: float = 1.0,
+    mode: str = "shared",
+    query_length: int | None = None,
+    document_length: int | None = None,
+    device: str | None = None,
+):
+    """A SPLADE ``SparseEncoder`` (MLM transformer + max pooling of log(1+relu)) from a checkpoint.
+
+    ``head_scale`` multiplies the head at load: it makes the synthetic large-norm twins declared in
+    the config. ``k`` then applies the paper's rescale ``W_head <- W_head / k``.
+    """
+    import transformers
+    from sentence_transformers import SparseEncoder
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sparse_encoder.modules import SpladePooling
+
+    transformers.logging.set_verbosity_error()
+    model_kwargs = {"trust_remote_code": trust_remote_code}
+    if revision:
+        model_kwargs["revision"] = revision
+    transformer = Transformer(
+        path,
+        transformer_task="fill-mask",
+        max_seq_length=max_seq_length,
+        model_kwargs=model_kwargs,
+        config_kwargs=dict(model_kwargs),
+        processor_kwargs=dict(model_kwargs),
+        query_length=query_length,
+        document_length=document_length,
+    )
+    mlm = transformer.auto_model
+    if head_scale != 1.0:
+        rescale_mlm_head(mlm, 1.0 / head_scale, "shared")
+    if k != 1.0 or mode == "untie":
+        rescale_mlm_head(mlm, k, mode)
+    return SparseEncoder(modules=[transformer, SpladePooling("max")], device=device or default_device())
+
+
+def encode_autocast(device: str, precision: str = "fp32"):
+    """The context the index stage encodes in: ``fp32`` (none), ``bf16`` (``torch.autocast`` in
+    bfloat16 on ``device``), or ``auto`` (bf16 on a CUDA GPU that supports it, else fp32).
+    Returns ``(context, resolved precision)``. Autocast keeps the weights in fp32 and runs the
+    matmuls (backbone and MLM decoder) in bf16; the pooled vectors come back as fp32."""
+    import contextlib
+
+    import torch
+
+    kind = torch.device(device).type
+    if precision == "auto":
+        precision = "bf16" if kind == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
+    if precision == "fp32":
+        return contextlib.nullcontext(), "fp32"
+    return torch.autocast(kind, dtype=torch.bfloat16), "bf16"
+
+
+def default_device() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    return "cpu"

@@ -1,0 +1,89 @@
+"""The paper's intervention and the quantity it compensates for: divide the MLM head's weight by a
+constant k before training, ``W_head <- W_head / k`` ("Rescaling MLM-Head for Neural Sparse
+Retrieval", arXiv 2606.18811), and measure the head's norms.
+
+Written here because it is the object of study and is three lines on top of transformers'
+``get_output_embeddings()``, which finds the head for every ``*ForMaskedLM`` family.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from torch import nn
+
+RescaleMode = Literal["shared", "untie"]
+
+
+def mlm_head(model: nn.Module) -> nn.Module:
+    """The vocabulary projection (``W_head``, ``b``) of a ``*ForMaskedLM`` model."""
+    head = model.get_output_embeddings()
+    if head is None or getattr(head, "weight", None) is None:
+        raise ValueError(f"{type(model).__name__} has no MLM output embeddings")
+    return head
+
+
+def head_is_tied(model: nn.Module) -> bool:
+    """True when the head's weight is the very tensor of the input embeddings."""
+    head = mlm_head(model)
+    inp = model.get_input_embeddings()
+    return inp is not None and head.weight.data_ptr() == inp.weight.data_ptr()
+
+
+@torch.no_grad()
+def rescale_mlm_head(model: nn.Module, k: float, mode: RescaleMode = "shared") -> nn.Module:
+    """Divide the MLM head weight by ``k`` in place: ``W_head <- W_head / k``.
+
+    ``mode="shared"`` (the paper's choice) divides the weight tensor itself, so a head tied to the
+    input embeddings stays tied and the input embeddings shrink by ``k`` too. ``mode="untie"`` first
+    gives the head its own copy of the weight (and marks the config untied, so saving and reloading
+    keeps it untied), then scales only that copy; the input embeddings are left unchanged.
+
+    The output bias is *not* scaled: the paper rescales W only, so ``h.W/k + b``.
+    ``k == 1`` in ``shared`` mode is a no-op.
+    """
+    if not k > 0:
+        raise ValueError(f"rescale factor k must be positive, got {k}")
+    if mode not in ("shared", "untie"):
+        raise ValueError(f"rescale mode must be 'shared' or 'untie', got {mode!r}")
+    head = mlm_head(model)
+    if mode == "untie":
+        if head_is_tied(model):
+            head.weight = nn.Parameter(head.weight.detach().clone())
+        if getattr(head, "bias", None) is not None:
+            # Several heads (BERT, ALBERT, RoBERTa) share the decoder bias with a head-level
+            # ``bias`` only through the tying machinery; once untied, transformers would reload
+            # the decoder bias as freshly initialised. An own copy is saved under both names.
+            head.bias = nn.Parameter(head.bias.detach().clone())
+        _mark_untied(model)
+    head.weight.div_(k)
+    return model
+
+
+def _mark_untied(model: nn.Module) -> None:
+    # transformers re-ties on load (and in tie_weights()) unless the config says otherwise.
+    for cfg in {id(c): c for c in (model.config, getattr(model.config, "get_text_config", lambda: None)())}.values():
+        if cfg is not None:
+            cfg.tie_word_embeddings = False
+
+
+@torch.no_grad()
+def head_norms(model: nn.Module) -> dict:
+    """Frobenius norm, mean and max row L2 norm, bias norm and shapes of the MLM head."""
+    head = mlm_head(model)
+    weight = head.weight.detach().float()
+    # A float32 reduction over millions of entries is off by ~1e-4 relative; a row (hidden-size
+    # entries) is exact enough, so reduce the rows in float64 (no float64 copy of the whole head).
+    rows = weight.norm(dim=1).double()
+    bias = getattr(head, "bias", None)
+    return {
+        "frobenius_norm": float(rows.square().sum().sqrt()),
+        "mean_row_norm": float(rows.mean()),
+        "max_row_norm": float(rows.max()),
+        "bias_norm": float(bias.detach().double().norm()) if bias is not None else 0.0,
+        "has_bias": bias is not None,
+        "vocab_size": int(weight.shape[0]),
+        "hidden_size": int(weight.shape[1]),
+        "tied": bool(head_is_tied(model)),
+    }

@@ -1,0 +1,300 @@
+"""The train stage's driver: rescale the MLM head (``W_head <- W_head / k``, "Rescaling MLM-Head for
+Neural Sparse Retrieval", arXiv 2606.18811), then train SPLADE (Formal et al., "SPLADE v2", 2021)
+with sentence-transformers' ``SparseEncoderTrainer``: in-batch negatives, FLOPS regularisers with
+their quadratic warm-up, a fixed number of optimiser steps.
+
+Around the trainer: resumable checkpoints (:mod:`~lsrbench.model.checkpoints`), the exact per-step
+log (:mod:`~lsrbench.model.train_log`), data-parallel processes (:mod:`~lsrbench.model.ranks`) and
+collapse as a result: a non-finite loss stops training and the last all-finite weights are kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from lsrbench.atomic import atomic_dir
+from lsrbench.model.checkpoints import (
+    CHECKPOINT_LOG,
+    checkpoint_step,
+    complete_checkpoints,
+    prepare_checkpoints,
+    training_key,
+)
+from lsrbench.model.losses import NonFiniteLoss, recording_splade_loss
+from lsrbench.model.ranks import world
+from lsrbench.model.train_log import read_train_log, train_log_callback, write_train_log
+
+log = logging.getLogger(__name__)
+
+__all__ = ["train_splade", "set_seed"]
+
+
+def set_seed(seed: int) -> None:
+    import random
+
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _precision_flags(precision: str) -> dict:
+    import torch
+
+    if precision == "auto":
+        if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+            precision = "bf16"
+        else:
+            precision = "fp32"
+    if precision in ("bf16", "fp16") and not torch.cuda.is_available():
+        log.warning("precision %s requested without a GPU: training in fp32", precision)
+        precision = "fp32"
+    return {"bf16": precision == "bf16", "fp16": precision == "fp16"}
+
+
+@dataclass
+class _Run:
+    """One training run's fixed inputs."""
+
+    model_path: str
+    triplets: list[dict]
+    recipe: dict
+    k: float
+    mode: str
+    head_scale: float
+    trust_remote_code: bool
+    revision: str | None
+
+    def build(self):
+        """The SparseEncoder at step 0: the checkpoint, its head rescaled, seeded."""
+        from lsrbench.model.encoder import build_sparse_encoder
+
+        set_seed(self.recipe["seed"])
+        return build_sparse_encoder(
+            self.model_path, self.recipe["document_max_length"],
+            trust_remote_code=self.trust_remote_code, revision=self.revision, head_scale=self.head_scale,
+            k=self.k, mode=self.mode, query_length=self.recipe["query_max_length"],
+            document_length=self.recipe["document_max_length"],
+        )
+
+    def all_finite(self, model) -> bool:
+        """Finite weights, and finite vectors for a few training documents (huge but finite weights
+        can still overflow to inf in the forward pass)."""
+        import torch
+
+        if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+            return False
+        with torch.no_grad():
+            probe = model.encode_document([t["positive"] for t in self.triplets[:8]], convert_to_tensor=True)
+            probe = probe.coalesce().values() if probe.is_sparse else probe
+        return bool(torch.isfinite(probe).all())
+
+    def key(self) -> str:
+        return training_key(self.model_path, self.triplets, self.recipe, self.k, self.mode, self.head_scale,
+                            self.revision)
+
+
+def train_splade(
+    model_path: str,
+    triplets: list[dict],
+    recipe: dict,
+    out_dir: str | os.PathLike,
+    log_path: str | os.PathLike,
+    *,
+    k: float = 1.0,
+    mode: str = "shared",
+    head_scale: float = 1.0,
+    trust_remote_code: bool = False,
+    revision: str | None = None,
+    checkpoint_dir: str | os.PathLike | None = None,
+    checkpoint_steps: int | None = None,
+) -> dict:
+    """Rescale ``W_head <- W_head / k`` and train SPLADE for ``recipe['steps']`` steps.
+
+    Writes the model in SparseEncoder format to ``out_dir`` and one JSON line per step to
+    ``log_path``. ``steps == 0`` saves the (rescaled) checkpoint untrained: the way to evaluate a
+    published SPLADE model as it is. Returns a summary (first/last loss, steps, seconds, status).
+
+    With ``checkpoint_dir`` and ``checkpoint_steps`` (default ``recipe['checkpoint_steps']``) > 0
+    the full training state is saved there every ``checkpoint_steps`` steps, and a call that finds
+    a complete checkpoint of the same training run (same model, data, k and recipe) resumes from
+    it: same weights, optimiser, scheduler, RNG states, data position, and the per-step log
+    continues where it stopped.
+
+    A loss part that becomes NaN or infinite stops training before that step's update; the run
+    is then finished as ``collapsed`` (``summary['status']``) with the last weights that are all
+    finite (the previous step's, else the latest checkpoint's, else the initial model's).
+    """
+    steps = int(recipe["steps"])
+    every = int((recipe["checkpoint_steps"] if checkpoint_steps is None else checkpoint_steps) or 0)
+    if steps > 0:
+        triplets = _cycled(triplets, steps * recipe["batch_size"])
+    run = _Run(model_path, triplets, recipe, k, mode, head_scale, trust_remote_code, revision)
+    start = time.time()
+    model = run.build()
+    rows: list[dict] = []
+    outcome = {"status": {"status": "ok"}, "resumed_from": None, "fused_pooling": None}
+    if steps > 0:
+        model, outcome = _train(run, model, rows, checkpoint_dir if every > 0 else None, every)
+    status = outcome["status"]
+    if status["status"] == "ok" and triplets and not run.all_finite(model):
+        status = {**_last_finite(rows), "status": "collapsed: non-finite vectors",
+                  "reason": "the model's vectors are NaN or infinite on training documents",
+                  "step": steps, "model_step": steps, "model_finite": False}
+    if world()[0] == 0:  # one writer of the outputs when several processes trained
+        write_train_log(log_path, rows)
+        with atomic_dir(out_dir) as tmp_dir:
+            model.save(str(tmp_dir))
+    losses = [r["loss"] for r in rows if r.get("loss") is not None]
+    resumed_from = outcome["resumed_from"]
+    return {
+        "steps": steps,
+        "seconds": round(time.time() - start, 3),
+        "first_loss": losses[0] if losses else None,
+        "last_loss": losses[-1] if losses else None,
+        "finite": all(math.isfinite(x) for x in losses),
+        "resumed_from": resumed_from,
+        "resumed_from_step": checkpoint_step(resumed_from) if resumed_from else None,
+        "status": status,
+        "fused_pooling": outcome["fused_pooling"],
+        "processes": world()[1],
+    }
+
+
+def _cycled(triplets: list[dict], need: int) -> list[dict]:
+    """Exactly ``need`` triplets, cycling through the list rather than running out: steps, not
+    epochs, define the recipe."""
+    if len(triplets) < need:
+        triplets = [triplets[i % len(triplets)] for i in range(need)]
+    return triplets[:need]
+
+
+def _last_finite(rows: list[dict]) -> dict:
+    finite = [r for r in rows if r.get("loss") is not None and math.isfinite(r["loss"])]
+    return {"last_finite_loss": finite[-1]["loss"] if finite else None,
+            "last_finite_step": finite[-1]["step"] if finite else None}
+
+
+def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int):
+    """Train ``model`` in place (resuming from a checkpoint of the same run when there is one);
+    returns the model to save (the last all-finite one after a collapse) and the outcome."""
+    from datasets import Dataset
+
+    recipe = run.recipe
+    dataset = Dataset.from_list([{key: t[key] for key in ("query", "positive", "negative")} for t in run.triplets])
+    rank, size = world()
+    if recipe["batch_size"] % size:
+        raise ValueError(f"batch_size {recipe['batch_size']} is not a multiple of the {size} training processes")
+    loss = recording_splade_loss(model, recipe["lambda_q"], recipe["lambda_d"], gather=size > 1)
+    outcome = {"status": {"status": "ok"}, "resumed_from": None, "fused_pooling": None}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(checkpoint_dir) if checkpoint_dir is not None else Path(tmp)
+        key = run.key() if checkpoint_dir is not None else None
+        # The main process clears stale checkpoints; the others look once it has (below).
+        latest = prepare_checkpoints(out, key) if key and rank == 0 else None
+        args = _training_args(recipe, out, size, every if key else 0)
+        if size > 1:
+            import torch.distributed as dist
+
+            _ = args.device  # sets up the process group
+            dist.barrier()
+            if rank != 0 and key:
+                latest = prepare_checkpoints(out, key)  # nothing stale is left: only finds the latest
+        if latest is not None:
+            rows.extend(read_train_log(latest / CHECKPOINT_LOG))
+            outcome["resumed_from"] = str(latest)
+            log.info("resuming from %s (step %d)", latest, rows[-1]["step"] if rows else 0)
+        live = out / "train_log.live.jsonl" if key else None
+        trainer = _trainer(model, args, dataset, loss, recipe, rows, live)
+        fused = contextlib.nullcontext(False)
+        if recipe["fused_pooling"]:
+            from lsrbench.model.fused_pooling import fused_pooling
+
+            fused = fused_pooling(model, [t["positive"] for t in run.triplets[:4]])
+        try:
+            with fused as pooling_fused:
+                outcome["fused_pooling"] = pooling_fused
+                trainer.train(resume_from_checkpoint=str(latest) if latest is not None else None)
+        except NonFiniteLoss as exc:
+            outcome["status"] = _collapsed(exc, trainer.state.global_step, rows)
+            model = _roll_back(run, trainer, model, out, outcome["status"])
+    return model, outcome
+
+
+def _training_args(recipe: dict, out: Path, processes: int, every: int):
+    from sentence_transformers.sentence_transformer.training_args import BatchSamplers
+    from sentence_transformers.sparse_encoder import SparseEncoderTrainingArguments
+
+    save = ({"save_strategy": "steps", "save_steps": every, "save_total_limit": None} if every > 0
+            else {"save_strategy": "no"})
+    return SparseEncoderTrainingArguments(
+        output_dir=str(out),
+        max_steps=int(recipe["steps"]),
+        # The recipe's batch is the global one: each of `processes` processes takes its share.
+        per_device_train_batch_size=recipe["batch_size"] // processes,
+        learning_rate=recipe["learning_rate"],
+        warmup_steps=recipe["warmup_steps"],
+        seed=recipe["seed"],
+        data_seed=recipe["seed"],
+        logging_steps=1,
+        report_to="none",
+        disable_tqdm=True,
+        dataloader_drop_last=True,
+        batch_sampler=BatchSamplers.NO_DUPLICATES,
+        router_mapping={"query": "query", "positive": "document", "negative": "document"},
+        **save,
+        **_precision_flags(recipe["precision"]),
+    )
+
+
+def _trainer(model, args, dataset, loss, recipe: dict, rows: list[dict], live: Path | None):
+    from sentence_transformers.sparse_encoder import SparseEncoderTrainer
+    from sentence_transformers.sparse_encoder.callbacks.splade_callbacks import SpladeRegularizerWeightSchedulerCallback
+
+    return SparseEncoderTrainer(
+        model=model, args=args, train_dataset=dataset, loss=loss,
+        callbacks=[
+            SpladeRegularizerWeightSchedulerCallback(
+                loss, scheduler_type="quadratic", warmup_ratio=recipe["regularizer_warmup_ratio"]),
+            train_log_callback(loss, rows, live),
+        ],
+    )
+
+
+def _collapsed(exc: NonFiniteLoss, global_step: int, rows: list[dict]) -> dict:
+    """The status of a run whose loss became non-finite at the step after ``global_step``."""
+    bad = {name: v for name, v in exc.parts.items() if not math.isfinite(v)}
+    step = global_step + 1
+    status = {"status": "collapsed: non-finite training loss",
+              "reason": "non-finite training loss (" + ", ".join(f"{n}={v}" for n, v in bad.items()) + ")",
+              "step": step, **_last_finite(rows)}
+    log.warning("training collapsed at step %d: %s", step, status["reason"])
+    return status
+
+
+def _roll_back(run: _Run, trainer, model, out: Path, status: dict):
+    """The model to keep after a collapse: the current weights if all finite, else the latest
+    checkpoint's that are, else the initial model; ``status`` gets which step that is."""
+    model_step = trainer.state.global_step
+    if not run.all_finite(model):
+        model_step = None
+        for ckpt_step, ckpt in reversed(complete_checkpoints(out)):
+            trainer._load_from_checkpoint(str(ckpt))
+            if run.all_finite(model):
+                model_step = ckpt_step
+                break
+        if model_step is None:
+            model = run.build()
+            model_step = 0
+    status["model_step"] = model_step
+    status["model_finite"] = run.all_finite(model)
+    return model

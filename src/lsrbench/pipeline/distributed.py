@@ -1,0 +1,53 @@
+"""Data-parallel training of one run: the train stage re-runs itself in ``n`` processes under
+torchrun (one per GPU; gloo on CPU), and this module is each process's entry point::
+
+    python -m torch.distributed.run --standalone --nproc_per_node=N -m lsrbench.pipeline.distributed CALL.json
+
+``CALL.json`` names the stage function (``module:function``) and its arguments.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+__all__ = ["run_distributed", "main"]
+
+
+def run_distributed(n: int, function: str, kwargs: dict, status_path: str) -> dict:
+    """Run ``function(**kwargs)`` in ``n`` processes under torchrun and return the status the main
+    process wrote to ``status_path``. Each process gets its share of this job's threads."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as fh:
+        json.dump({"function": function, "kwargs": kwargs}, fh)
+    env = dict(os.environ)
+    threads = max(1, int(env.get("OMP_NUM_THREADS") or os.cpu_count() or 1) // n)
+    env.update({var: str(threads) for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")})
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}",
+           "-m", "lsrbench.pipeline.distributed", fh.name]
+    try:
+        proc = subprocess.run(cmd, env=env)
+    finally:
+        os.unlink(fh.name)
+    if proc.returncode != 0:
+        raise RuntimeError(f"distributed training ({n} processes) failed with exit code {proc.returncode}")
+    return json.loads(Path(status_path).read_text(encoding="utf-8"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    with open(argv[0], encoding="utf-8") as fh:
+        call = json.load(fh)
+    module, name = call["function"].split(":")
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    getattr(importlib.import_module(module), name)(**call["kwargs"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

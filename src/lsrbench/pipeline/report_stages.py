@@ -1,0 +1,85 @@
+"""One function per report rule: each reads cached run outputs only (metrics, per-query scores,
+head norms, training logs) and writes one report, so deleting a report re-runs just its rule."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lsrbench.atomic import atomic_open
+from lsrbench.pipeline.stages import as_list
+
+
+def report_collect(metric_files, output: str) -> None:
+    from lsrbench.report.results import collect_metrics
+
+    collect_metrics(as_list(metric_files), output)
+
+
+def report_table1(metrics_csv: str, norm_files, norm_names: list[str], report_cfg: dict, backbones: dict,
+                  auto_k: dict | None, output: str, cells: str | None = None, reference_file=None) -> None:
+    """table1.md, and beside it ``cells`` (table1.cells.json): every cell with the metrics.csv rows
+    it comes from, which ``lsrbench verify`` checks the table against. ``reference_file`` is
+    ``report_cfg["reference"]`` as a Snakemake input (so that editing it re-runs the table)."""
+    from lsrbench.report.table1 import write_table1
+
+    write_table1(metrics_csv, report_cfg, backbones, output, dict(zip(norm_names, as_list(norm_files))), auto_k,
+                 cells_json=cells)
+
+
+def report_table_beir(metrics_csv: str, report_cfg: dict, backbones: dict, output: str) -> None:
+    from lsrbench.report.tables import write_table_beir
+
+    write_table_beir(metrics_csv, report_cfg, backbones, output)
+
+
+def _read_norms(norm_files, norm_names: list[str]) -> tuple[dict[str, str], dict[str, dict]]:
+    files = dict(zip(norm_names, as_list(norm_files)))
+    return files, {b: json.loads(Path(p).read_text(encoding="utf-8")) for b, p in files.items()}
+
+
+def report_norms(norm_files, norm_names: list[str], metrics_csv: str, report_cfg: dict, backbones: dict,
+                 auto_k: dict | None, out_md: str, out_png: str) -> None:
+    from lsrbench.report.plots import plot_norms
+    from lsrbench.report.results import read_metrics
+    from lsrbench.report.tables import auto_k_markdown, norms_markdown
+
+    files, norms = _read_norms(norm_files, norm_names)
+    text = norms_markdown(files, backbones) + auto_k_markdown(read_metrics(metrics_csv), report_cfg, backbones, norms,
+                                                              auto_k)
+    with atomic_open(out_md, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    plot_norms(files, metrics_csv, report_cfg, backbones, out_png)
+
+
+def report_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: str, out_pdf: str) -> None:
+    from lsrbench.report.plots import plot_tradeoff
+
+    plot_tradeoff(metrics_csv, report_cfg, backbones, out_png, out_pdf)
+
+
+def report_loss_curves(log_files, log_keys: list[str], backbones: dict, output: str) -> None:
+    from lsrbench.report.plots import plot_loss_curves
+
+    plot_loss_curves(dict(zip(log_keys, as_list(log_files))), backbones, output)
+
+
+def report_claims(metrics_csv: str, perquery_files, perquery_keys: list[list[str]], norm_files, norm_names: list[str],
+                  log_files, log_keys: list[str], claims_cfg: dict, output: str) -> None:
+    """Evaluate the config's claims on this run's numbers into claims.md."""
+    import pandas as pd
+
+    from lsrbench.model.train_log import read_train_log
+    from lsrbench.report.claims import Evidence, claims_markdown, evaluate_claims
+    from lsrbench.report.results import read_metrics
+
+    perquery = {tuple(key): pd.read_csv(path, sep="\t", dtype={"query_id": str})
+                for key, path in zip(perquery_keys, as_list(perquery_files))}
+    _, norms = _read_norms(norm_files, norm_names)
+    logs = {}
+    for key, path in zip(log_keys, as_list(log_files)):
+        run, k = key.rsplit("|", 1)
+        logs[(run, k)] = read_train_log(path)
+    ev = Evidence(read_metrics(metrics_csv), perquery, norms, logs)
+    with atomic_open(output, "w", encoding="utf-8") as fh:
+        fh.write(claims_markdown(evaluate_claims(ev, claims_cfg), claims_cfg))

@@ -1,0 +1,127 @@
+"""Reading the results of a grid: ``results/metrics.csv`` (tidy rows, one per run, dataset and
+measure), the per-run table every report is built from, and the best k of a run: the one
+definition used by Table 1's bold, the norms report, the auto-k report and the claims."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from lsrbench.atomic import atomic_open
+from lsrbench.names import (BM25, COLLAPSED, DEFAULT_MODE, DOC_DIMS, FLOPS, METRIC_COLUMNS, POOLED, QUERY_DIMS, k_order,
+                            k_value, split_run_name)
+
+__all__ = ["collect_metrics", "read_metrics", "run_label", "flops_datasets", "run_table", "collapsed_runs",
+           "mean_score", "best_k", "best_ks", "pareto_front"]
+
+
+def collect_metrics(files: list[str], out_csv: str) -> pd.DataFrame:
+    """Concatenate per-run tidy metric files into ``results/metrics.csv`` (deterministic order)."""
+    frames = [pd.read_csv(f, sep="\t", dtype={"backbone": str, "k": str, "dataset": str, "measure": str}) for f in files]
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=METRIC_COLUMNS)
+    df = df[METRIC_COLUMNS]
+    df["_bm25"] = df["backbone"] != BM25
+    df["_k"] = df["k"].map(k_order)
+    df = df.sort_values(["_bm25", "backbone", "_k", "dataset", "measure"], kind="stable").drop(columns=["_k", "_bm25"])
+    with atomic_open(out_csv, "w", encoding="utf-8", newline="") as fh:
+        df.to_csv(fh, index=False, float_format="%.6g")
+    return df
+
+
+def read_metrics(path: str) -> pd.DataFrame:
+    """results/metrics.csv as a frame (k and names as text)."""
+    return pd.read_csv(path, dtype={"backbone": str, "k": str, "dataset": str, "measure": str})
+
+
+def run_label(name: str, backbones: dict) -> str:
+    """How a run is named in tables and figures: its backbone's label, the mode, a dagger for synthetic backbones."""
+    base, mode = split_run_name(name)
+    entry = backbones.get(base, {})
+    label = entry.get("label", base)
+    if mode != "shared":
+        label = f"{label} [{mode}]"
+    return f"{label} †" if entry.get("synthetic") else label
+
+
+def flops_datasets(metrics: pd.DataFrame, report_cfg: dict) -> list[str]:
+    """The metrics.csv datasets FLOPs and active dims are read from: the pooled rows
+    (:data:`lsrbench.names.POOLED`, SparseNanoBEIREvaluator's pooling) when ``flops_datasets`` names
+    several datasets, else that one dataset (default: the mean over every dataset)."""
+    names = report_cfg.get("flops_datasets") or sorted(set(metrics["dataset"].unique()) - {POOLED})
+    return [POOLED] if len(report_cfg.get("flops_datasets") or []) > 1 else list(names)
+
+
+def run_table(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> pd.DataFrame:
+    """One row per (backbone, k): each configured column is the mean of its measure over its
+    datasets; FLOPs and active dims come from :func:`flops_datasets`."""
+    rows = []
+    flops_ds = flops_datasets(metrics, report_cfg)
+    order = {name: i for i, name in enumerate(backbones)}
+    for (backbone, k), grp in metrics.groupby(["backbone", "k"], sort=False):
+        row = {"backbone": backbone, "k": k}
+        for col in report_cfg["columns"]:
+            sel = grp[(grp["measure"] == col["measure"]) & grp["dataset"].isin(col["datasets"])]
+            row[col["name"]] = sel["value"].mean() if len(sel) == len(col["datasets"]) else np.nan
+        for measure, name in ((FLOPS, "FLOPs"), (QUERY_DIMS, "q dims"), (DOC_DIMS, "d dims")):
+            sel = grp[(grp["measure"] == measure) & grp["dataset"].isin(flops_ds)]
+            row[name] = sel["value"].mean() if len(sel) else np.nan
+        row["collapsed"] = bool((grp.loc[grp["measure"] == COLLAPSED, "value"] > 0).any())
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    table["_order"] = [-1 if b == BM25 else order.get(split_run_name(b)[0], len(order)) + (0.5 if split_run_name(b)[1] != DEFAULT_MODE else 0)
+                       for b in table["backbone"]]
+    table["_k"] = table["k"].map(k_order)
+    return table.sort_values(["_order", "_k"], kind="stable").drop(columns=["_order", "_k"]).reset_index(drop=True)
+
+
+def collapsed_runs(metrics: pd.DataFrame) -> set[tuple[str, str]]:
+    """(run, k) of every run whose ``collapsed`` row is set on some dataset."""
+    flags = metrics[(metrics["measure"] == COLLAPSED) & (metrics["value"] > 0)]
+    return set(zip(flags["backbone"], flags["k"]))
+
+
+def mean_score(metrics: pd.DataFrame, run: str, k: str, measure: str, datasets: list[str]) -> float | None:
+    """Mean of ``measure`` over ``datasets`` for one run (the macro mean a table column shows);
+    None unless every dataset has its row."""
+    sel = metrics[(metrics["backbone"] == run) & (metrics["k"] == k) & (metrics["measure"] == measure)
+                  & metrics["dataset"].isin(datasets)]
+    if len(sel) != len(datasets):
+        return None
+    return float(sel["value"].mean())
+
+
+def best_k(metrics: pd.DataFrame, run: str, measure: str, datasets: list[str]) -> str | None:
+    """The best rescale factor of one run: the numeric k (``auto`` is not a candidate) with the
+    highest :func:`mean_score`, collapsed runs excluded, the smallest k on ties; None when no k
+    qualifies. The one definition of "best k" (Table 1's bold, norms, auto-k, claims)."""
+    collapsed = collapsed_runs(metrics)
+    scored = []
+    for k in metrics.loc[metrics["backbone"] == run, "k"].unique():
+        if k_value(k) is None or (run, k) in collapsed:
+            continue
+        score = mean_score(metrics, run, k, measure, datasets)
+        if score is not None and not np.isnan(score):
+            scored.append((score, -k_value(k), k))
+    return max(scored)[2] if scored else None
+
+
+def best_ks(metrics: pd.DataFrame, measure: str, datasets: list[str]) -> dict[str, str]:
+    """:func:`best_k` of every run of ``metrics`` that has one (BM25 has none)."""
+    out = {}
+    for run in metrics.loc[metrics["backbone"] != BM25, "backbone"].unique():
+        k = best_k(metrics, run, measure, datasets)
+        if k is not None:
+            out[run] = k
+    return out
+
+
+def pareto_front(points: list[tuple[str, float, float]]) -> list[str]:
+    """Names of the points not dominated by another (lower cost and higher score, one strictly)."""
+    front = []
+    for name, cost, score in points:
+        dominated = any(c <= cost and s >= score and (c < cost or s > score) for n2, c, s in points if n2 != name)
+        if not dominated:
+            front.append(name)
+    return front

@@ -1,0 +1,196 @@
+"""Table 1 of the paper, reproduced: one row per (backbone, k), the report's columns (a macro mean
+of a measure over datasets each), FLOPs and active dims, the best k in bold, collapsed runs
+marked, the paper's reported values beside ours; and its sidecar ``table1.cells.json``, which
+records where every cell comes from so that ``lsrbench verify`` can trace it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from lsrbench.atomic import atomic_open
+from lsrbench.hashing import sha256_file
+from lsrbench.model.auto_k import auto_k_ratio
+from lsrbench.names import BM25, COLLAPSED, DOC_DIMS, FLOPS, QUERY_DIMS, split_run_name
+from lsrbench.report.results import best_ks, flops_datasets, read_metrics, run_label, run_table
+
+__all__ = ["load_reference", "auto_k_values", "render_cell", "table1_cells", "table1_markdown", "table1_record",
+           "write_table1"]
+
+
+def load_reference(path: str | None) -> dict:
+    """The paper's reported values: {backbone: {k: {column name: value}}} (config/paper_reference.yaml)."""
+    if not path:
+        return {}
+    import yaml
+
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    return {str(b): {str(k): v for k, v in ks.items()} for b, ks in data.get("values", {}).items()}
+
+
+def auto_k_values(norms: dict[str, dict], auto_cfg: dict | None) -> dict[str, float]:
+    """k: auto for every backbone with head norms (:func:`lsrbench.model.auto_k.auto_k_ratio`)."""
+    if not auto_cfg or auto_cfg.get("reference") not in norms:
+        return {}
+    stat = auto_cfg["statistic"]
+    return {b: auto_k_ratio(n, norms[auto_cfg["reference"]], stat) for b, n in norms.items()}
+
+
+def render_cell(cell: dict) -> str:
+    """The text of one table1.md cell from its record (see :func:`table1_cells`)."""
+    if cell.get("collapsed"):
+        return "collapsed"
+    if "numbers" not in cell:
+        return cell["text"]
+    texts = [n["text"] for n in cell["numbers"]]
+    body = "–" if all(t is None for t in texts) else cell.get("sep", "").join("–" if t is None else t for t in texts)
+    if cell.get("bold"):
+        body = f"**{body}**"
+    if cell.get("template"):
+        body = cell["template"].format(body)
+    if cell.get("reference"):
+        body += f" (paper {cell['reference']['text']})"
+    return body
+
+
+def _number(run: pd.DataFrame, measure: str, datasets: list[str], fmt: str, require_all: bool) -> dict:
+    """A mean of metric rows, as shown in a cell, with the metrics.csv rows it averages."""
+    sel = run[(run["measure"] == measure) & run["dataset"].isin(datasets)]
+    complete = len(sel) == len(datasets) if require_all else len(sel) > 0
+    value = sel["value"].mean() if complete else np.nan
+    return {"measure": measure, "datasets": list(datasets), "require_all": require_all, "format": fmt,
+            # metrics.csv line of each source row: the frame is metrics.csv as read (header = line 1)
+            "sources": [{"line": int(i) + 2, "dataset": d, "value": float(v)}
+                        for i, d, v in zip(sel.index, sel["dataset"], sel["value"])],
+            "value": None if pd.isna(value) else float(value),
+            "text": None if pd.isna(value) else format(value, fmt)}
+
+
+def table1_cells(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms: dict | None = None,
+                 auto_cfg: dict | None = None) -> dict:
+    """Every cell of table1.md with where its numbers come from.
+
+    ``{"columns": [...], "rows": [{"backbone", "k", "collapsed", "collapsed_sources", "cells": [cell, ...]}]}``.
+    A cell is ``{"column", "text"}`` plus, where it shows numbers, ``numbers`` (each the mean of
+    ``sources``, metrics.csv rows of ``measure`` over ``datasets``; or, for ``k: auto``, a ratio of
+    two head norms), and its decorations: ``bold`` (best k), ``collapsed``, ``reference`` (a value
+    from the paper, read from ``report_cfg["reference"]``, not from any run). ``text`` is
+    :func:`render_cell` of the rest. ``metrics`` must be metrics.csv as :func:`read_metrics` reads it.
+    """
+    table = run_table(metrics, report_cfg, backbones)
+    columns = [c["name"] for c in report_cfg["columns"]]
+    out = {"columns": ["Backbone", "k", *columns, "FLOPs", "q / d dims"], "rows": []}
+    if table.empty:
+        return out
+    first = columns[0]
+    first_col = report_cfg["columns"][0]
+    best = best_ks(metrics, first_col["measure"], first_col["datasets"])
+    reference = load_reference(report_cfg.get("reference"))
+    autos = auto_k_values(norms or {}, auto_cfg)
+    flops_ds = flops_datasets(metrics, report_cfg)
+    for b, k, collapsed in zip(table["backbone"], table["k"], table["collapsed"]):
+        run = metrics[(metrics["backbone"] == b) & (metrics["k"] == k)]
+        flags = run[run["measure"] == COLLAPSED]
+        k_cell = {"column": "k", "text": k}
+        base = split_run_name(b)[0]
+        if k == "auto" and base in autos:
+            stat = auto_cfg["statistic"]
+            k_cell = {"column": "k", "template": "auto ({})", "numbers": [
+                {"norms": {"backbone": base, "reference": auto_cfg["reference"], "statistic": stat},
+                 "format": ".3g", "value": float(autos[base]), "text": format(autos[base], ".3g")}]}
+        cells = [{"column": "Backbone", "text": run_label(b, backbones) if b != BM25 else "BM25 (bm25s)"}, k_cell]
+        for col in report_cfg["columns"]:
+            name = col["name"]
+            cell = {"column": name, "numbers": [_number(run, col["measure"], col["datasets"], ".3f", True)],
+                    "collapsed": bool(collapsed)}
+            cell["bold"] = name == first and best.get(b) == k
+            ref = reference.get(b, {}).get(k, {}).get(name)
+            if ref is not None:
+                cell["reference"] = {"file": report_cfg["reference"], "backbone": b, "k": k, "column": name,
+                                     "value": float(ref), "text": f"{ref:.3f}"}
+            cells.append(cell)
+        cells.append({"column": "FLOPs", "numbers": [_number(run, FLOPS, flops_ds, ".2f", False)],
+                      "collapsed": bool(collapsed)})
+        cells.append({"column": "q / d dims", "sep": " / ", "numbers": [_number(run, QUERY_DIMS, flops_ds, ".1f", False),
+                                                                        _number(run, DOC_DIMS, flops_ds, ".1f", False)]})
+        for cell in cells:
+            cell["text"] = render_cell(cell)
+        out["rows"].append({"backbone": b, "k": k, "collapsed": bool(collapsed),
+                            "collapsed_sources": [{"line": int(i) + 2, "dataset": d, "value": float(v)}
+                                                  for i, d, v in zip(flags.index, flags["dataset"], flags["value"])],
+                            "cells": cells})
+    return out
+
+
+def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms: dict | None = None,
+                    auto_cfg: dict | None = None, cells: dict | None = None) -> str:
+    """The paper's Table 1 shape, as Markdown: one row per (backbone, k), best k per backbone in
+    bold, collapsed runs shown as such, the paper's value beside ours where it reports one."""
+    if cells is None:
+        cells = table1_cells(metrics, report_cfg, backbones, norms, auto_cfg)
+    if not cells["rows"]:
+        return "No finished runs.\n"
+    first = report_cfg["columns"][0]["name"]
+    reference = report_cfg.get("reference")
+    shown = pd.DataFrame([[c["text"] for c in row["cells"]] for row in cells["rows"]], columns=cells["columns"])
+    lines = ["# Table 1: effectiveness and efficiency per backbone and rescale factor k", ""]
+    if report_cfg.get("caption"):
+        lines += [report_cfg["caption"].strip(), ""]
+    # disable_numparse: a cell is shown as written ("2.50", not tabulate's "2.5")
+    lines.append(shown.to_markdown(index=False, colalign=["left"] + ["right"] * (shown.shape[1] - 1),
+                                   disable_numparse=True))
+    lines += [
+        "",
+        f"k: the MLM head weight is divided by k before training (W_head <- W_head / k); auto: k = head norm / "
+        f"head norm of the reference backbone. Bold: best k per backbone on {first}. [untie]: the head gets its own "
+        "copy before the rescale (input embeddings unchanged); otherwise the tied matrix is scaled (the paper). "
+        "FLOPs: sum_j p_q(j) p_d(j), the expected number of multiplications per query-document pair; q / d dims: "
+        "mean non-zero terms per query / document. collapsed: the run's status says it collapsed (see its status.json).",
+    ]
+    if any(e.get("synthetic") for e in backbones.values()):
+        lines.append("† synthetic backbone: a real checkpoint with its head scaled at load (see config).")
+    if reference and load_reference(reference):
+        lines.append(f"(paper x): the value reported in the paper, from {reference}.")
+    return "\n".join(lines) + "\n"
+
+
+def table1_record(cells: dict, metrics_csv: str, report_cfg: dict, backbones: dict, norm_files: dict,
+                  auto_cfg: dict | None, out_md: str, cells_json: str) -> dict:
+    """The sidecar of table1.md (``table1.cells.json``): what the table was computed from (with
+    SHA-256), the settings needed to compute it again, and every cell (see :func:`table1_cells`).
+    ``lsrbench verify`` checks the table against it and recomputes every cell from metrics.csv."""
+    def stamp(path):
+        path = str(path)
+        return {"path": path, "sha256": sha256_file(path), "bytes": Path(path).stat().st_size}
+
+    ref = report_cfg.get("reference")
+    return {
+        "format": 1,
+        "manifest": str(cells_json),  # its own path as written (finds the working directory again)
+        "table": stamp(out_md),
+        "metrics_csv": stamp(metrics_csv),
+        "reference": ({**stamp(ref), "resolved": str(Path(ref).resolve())} if ref and Path(ref).is_file() else None),
+        "norm_files": {b: str(p) for b, p in norm_files.items()},
+        "settings": {"report": report_cfg, "auto_k": auto_cfg,
+                     "backbones": {b: {key: e[key] for key in ("label", "synthetic") if key in e}
+                                   for b, e in backbones.items()}},
+        **cells,
+    }
+
+
+def write_table1(metrics_csv: str, report_cfg: dict, backbones: dict, out_md: str, norm_files: dict | None = None,
+                 auto_cfg: dict | None = None, cells_json: str | None = None) -> None:
+    norm_files = dict(norm_files or {})
+    norms = {b: json.loads(Path(p).read_text()) for b, p in norm_files.items()}
+    metrics = read_metrics(metrics_csv)
+    cells = table1_cells(metrics, report_cfg, backbones, norms, auto_cfg)
+    with atomic_open(out_md, "w", encoding="utf-8") as fh:
+        fh.write(table1_markdown(metrics, report_cfg, backbones, cells=cells))
+    if cells_json:
+        record = table1_record(cells, metrics_csv, report_cfg, backbones, norm_files, auto_cfg, out_md, cells_json)
+        with atomic_open(cells_json, "w", encoding="utf-8") as fh:
+            json.dump(record, fh, indent=1, ensure_ascii=False)
+            fh.write("\n")

@@ -1,0 +1,98 @@
+"""The report's other tables: every run on every dataset (``table_beir.md``), the head norms of
+the backbones (``norms.md``) and what ``k: auto`` costs against the best k found by the sweep."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from lsrbench.atomic import atomic_open
+from lsrbench.names import BM25, k_order, split_run_name
+from lsrbench.report.results import best_ks, read_metrics, run_label, run_table
+from lsrbench.report.table1 import auto_k_values
+
+__all__ = ["beir_markdown", "write_table_beir", "norms_markdown", "auto_k_markdown"]
+
+
+def beir_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> str:
+    """Per-dataset effectiveness of every run (one column per dataset, then each group's mean)."""
+    measure = report_cfg["beir_measure"]
+    sel = metrics[metrics["measure"] == measure]
+    if sel.empty:
+        return f"No {measure} values.\n"
+    pivot = sel.pivot_table(index=["backbone", "k"], columns="dataset", values="value", aggfunc="first")
+    datasets = [d for c in report_cfg["columns"] for d in c["datasets"]]
+    datasets = list(dict.fromkeys(d for d in datasets if d in pivot.columns)) + [d for d in pivot.columns if d not in datasets]
+    pivot = pivot[datasets]
+    for col in report_cfg["columns"]:
+        if col["measure"] == measure and len(col["datasets"]) > 1:
+            pivot[f"mean ({col['name']})"] = pivot[col["datasets"]].mean(axis=1, skipna=False)
+    rows = pivot.reset_index()
+    rows["_k"] = rows["k"].map(k_order)
+    rows["_b"] = rows["backbone"].map(lambda b: -1 if b == BM25 else list(backbones).index(split_run_name(b)[0])
+                                      if split_run_name(b)[0] in backbones else 99)
+    rows = rows.sort_values(["_b", "backbone", "_k"]).drop(columns=["_k", "_b"])
+    rows.insert(0, "Backbone", [("BM25 (bm25s)" if b == BM25 else run_label(b, backbones)) for b in rows.pop("backbone")])
+    return (f"# Per-dataset {measure}\n\nEvery run on every evaluated dataset.\n\n"
+            + rows.to_markdown(index=False, floatfmt=".3f") + "\n")
+
+
+def write_table_beir(metrics_csv: str, report_cfg: dict, backbones: dict, out_md: str) -> None:
+    with atomic_open(out_md, "w", encoding="utf-8") as fh:
+        fh.write(beir_markdown(read_metrics(metrics_csv), report_cfg, backbones))
+
+
+def norms_markdown(norm_files: dict[str, str], backbones: dict) -> str:
+    """Head-norm table: one row per backbone, largest Frobenius norm first."""
+    rows = []
+    for name, path in norm_files.items():
+        n = json.loads(Path(path).read_text())
+        rows.append({
+            "Backbone": run_label(name, backbones),
+            "‖W‖_F": n["frobenius_norm"],
+            "mean ‖w_j‖": n["mean_row_norm"],
+            "max ‖w_j‖": n["max_row_norm"],
+            "‖b‖": n["bias_norm"],
+            "vocab": n["vocab_size"],
+            "hidden": n["hidden_size"],
+            "tied": "yes" if n["tied"] else "no",
+        })
+    df = pd.DataFrame(rows).sort_values("‖W‖_F", ascending=False, kind="stable")
+    body = df.to_markdown(index=False, floatfmt=".3f")
+    return (
+        "# MLM head norms\n\n"
+        "Norms of the vocabulary projection W_head (rows w_j, one per vocabulary term) and its bias b, "
+        "as loaded (before the rescale by k).\n\n" + body + "\n"
+        + ("\n† synthetic backbone: a real checkpoint with its head scaled at load (see config).\n"
+           if any(e.get("synthetic") for e in backbones.values()) else "")
+    )
+
+
+def auto_k_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms: dict, auto_cfg: dict | None) -> str:
+    """For every swept backbone: k: auto next to the empirically best k, and what auto k costs."""
+    if not auto_cfg:
+        return ""
+    table = run_table(metrics, report_cfg, backbones)
+    first_col = report_cfg["columns"][0]
+    first = first_col["name"]
+    best = best_ks(metrics, first_col["measure"], first_col["datasets"])
+    autos = auto_k_values(norms, auto_cfg)
+    rows = []
+    for name in backbones:
+        if name not in best:
+            continue
+        mine = table[table["backbone"] == name].set_index("k")[first]
+        auto_score = mine.get("auto", np.nan)
+        rows.append({"Backbone": run_label(name, backbones), "auto k": autos.get(name, np.nan), "best k": best[name],
+                     f"{first} at best k": mine[best[name]], f"{first} at auto k": auto_score,
+                     "lost by auto k": mine[best[name]] - auto_score if pd.notna(auto_score) else np.nan})
+    if not rows:
+        return ""
+    stat = auto_cfg["statistic"]
+    return ("\n## Choosing k without a sweep\n\n"
+            f"auto k = {stat} of the backbone / {stat} of {auto_cfg['reference']}. 'lost by auto k' is measured "
+            "only where the config also ran k: auto (otherwise –).\n\n"
+            + pd.DataFrame(rows).to_markdown(index=False, floatfmt=".3f") + "\n")

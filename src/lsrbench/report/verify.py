@@ -1,0 +1,177 @@
+"""``lsrbench verify``: every artifact a stage recorded in its manifest (:mod:`lsrbench.provenance`)
+still has its SHA-256, and every number in ``results/metrics.csv`` and ``results/table1.md`` traces
+to a run file that a manifest vouches for. Checks only: it writes nothing.
+
+Paths in a manifest are recorded as the stage was given them (Snakemake passes paths relative to
+its working directory); ``verify`` finds the working directory again from the manifest's own
+recorded path, so a results tree can be moved or copied as a whole.
+
+``table1.md`` is checked against its sidecar ``table1.cells.json`` by
+:mod:`lsrbench.report.verify_table1`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from pathlib import Path
+
+from lsrbench.evaluate.tidy import read_metrics_tsv
+from lsrbench.hashing import sha256_file
+from lsrbench.names import METRIC_COLUMNS
+from lsrbench.report.trace import Trace, resolve_recorded, workdir_of
+from lsrbench.report.verify_table1 import verify_table1
+
+__all__ = ["MANIFEST_NAMES", "verify", "find_manifests"]
+
+MANIFEST_NAMES = ("provenance.json", "train_provenance.json")
+
+
+def find_manifests(results_dir: str | os.PathLike) -> list[Path]:
+    root = Path(results_dir)
+    found = []
+    for name in MANIFEST_NAMES:
+        found += [p for p in root.rglob(name) if not any(part.startswith(".") for part in p.relative_to(root).parts)]
+    return sorted(found)
+
+
+def _same_number(csv_text: str, value: float) -> bool:
+    try:
+        got = float(csv_text)
+    except ValueError:
+        return False
+    if math.isnan(got) or math.isnan(value):
+        return math.isnan(got) and math.isnan(value)
+    return csv_text.strip() == f"{value:.6g}" or math.isclose(got, value, rel_tol=1e-5, abs_tol=1e-12)
+
+
+def verify(results_dir: str | os.PathLike) -> tuple[list[str], dict]:
+    """Check every manifest under ``results_dir``, ``results_dir/metrics.csv`` and ``table1.md``.
+
+    Returns ``(problems, counts)``: one line per problem, naming the file at fault.
+    """
+    root = Path(results_dir)
+    trace = Trace()
+    if not root.is_dir():
+        return [f"{root}: not a folder"], trace.counts
+    for manifest in find_manifests(root):
+        _check_manifest(manifest, trace)
+    _check_metrics_csv(root / "metrics.csv", trace)
+    verify_table1(root, trace)
+    return trace.problems, trace.counts
+
+
+def _artifacts(record) -> dict[str, dict[str, dict]] | None:
+    """The manifest's ``artifacts`` when it has the recorded shape, else None."""
+    if not isinstance(record, dict) or not isinstance(record.get("manifest"), str):
+        return None
+    artifacts = record.get("artifacts")
+    if not isinstance(artifacts, dict):
+        return None
+    for role in ("inputs", "outputs"):
+        files = artifacts.get(role, {})
+        if not isinstance(files, dict) or not all(
+                isinstance(info, dict) and isinstance(info.get("sha256"), str) and isinstance(info.get("bytes"), int)
+                for info in files.values()):
+            return None
+    return artifacts
+
+
+def _check_manifest(manifest: Path, trace: Trace) -> None:
+    try:
+        record = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        trace.problems.append(f"{manifest}: unreadable manifest ({' '.join(str(exc).split())})")
+        return
+    artifacts = _artifacts(record)
+    if artifacts is None:
+        trace.problems.append(f"{manifest}: no artifact hashes of the recorded shape "
+                              "(written before manifests existed, or edited?)")
+        return
+    trace.counts["manifests"] += 1
+    workdir = workdir_of(manifest, record["manifest"])
+    sound = True
+    for role in ("inputs", "outputs"):
+        for recorded, info in sorted(artifacts.get(role, {}).items()):
+            trace.counts["artifacts"] += 1
+            path = resolve_recorded(workdir, recorded)
+            problem = _artifact_problem(path, info, manifest, role[:-1])
+            if problem:
+                trace.problems.append(f"{path}: {problem}")
+                sound = False
+            else:
+                trace.vouched.add(path.resolve())
+    if not sound:
+        return
+    for recorded in artifacts.get("outputs", {}):
+        if Path(recorded).name == "metrics.tsv":
+            path = resolve_recorded(workdir, recorded)
+            rows, problems = read_metrics_tsv(path)
+            trace.problems.extend(problems)
+            trace.backed[path.resolve()] = rows
+
+
+def _artifact_problem(path: Path, info: dict, manifest: Path, role: str) -> str | None:
+    if not path.is_file():
+        return f"missing ({role} recorded in {manifest})"
+    size = path.stat().st_size
+    if size == info["bytes"] and sha256_file(path) == info["sha256"]:
+        return None
+    how = "truncated" if size < info["bytes"] else "modified"
+    return f"{how}: SHA-256 differs from {manifest} ({size} bytes now, {info['bytes']} recorded)"
+
+
+def _check_metrics_csv(metrics_csv: Path, trace: Trace) -> None:
+    """Every row of metrics.csv equals a row of a manifest-backed metrics.tsv, and every backed row
+    is in metrics.csv."""
+    if not metrics_csv.is_file():
+        trace.problems.append(f"{metrics_csv}: missing")
+        return
+    by_run: dict[tuple[str, str, str], dict[str, float]] = {}
+    for rows in trace.backed.values():
+        for (b, k, d, m), v in rows.items():
+            by_run.setdefault((b, k, d), {})[m] = v
+    seen: set[tuple[str, str, str, str]] = set()
+    try:
+        with open(metrics_csv, encoding="utf-8", newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if header != METRIC_COLUMNS:
+                trace.problems.append(f"{metrics_csv}: line 1: expected header {','.join(METRIC_COLUMNS)}, got {header}")
+                return
+            for lineno, row in enumerate(reader, 2):
+                if row:
+                    _check_metrics_row(metrics_csv, lineno, row, by_run, seen, trace)
+    except UnicodeDecodeError as exc:
+        trace.problems.append(f"{metrics_csv}: not UTF-8 text (byte {exc.start}): cannot be traced")
+        return
+    except csv.Error as exc:
+        trace.problems.append(f"{metrics_csv}: malformed CSV ({exc})")
+        return
+    for (b, k, d), run in sorted(by_run.items()):
+        missing = sorted(m for m in run if (b, k, d, m) not in seen)
+        if missing:
+            trace.problems.append(f"{metrics_csv}: no row for {', '.join(missing)} of backbone {b}, k {k}, dataset {d} "
+                                  "(stale: re-run the collect rule)")
+
+
+def _check_metrics_row(metrics_csv: Path, lineno: int, row: list[str], by_run: dict, seen: set, trace: Trace) -> None:
+    trace.counts["metric_rows"] += 1
+    if len(row) != len(METRIC_COLUMNS):
+        trace.problems.append(f"{metrics_csv}: line {lineno}: expected {len(METRIC_COLUMNS)} fields, got {len(row)}")
+        return
+    b, k, d, m, v = row
+    seen.add((b, k, d, m))
+    run = by_run.get((b, k, d))
+    problem = None
+    if run is None:
+        problem = f"no manifest-backed metrics.tsv for backbone {b}, k {k}, dataset {d}"
+    elif m not in run:
+        problem = f"measure {m} is not in the metrics.tsv of backbone {b}, k {k}, dataset {d}"
+    elif not _same_number(v, run[m]):
+        problem = f"{m} = {v} but the run's metrics.tsv has {run[m]!r} (backbone {b}, k {k}, dataset {d})"
+    if problem:
+        trace.problems.append(f"{metrics_csv}: line {lineno}: {problem}")
+    trace.traced[(b, k, d, m)] = (lineno, problem is None)

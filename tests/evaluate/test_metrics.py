@@ -1,0 +1,128 @@
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from lsrbench.errors import InputError
+from lsrbench.evaluate.flops import flops, mean_active_dims
+from lsrbench.evaluate.metrics import evaluate_run
+
+
+def _csr(rows, vocab, zeros=()):
+    """CSR from lists of active terms (weight 1.0) plus explicit stored zeros at (row, term)."""
+    r, c, v = [], [], []
+    for i, terms in enumerate(rows):
+        for t in terms:
+            r.append(i), c.append(t), v.append(1.0)
+    for i, t in zeros:
+        r.append(i), c.append(t), v.append(0.0)
+    m = sp.csr_matrix((np.array(v, dtype=np.float32), (r, c)), shape=(len(rows), vocab))
+    return m
+
+
+# 3 queries, 4 docs, vocab 5. Stored zeros: query 1 on term 4, doc 2 on term 0.
+QUERIES = _csr([[0, 1], [1, 2], [4]], 5, zeros=[(1, 4)])
+DOCS = _csr([[0, 1, 2], [1], [3, 4], []], 5, zeros=[(2, 0)])
+
+
+def test_stored_zeros_are_really_stored():
+    assert QUERIES.nnz == 6 and DOCS.nnz == 7
+
+
+def test_flops_hand_computed():
+    # p_q = (1/3, 2/3, 1/3, 0, 1/3); p_d = (1/4, 2/4, 1/4, 1/4, 1/4)
+    # sum p_q*p_d = (1 + 4 + 1 + 0 + 1) / 12 = 7/12. Counting the stored zeros would give 9/12.
+    assert flops(QUERIES, DOCS) == float(Fraction(7, 12))
+    # Pairwise shared active terms: q0: 2,1,0,0  q1: 2,1,0,0  q2: 0,0,1,0  -> 7 over 12 pairs.
+    shared = (QUERIES.toarray() != 0).astype(int) @ (DOCS.toarray() != 0).astype(int).T
+    assert shared.sum() == 7
+
+
+def test_mean_active_dims_hand_computed():
+    assert mean_active_dims(QUERIES) == float(Fraction(5, 3))
+    assert mean_active_dims(DOCS) == 1.5
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_flops_equals_mean_pairwise_overlap(seed):
+    rng = np.random.default_rng(seed)
+    Q = sp.random(30, 40, density=0.2, format="csr", random_state=rng, dtype=np.float32)
+    D = sp.random(70, 40, density=0.15, format="csr", random_state=rng, dtype=np.float32)
+    Q.data[::5] = 0.0  # stored zeros must not count
+    D.data[::7] = 0.0
+    overlap = (Q.toarray() != 0).astype(np.int64) @ (D.toarray() != 0).astype(np.int64).T
+    assert flops(Q, D) == pytest.approx(overlap.mean(), rel=1e-12)
+
+
+def test_flops_rejects_vocab_mismatch():
+    with pytest.raises(ValueError):
+        flops(QUERIES, DOCS[:, :4])
+
+
+# Graded qrels; q3 is judged but missing from the run; qX is in the run but unjudged.
+QRELS = {
+    "q1": {"d1": 2, "d2": 1, "d3": 1, "d9": 0},
+    "q2": {"d5": 1},
+    "q3": {"d7": 1},
+}
+RUN = {
+    "q1": {"d4": 0.9, "d1": 0.8, "d9": 0.7, "d2": 0.6},  # ranks: d4, d1 (rel 2), d9 (rel 0), d2 (rel 1)
+    "q2": {"d6": 0.5, "d5": 0.4},  # d5 at rank 2
+    "qX": {"d1": 1.0},
+}
+
+
+def _ndcg_by_hand():
+    log2 = math.log2
+    dcg_q1 = 2 / log2(3) + 1 / log2(5)
+    idcg_q1 = 2 / log2(2) + 1 / log2(3) + 1 / log2(4)
+    ndcg_q2 = (1 / log2(3)) / 1.0
+    return {"q1": dcg_q1 / idcg_q1, "q2": ndcg_q2, "q3": 0.0}
+
+
+def test_evaluate_run_hand_computed():
+    agg, per_query = evaluate_run(RUN, QRELS, ["nDCG@10", "RR@10", "R@1000", "R(rel=2)@1000"])
+    ndcg = _ndcg_by_hand()
+    assert set(agg) == {"nDCG@10", "RR@10", "R@1000", "R(rel=2)@1000"}
+    assert agg["nDCG@10"] == pytest.approx(sum(ndcg.values()) / 3, abs=1e-9)
+    assert agg["RR@10"] == pytest.approx((1 / 2 + 1 / 2 + 0) / 3, abs=1e-9)
+    assert agg["R@1000"] == pytest.approx((2 / 3 + 1 + 0) / 3, abs=1e-9)
+    assert agg["R(rel=2)@1000"] == pytest.approx((1 + 0 + 0) / 3, abs=1e-9)
+
+    pq = {(q, m): v for q, m, v in per_query}
+    assert len(per_query) == 12  # 3 judged queries x 4 measures; qX is not scored
+    assert [q for q, _, _ in per_query] == ["q1"] * 4 + ["q2"] * 4 + ["q3"] * 4
+    for q in ("q1", "q2", "q3"):
+        assert pq[(q, "nDCG@10")] == pytest.approx(ndcg[q], abs=1e-9)
+    assert pq[("q1", "RR@10")] == pytest.approx(0.5, abs=1e-9)
+    assert pq[("q1", "R@1000")] == pytest.approx(2 / 3, abs=1e-9)
+    assert all(pq[("q3", m)] == 0.0 for m in ("nDCG@10", "RR@10", "R@1000", "R(rel=2)@1000"))
+
+
+def test_missing_judged_query_counts_as_zero():
+    full, _ = evaluate_run(RUN, QRELS, ["RR@10"])
+    only_q1 = {"q1": RUN["q1"]}
+    partial, _ = evaluate_run(only_q1, QRELS, ["RR@10"])
+    assert full["RR@10"] == pytest.approx(1 / 3, abs=1e-9)
+    assert partial["RR@10"] == pytest.approx(0.5 / 3, abs=1e-9)
+    # An empty result list is the same as a missing query.
+    empty_q2 = {"q1": RUN["q1"], "q2": {}}
+    assert evaluate_run(empty_q2, QRELS, ["RR@10"])[0]["RR@10"] == pytest.approx(0.5 / 3, abs=1e-9)
+    assert evaluate_run({}, QRELS, ["nDCG@10"])[0] == {"nDCG@10": 0.0}
+
+
+def test_measure_names_as_ir_measures_prints_them():
+    agg, per_query = evaluate_run(RUN, QRELS, ["nDCG(cutoff=10)", "RR@10", "RR(rel=1)@10"])
+    assert list(agg) == ["nDCG@10", "RR@10"]
+    assert {m for _, m, _ in per_query} == {"nDCG@10", "RR@10"}
+
+
+@pytest.mark.parametrize("name", ["foo@10", "ndcg_cut_10", "nDCG@x", "nDCG(foo=1)@10", "RR@10.5", "P"])
+def test_unknown_measure(name):
+    with pytest.raises(InputError) as ei:
+        evaluate_run(RUN, QRELS, ["nDCG@10", name])
+    assert ei.value.field == "measures"
+    assert name in str(ei.value)
+    assert "\n" not in str(ei.value)

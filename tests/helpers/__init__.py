@@ -1,0 +1,10 @@
+"""Shared test helpers (importable as ``helpers.<module>``; ``tests/`` is on ``sys.path``, see
+pyproject.toml). Fixtures live in ``tests/conftest.py``; a test module never imports another.
+
+* :mod:`helpers.paths`: the repository and ``../shared`` (read-only test material);
+* :mod:`helpers.beir`: small BEIR folders and sparse matrices written by the tests;
+* :mod:`helpers.miniatures`: miniatures of the real on-disk formats of lsrbench's sources;
+* :mod:`helpers.snakemake`: running Snakemake on a micro DAG, parsing its job lists;
+* :mod:`helpers.retrieval`: the brute-force reference of exact top-k retrieval;
+* :mod:`helpers.families`: tiny random checkpoints of five ``*ForMaskedLM`` families.
+"""

@@ -1,0 +1,88 @@
+"""Running Snakemake as a user does (a subprocess on the repository's Snakefile), parsing its job
+lists, and the micro run: the config of one whole DAG that the ``micro_run`` fixture of
+conftest.py finishes once per session.
+
+The micro run: a random 1-layer RoBERTa on a slice of Vaswani, k = 1 plus an absurd k = 1e-30
+(the head and, tied to it, the input embeddings multiplied by 1e30) whose training loss is NaN
+from step 1: the forced collapse, which must finish as a result while the other runs carry on.
+Tests must not modify it: a test that tampers with artifacts works on a copy (:func:`copy_run`).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from helpers.paths import REPO
+
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
+COLLAPSE_K = "1e-30"
+
+
+def run_snakemake(*args, cwd=REPO, check=True) -> subprocess.CompletedProcess:
+    """``snakemake ARGS`` on the repository's Snakefile; raises with its output when it fails and ``check``."""
+    proc = subprocess.run([*SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def micro_config(tmp: Path, slice_dir: Path, model_dir: Path) -> Path:
+    """Write the micro run's datasets file and config into ``tmp``; return the config path."""
+    datasets = tmp / "datasets.yaml"
+    datasets.write_text(yaml.safe_dump({"slice": {"source": "beir", "path": str(slice_dir)}}))
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    for key in ("claims", "auto_k"):
+        config.pop(key, None)
+    config.update(
+        mirror=None,
+        datasets_file=str(datasets),
+        k_grid=[1, float(COLLAPSE_K)],
+        backbones={"rand-roberta": {"model": str(model_dir), "label": "random RoBERTa 1L"}},
+        training_data={"source": "pseudo_queries", "dataset": "slice", "seed": 1},
+        evaluation={"datasets": ["slice"], "pool_depth": None, "top_k": 100,
+                    "measures": ["nDCG@10", "RR@10", "R@100"], "encode_batch_size": 16,
+                    # resumable index shards of 4 batches: the DAG runs the sharded path
+                    "encode_shard_size": 64,
+                    # a random model's documents activate ~all of its 600 terms: not what is tested
+                    "collapse_max_active_share": 1.0},
+    )
+    config["recipe"].update(steps=3, batch_size=4, query_max_length=16, document_max_length=48, checkpoint_steps=2)
+    config["report"].update(columns=[{"name": "Slice nDCG@10", "datasets": ["slice"], "measure": "nDCG@10"}],
+                            flops_datasets=["slice"], caption="micro run")
+    path = tmp / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def copy_run(micro_run: dict, dest: Path) -> Path:
+    """A copy of the finished run's workdir (with its .snakemake metadata); returns the copy's workdir."""
+    shutil.copytree(micro_run["work"], dest, symlinks=True)
+    return dest
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """Parse Snakemake's 'Job stats' table."""
+    counts = {}
+    block = output.split("Job stats:", 1)[1] if "Job stats:" in output else ""
+    for line in block.splitlines()[3:]:
+        m = re.match(r"^(\S+)\s+(\d+)$", line.strip())
+        if not m:
+            break
+        counts[m.group(1)] = int(m.group(2))
+    return counts
+
+
+def jobs_of(output: str, rule: str) -> list[dict[str, str]]:
+    """Wildcards of every planned job of ``rule`` in a dry run's output."""
+    found = []
+    for block in re.split(r"\n(?=\[\w{3} \w{3} )|\n\s*\n", output):
+        if re.search(rf"^\s*(local)?rule {rule}:", block, re.M):
+            m = re.search(r"wildcards: (.*)", block)
+            found.append(dict(kv.split("=", 1) for kv in m.group(1).split(", ")) if m else {})
+    return found

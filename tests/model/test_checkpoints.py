@@ -1,0 +1,145 @@
+"""Resume: a training job killed with SIGKILL restarts from its last complete checkpoint and ends
+bit-identical (weights and per-step log) to an uninterrupted run with the same seed.
+
+Every run is a separate Python process (the same environment, one thread), so the comparison is
+between processes exactly as a restarted Snakemake job would see it. The kill is a real SIGKILL that
+the training process sends itself at a chosen point: in the middle of an optimiser step (after the
+checkpoint of step 4), and in the middle of writing the checkpoint of step 6 (after its weights,
+before its RNG state), which leaves a partial ``checkpoint-6`` that must not be resumed from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lsrbench.model.checkpoints import CHECKPOINT_KEY, CHECKPOINT_LOG, prepare_checkpoints
+
+DRIVER = r'''
+import json, os, signal, sys
+import transformers
+from lsrbench.model.train import train_splade
+from lsrbench.pipeline.config import with_defaults
+from lsrbench.data.triplets import read_triplets
+
+mode, model, triplets, out, ckpt = sys.argv[1:6]
+recipe = with_defaults("recipe", dict(steps=6, batch_size=4, learning_rate=1e-3, warmup_steps=0.1, lambda_q=5e-5,
+                                      lambda_d=3e-5, seed=42, query_max_length=16, document_max_length=48,
+                                      checkpoint_steps=2))
+calls = {"step": 0, "save": 0}
+step, save = transformers.Trainer.training_step, transformers.Trainer._save_rng_state
+
+def training_step(self, *a, **kw):
+    calls["step"] += 1
+    if mode == "kill-in-step" and calls["step"] == 5:
+        os.kill(os.getpid(), signal.SIGKILL)   # during step 5: checkpoint-4 is the latest complete one
+    return step(self, *a, **kw)
+
+def save_rng_state(self, *a, **kw):
+    calls["save"] += 1
+    if mode == "kill-in-save" and calls["save"] == 3:
+        os.kill(os.getpid(), signal.SIGKILL)   # checkpoint-6 has weights and optimiser, not the rest
+    return save(self, *a, **kw)
+
+transformers.Trainer.training_step = training_step
+transformers.Trainer._save_rng_state = save_rng_state
+summary = train_splade(model, read_triplets(triplets), recipe, out + "/model", out + "/train_log.jsonl",
+                       checkpoint_dir=None if ckpt == "-" else ckpt)
+print("RESULT " + json.dumps({"summary": summary, "steps_run": calls["step"]}))
+'''
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    return subprocess.run([sys.executable, str(driver), *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def _result(proc: subprocess.CompletedProcess) -> dict:
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT "):])
+
+
+@pytest.fixture(scope="module")
+def material(tmp_path_factory, vaswani_slice, tiny_roberta):
+    from lsrbench.data.beir import load_beir_folder
+    from lsrbench.data.triplets import pseudo_query_triplets, write_triplets
+
+    root = tmp_path_factory.mktemp("resume")
+    triplets = root / "triplets.jsonl"
+    write_triplets(triplets, pseudo_query_triplets(load_beir_folder(vaswani_slice).corpus, 48, 1))
+    reference = root / "uninterrupted"
+    result = _result(_run(root, "plain", str(tiny_roberta), str(triplets), str(reference), "-"))
+    assert result["summary"]["status"] == {"status": "ok"} and result["steps_run"] == 6
+    return {"model": str(tiny_roberta), "triplets": str(triplets), "reference": reference}
+
+
+@pytest.mark.parametrize("kill, resumed_step, partial", [("kill-in-step", 4, None), ("kill-in-save", 4, "checkpoint-6")])
+def test_killed_training_resumes_bit_identical(tmp_path, material, kill, resumed_step, partial):
+    out, ckpt = tmp_path / "run", tmp_path / "run" / "checkpoints"
+    killed = _run(tmp_path, kill, material["model"], material["triplets"], str(out), str(ckpt))
+    assert killed.returncode == -9, killed.stderr[-2000:]  # SIGKILL
+    assert not (out / "model").exists() and not (out / "train_log.jsonl").exists()  # nothing half-written
+    complete = sorted(p.name for p in ckpt.glob("checkpoint-*") if (p / CHECKPOINT_LOG).is_file())
+    assert complete == [f"checkpoint-{resumed_step}"]
+    if partial:
+        assert (ckpt / partial).is_dir() and not (ckpt / partial / CHECKPOINT_LOG).exists()
+
+    result = _result(_run(tmp_path, "resume", material["model"], material["triplets"], str(out), str(ckpt)))
+    assert result["summary"]["resumed_from_step"] == resumed_step
+    assert result["steps_run"] == 6 - resumed_step  # continued, not restarted from step 0
+    assert result["summary"]["status"] == {"status": "ok"}
+
+    ref = material["reference"]
+    assert (out / "model" / "model.safetensors").read_bytes() == (ref / "model" / "model.safetensors").read_bytes()
+    assert (out / "train_log.jsonl").read_text() == (ref / "train_log.jsonl").read_text()
+    steps = [json.loads(line)["step"] for line in (out / "train_log.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3, 4, 5, 6]
+
+
+def _fake_checkpoint(root: Path, step: int, complete: bool) -> Path:
+    d = root / f"checkpoint-{step}"
+    d.mkdir(parents=True)
+    (d / "model.safetensors").write_bytes(b"x")
+    if complete:
+        (d / CHECKPOINT_LOG).write_text(json.dumps({"step": step}) + "\n")
+    return d
+
+
+def test_prepare_checkpoints_picks_latest_complete_and_drops_partial(tmp_path):
+    root = tmp_path / "checkpoints"
+    assert prepare_checkpoints(root, "key-a") is None  # first run: nothing to resume
+    assert json.loads((root / CHECKPOINT_KEY).read_text()) == {"key": "key-a"}
+    _fake_checkpoint(root, 2, True)
+    _fake_checkpoint(root, 10, True)
+    _fake_checkpoint(root, 12, False)  # killed while saving
+    assert prepare_checkpoints(root, "key-a") == root / "checkpoint-10"
+    assert not (root / "checkpoint-12").exists()
+
+
+def test_checkpoints_of_another_recipe_are_never_resumed(tmp_path):
+    root = tmp_path / "checkpoints"
+    prepare_checkpoints(root, "key-a")
+    _fake_checkpoint(root, 4, True)
+    assert prepare_checkpoints(root, "key-b") is None  # recipe/data/model changed: start over
+    assert not (root / "checkpoint-4").exists()
+    assert json.loads((root / CHECKPOINT_KEY).read_text()) == {"key": "key-b"}
+
+
+def test_training_key_ignores_checkpoint_steps_only():
+    from lsrbench.model.checkpoints import training_key as _training_key
+
+    trip = [{"query": "q", "positive": "p", "negative": "n"}]
+    recipe = {"steps": 6, "learning_rate": 1e-3, "checkpoint_steps": 2}
+    base = _training_key("m", trip, recipe, 4.0, "shared", 1.0, None)
+    assert _training_key("m", trip, {**recipe, "checkpoint_steps": 100}, 4.0, "shared", 1.0, None) == base
+    assert _training_key("m", trip, {**recipe, "learning_rate": 2e-3}, 4.0, "shared", 1.0, None) != base
+    assert _training_key("m", trip, recipe, 8.0, "shared", 1.0, None) != base
+    assert _training_key("m", [{**trip[0], "query": "other"}], recipe, 4.0, "shared", 1.0, None) != base

@@ -1,0 +1,127 @@
+"""The fused decoder + SPLADE max pooling used in training gives sentence-transformers' values and
+gradients: on raw tensors against the textbook formula (padding, an empty text, ties between
+tokens, a head without bias), on random models of the five MLM head families (the probe), and on a
+short real training run against the same run with ``SpladePooling`` itself."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers.paths import SHARED
+from helpers.families import FAMILIES, model as _model, tokenizer as _tokenizer
+
+
+def _reference(hidden, mask, weight, bias):
+    """sentence-transformers' SpladePooling on the decoder's logits: mask, relu, log1p, max over tokens."""
+    import torch.nn.functional as F
+
+    logits = F.linear(hidden, weight, bias)
+    return (logits * mask.unsqueeze(-1).to(logits.dtype)).relu().log1p().max(dim=1).values
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_values_and_gradients_equal_the_formula(with_bias):
+    import torch
+
+    from lsrbench.model import fused_pooling
+
+    torch.manual_seed(0)
+    b, t, h, v = 5, 7, 16, 300
+    hidden = torch.randn(b, t, h, dtype=torch.float64)
+    hidden[1, 2] = hidden[1, 4]  # two identical real tokens: a tie in the max
+    mask = torch.ones(b, t, dtype=torch.long)
+    mask[0, 4:] = 0  # padding
+    mask[3, :] = 0  # a text with no real token at all
+    weight = torch.randn(v, h, dtype=torch.float64) * 0.5
+    bias = torch.randn(v, dtype=torch.float64) * 0.5 if with_bias else None
+    probe = torch.rand(b, v, dtype=torch.float64)
+
+    def grads(fn):
+        leaves = [x.detach().clone().requires_grad_(True) for x in (hidden, weight)]
+        lb = bias.detach().clone().requires_grad_(True) if bias is not None else None
+        out = fn(leaves[0], mask, leaves[1], lb)
+        ((out * probe).sum() + (out.sum(dim=0) ** 2).sum()).backward()
+        return out.detach(), [leaves[0].grad, leaves[1].grad] + ([lb.grad] if lb is not None else [])
+
+    old = fused_pooling._CHUNK_ELEMENTS
+    fused_pooling._CHUNK_ELEMENTS = b * t * 64  # several vocabulary chunks
+    try:
+        got, got_grads = grads(fused_pooling.splade_pool)
+    finally:
+        fused_pooling._CHUNK_ELEMENTS = old
+    want, want_grads = grads(_reference)
+    # float64 rounding only: a vocabulary chunk may go through another matmul kernel than the full head
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    assert torch.all(got[3] == 0) and (got > 0).any()
+    for a, g in zip(want_grads, got_grads):
+        torch.testing.assert_close(g, a, rtol=1e-12, atol=1e-12)
+    assert torch.all(got_grads[0][0, 4:] == 0)  # padding gets no gradient
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def family_model(request, tmp_path_factory):
+    from lsrbench.model.encoder import build_sparse_encoder
+
+    folder = tmp_path_factory.mktemp(f"fused_{request.param}")
+    tok = _tokenizer(folder, request.param)
+    _model(request.param, tok, seed=10 + FAMILIES.index(request.param)).save_pretrained(folder)
+    return request.param, build_sparse_encoder(str(folder), 64, query_length=12, document_length=40, device="cpu")
+
+
+def test_probe_accepts_every_head_family_and_restores_the_model(family_model):
+    from lsrbench.model.fused_pooling import fused_pooling
+
+    family, model = family_model
+    decoder = model[0].auto_model.get_output_embeddings()
+    with fused_pooling(model) as on:  # the probe passed: same vectors and gradients as SpladePooling
+        assert on, family
+        assert "forward" in decoder.__dict__ and "forward" in model[1].__dict__
+    assert "forward" not in decoder.__dict__ and "forward" not in model[1].__dict__
+
+
+def test_a_model_it_does_not_reproduce_keeps_spladepooling(family_model):
+    _, model = family_model
+    from lsrbench.model.fused_pooling import fused_pooling
+
+    pooling = model[1]
+    pooling.pooling_strategy = "sum"
+    try:
+        with fused_pooling(model) as on:
+            assert on is False
+            assert "forward" not in pooling.__dict__
+    finally:
+        pooling.pooling_strategy = "max"
+
+
+def _train(tmp_path, fused: bool, name: str):
+    from lsrbench.model.train import train_splade
+    from lsrbench.model.train_log import read_train_log
+
+    model = SHARED / "models" / "splade-tiny-msmarco"
+    if not model.is_dir():
+        pytest.skip("../shared not present")
+    rows = [json.loads(line) for line in open(SHARED / "data" / "vaswani" / "corpus.jsonl")][:64]
+    triplets = [{"query": r["text"][:40], "positive": r["text"], "negative": rows[(i + 7) % len(rows)]["text"]}
+                for i, r in enumerate(rows)]
+    from lsrbench.pipeline.config import with_defaults
+
+    recipe = with_defaults("recipe", {"steps": 4, "batch_size": 8, "learning_rate": 1e-4, "lambda_q": 5e-5,
+                                      "lambda_d": 3e-5, "seed": 3, "query_max_length": 16,
+                                      "document_max_length": 48, "fused_pooling": fused})
+    summary = train_splade(str(model), triplets, recipe, tmp_path / f"{name}_model", tmp_path / f"{name}.jsonl")
+    return summary, read_train_log(tmp_path / f"{name}.jsonl")
+
+
+def test_training_follows_spladepooling(tmp_path):
+    """Four steps with dropout on: the same losses and active dims as SpladePooling's run, up to
+    the float summation order of the gradients."""
+    fused, fused_log = _train(tmp_path, True, "fused")
+    plain, plain_log = _train(tmp_path, False, "plain")
+    assert fused["fused_pooling"] is True and plain["fused_pooling"] is False
+    assert len(fused_log) == len(plain_log) == 4
+    for a, b in zip(plain_log, fused_log):
+        for key in ("loss", "ranking_loss", "query_regularizer_loss", "document_regularizer_loss"):
+            assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-7), (a["step"], key)
+        assert b["document_active_dims"] == pytest.approx(a["document_active_dims"], rel=1e-3)

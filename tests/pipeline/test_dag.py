@@ -1,0 +1,252 @@
+"""The Snakemake DAG: job lists from dry runs, config isolation, a micro end-to-end run."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from helpers.paths import REPO
+from lsrbench.pipeline.config import runs
+
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
+
+
+def snakemake(*args, cwd=REPO, check=True):
+    proc = subprocess.run([*SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """Parse Snakemake's 'Job stats' table."""
+    counts = {}
+    block = output.split("Job stats:", 1)[1] if "Job stats:" in output else ""
+    for line in block.splitlines()[3:]:
+        m = re.match(r"^(\S+)\s+(\d+)$", line.strip())
+        if not m:
+            break
+        counts[m.group(1)] = int(m.group(2))
+    return counts
+
+
+def jobs_of(output: str, rule: str) -> list[dict[str, str]]:
+    """Wildcards of every planned job of ``rule`` in a dry run's output."""
+    found = []
+    for block in re.split(r"\n(?=\[\w{3} \w{3} )|\n\s*\n", output):
+        if re.search(rf"^\s*(local)?rule {rule}:", block, re.M):
+            m = re.search(r"wildcards: (.*)", block)
+            found.append(dict(kv.split("=", 1) for kv in m.group(1).split(", ")) if m else {})
+    return found
+
+
+def test_default_dry_run_lists_every_backbone_and_k(tmp_path):
+    proc = snakemake("-n", "--cores", "1", "-d", str(tmp_path), "--configfile", str(REPO / "config/config.yaml"),
+                     "--config", f"datasets_file={REPO / 'config/datasets.yaml'}", "mirror=/nonexistent")
+    out = proc.stdout + proc.stderr
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    expected = set(runs(config))
+    # the issue's minimum: the real checkpoint and a synthetic twin, each over k in {1, 4, 16},
+    # plus the real checkpoint at its largest k in untie mode
+    for b in ("splade-tiny", "splade-tiny-x10"):
+        assert {(b, "1"), (b, "4"), (b, "16")} <= expected
+    assert ("splade-tiny+untie", "16") in expected
+    assert {(j["run"], j["k"]) for j in jobs_of(out, "train")} == expected
+    counts = job_counts(out)
+    n_ds = len(config["evaluation"]["datasets"])
+    assert counts["train"] == len(expected)
+    assert counts["index"] == counts["evaluate"] == len(expected) * n_ds
+    assert counts["norm"] == len(config["backbones"])
+
+
+def _copy_config(tmp_path: Path, edit) -> Path:
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    config["datasets_file"] = str(REPO / "config/datasets.yaml")
+    edit(config)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def test_added_backbone_entry_shows_up_without_code_changes(tmp_path):
+    def add(config):
+        config["backbones"]["my-new-backbone"] = {"model": "some-org/some-mlm", "k": [1, 2, 8]}
+
+    path = _copy_config(tmp_path, add)
+    out = snakemake("-n", "--cores", "1", "-d", str(tmp_path), "--configfile", str(path)).stdout
+    mine = sorted(j["k"] for j in jobs_of(out, "train") if j["run"] == "my-new-backbone")
+    assert mine == ["1", "2", "8"]
+    assert job_counts(out)["train"] == len(runs(yaml.safe_load((REPO / "config/config.yaml").read_text()))) + 3
+
+
+def test_configfile_replaces_default_backbones(tmp_path):
+    """A --configfile is not deep-merged into config/config.yaml: no backbone leaks in."""
+    def only_one(config):
+        config["backbones"] = {"solo": {"model": "some-org/solo", "k": [2]}}
+
+    path = _copy_config(tmp_path, only_one)
+    out = snakemake("-n", "--cores", "1", "-d", str(tmp_path), "--configfile", str(path)).stdout
+    assert [(j["run"], j["k"]) for j in jobs_of(out, "train")] == [("solo", "2")]
+
+
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (lambda c: c["backbones"]["splade-tiny"].update(colour="red"), "backbones.splade-tiny"),
+        (lambda c: c["backbones"]["splade-tiny"].update(k=[1, 0]), "backbones.splade-tiny.k[1]"),
+        (lambda c: c["backbones"]["splade-tiny"].update(k=["four"]), "backbones.splade-tiny.k[0]"),
+        (lambda c: c["evaluation"].update(datasets=["nope"]), "evaluation.datasets[0]"),
+        (lambda c: c["recipe"].update(steps=-1), "recipe.steps"),
+    ],
+)
+def test_bad_config_is_one_clear_line(tmp_path, edit, field):
+    path = _copy_config(tmp_path, edit)
+    proc = snakemake("-n", "--cores", "1", "-d", str(tmp_path), "--configfile", str(path), check=False)
+    assert proc.returncode != 0
+    errors = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("lsrbench: error:")]
+    assert len(errors) == 1, proc.stdout + proc.stderr
+    assert str(path) in errors[0] and f" {field}: " in errors[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_duplicate_backbone_name_is_refused(tmp_path):
+    text = (REPO / "config/config.yaml").read_text()
+    text = text.replace("  splade-tiny-x10:", "  splade-tiny:", 1)
+    path = tmp_path / "dup.yaml"
+    path.write_text(text.replace("datasets_file: config/datasets.yaml", f"datasets_file: {REPO / 'config/datasets.yaml'}"))
+    proc = snakemake("-n", "--cores", "1", "-d", str(tmp_path), "--configfile", str(path), check=False)
+    assert proc.returncode != 0
+    assert re.search(r"lsrbench: error: .*dup\.yaml: line \d+: YAML error: duplicate key 'splade-tiny'", proc.stderr)
+
+
+@pytest.mark.slow
+def test_micro_end_to_end_with_random_roberta(tmp_path, vaswani_slice, tiny_roberta):
+    """The whole DAG on a random RoBERTa (non-BERT family) and a slice of Vaswani, then a report-only
+    regeneration."""
+    datasets = tmp_path / "datasets.yaml"
+    datasets.write_text(yaml.safe_dump({"slice": {"source": "beir", "path": str(vaswani_slice)}}))
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    config.update(
+        mirror=None,
+        datasets_file=str(datasets),
+        k_grid=[1, 4],
+        backbones={"rand-roberta": {"model": str(tiny_roberta), "label": "random RoBERTa 1L"}},
+        training_data={"source": "pseudo_queries", "dataset": "slice", "seed": 1},
+        evaluation={"datasets": ["slice"], "pool_depth": None, "top_k": 100,
+                    "measures": ["nDCG@10", "RR@10", "R@100"], "encode_batch_size": 16,
+                    # a random model's documents activate ~all of its 600 terms: not flagged here
+                    "collapse_max_active_share": 1.0},
+    )
+    config.pop("claims", None)
+    config["recipe"].update(steps=3, batch_size=4, query_max_length=16, document_max_length=48)
+    config["report"].update(columns=[{"name": "Slice nDCG@10", "datasets": ["slice"], "measure": "nDCG@10"}],
+                            flops_datasets=["slice"], caption="micro run")
+    cfg_path = tmp_path / "config.yaml"
+    cfg_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    work = tmp_path / "work"
+    work.mkdir()
+    snakemake("--cores", "2", "-d", str(work), "--configfile", str(cfg_path))
+
+    res = work / "results"
+    metrics = pd.read_csv(res / "metrics.csv", dtype={"k": str})
+    assert list(metrics.columns) == ["backbone", "k", "dataset", "measure", "value"]
+    bm25 = metrics[metrics["backbone"] == "BM25"]
+    assert set(bm25["measure"]) == {"nDCG@10", "RR@10", "R@100"} and set(bm25["k"]) == {"-"}
+    assert bm25["value"].between(0, 1).all()
+    metrics = metrics[metrics["backbone"] != "BM25"]
+    assert set(metrics["k"]) == {"1", "4"}
+    assert set(metrics["measure"]) == {"nDCG@10", "RR@10", "R@100", "FLOPs", "query_active_dims", "doc_active_dims",
+                                       "collapsed"}
+    assert (metrics.loc[metrics["measure"] == "collapsed", "value"] == 0.0).all()
+    assert len(metrics) == 2 * 7 and metrics["value"].map(math.isfinite).all()
+    assert ((metrics["value"] >= 0) & ((metrics["measure"].isin(["FLOPs", "query_active_dims", "doc_active_dims"]))
+                                       | (metrics["value"] <= 1))).all()
+    table = (res / "table1.md").read_text()
+    assert table.count("random RoBERTa 1L") == 2
+    assert (res / "tradeoff.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    norms = json.loads((res / "norms/rand-roberta.json").read_text())
+    assert norms["architecture"] == "RobertaForMaskedLM" and norms["tied"] is True
+
+    run_dir = res / "runs/rand-roberta/k4"
+    log = [json.loads(line) for line in (run_dir / "train_log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == [1, 2, 3]
+    assert all(math.isfinite(r["loss"]) and r["document_active_dims"] is not None for r in log)
+    from sentence_transformers import SparseEncoder
+
+    from lsrbench.evaluate.trec import read_trec_run
+    from lsrbench.index.sparse import load_sparse
+
+    model = SparseEncoder(str(run_dir / "model"))
+    assert model.get_embedding_dimension() == norms["vocab_size"]
+    docs, doc_ids = load_sparse(run_dir / "slice/docs.npz")
+    assert docs.shape == (len(doc_ids), norms["vocab_size"])
+    run = read_trec_run(run_dir / "slice/run.trec")
+    assert all(len(hits) <= 100 for hits in run.values())
+    prov = json.loads((run_dir / "train_provenance.json").read_text())
+    assert prov["seed"] == config["recipe"]["seed"] and prov["packages"]["torch"] and prov["config_hash"]
+    assert prov["head_norms"]["frobenius_norm"] == norms["frobenius_norm"]
+
+    for name in ("table_beir.md", "norms.md", "norms.png", "tradeoff.pdf", "loss_curves.png"):
+        assert (res / name).stat().st_size > 0
+    # Snakemake's HTML report bundles the tables, figures and per-rule runtimes.
+    snakemake("--cores", "1", "-d", str(work), "--configfile", str(cfg_path), "--report", "report.html")
+    html = (work / "report.html").read_text(errors="replace")
+    assert "table1.md" in html and "tradeoff.png" in html
+
+    # Regenerating the reports from the cache re-runs only report rules.
+    (res / "table1.md").unlink()
+    (res / "tradeoff.png").unlink()
+    dry = snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(cfg_path)).stdout
+    assert set(job_counts(dry)) == {"table1", "tradeoff", "all", "total"}
+    # ... and in seconds: no model is loaded by a report rule.
+    import time
+    start = time.time()
+    snakemake("--cores", "1", "-d", str(work), "--configfile", str(cfg_path))
+    assert (res / "table1.md").exists() and time.time() - start < 60
+    # Changing only a report option re-runs only report rules; changing the recipe re-runs training.
+    config["report"]["caption"] = "another caption"
+    cfg_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    dry = snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(cfg_path)).stdout
+    assert set(job_counts(dry)) <= {"table1", "table_beir", "tradeoff", "collect", "norms_report", "loss_curves",
+                                    "claims", "all", "total"}
+    config["recipe"]["learning_rate"] = 3e-5
+    cfg_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    dry = snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(cfg_path)).stdout
+    assert job_counts(dry)["train"] == 2
+
+
+def test_missing_dataset_folder_and_model_folder_fail_before_any_job(tmp_path):
+    datasets = tmp_path / "datasets.yaml"
+    datasets.write_text(yaml.safe_dump({"gone": {"source": "beir", "path": str(tmp_path / "no-such-folder")}}))
+
+    def use_gone(config):
+        config.pop("claims", None)
+        config["datasets_file"] = str(datasets)
+        config["evaluation"]["datasets"] = ["gone"]
+        config["training_data"]["dataset"] = "gone"
+        config["report"]["columns"] = [{"name": "x", "datasets": ["gone"], "measure": "nDCG@10"}]
+        config["report"]["flops_datasets"] = ["gone"]
+
+    path = _copy_config(tmp_path, use_gone)
+    config = yaml.safe_load(path.read_text())
+    config["datasets_file"] = str(datasets)
+    path.write_text(yaml.safe_dump(config))
+    proc = snakemake("-n", "--cores", "1", "-d", str(tmp_path), "--configfile", str(path), check=False)
+    assert proc.returncode != 0
+    assert f"lsrbench: error: {datasets}: gone.path: dataset folder" in proc.stderr
+
+    def missing_model(config):
+        config["backbones"]["splade-tiny"]["model"] = str(tmp_path / "no-model")
+
+    path = _copy_config(tmp_path, missing_model)
+    proc = snakemake("-n", "--cores", "1", "-d", str(tmp_path), "--configfile", str(path), check=False)
+    assert proc.returncode != 0
+    assert f"lsrbench: error: {path}: backbones.splade-tiny.model: model folder" in proc.stderr

@@ -1,0 +1,70 @@
+"""config/paper.yaml: the paper's grid as a dry run, with the SLURM profile's resources (no network)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from helpers.paths import REPO
+from helpers.snakemake import job_counts, run_snakemake as snakemake
+
+pytest.importorskip("snakemake_executor_plugin_slurm")
+
+
+def _jobs(output: str) -> list[dict]:
+    jobs = []
+    for block in re.split(r"\n(?=\[\w{3} \w{3} )", output):
+        rule = re.search(r"^\s*(?:local)?rule (\w+):", block, re.M)
+        if not rule:
+            continue
+        wc = re.search(r"wildcards: (.*)", block)
+        res = re.search(r"resources: (.*)", block)
+        jobs.append({
+            "rule": rule.group(1),
+            "wildcards": dict(kv.split("=", 1) for kv in wc.group(1).split(", ")) if wc else {},
+            "resources": dict(kv.split("=", 1) for kv in res.group(1).split(", ")) if res else {},
+        })
+    return jobs
+
+
+def test_paper_dry_run_on_slurm_profile(tmp_path):
+    config = yaml.safe_load((REPO / "config/paper.yaml").read_text())
+    # from another working directory: the config's relative datasets_file and report.reference
+    # are found beside the workflow
+    proc = snakemake("-n", "--profile", str(REPO / "profiles/slurm"), "--configfile", str(REPO / "config/paper.yaml"),
+                     "-d", str(tmp_path))
+    out = proc.stdout + proc.stderr
+    counts = job_counts(out)
+    assert len(config["backbones"]) == 7 and config["k_grid"] == [1, 2, 4, 8, 16]
+    n_datasets = len(config["evaluation"]["datasets"])
+    assert n_datasets == 2 + 13 + 13
+    assert counts["train"] == 7 * 5
+    # MS MARCO Dev and TREC DL 2019 share the 8.8M passages: encoded once per run, DL19 only its queries
+    assert counts["evaluate"] == 7 * 5 * n_datasets
+    assert counts["index"] == 7 * 5 * (n_datasets - 1) and counts["index_queries"] == 7 * 5
+    dl19 = [b for b in re.split(r"\n(?=\[\w{3} \w{3} )|\n\s*\n", out)
+            if re.search(r"^\s*rule evaluate:", b, re.M) and "dataset=trec-dl-2019" in b]
+    assert len(dl19) == 7 * 5
+    assert all(re.search(r"input: .*results/runs/[^/]+/k[^/]+/msmarco-dev/docs\.npz", b) for b in dl19)
+    assert not re.search(r"trec-dl-2019/docs\.npz", out)
+    # the paper's reference values are an input of table1: editing them re-runs it
+    table1 = [b for b in re.split(r"\n(?=\[\w{3} \w{3} )|\n\s*\n", out) if re.search(r"^\s*rule table1:", b, re.M)]
+    assert len(table1) == 1 and str(REPO / "config/paper_reference.yaml") in table1[0]
+    assert counts["norm"] == 7 and counts["bm25"] == n_datasets
+    assert counts["pooled_flops"] == 7 * 5  # NanoBEIR FLOPs pooled per run (SparseNanoBEIREvaluator)
+    jobs = _jobs(out)
+    train = [j for j in jobs if j["rule"] == "train"]
+    assert {(j["wildcards"]["run"], j["wildcards"]["k"]) for j in train} == {
+        (b, str(k)) for b in config["backbones"] for k in config["k_grid"]}
+    for job in jobs:
+        res = job["resources"]
+        if job["rule"] in ("train", "index"):
+            assert res["gpu"] == "1" and res["cpus_per_gpu"] == "8" and "gpu-partition" in res["slurm_partition"]
+            assert int(res["mem_mb"]) >= 32000 and int(res["runtime"]) >= 600
+        elif job["rule"] in ("evaluate", "bm25", "collect", "table1", "claims"):
+            assert res.get("gpu", "0") == "0" and "cpu-partition" in res["slurm_partition"]
+    # the datasets' own measures: DL19's recall counts relevance >= 2 as the track defines it
+    datasets = yaml.safe_load((REPO / "config/datasets.yaml").read_text())
+    assert "R(rel=2)@1000" in datasets["trec-dl-2019"]["measures"]

@@ -1,0 +1,174 @@
+"""Reliability of a whole run (issue 6), on the shared finished micro run (tests/micro_run.py):
+a forced collapse is a result, manifests hash every artifact, ``lsrbench verify`` names tampered
+files, nothing temporary is left behind, and config edits re-run exactly the affected jobs."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from helpers.snakemake import COLLAPSE_K, copy_run, job_counts, run_snakemake
+
+pytestmark = pytest.mark.slow
+
+
+def _runs(results: Path) -> Path:
+    return results / "runs" / "rand-roberta"
+
+
+def test_forced_collapse_is_a_result_and_other_runs_continue(micro_run):
+    res = micro_run["results"]
+    trained = json.loads((_runs(res) / f"k{COLLAPSE_K}" / "status.json").read_text())
+    assert trained["status"].startswith("collapsed: ")
+    assert trained["step"] == 1 and trained["last_finite_loss"] is None  # NaN from the very first step
+    assert trained["model_step"] == 0 and trained["model_finite"] is False
+    evaluated = json.loads((_runs(res) / f"k{COLLAPSE_K}" / "slice" / "status.json").read_text())
+    assert evaluated["collapsed"] is True and evaluated["status"].startswith("collapsed: non-finite training loss")
+    assert "all-zero document vectors" in evaluated["reasons"]
+    for k in ("1",):
+        assert json.loads((_runs(res) / f"k{k}" / "status.json").read_text())["status"] == "ok"
+        assert json.loads((_runs(res) / f"k{k}" / "slice" / "status.json").read_text())["status"] == "ok"
+
+    metrics = pd.read_csv(res / "metrics.csv", dtype={"k": str})
+    assert list(metrics.columns) == ["backbone", "k", "dataset", "measure", "value"]
+    assert metrics["value"].map(math.isfinite).all()
+    runs = metrics[metrics["backbone"] == "rand-roberta"]
+    flag = runs[runs["measure"] == "collapsed"].set_index("k")["value"].to_dict()
+    assert flag == {"1": 0.0, COLLAPSE_K: 1.0}
+    # the collapsed run still has every metric row (all-zero vectors retrieve nothing)
+    collapsed = runs[runs["k"] == COLLAPSE_K].set_index("measure")["value"]
+    assert collapsed["nDCG@10"] == 0.0 and collapsed["FLOPs"] == 0.0
+    assert set(collapsed.index) == set(runs[runs["k"] == "1"]["measure"])
+
+
+def test_manifests_hash_every_input_and_output(micro_run):
+    from lsrbench.hashing import sha256_file
+
+    work, res = micro_run["work"], micro_run["results"]
+    prov = json.loads((_runs(res) / "k1" / "train_provenance.json").read_text())
+    for key in ("config_hash", "packages", "git_commit", "seed", "device", "python"):
+        assert key in prov
+    assert prov["seed"] == 42 and prov["packages"]["torch"] and len(prov["config_hash"]) == 64
+    ins, outs = prov["artifacts"]["inputs"], prov["artifacts"]["outputs"]
+    assert "results/norms/rand-roberta.json" in ins and "results/data/train/triplets.jsonl" in ins
+    assert any(p.endswith("model.safetensors") and "tiny_roberta" in p for p in ins)  # the backbone itself
+    for name in ("model/model.safetensors", "model/modules.json", "train_log.jsonl", "status.json"):
+        assert f"results/runs/rand-roberta/k1/{name}" in outs
+    for rel, info in outs.items():
+        assert sha256_file(work / rel) == info["sha256"]
+
+    ev = json.loads((_runs(res) / "k1" / "slice" / "provenance.json").read_text())
+    assert set(ev["artifacts"]["outputs"]) == {f"results/runs/rand-roberta/k1/slice/{n}" for n in
+                                               ("run.trec", "metrics.tsv", "perquery.tsv", "status.json")}
+    assert {"results/runs/rand-roberta/k1/slice/docs.npz", "results/runs/rand-roberta/k1/slice/queries.npz",
+            "results/runs/rand-roberta/k1/status.json", "results/data/slice/eval/corpus.jsonl"} <= set(ev["artifacts"]["inputs"])
+
+
+def _verify(results: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", str(results)], capture_output=True, text=True)
+
+
+def test_verify_passes_on_the_finished_run(micro_run):
+    proc = _verify(micro_run["results"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith(": ok") and "Traceback" not in proc.stderr
+
+
+def test_verify_names_truncated_and_modified_artifacts(micro_run, tmp_path):
+    work = copy_run(micro_run, tmp_path / "work")
+    res = work / "results"
+    docs = _runs(res) / "k1" / "slice" / "docs.npz"
+    docs.write_bytes(docs.read_bytes()[:100])  # truncated
+    model = _runs(res) / f"k{COLLAPSE_K}" / "model" / "model.safetensors"
+    data = bytearray(model.read_bytes())
+    data[-1] ^= 1  # one bit of one weight
+    model.write_bytes(bytes(data))
+    metrics = (res / "metrics.csv").read_text().splitlines()
+    i = next(i for i, line in enumerate(metrics) if line.startswith("BM25,-,slice,nDCG@10,"))
+    metrics[i] = "BM25,-,slice,nDCG@10,0.999"  # a number no run produced
+    (res / "metrics.csv").write_text("\n".join(metrics) + "\n")
+
+    proc = _verify(res)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert any(str(docs) in line and "truncated" in line for line in lines)
+    assert any(str(model) in line and "modified" in line for line in lines)
+    assert any(f"metrics.csv: line {i + 1}: nDCG@10 = 0.999" in line for line in lines)
+    # the truncated docs.npz leaves the k1 metrics without a sound manifest: its rows are untraceable
+    assert any("no manifest-backed metrics.tsv for backbone rand-roberta, k 1," in line for line in lines)
+
+
+def test_no_temporaries_or_checkpoints_left(micro_run):
+    res = micro_run["results"]
+    assert not list(res.rglob(".*.tmp-*")) and not list(res.rglob("checkpoints"))
+
+
+def _edit(micro_run: dict, edit) -> dict[str, int]:
+    """Dry-run the finished run under its config edited in place (then restored: the norm rule's
+    params name the config file, so the edit keeps its path); return the planned job counts."""
+    path = micro_run["config"]
+    original = path.read_text()
+    config = yaml.safe_load(original)
+    edit(config)
+    try:
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        out = run_snakemake("-n", "--cores", "1", "-d", str(micro_run["work"]), "--configfile", str(path)).stdout
+    finally:
+        path.write_text(original)
+    return {k: v for k, v in job_counts(out).items() if k not in ("all", "total")}
+
+
+REPORT_RULES = {"collect", "table1", "tradeoff", "norms_report", "table_beir", "loss_curves", "claims"}
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda c: None, {}),
+    # how often checkpoints are saved changes no result: nothing re-runs
+    (lambda c: c["recipe"].update(checkpoint_steps=1), {}),
+    # nor does the index stage's shard size (docs.npz is the same file whatever it is)
+    (lambda c: c["evaluation"].update(encode_shard_size=32), {}),
+    # a recipe value: every run re-trains, re-indexes, re-evaluates; data and norms are kept
+    (lambda c: c["recipe"].update(learning_rate=3e-5), {"train": 2, "index": 2, "evaluate": 2}),
+    # evaluation values: evaluation only (top_k also for the BM25 reference)
+    (lambda c: c["evaluation"].update(top_k=50), {"evaluate": 2, "bm25": 1}),
+    (lambda c: c["evaluation"].update(collapse_max_active_share=0.5), {"evaluate": 2}),
+    # a new k: only the new run's jobs
+    (lambda c: c.update(k_grid=c["k_grid"] + [2]), {"train": 1, "index": 1, "evaluate": 1}),
+    # report options (and a backbone's label, shown only in reports): report rules only
+    (lambda c: c["report"].update(caption="another caption"), None),
+    (lambda c: c["backbones"]["rand-roberta"].update(label="another label"), None),
+])
+def test_config_edits_rerun_exactly_the_affected_jobs(micro_run, edit, expected):
+    counts = _edit(micro_run, edit)
+    if expected is None:
+        assert counts and set(counts) <= REPORT_RULES, counts
+    else:
+        assert {k: v for k, v in counts.items() if k not in REPORT_RULES} == expected, counts
+
+
+def test_bad_artifact_during_a_real_run_fails_one_job_and_keeps_finished_outputs(micro_run, tmp_path):
+    """A truncated docs.npz (say, a disk that filled up under another tool): Snakemake re-runs the
+    evaluate job that reads it, which fails with one line naming the file; every other finished
+    output stays, and the other runs' jobs are not touched."""
+    work = copy_run(micro_run, tmp_path / "work")
+    res = work / "results"
+    docs = _runs(res) / "k1" / "slice" / "docs.npz"
+    docs.write_bytes(docs.read_bytes()[:100])
+    keep = {p: p.read_bytes() for p in res.rglob("*") if p.is_file() and "k1/slice" not in str(p)}
+    proc = run_snakemake("--cores", "1", "-d", str(work), "--configfile", str(micro_run["config"]), check=False)
+    assert proc.returncode != 0
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error: ")]
+    assert errors == [f"lsrbench: error: {docs.relative_to(work)}: not a readable .npz file (File is not a zip file)"] \
+        or (len(errors) == 1 and str(docs.relative_to(work)) in errors[0]), proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    for path, data in keep.items():
+        if path.name not in ("metrics.csv",) and "logs" not in path.parts and ".snakemake" not in path.parts:
+            assert path.read_bytes() == data, path
+    assert (res / "metrics.csv").read_bytes() == keep[res / "metrics.csv"]  # the report was not re-made

@@ -1,0 +1,62 @@
+"""Datasets evaluated on one corpus (MS MARCO Dev and TREC DL 2019 with full collections) share one
+docs.npz per run: the DAG maps them to the first such dataset, the second only gets its queries
+encoded, and evaluate refuses a docs.npz whose documents are not its corpus's."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers.paths import SHARED
+from lsrbench.pipeline import params as dag, stages
+from lsrbench.pipeline.config import load_yaml
+from lsrbench.errors import InputError
+
+
+def _config(pool_depth):
+    registry = load_yaml("config/datasets.yaml")
+    names = ["msmarco-dev", "trec-dl-2019", "vaswani", "scifact"]
+    return {"evaluation": {"datasets": names, "pool_depth": pool_depth},
+            "_datasets": {n: registry[n] for n in names}}
+
+
+def test_full_collections_share_documents_pooled_subsets_do_not():
+    full = _config(None)
+    assert [dag.docs_dataset(full, d) for d in full["evaluation"]["datasets"]] == [
+        "msmarco-dev", "msmarco-dev", "vaswani", "scifact"]
+    assert dag.corpus_sharing_datasets(full) == ["trec-dl-2019"]
+    assert dag.docs_npz(full, "bert", "4", "trec-dl-2019") == "results/runs/bert/k4/msmarco-dev/docs.npz"
+    pooled = _config(50)  # each pooled subset has its own documents
+    assert [dag.docs_dataset(pooled, d) for d in pooled["evaluation"]["datasets"]] == pooled["evaluation"]["datasets"]
+    assert dag.corpus_sharing_datasets(pooled) == []
+    assert dag.dataset_regex([]) == "(?!)" and dag.dataset_regex(["a.b", "c"]) == r"a\.b|c"
+
+
+def test_queries_only_and_foreign_documents_refused(tmp_path, vaswani_slice):
+    import numpy as np
+    import scipy.sparse as sp
+
+    from lsrbench.data.beir import load_beir_folder
+    from lsrbench.index.sparse import load_sparse, save_sparse
+
+    model = SHARED / "models" / "splade-tiny-msmarco"
+    if not model.is_dir():
+        pytest.skip("../shared not present")
+    from lsrbench.model.encoder import build_sparse_encoder
+
+    encoder = tmp_path / "encoder"
+    build_sparse_encoder(str(model), 64, device="cpu").save(str(encoder))
+    out = tmp_path / "run"
+    stats = stages.index(str(encoder), str(vaswani_slice), {}, 16, None, str(out / "queries.npz"))
+    assert stats["documents"] is None and not (out / "docs.npz").exists()
+    queries, qids = load_sparse(out / "queries.npz")
+    ds = load_beir_folder(vaswani_slice)
+    assert qids == list(ds.queries) and queries.nnz > 0
+    # documents of another corpus (one document short): evaluate names the file and refuses it
+    ids = list(ds.corpus)[:-1]
+    save_sparse(out / "docs.npz", sp.csr_matrix((len(ids), queries.shape[1]), dtype=np.float32), ids)
+    with pytest.raises(InputError) as err:
+        stages.evaluate("b", "1", "slice", {}, str(vaswani_slice), str(out / "docs.npz"), str(out / "queries.npz"),
+                        10, ["nDCG@10"], str(out / "run.trec"), str(out / "m.tsv"), str(out / "pq.tsv"),
+                        str(out / "prov.json"), "h")
+    assert str(err.value).startswith(f"{out / 'docs.npz'}: ids: its {len(ids)} documents are not the {len(ds.corpus)} of")
+    assert not (out / "m.tsv").exists()

@@ -1,0 +1,205 @@
+"""Tables, claims, plots and significance from fixed synthetic metric rows (exact assertions)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from lsrbench.names import METRIC_COLUMNS
+from lsrbench.report import plots, results, table1, tables
+from lsrbench.report.claims import Evidence, evaluate_claims
+from lsrbench.report.results import pareto_front
+from lsrbench.report.stats import paired_randomization_test, spearman
+
+BACKBONES = {
+    "small": {"model": "x", "label": "Small"},
+    "large": {"model": "y", "label": "Large", "synthetic": True},
+}
+REPORT = {
+    "columns": [{"name": "D nDCG@10", "datasets": ["d1", "d2"], "measure": "nDCG@10"}],
+    "flops_datasets": ["d1", "d2"],
+    "tradeoff_measure": "nDCG@10",
+    "beir_measure": "nDCG@10",
+}
+# (run, k) -> (nDCG@10 on d1, on d2, FLOPs)
+RUNS = {
+    ("small", "1"): (0.50, 0.40, 3.0),
+    ("small", "4"): (0.45, 0.35, 2.0),
+    ("small", "16"): (0.05, 0.01, 40.0),
+    ("large", "1"): (0.20, 0.10, 20.0),
+    ("large", "4"): (0.52, 0.42, 2.5),
+    ("large", "16"): (0.48, 0.40, 1.0),
+    ("small+untie", "16"): (0.30, 0.20, 5.0),
+}
+N_QUERIES = 8
+
+
+def per_query(run, k, ds):
+    """Deterministic per-query scores whose mean is the run's value on ``ds``."""
+    mean = RUNS[(run, k)][0 if ds == "d1" else 1]
+    offsets = np.array([-0.04, -0.03, -0.02, -0.01, 0.01, 0.02, 0.03, 0.04])
+    return mean + offsets
+
+
+@pytest.fixture()
+def metrics() -> pd.DataFrame:
+    rows = []
+    for (run, k), (d1, d2, fl) in RUNS.items():
+        for ds, v in (("d1", d1), ("d2", d2)):
+            rows += [(run, k, ds, "nDCG@10", v), (run, k, ds, "FLOPs", fl), (run, k, ds, "query_active_dims", 10.0),
+                     (run, k, ds, "doc_active_dims", 50.0), (run, k, ds, "collapsed", 1.0 if (run, k) == ("small", "16") else 0.0)]
+    rows += [("BM25", "-", "d1", "nDCG@10", 0.3), ("BM25", "-", "d2", "nDCG@10", 0.2)]
+    return pd.DataFrame(rows, columns=METRIC_COLUMNS)
+
+
+@pytest.fixture()
+def evidence(metrics) -> Evidence:
+    pq = {}
+    for run, k in RUNS:
+        for ds in ("d1", "d2"):
+            pq[(run, k, ds)] = pd.DataFrame({"query_id": [f"q{i}" for i in range(N_QUERIES)], "measure": "nDCG@10",
+                                             "value": per_query(run, k, ds)})
+    norms = {"small": {"frobenius_norm": 100.0}, "large": {"frobenius_norm": 1000.0}}
+    logs = {("large", "1"): [{"step": s, "ranking_loss": 2.0 - 0.01 * s} for s in range(1, 21)],
+            ("large", "4"): [{"step": s, "ranking_loss": 0.5 - 0.01 * s} for s in range(1, 21)]}
+    return Evidence(metrics, pq, norms, logs)
+
+
+def test_table1_best_k_collapsed_bm25_and_reference(metrics, tmp_path):
+    ref = tmp_path / "ref.yaml"
+    ref.write_text("values:\n  large:\n    4: {D nDCG@10: 0.405}\n")
+    md = table1.table1_markdown(metrics, {**REPORT, "reference": str(ref)}, BACKBONES)
+    lines = {tuple(c.strip() for c in line.strip("|").split("|")[:2]): line for line in md.splitlines() if line.startswith("|")}
+    # mean over d1, d2: large k=4 is 0.47, its best; small's best is k=1 (0.45)
+    assert "**0.470** (paper 0.405)" in lines[("Large †", "4")]
+    assert "**0.450**" in lines[("Small", "1")]
+    assert "collapsed" in lines[("Small", "16")] and "0.030" not in lines[("Small", "16")]
+    assert "0.250" in lines[("BM25 (bm25s)", "-")]
+    assert "Small [untie]" in md
+    assert md.count("**") == 2 * 3  # one bold per backbone: small, large, small+untie
+    order = [key for key in lines if key[0] not in ("Backbone",) and not key[0].startswith(":")]
+    assert order[0] == ("BM25 (bm25s)", "-")
+    assert order.index(("Small", "1")) < order.index(("Small", "4")) < order.index(("Small", "16"))
+
+
+def test_best_k_skips_collapsed_and_ties_take_smallest_k(metrics):
+    assert results.best_ks(metrics, "nDCG@10", ["d1", "d2"]) == {"small": "1", "large": "4", "small+untie": "16"}
+    tie = metrics.copy()
+    tie.loc[(tie["backbone"] == "large") & (tie["k"] == "16") & (tie["measure"] == "nDCG@10"), "value"] = [0.52, 0.42]
+    assert results.best_ks(tie, "nDCG@10", ["d1", "d2"])["large"] == "4"
+
+
+def test_pareto_front_hand_example():
+    pts = [("a", 1.0, 0.40), ("b", 2.0, 0.50), ("c", 3.0, 0.45), ("d", 2.0, 0.30), ("e", 0.5, 0.10)]
+    # c is dominated by b (cheaper, better); d by b (same cost, worse) and a
+    assert sorted(pareto_front(pts)) == ["a", "b", "e"]
+
+
+def test_paired_randomization_exact_matches_scipy_and_hand_value():
+    a = np.array([0.5, 0.6, 0.7, 0.4, 0.9, 0.3, 0.8, 0.55])
+    b = a - np.array([0.1, 0.2, 0.05, 0.15, 0.1, 0.3, 0.2, 0.1])  # every difference positive
+    t = paired_randomization_test(a, b, resamples=10000, seed=1)
+    # exact test over 2**8 sign flips: only all-positive and all-negative reach |mean| -> p = 2/256
+    assert t.p_value == 2 / 256
+    ref = stats.permutation_test((a, b), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples",
+                                 vectorized=True, n_resamples=10000, alternative="two-sided")
+    assert t.p_value == ref.pvalue
+    assert t.mean_diff == pytest.approx(np.mean(a - b), abs=1e-15)
+    assert t.cohens_dz == pytest.approx(np.mean(a - b) / np.std(a - b, ddof=1), rel=1e-12)
+    assert t.ci_low <= t.mean_diff <= t.ci_high
+    # larger n: Monte Carlo with a fixed seed is reproducible and close to the t-test
+    rng = np.random.default_rng(0)
+    x = rng.random(40)
+    y = x - 0.02 + rng.normal(0, 0.05, 40)
+    t1, t2 = paired_randomization_test(x, y, seed=3), paired_randomization_test(x, y, seed=3)
+    assert t1 == t2
+    assert t1.p_value == pytest.approx(stats.ttest_rel(x, y).pvalue, abs=0.02)
+
+
+def test_spearman_matches_scipy():
+    rho, p = spearman([100, 300, 1000], [1, 4, 16])
+    assert rho == 1.0
+    assert spearman([1, 2], [3, 3])[0] != spearman([1, 2], [3, 3])[0]  # nan: undefined with a constant
+
+
+CLAIMS = {
+    "measure": "nDCG@10", "datasets": ["d1", "d2"], "alpha": 0.05, "resamples": 10000, "seed": 0,
+    "list": [
+        {"id": "c1", "text": "large < small at k=1", "type": "compare", "a": {"backbone": "large", "k": 1},
+         "b": {"backbone": "small", "k": 1}, "expect": "less"},
+        {"id": "c2", "text": "large best k > 1", "type": "best_k_above", "backbones": ["large"], "above": 1},
+        {"id": "c3", "text": "large best >= small k=1", "type": "compare", "a": {"backbone": "large", "k": "best"},
+         "b": {"backbone": "small", "k": 1}, "expect": "not_less"},
+        {"id": "c4", "text": "k grows with norm", "type": "norm_best_k_correlation", "backbones": ["small", "large"]},
+        {"id": "c5", "text": "over-rescaling hurts small", "type": "compare", "a": {"backbone": "small", "k": "max"},
+         "b": {"backbone": "small", "k": 1}, "expect": "less"},
+        {"id": "c6", "text": "frontier", "type": "frontier", "backbones": ["large"]},
+        {"id": "c7", "text": "loss lower", "type": "loss", "backbone": "large", "a_k": "best", "b_k": 1},
+        {"id": "c8", "text": "untie vs shared", "type": "compare", "a": {"backbone": "small+untie", "k": 16},
+         "b": {"backbone": "small", "k": 16}, "expect": "greater"},
+        {"id": "c9", "text": "absent run", "type": "compare", "a": {"backbone": "nope", "k": 1},
+         "b": {"backbone": "small", "k": 1}, "expect": "less"},
+        {"id": "c10", "text": "small best k > 1 (fails)", "type": "best_k_above", "backbones": ["small"], "above": 1},
+    ],
+}
+
+
+def test_claim_verdicts_and_numbers(evidence):
+    verdicts = {v.id: v for v in evaluate_claims(evidence, CLAIMS)}
+    assert {k: v.verdict for k, v in verdicts.items()} == {
+        "c1": "holds", "c2": "holds", "c3": "holds", "c4": "holds", "c5": "holds", "c6": "holds",
+        "c7": "holds", "c8": "holds", "c9": "not measured", "c10": "fails",
+    }
+    c1 = verdicts["c1"].numbers
+    # 16 paired queries (8 per dataset), every difference -0.3; same resampling as scipy's own test
+    assert c1["n"] == 16 and c1["mean_diff"] == pytest.approx(-0.30, abs=1e-12)
+    diffs = np.concatenate([per_query("large", "1", d) - per_query("small", "1", d) for d in ("d1", "d2")])
+    ref = stats.permutation_test((diffs, np.zeros_like(diffs)), lambda x, y, axis: np.mean(x - y, axis=axis),
+                                 permutation_type="samples", vectorized=True, n_resamples=10000,
+                                 rng=np.random.default_rng(0))
+    assert c1["p_value"] == ref.pvalue
+    assert verdicts["c3"].numbers["a"] == ["large", "4"]
+    assert verdicts["c4"].numbers["rho"] == pytest.approx(1.0, abs=1e-12) and verdicts["c4"].numbers["n"] == 2
+    assert verdicts["c5"].numbers["a"] == ["small", "16"]
+    assert verdicts["c6"].numbers["large"] == ["4", "16"]
+    assert verdicts["c7"].numbers["a"][0] == "4"
+
+
+def test_report_files_render(metrics, evidence, tmp_path):
+    csv = tmp_path / "metrics.csv"
+    metrics.to_csv(csv, index=False)
+    plots.plot_tradeoff(str(csv), REPORT, BACKBONES, str(tmp_path / "t.png"), str(tmp_path / "t.pdf"))
+    assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG" and (tmp_path / "t.pdf").read_bytes()[:4] == b"%PDF"
+    pts = plots.tradeoff_points(metrics, REPORT)
+    assert ("small", "16") not in set(zip(pts["backbone"], pts["k"]))  # collapsed runs are not plotted
+    logs = {}
+    for (run, k), rows in evidence.train_logs.items():
+        path = tmp_path / f"{run}-{k}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        logs[f"{run}|{k}"] = str(path)
+    plots.plot_loss_curves(logs, BACKBONES, str(tmp_path / "loss.png"))
+    norms = {}
+    for name, n in evidence.norms.items():
+        p = tmp_path / f"{name}.json"
+        p.write_text(json.dumps({**n, "mean_row_norm": 1, "max_row_norm": 2, "bias_norm": 0, "vocab_size": 5,
+                                 "hidden_size": 2, "tied": True}))
+        norms[name] = str(p)
+    plots.plot_norms(norms, str(csv), REPORT, BACKBONES, str(tmp_path / "norms.png"))
+    assert (tmp_path / "loss.png").stat().st_size > 1000 and (tmp_path / "norms.png").stat().st_size > 1000
+    beir = tables.beir_markdown(metrics, REPORT, BACKBONES)
+    assert "mean (D nDCG@10)" in beir and "0.470" in beir
+
+
+def test_auto_k_section(metrics):
+    metrics = pd.concat([metrics, pd.DataFrame([("large", "auto", d, "nDCG@10", v) for d, v in (("d1", 0.44), ("d2", 0.40))],
+                                               columns=METRIC_COLUMNS)])
+    norms = {"small": {"frobenius_norm": 100.0}, "large": {"frobenius_norm": 1000.0}}
+    md = tables.auto_k_markdown(metrics, REPORT, BACKBONES, norms, {"reference": "small", "statistic": "frobenius_norm"})
+    row = [line for line in md.splitlines() if line.startswith("| Large")][0]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "10.000" and cells[2] == "4"
+    assert cells[3] == "0.470" and cells[4] == "0.420" and cells[5] == "0.050"
