@@ -36,7 +36,9 @@ rule train:
             "mirror": config.get("mirror"),
             "cache_dir": config.get("cache_dir", "cache"),
         },
-    threads: workflow.cores
+    # All cores of the run (--cores N; inside a cluster job, the cores it sees). Submitting to a
+    # cluster defines no cores (workflow.cores raises): 1, the job's CPUs are the profile's resources.
+    threads: workflow.resource_settings.cores or 1
     resources:
         gpu=1 if config.get("use_gpu") else 0,
     log:
