@@ -24,7 +24,9 @@ rule index:
             "shard_dir": os.path.join(os.path.dirname(output.docs_out), "doc_shards"),
             "shard_size": config["evaluation"]["encode_shard_size"] or 0,
         },
-    threads: workflow.cores
+    # All cores of the run (--cores N; inside a cluster job, the cores it sees). Submitting to a
+    # cluster defines no cores (workflow.cores raises): 1, the job's CPUs are the profile's resources.
+    threads: workflow.resource_settings.cores or 1
     log:
         "results/logs/index/{run}_k{k}_{dataset}.log",
     script:
@@ -42,7 +44,7 @@ rule index_queries:
     params:
         stage="index",
         kwargs=lambda w: dag.index_kwargs(config, w.dataset),
-    threads: workflow.cores
+    threads: workflow.resource_settings.cores or 1
     log:
         "results/logs/index/{run}_k{k}_{dataset}_queries.log",
     script:

@@ -25,7 +25,9 @@ rule train:
             "mirror": config["mirror"],
             "cache_dir": config["cache_dir"],
         },
-    threads: workflow.cores
+    # All cores of the run (--cores N; inside a cluster job, the cores it sees). Submitting to a
+    # cluster defines no cores (workflow.cores raises): 1, the job's CPUs are the profile's resources.
+    threads: workflow.resource_settings.cores or 1
     resources:
         gpu=1 if config["use_gpu"] else 0,
     log:
