@@ -5,7 +5,8 @@ import sys
 from lsrbench.errors import InputError
 from lsrbench.names import POOLED
 from lsrbench.pipeline import params as dag
-from lsrbench.pipeline.config import check_config, check_config_file, locate_config_paths
+from lsrbench.pipeline.config import check_config, check_config_file, check_mirror, locate_config_paths
+from lsrbench.pipeline.paths import ID_REGEX, Layout, pattern
 
 # A --configfile replaces the embedded default instead of being deep-merged into it, so one
 # config's backbones never leak into another's run.
@@ -17,17 +18,34 @@ try:
     for path in workflow.overwrite_configfiles or [CONFIG_FILE]:  # every --configfile, strictly
         check_config_file(str(path))
     config = check_config(locate_config_paths(config, workflow.basedir), CONFIG_FILE)
+    # A named mirror must exist (else datasets and models would silently be downloaded), except
+    # for the prefetch target, which creates it. Snakemake tells a Snakefile nothing of its
+    # targets, hence the command line.
+    if "prefetch" not in sys.argv[1:]:
+        check_mirror(config, CONFIG_FILE)
 except InputError as exc:
     print(f"lsrbench: error: {exc}", file=sys.stderr)
     sys.exit(1)
 
-RUNS = dag.run_grid(config)
+# Every output in a folder named by the hash of what decides it (lsrbench.pipeline.paths): a config
+# edit plans new folders beside the finished ones, which Snakemake then never re-runs or deletes.
+L = Layout(config)
 DATASETS = config["evaluation"]["datasets"]
 
 wildcard_constraints:
     run="[A-Za-z0-9][A-Za-z0-9._-]*(\\+untie)?",
     k="auto|[0-9]+(\\.[0-9]+)?(e-?[0-9]+)?",
     dataset=f"(?!{POOLED}\\b)[A-Za-z0-9][A-Za-z0-9._-]*",
+    backbone="[A-Za-z0-9][A-Za-z0-9._-]*",
+    pool_depth="[0-9]+",
+    data_id=ID_REGEX,
+    norms_id=ID_REGEX,
+    triplets_id=ID_REGEX,
+    train_id=ID_REGEX,
+    index_id=ID_REGEX,
+    eval_id=ID_REGEX,
+    pooled_id=ID_REGEX,
+    bm25_id=ID_REGEX,
 
 
 include: "workflow/rules/data.smk"

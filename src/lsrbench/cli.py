@@ -1,4 +1,4 @@
-"""Command line: ``lsrbench check-config``, ``norm``, ``verify`` and ``prefetch``; the DAG itself runs through Snakemake."""
+"""Command line: ``lsrbench check-config``, ``norm``, ``verify``, ``prefetch`` and ``gc``; the DAG itself runs through Snakemake."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from lsrbench.errors import InputError
 
 
 def _check_config(args) -> int:
-    from lsrbench.pipeline.config import check_config, load_yaml, runs
+    from lsrbench.pipeline.config import check_config, check_mirror, load_yaml, runs
 
     config = check_config(load_yaml(args.configfile), args.configfile)
+    check_mirror(config, args.configfile)
     grid = runs(config)
     print(f"{args.configfile}: ok: {len(config['backbones'])} backbones, {len(grid)} (backbone, k) runs, "
           f"datasets {', '.join(config['evaluation']['datasets'])}")
@@ -53,6 +54,35 @@ def _prefetch(args) -> int:
     return 0
 
 
+def _overrides(pairs: list[str]) -> dict:
+    """``--config key=value`` as Snakemake reads it (an empty value is null)."""
+    import yaml
+
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InputError("--config", pair, "expected key=value")
+        out[key] = yaml.safe_load(value) if value else None
+    return out
+
+
+def _gc(args) -> int:
+    from lsrbench.pipeline.gc import current_folders, find_garbage, human, remove_garbage
+
+    keep = current_folders(args.configfile, _overrides(args.config), args.results)
+    garbage = find_garbage(args.results, keep)
+    verb = "removed" if args.delete else "would remove"
+    for item in garbage:
+        print(f"{verb}: {item.path} ({human(item.bytes)})")
+    if args.delete:
+        remove_garbage(args.results, garbage)
+    total = human(sum(item.bytes for item in garbage))
+    print(f"{args.results}: {len(garbage)} folder(s) no config of {', '.join(args.configfile)} refers to, {total}"
+          + ("" if args.delete or not garbage else "; run again with --delete to remove them"))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lsrbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -73,6 +103,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mirror", required=True, help="the mirror folder (<mirror>/models, <mirror>/data)")
     p.add_argument("--force", action="store_true", help="fetch again what the mirror already has")
     p.set_defaults(func=_prefetch)
+    p = sub.add_parser("gc", help="list (default) or remove (--delete) the outputs under the results folder that "
+                                  "no given config refers to (other configs' runs, reverted edits)")
+    p.add_argument("--configfile", nargs="+", default=["config/config.yaml"],
+                   help="the current configs: their outputs are kept (default: config/config.yaml)")
+    p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
+                   help="overrides on every config, as given to snakemake --config (e.g. mirror=../shared)")
+    p.add_argument("--results", default="results", help="the results folder (run from the folder snakemake runs in)")
+    p.add_argument("--delete", action="store_true", help="remove them (default: only list them)")
+    p.set_defaults(func=_gc)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -6,6 +6,10 @@ The micro run: a random 1-layer RoBERTa on a slice of Vaswani, k = 1 plus an abs
 (the head and, tied to it, the input embeddings multiplied by 1e30) whose training loss is NaN
 from step 1: the forced collapse, which must finish as a result while the other runs carry on.
 Tests must not modify it: a test that tampers with artifacts works on a copy (:func:`copy_run`).
+
+Where a run's outputs are comes from the package's one path builder
+(:class:`lsrbench.pipeline.paths.Layout`, content-addressed folders) through :func:`layout` and
+the ``*_dir`` helpers here: tests never spell a results path themselves.
 """
 
 from __future__ import annotations
@@ -58,6 +62,41 @@ def micro_config(tmp: Path, slice_dir: Path, model_dir: Path) -> Path:
     path = tmp / "config.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
+
+
+def layout(config_path: Path):
+    """The :class:`~lsrbench.pipeline.paths.Layout` of a config file, with results paths relative to
+    the working directory (``results/...``, as Snakemake and the manifests spell them)."""
+    from lsrbench.pipeline.config import check_config, load_yaml, locate_config_paths
+    from lsrbench.pipeline.fingerprint import FileDigests
+    from lsrbench.pipeline.paths import Layout
+
+    config = locate_config_paths(load_yaml(config_path), REPO)
+    return Layout(check_config(config, str(config_path)), "results", FileDigests(None))
+
+
+def train_dir(work: Path, config_path: Path, run: str, k: str) -> Path:
+    """A run's training folder: model/, train_log.jsonl, status.json, train_provenance.json."""
+    return work / layout(config_path).train(run, k).folder
+
+
+def index_dir(work: Path, config_path: Path, run: str, k: str, dataset: str) -> Path:
+    """A run's vectors of one dataset: docs.npz, queries.npz."""
+    return work / layout(config_path).index(run, k, dataset).folder
+
+
+def eval_dir(work: Path, config_path: Path, run: str, k: str, dataset: str) -> Path:
+    """A run's evaluation on one dataset: run.trec, metrics.tsv, perquery.tsv, status.json, provenance.json."""
+    return work / layout(config_path).evaluate(run, k, dataset).folder
+
+
+def norms_json(work: Path, config_path: Path, backbone: str) -> Path:
+    return work / layout(config_path).norms(backbone).path("norms.json")
+
+
+def outputs_of(work: Path, config_path: Path) -> list[Path]:
+    """Every addressed output folder of a config (what ``lsrbench gc`` keeps)."""
+    return [work / item.folder for item in layout(config_path).all()]
 
 
 def copy_run(micro_run: dict, dest: Path) -> Path:

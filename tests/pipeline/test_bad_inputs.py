@@ -211,8 +211,8 @@ def _dataset_stage(tmp_path: Path, folder: Path) -> str:
     out = tmp_path / "out"
     return _bridge(tmp_path, "dataset",
                    {"name": "toy", "entry": {"source": "beir", "path": str(folder)}, "mirror": None,
-                    "datasets_file": "datasets.yaml", "cache_dir": str(tmp_path / "cache"), "pool_depth": None},
-                   {}, {"full_dir": str(out / "full"), "eval_dir": str(out / "eval"), "eval_info": str(out / "eval.json")})
+                    "datasets_file": "datasets.yaml", "cache_dir": str(tmp_path / "cache")},
+                   {}, {"full_dir": str(out / "full"), "info": str(out / "info.json")})
 
 
 CORPUS = {"d1": "alpha beta", "d2": "gamma delta", "d3": "epsilon"}

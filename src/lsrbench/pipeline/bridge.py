@@ -1,7 +1,8 @@
 """The one bridge from a Snakemake ``script:`` (``workflow/scripts/stage.py``) to a stage function of
 :mod:`lsrbench.pipeline.stages` or :mod:`lsrbench.pipeline.report_stages`: maps the rule's named
-inputs, outputs and params onto the function's arguments, and turns bad input into one line on
-stderr."""
+inputs, outputs and params onto the function's arguments, turns bad input into one line on
+stderr, and writes an addressed output's ``params.json`` (its ``identity`` param: what the id in
+its path stands for, :mod:`lsrbench.pipeline.paths`) once the stage has succeeded."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 
 from lsrbench.errors import InputError
 from lsrbench.pipeline import report_stages, stages
+from lsrbench.provenance import write_json
 
 
 def run(snakemake) -> None:
@@ -24,7 +26,9 @@ def run(snakemake) -> None:
     # (e.g. checkpoint frequency). A rule computes it with a function of ``output``, which makes it
     # a derived param: Snakemake leaves it out of its params rerun trigger.
     kwargs.update(dict(getattr(snakemake.params, "runtime", None) or {}))
-    for source in (snakemake.input, snakemake.output):
+    outputs = dict(snakemake.output.items())
+    params_json = outputs.pop("params_json", None)
+    for source in (dict(snakemake.input.items()), outputs):
         kwargs.update({name: (value if isinstance(value, str) else list(value)) for name, value in source.items()})
     if snakemake.log:
         logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
@@ -34,3 +38,5 @@ def run(snakemake) -> None:
     except InputError as exc:
         print(f"lsrbench: error: {exc}", file=sys.stderr)
         sys.exit(1)
+    if params_json:
+        write_json(params_json, dict(snakemake.params.identity))

@@ -43,28 +43,37 @@ def norm(backbone: str, entry: dict, mirror, cache_dir: str, config_file: str, o
     return result
 
 
-def dataset(name: str, entry: dict, mirror, datasets_file: str, cache_dir: str, pool_depth,
-            full_dir: str, eval_dir: str, eval_info: str) -> None:
-    """Bring a dataset into the canonical BEIR layout (``full_dir``) and the evaluated subset (``eval_dir``)."""
-    from lsrbench.data.bm25 import pooled_subset
+def dataset(name: str, entry: dict, mirror, datasets_file: str, cache_dir: str, full_dir: str, info: str,
+            corpus_store: str | None = None) -> None:
+    """Bring a dataset into the canonical BEIR layout (``full_dir``); ``info``: its counts."""
     from lsrbench.data.sources import resolve_dataset
     from lsrbench.data.store import write_beir_folder
 
     ds = resolve_dataset(name, entry, mirror, datasets_file, cache_dir, unknown_docs=entry.get("unknown_docs", "error"))
-    split = entry.get("split", "test")
-    # One copy of each distinct corpus file under results/data/.corpora, hard-linked into full/ and
-    # eval/ (the same file without pooling) and into every dataset sharing it (MS MARCO dev, DL19).
-    store = Path(full_dir).parent.parent / ".corpora"
-    write_beir_folder(ds, full_dir, split=split, corpus_store=store)
-    evaluated = pooled_subset(ds, pool_depth) if pool_depth else ds
-    write_beir_folder(evaluated, eval_dir, split=split, corpus_store=store)
-    write_json(eval_info, {
-        "name": name, "split": split, "pool_depth": pool_depth,
-        "documents": len(evaluated.corpus), "full_documents": len(ds.corpus),
-        "queries": len(evaluated.queries), "dropped_queries": ds.dropped_queries,
-        "unknown_doc_qrels": ds.unknown_doc_qrels,
-        "judgments": sum(len(v) for v in evaluated.qrels.values()),
-    })
+    # One copy of each distinct corpus file in ``corpus_store``, hard-linked into every dataset
+    # folder that has it (MS MARCO dev and DL19, a pooled subset without pooling).
+    write_beir_folder(ds, full_dir, split=entry.get("split", "test"), corpus_store=corpus_store)
+    write_json(info, _counts(name, ds) | {"split": entry.get("split", "test")})
+
+
+def _counts(name: str, ds) -> dict:
+    return {"name": name, "documents": len(ds.corpus), "queries": len(ds.queries),
+            "dropped_queries": ds.dropped_queries, "unknown_doc_qrels": ds.unknown_doc_qrels,
+            "judgments": sum(len(v) for v in ds.qrels.values())}
+
+
+def pool(name: str, full_dir: str, pool_depth: int, dataset_entry: dict, eval_dir: str, eval_info: str,
+         corpus_store: str | None = None) -> None:
+    """The evaluated subset of a dataset: every judged document plus each query's top ``pool_depth``
+    BM25 candidates (:func:`lsrbench.data.bm25.pooled_subset`), in BEIR layout."""
+    from lsrbench.data.bm25 import pooled_subset
+    from lsrbench.data.store import write_beir_folder
+
+    ds = _load_beir(full_dir, dataset_entry)
+    evaluated = pooled_subset(ds, pool_depth)
+    write_beir_folder(evaluated, eval_dir, split=dataset_entry.get("split", "test"), corpus_store=corpus_store)
+    write_json(eval_info, _counts(name, evaluated) | {"pool_depth": pool_depth,
+                                                               "full_documents": len(ds.corpus)})
 
 
 def triplets(training_data: dict, n: int, seed: int, out: str, full_dir: str | None = None,
@@ -133,7 +142,7 @@ def _train_here(run, entry, k, recipe, mirror, cache_dir, config_file, norms_jso
         path, read_triplets(triplets_path), recipe, model_dir, log_path,
         k=k_value, mode=entry.get("mode", "shared"), head_scale=entry.get("head_scale", 1.0),
         trust_remote_code=entry.get("trust_remote_code", False), revision=entry.get("revision"),
-        checkpoint_dir=checkpoint_dir, checkpoint_steps=checkpoint_steps,
+        checkpoint_dir=checkpoint_dir, checkpoint_steps=checkpoint_steps, config_file=config_file,
     )
     return {"backbone": run, "k": k, **summary["status"]}, summary, path, k_value
 
