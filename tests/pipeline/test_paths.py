@@ -205,7 +205,8 @@ def test_an_edit_runs_beside_the_old_outputs_and_reverting_it_recomputes_nothing
     assert planned and set(planned).isdisjoint(RESULT_RULES), planned
     run_snakemake("--cores", "2", "-d", str(work), "--configfile", str(micro_run["config"]))
     assert {name: (results / name).read_bytes() for name in reports} == reports
-    assert _planned(work, micro_run["config"]) == {} and _planned(work, edited) == {}
+    assert _planned(work, micro_run["config"]) == {}
+    assert set(_planned(work, edited)).isdisjoint(RESULT_RULES)  # the edit again: its reports only
 
 
 @pytest.mark.slow
