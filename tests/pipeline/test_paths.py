@@ -16,7 +16,6 @@ import pytest
 import yaml
 
 from helpers.beir import write_beir
-from helpers.paths import REPO
 from helpers.snakemake import copy_run, job_counts, layout, micro_config, run_snakemake
 from lsrbench.pipeline.paths import ID_WILDCARD
 

@@ -20,7 +20,6 @@ a BEIR download name, a hub id with its revision or pinned wheel digests) by its
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,7 +78,10 @@ class Addressed:
 
     @property
     def id(self) -> str:
-        return self.fields.get(ID_WILDCARD.get(self.kind, ""), "")
+        """The folder's own id (a pool folder is named by its depth: ``pool<depth>``)."""
+        if self.kind == "pool":
+            return f"pool{self.fields['pool_depth']}"
+        return self.fields[ID_WILDCARD[self.kind]]
 
     @property
     def sha256(self) -> str:
@@ -155,7 +157,7 @@ class Layout:
 
     def id_regex(self, kind: str) -> str:
         """A wildcard constraint matching exactly the current config's ids of ``kind``."""
-        return "|".join(i for i in self.ids(kind)) or "(?!)"
+        return "|".join(self.ids(kind)) or "(?!)"
 
     def find(self, kind: str, wildcards) -> Addressed:
         """The addressed output a rule's wildcards name; ValueError when they are not the current
