@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO / "src") not in sys.path:
+    sys.path.insert(0, str(REPO / "src"))
 SHARED = REPO.parent / "shared"
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -89,3 +91,34 @@ def write_result(name: str, payload: dict) -> Path:
     tmp.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
     tmp.replace(path)
     return path
+
+
+# -- lsrbench entry points ---------------------------------------------------------------------------
+# Every benchmark imports lsrbench through this function, so the package's restructure (modules moving
+# into subpackages) is absorbed here: each name lists the module paths it may live in, newest first.
+_LSRBENCH_NAMES = {
+    "InvertedIndex": ("lsrbench.evaluate.retrieval", "lsrbench.retrieval"),
+    "exact_topk": ("lsrbench.evaluate.retrieval", "lsrbench.retrieval"),
+    "load_sparse": ("lsrbench.sparse",),
+    "save_sparse": ("lsrbench.sparse",),
+    "encode_texts": ("lsrbench.index.encode", "lsrbench.encode"),
+    "build_sparse_encoder": ("lsrbench.model", "lsrbench.model.encoder", "lsrbench.models"),
+    "load_beir_folder": ("lsrbench.data",),
+}
+
+
+def lsrbench(name: str):
+    """``lsrbench``'s object ``name`` (see ``_LSRBENCH_NAMES``), from the first module path that has it."""
+    import importlib
+
+    errors = []
+    for module in _LSRBENCH_NAMES[name]:
+        try:
+            obj = getattr(importlib.import_module(module), name, None)
+        except ImportError as exc:
+            errors.append(f"{module}: {exc}")
+            continue
+        if obj is not None:
+            return obj
+        errors.append(f"{module}: no {name}")
+    raise ImportError(f"lsrbench.{name} not found: " + "; ".join(errors))
