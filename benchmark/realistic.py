@@ -287,8 +287,10 @@ def _csr(ids, indptr, data, n, vocab) -> sp.csr_matrix:
     return m
 
 
-def sample_documents(params: dict, n: int, seed: int, order: str = "random", chunk: int = 200_000) -> sp.csr_matrix:
-    """``n`` documents from the fit (float32 CSR). ``order="cluster"`` groups them by cluster."""
+def sample_documents(params: dict, n: int, seed: int, order: str = "random", chunk: int = 200_000,
+                     return_clusters: bool = False):
+    """``n`` documents from the fit (float32 CSR). ``order="cluster"`` groups them by cluster.
+    With ``return_clusters``, also each document's cluster (in the returned order)."""
     rng = np.random.default_rng([seed, 1])
     parts, clusters = [], []
     for lo in range(0, n, chunk):
@@ -298,11 +300,13 @@ def sample_documents(params: dict, n: int, seed: int, order: str = "random", chu
         parts.append(_csr(ids, ptr, w, m, int(params["vocab"])))
         clusters.append(cl)
     D = sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
+    clusters = np.concatenate(clusters)
     if order == "cluster":
-        D = D[np.argsort(np.concatenate(clusters), kind="stable")]
+        perm = np.argsort(clusters, kind="stable")
+        D, clusters = D[perm], clusters[perm]
     elif order != "random":
         raise ValueError(f"order must be 'random' or 'cluster', got {order!r}")
-    return D
+    return (D, clusters) if return_clusters else D
 
 
 def sample_queries(params: dict, n: int, seed: int) -> sp.csr_matrix:
