@@ -328,6 +328,7 @@ def bmp_integer_report(D: sp.csr_matrix, Q: sp.csr_matrix, k: int, bmp_res, scal
     """What BMP's integers cost: its quantized scores exactly (int64), the queries whose best quantized
     score passes 65,535 (the u16 accumulator wraps), and the overlap of BMP's own results with the
     exact top-k of the quantized scores (is it safe for its own scores)."""
+    Q = Q[: len(bmp_res)]  # the queries BMP was timed on (--slow-queries)
     Dq, _ = Bmp(scale).quantize(D)
     Qi = Bmp.query_ints(Q)
     over_best, over_any_topk, own_overlap = 0, 0, []

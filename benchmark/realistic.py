@@ -35,6 +35,8 @@ distribution (e.g. a term weighs more in a document on its topic), document leng
 weights, and duplicate or near-duplicate documents.
 
     .venv/bin/python benchmark/realistic.py           # encode (cached), fit, validate: results/realistic-fit.json + .png
+    .venv/bin/python benchmark/realistic.py --cached --sizes 100000,1000000 --output realistic-fit-peers
+                                                      # the same statistics of peers.py's cached collections
 """
 
 from __future__ import annotations
@@ -488,28 +490,38 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="11429,100000", help="sampled collection sizes to compare (documents)")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cached", action="store_true", help="use peers.py's cached samples (prefixes of its largest)")
+    ap.add_argument("--output", default="realistic-fit")
     args = ap.parse_args(argv)
     D, Q = encode_vaswani()
     params = load_fit(args.refit)
     real = collection_stats(D, Q)
     rows = {"real": real}
+    # The real documents in random order: what block bounds give without Vaswani's own order.
+    rows["real_shuffled"] = collection_stats(D[np.random.default_rng(args.seed).permutation(D.shape[0])], Q)
     samples = {}
     for n in (int(s) for s in args.sizes.split(",")):
         t = time.perf_counter()
-        Ds = sample_documents(params, n, args.seed)
-        Qs = sample_queries(params, args.queries, args.seed)
+        if args.cached:  # the peers benchmark's collection (prefix of its cached largest sample)
+            import peers
+
+            Ds, Qs = peers.collection("realistic", n, args.queries, args.seed)
+        else:
+            Ds = sample_documents(params, n, args.seed)
+            Qs = sample_queries(params, args.queries, args.seed)
         gen_s = time.perf_counter() - t
         st = collection_stats(Ds, Qs)
         st["generation_s"] = round(gen_s, 1)
         rows[f"sampled_{n}"] = st
-        if n == D.shape[0]:  # the real queries against the sampled documents (term ids are the real ones)
+        if n == D.shape[0] and not args.cached:  # the real queries against the sampled documents (term ids are the real ones)
             rows[f"sampled_{n}_real_queries"] = collection_stats(Ds, Q)
-        samples[f"sampled, {n:,} documents"] = Ds
+        if len(samples) < 3:
+            samples[f"sampled, {n:,} documents"] = Ds
         print(n, json.dumps(st)[:400], flush=True)
-    png = RESULTS / "realistic-fit.png"
+    png = RESULTS / f"{args.output}.png"
     RESULTS.mkdir(exist_ok=True)
     _plot(png, D, samples)
-    path = write_result("realistic-fit", {"benchmark": "realistic-fit", "command": command_line(),
+    path = write_result(args.output, {"benchmark": "realistic-fit", "command": command_line(),
                                           "machine": machine_info(),
                                           "model": str(MODEL.relative_to(SHARED.parent)), "data": str(VASWANI.relative_to(SHARED.parent)),
                                           "doc_max_length": DOC_MAX_LENGTH, "query_max_length": QUERY_MAX_LENGTH,

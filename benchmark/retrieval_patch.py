@@ -1,5 +1,7 @@
 """A prototype of a faster, equally exact first pass for ``exact_topk`` (to port into the package).
 
+    .venv/bin/python benchmark/retrieval_patch.py     # self-check: identical to the package and to scipy float64
+
 Not part of the package: ``src/lsrbench`` is being restructured, so the change is developed here,
 on top of the package's own helpers, and measured by ``peers.py`` (system ``lsrbench-patch``)
 side by side with the package's ``exact_topk``. Every result must be identical to it (ids, order
@@ -446,3 +448,44 @@ def _stream_block(q, index, k, lo, hi, results, cap) -> None:
         if res is None:
             res = R.exact_topk(q[lo + i: lo + i + 1], index, k)[0]
         results[lo + i] = res
+
+
+def _check(seed: int = 0) -> int:
+    """Self-check: both variants equal the package's exact_topk and scipy's float64 product on random
+    collections with many ties (weights on a coarse grid), several k, sizes around the block sizes."""
+    import retrieval
+
+    rng = np.random.default_rng(seed)
+    bad = 0
+    for n_docs, vocab, grid in ((1000, 50, 4), (4099, 300, 8), (20_011, 2000, 16), (60_000, 5000, 0)):
+        nnz = n_docs * 20
+        rows = rng.integers(0, n_docs, nnz)
+        cols = np.minimum(rng.zipf(1.3, nnz) - 1, vocab - 1)
+        w = rng.random(nnz).astype(np.float32) + np.float32(0.01)
+        if grid:
+            w = (np.ceil(w * grid) / grid).astype(np.float32)
+        D = sp.csr_matrix((w, (rows, cols)), shape=(n_docs, vocab))
+        D.sum_duplicates()
+        Q = sp.csr_matrix((np.ceil(rng.random(40 * 8) * 4).astype(np.float32) / 4,
+                           (np.repeat(np.arange(40), 8), rng.integers(0, vocab, 40 * 8))), shape=(40, vocab))
+        Q.sum_duplicates()
+        index = R.InvertedIndex.from_csr(D)
+        DT64 = D.T.tocsr().astype(np.float64)
+        for k in (1, 10, 100, 1000):
+            ref = R.exact_topk(Q, index, k)
+            ref64 = retrieval.scipy_topk(Q.astype(np.float64), DT64, k)
+            for name, fn in (("fused", exact_topk), ("stream", exact_topk_stream),
+                             ("stream-tiny-buffer", lambda q, i, kk: exact_topk_stream(q, i, kk, cand_capacity=1))):
+                got = fn(Q, index, k)
+                same = all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(got, ref))
+                same64 = all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(got, ref64))
+                if not (same and same64):
+                    bad += 1
+                    print(f"MISMATCH {name} n_docs={n_docs} k={k} package={same} scipy64={same64}")
+        print(f"n_docs={n_docs}: checked", flush=True)
+    print("all identical" if not bad else f"{bad} mismatches")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_check())
