@@ -212,7 +212,8 @@ class Bmp(System):
             indexer.add_document(str(i), dict(zip([names[t] for t in ind[a:b].tolist()], dat[a:b].tolist())))
         indexer.finish()
         searcher = bmp.Searcher(str(path))
-        return {"searcher": searcher, "path": path, "folder": folder, "scale": scale, "Dq": Dq}
+        del Dq
+        return {"searcher": searcher, "path": path, "folder": folder, "scale": scale}
 
     def search(self, h, Q, k):
         searcher = h["searcher"]
