@@ -491,8 +491,12 @@ def main(argv=None) -> int:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cached", action="store_true", help="use peers.py's cached samples (prefixes of its largest)")
-    ap.add_argument("--output", default="realistic-fit")
+    ap.add_argument("--output", default=None)
+    ap.add_argument("--quick", action="store_true", help="compare at the real size only (results/realistic-fit-quick.*)")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.sizes = "11429"
+    args.output = args.output or ("realistic-fit" + ("-quick" if args.quick else ""))
     D, Q = encode_vaswani()
     params = load_fit(args.refit)
     real = collection_stats(D, Q)
