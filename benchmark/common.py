@@ -97,13 +97,14 @@ def write_result(name: str, payload: dict) -> Path:
 # Every benchmark imports lsrbench through this function, so the package's restructure (modules moving
 # into subpackages) is absorbed here: each name lists the module paths it may live in, newest first.
 _LSRBENCH_NAMES = {
-    "InvertedIndex": ("lsrbench.evaluate.retrieval", "lsrbench.retrieval"),
+    "InvertedIndex": ("lsrbench.evaluate.inverted_index", "lsrbench.retrieval"),
     "exact_topk": ("lsrbench.evaluate.retrieval", "lsrbench.retrieval"),
-    "load_sparse": ("lsrbench.sparse",),
-    "save_sparse": ("lsrbench.sparse",),
+    "compiled_kernels": ("lsrbench.evaluate.kernels:kernels", "lsrbench.retrieval:_kernels"),
+    "load_sparse": ("lsrbench.index.sparse", "lsrbench.sparse"),
+    "save_sparse": ("lsrbench.index.sparse", "lsrbench.sparse"),
     "encode_texts": ("lsrbench.index.encode", "lsrbench.encode"),
-    "build_sparse_encoder": ("lsrbench.model", "lsrbench.model.encoder", "lsrbench.models"),
-    "load_beir_folder": ("lsrbench.data",),
+    "build_sparse_encoder": ("lsrbench.model.encoder", "lsrbench.models"),
+    "load_beir_folder": ("lsrbench.data.beir", "lsrbench.data"),
 }
 
 
@@ -112,9 +113,10 @@ def lsrbench(name: str):
     import importlib
 
     errors = []
-    for module in _LSRBENCH_NAMES[name]:
+    for where in _LSRBENCH_NAMES[name]:
+        module, _, attr = where.partition(":")  # "module:attribute" when the name differs
         try:
-            obj = getattr(importlib.import_module(module), name, None)
+            obj = getattr(importlib.import_module(module), attr or name, None)
         except ImportError as exc:
             errors.append(f"{module}: {exc}")
             continue

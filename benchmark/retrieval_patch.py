@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import lsrbench  # noqa: E402
 
 R = importlib.import_module(lsrbench("exact_topk").__module__)  # the package's retrieval module
+_base_kernels = lsrbench("compiled_kernels")  # the package's compiled kernels (or None without numba)
 _FUSED_CHUNK_BYTES = 16 << 10  # bytes of a query's score row per chunk (L1/L2-resident)
 _DENSE_CHUNK_BYTES = 1 << 20  # bytes of the dense rows' chunk (L2-resident across the block's queries)
 
@@ -125,7 +126,7 @@ def _kernels():
     if _KERNELS is None:
         import numba
 
-        base = R._kernels()
+        base = _base_kernels()
         from types import SimpleNamespace
 
         _KERNELS = SimpleNamespace(
@@ -137,7 +138,7 @@ def _kernels():
 
 def exact_topk(queries, index, k: int, exclude=None, *, threads: int = 1, query_block: int | None = None):
     """``lsrbench``'s ``exact_topk`` with the patched first pass (numba required); same results."""
-    if R._kernels() is None:
+    if _base_kernels() is None:
         return R.exact_topk(queries, index, k, exclude, threads=threads, query_block=query_block)
     if exclude is not None:
         raise NotImplementedError("prototype: exclude is handled by the package's function")
@@ -371,7 +372,7 @@ def _stream_kernel():
 def exact_topk_stream(queries, index, k: int, exclude=None, *, threads: int = 1, query_block: int | None = None,
                       cand_capacity: int | None = None):
     """``exact_topk`` with the streaming first pass (variant 2); same results as the package's."""
-    if R._kernels() is None or exclude is not None or k <= 0 or index.n_docs < 4 * k:
+    if _base_kernels() is None or exclude is not None or k <= 0 or index.n_docs < 4 * k:
         return R.exact_topk(queries, index, k, exclude, threads=threads, query_block=query_block)
     q = sp.csr_matrix(queries, copy=True)
     q.sum_duplicates()
