@@ -94,33 +94,22 @@ def write_result(name: str, payload: dict) -> Path:
 
 
 # -- lsrbench entry points ---------------------------------------------------------------------------
-# Every benchmark imports lsrbench through this function, so the package's restructure (modules moving
-# into subpackages) is absorbed here: each name lists the module paths it may live in, newest first.
+# The benchmarks reach lsrbench's objects through this one table: module:attribute per name.
 _LSRBENCH_NAMES = {
-    "InvertedIndex": ("lsrbench.evaluate.inverted_index", "lsrbench.retrieval"),
-    "exact_topk": ("lsrbench.evaluate.retrieval", "lsrbench.retrieval"),
-    "compiled_kernels": ("lsrbench.evaluate.kernels:kernels", "lsrbench.retrieval:_kernels"),
-    "load_sparse": ("lsrbench.index.sparse", "lsrbench.sparse"),
-    "save_sparse": ("lsrbench.index.sparse", "lsrbench.sparse"),
-    "encode_texts": ("lsrbench.index.encode", "lsrbench.encode"),
-    "build_sparse_encoder": ("lsrbench.model.encoder", "lsrbench.models"),
-    "load_beir_folder": ("lsrbench.data.beir", "lsrbench.data"),
+    "InvertedIndex": "lsrbench.evaluate.inverted_index:InvertedIndex",
+    "exact_topk": "lsrbench.evaluate.retrieval:exact_topk",
+    "compiled_kernels": "lsrbench.evaluate.kernels:kernels",
+    "load_sparse": "lsrbench.index.sparse:load_sparse",
+    "save_sparse": "lsrbench.index.sparse:save_sparse",
+    "encode_texts": "lsrbench.index.encode:encode_texts",
+    "build_sparse_encoder": "lsrbench.model.encoder:build_sparse_encoder",
+    "load_beir_folder": "lsrbench.data.beir:load_beir_folder",
 }
 
 
 def lsrbench(name: str):
-    """``lsrbench``'s object ``name`` (see ``_LSRBENCH_NAMES``), from the first module path that has it."""
+    """``lsrbench``'s object ``name`` (see ``_LSRBENCH_NAMES``)."""
     import importlib
 
-    errors = []
-    for where in _LSRBENCH_NAMES[name]:
-        module, _, attr = where.partition(":")  # "module:attribute" when the name differs
-        try:
-            obj = getattr(importlib.import_module(module), attr or name, None)
-        except ImportError as exc:
-            errors.append(f"{module}: {exc}")
-            continue
-        if obj is not None:
-            return obj
-        errors.append(f"{module}: no {name}")
-    raise ImportError(f"lsrbench.{name} not found: " + "; ".join(errors))
+    module, _, attr = _LSRBENCH_NAMES[name].partition(":")
+    return getattr(importlib.import_module(module), attr)
