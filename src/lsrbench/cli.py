@@ -184,19 +184,7 @@ def _configfile_option(p) -> None:
                         "a file may start with 'base: FILE' to add to another config")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lsrbench", description=DESCRIPTION, epilog=EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"lsrbench {_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    p = sub.add_parser("check-config", help="validate a run config and print its run grid",
-                       description="Validate a run config (schema, cross-references, files it names) and print "
-                                   "one line per (backbone, rescale mode) with its k values.")
-    _configfile_option(p)
-    p.add_argument("legacy_configfile", nargs="?", metavar="FILE", help=argparse.SUPPRESS)
-    p.set_defaults(func=_check_config)
-
+def _add_run_parser(parser, sub) -> None:
     p = sub.add_parser("run", help="run the DAG: snakemake with the targets first",
                        description="Build the snakemake command for the given targets and options (targets first, "
                                    "whatever order they are given in), print it, and run it.")
@@ -211,6 +199,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.epilog = "Anything after -- goes to snakemake as it is."
     p.set_defaults(func=_run, snakemake_args=[])
     parser.run_parser = p  # main() parses run's arguments intermixed (see _parse)
+
+
+def _add_mteb_parsers(sub) -> None:
+    p = sub.add_parser("mteb-check", help="score a finished run through mteb and compare with lsrbench's metrics",
+                       description="Score RUN's trained model on DATASET's evaluated folder "
+                       "(results/data/DATASET/eval) through mteb, offline, and compare every measure both compute "
+                       "with RUN's metrics.tsv. Writes <run>/<dataset>/mteb_check.json; exit status 1 if a measure "
+                       "differs by more than the tolerance. Needs pip install -e '.[mteb]'.")
+    p.add_argument("run", metavar="RUN", help="the run folder under results/runs, e.g. splade-tiny/k1 (or a path)")
+    p.add_argument("dataset", metavar="DATASET", help="an evaluated dataset of the run, e.g. vaswani")
+    _configfile_option(p)
+    p.add_argument("--results", default="results", metavar="DIR", help="the results folder (default: results)")
+    p.add_argument("--tolerance", type=float, default=0.002, help="largest accepted difference (default: 0.002)")
+    p.add_argument("--mteb-results", metavar="DIR", help="also file mteb's own result there (MTEB's layout)")
+    p.set_defaults(func=_mteb_check)
+
+    p = sub.add_parser("export-mteb", help="write every run's metrics in MTEB's result format",
+                       description="Write each (run, dataset) of metrics.csv as an MTEB result (mteb's ResultCache "
+                                   "layout; NanoBEIR datasets under MTEB's own task names), to compare with "
+                                   "published MTEB / NanoBEIR results. Needs pip install -e '.[mteb]'.")
+    p.add_argument("out", metavar="OUT", help="the results root to write into")
+    p.add_argument("--results", default="results", metavar="DIR", help="the results folder (default: results)")
+    p.set_defaults(func=_export_mteb)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lsrbench", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"lsrbench {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("check-config", help="validate a run config and print its run grid",
+                       description="Validate a run config (schema, cross-references, files it names) and print "
+                                   "one line per (backbone, rescale mode) with its k values.")
+    _configfile_option(p)
+    p.add_argument("legacy_configfile", nargs="?", metavar="FILE", help=argparse.SUPPRESS)
+    p.set_defaults(func=_check_config)
+
+    _add_run_parser(parser, sub)
 
     p = sub.add_parser("verify", help="re-hash every artifact and trace every number to a manifest",
                        description="Re-hash every artifact named in the run manifests, check every row of "
@@ -235,26 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="fetch again what the mirror already has")
     p.set_defaults(func=_prefetch)
 
-    p = sub.add_parser("mteb-check", help="score a finished run through mteb and compare with lsrbench's metrics",
-                       description="Score RUN's trained model on DATASET's evaluated folder "
-                       "(results/data/DATASET/eval) through mteb, offline, and compare every measure both compute "
-                       "with RUN's metrics.tsv. Writes <run>/<dataset>/mteb_check.json; exit status 1 if a measure "
-                       "differs by more than the tolerance. Needs pip install -e '.[mteb]'.")
-    p.add_argument("run", metavar="RUN", help="the run folder under results/runs, e.g. splade-tiny/k1 (or a path)")
-    p.add_argument("dataset", metavar="DATASET", help="an evaluated dataset of the run, e.g. vaswani")
-    _configfile_option(p)
-    p.add_argument("--results", default="results", metavar="DIR", help="the results folder (default: results)")
-    p.add_argument("--tolerance", type=float, default=0.002, help="largest accepted difference (default: 0.002)")
-    p.add_argument("--mteb-results", metavar="DIR", help="also file mteb's own result there (MTEB's layout)")
-    p.set_defaults(func=_mteb_check)
-
-    p = sub.add_parser("export-mteb", help="write every run's metrics in MTEB's result format",
-                       description="Write each (run, dataset) of metrics.csv as an MTEB result (mteb's ResultCache "
-                                   "layout; NanoBEIR datasets under MTEB's own task names), to compare with "
-                                   "published MTEB / NanoBEIR results. Needs pip install -e '.[mteb]'.")
-    p.add_argument("out", metavar="OUT", help="the results root to write into")
-    p.add_argument("--results", default="results", metavar="DIR", help="the results folder (default: results)")
-    p.set_defaults(func=_export_mteb)
+    _add_mteb_parsers(sub)
     return parser
 
 

@@ -79,6 +79,7 @@ def checked(vaswani_subset, tmp_path_factory):
     from lsrbench.evaluate.tidy import write_metric_rows
     from lsrbench.index.encode import encode_texts
     from lsrbench.model.encoder import build_sparse_encoder
+    from lsrbench.report.results import collect_metrics
 
     results = vaswani_subset.parents[2]
     run_dir = results / "runs" / "splade-tiny" / "k1"
@@ -94,6 +95,7 @@ def checked(vaswani_subset, tmp_path_factory):
     (run_dir / "vaswani").mkdir()
     write_metric_rows(run_dir / "vaswani" / "metrics.tsv", None, "splade-tiny", "1", "vaswani",
                       [*ours.items(), ("FLOPs", 1.0)])
+    collect_metrics([str(run_dir / "vaswani" / "metrics.tsv")], str(results / "metrics.csv"))
     mteb_root = tmp_path_factory.mktemp("mteb_results")
     with NoNetwork() as guard:
         status = main(["mteb-check", "splade-tiny/k1", "vaswani", "--results", str(results),

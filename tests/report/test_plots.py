@@ -99,6 +99,9 @@ def test_norms_linear_bars_readable_labels():
     for text in [ax.title, ax.xaxis.label, *ax.get_yticklabels(), *ax.texts]:
         box = text.get_window_extent(renderer)
         assert figure_box.x0 <= box.x0 and box.x1 <= figure_box.x1, text.get_text()  # nothing clipped
+    panel = ax.get_window_extent(renderer)
+    assert all(panel.x0 <= t.get_window_extent(renderer).x0 and t.get_window_extent(renderer).x1 <= panel.x1
+               for t in ax.texts)  # the notes stay inside the axes
     assert "‖" not in ax.xaxis.label.get_text() and r"\Vert" in ax.xaxis.label.get_text()  # mathtext, not a literal
     notes = sorted(t.get_text() for t in ax.texts)
     assert notes == ["119.9:  best k = 1,  auto k = 1", "1199:  best k = 16,  auto k = 10"]

@@ -206,7 +206,7 @@ def _load_layers(path: Path, seen: tuple[Path, ...]) -> list[tuple[str, dict]]:
     if not base_path.is_file():
         raise InputError(path, BASE_KEY, f"base config '{base}' not found (looked for {base_path})")
     if base_path.resolve() in seen:
-        raise InputError(path, BASE_KEY, f"base config '{base}' is already a base of this file (a cycle)")
+        raise InputError(path, BASE_KEY, f"base config '{base}' leads back to this file (a cycle)")
     return _load_layers(base_path, (*seen, base_path.resolve())) + [(str(path), data)]
 
 

@@ -106,27 +106,11 @@ def _break_marks(upper, lower) -> None:
     lower.plot([0, 1], [1, 1], transform=lower.transAxes, **kw)
 
 
-def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict):
-    """The tradeoff figure (see :func:`plot_tradeoff`); returns ``(figure, axes, labels)``."""
-    from lsrbench.report.labels import place_labels
-
+def _draw_runs(axes, pts: pd.DataFrame, names: list[str], colors: dict, backbones: dict, bm25: float | None):
+    """Markers (coincident ones concentric), the Pareto frontier and the BM25 line on every panel;
+    returns the legend handles and each panel's frontier line."""
     plt = _plt()
-    measure = report_cfg["tradeoff_measure"]
-    datasets = report_cfg.get("flops_datasets") or sorted(set(metrics["dataset"].unique()) - {POOLED})
-    pts = tradeoff_points(metrics, report_cfg).reset_index(drop=True)
-    pts = pts.assign(_k=pts["k"].map(k_order)).sort_values(["backbone", "_k"], kind="stable").drop(columns="_k")
-    names = list(dict.fromkeys(pts["backbone"]))
-    colors = _palette(names)
-    bm25_rows = metrics[(metrics["backbone"] == BM25) & (metrics["measure"] == measure) & metrics["dataset"].isin(datasets)]
-    bm25 = float(bm25_rows["value"].mean()) if len(bm25_rows) else None
-    upper_range, lower_range = _score_ranges(list(pts["score"]), bm25)
-    fig = plt.figure(figsize=(7.2, 5.4 if lower_range else 4.8), dpi=150, layout="constrained")
-    if lower_range:
-        ax, low = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
-        axes = [ax, low]
-    else:
-        ax = fig.subplots()
-        axes = [ax]
+    ax = axes[0]
     sizes = _coincident_sizes(pts, 34.0)
     markers = "osD^vP*Xh<>"
     handles = []
@@ -150,6 +134,31 @@ def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict):
         for a in axes:
             line = a.axhline(bm25, color="black", linewidth=0.8, linestyle=":", label="BM25 (bm25s)")
         handles.append(line)
+    return handles, frontier
+
+
+def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict):
+    """The tradeoff figure (see :func:`plot_tradeoff`); returns ``(figure, axes, labels)``."""
+    from lsrbench.report.labels import place_labels
+
+    plt = _plt()
+    measure = report_cfg["tradeoff_measure"]
+    datasets = report_cfg.get("flops_datasets") or sorted(set(metrics["dataset"].unique()) - {POOLED})
+    pts = tradeoff_points(metrics, report_cfg).reset_index(drop=True)
+    pts = pts.assign(_k=pts["k"].map(k_order)).sort_values(["backbone", "_k"], kind="stable").drop(columns="_k")
+    names = list(dict.fromkeys(pts["backbone"]))
+    colors = _palette(names)
+    bm25_rows = metrics[(metrics["backbone"] == BM25) & (metrics["measure"] == measure) & metrics["dataset"].isin(datasets)]
+    bm25 = float(bm25_rows["value"].mean()) if len(bm25_rows) else None
+    upper_range, lower_range = _score_ranges(list(pts["score"]), bm25)
+    fig = plt.figure(figsize=(7.2, 5.4 if lower_range else 4.8), dpi=150, layout="constrained")
+    if lower_range:
+        ax, low = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+        axes = [ax, low]
+    else:
+        ax = fig.subplots()
+        axes = [ax]
+    handles, frontier = _draw_runs(axes, pts, names, colors, backbones, bm25)
     ax.set_ylim(*upper_range)
     if lower_range:
         low.set_ylim(*lower_range)
@@ -289,7 +298,7 @@ def norms_figure(norms: dict[str, dict], best: dict[str, str], autos: dict[str, 
         ax.annotate(note, (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(4, 0),
                     textcoords="offset points", va="center", fontsize=8)
     ax.set_yticks(y, [textwrap.fill(run_label(n, backbones), 30) for n in names], fontsize=8)
-    ax.set_xlim(0, max(values, default=1.0) * 1.45)  # room for the notes right of the bars
+    ax.set_xlim(0, max(values, default=1.0) * 1.8)  # room for the notes right of the bars
     ax.set_xlabel(r"Frobenius norm of the MLM head, $\Vert W_\mathrm{head} \Vert_F$, as loaded (before dividing by k)")
     ax.set_title("MLM head norm and the best rescale factor k per backbone", fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)
