@@ -134,17 +134,17 @@ def test_a_difference_fails_the_check(checked, tmp_path):
     assert rows[1] == {"measure": "FLOPs", "mteb_key": None, "lsrbench": None, "mteb": None, "diff": None, "ok": None}
 
 
-def test_mteb_filed_its_result_and_ours_loads_beside_it(checked):
+def test_mteb_filed_its_result_and_ours_reads_the_same_way(checked, tmp_path):
     report = checked["report"]
-    root = checked["mteb_root"]
-    theirs = mr.load_mteb_result(root, report["mteb_model_name"], report["mteb_task_name"])
+    assert report["mteb_task_name"] == "LocalBEIR-vaswani"
+    theirs = mr.load_mteb_result(checked["mteb_root"], report["mteb_model_name"], report["mteb_task_name"])
     assert theirs.scores["test"][0]["ndcg_at_10"] == pytest.approx(report["mteb_scores"]["ndcg_at_10"], abs=1e-6)
     assert theirs.dataset_revision == mc.folder_revision(checked["folder"])
-    # lsrbench's own numbers of the same run, exported in MTEB's format beside mteb's file
-    written = mr.export_mteb_results(checked["results"], root)
-    assert written == [root / "results" / "lsrbench__splade-tiny-k1" / "unknown" / "LocalBEIR-vaswani.json"]
-    ours = mr.load_mteb_result(root, "lsrbench/splade-tiny-k1", "LocalBEIR-vaswani", model_revision="unknown")
-    assert ours.get_score() == pytest.approx(checked["ours"]["nDCG@10"], abs=1e-12)
+    # lsrbench's own numbers of the same run, exported in MTEB's format, read back by mteb's API
+    written = mr.export_mteb_results(checked["results"], tmp_path)
+    assert written == [tmp_path / "results" / "lsrbench__splade-tiny-k1" / "unknown" / "LocalBEIR-vaswani.json"]
+    ours = mr.load_mteb_result(tmp_path, "lsrbench/splade-tiny-k1", "LocalBEIR-vaswani", model_revision="unknown")
+    assert ours.get_score() == pytest.approx(checked["ours"]["nDCG@10"], abs=5e-7)  # mteb files 6 decimals
     assert abs(ours.get_score() - theirs.get_score()) <= 0.002
 
 

@@ -111,8 +111,8 @@ def beir_folder_task(folder: str | os.PathLike, split: str = "test", *, name: st
 
 
 def mteb_scores(model_dir: str | os.PathLike, beir_folder: str | os.PathLike, split: str = "test", *,
-                model_name: str, model_revision: str, ignore_identical_ids: bool = False, batch_size: int = 32,
-                device: str = "cpu", results_root: str | os.PathLike | None = None) -> dict[str, Any]:
+                model_name: str, model_revision: str, task_name: str | None = None, ignore_identical_ids: bool = False,
+                batch_size: int = 32, device: str = "cpu", results_root: str | os.PathLike | None = None) -> dict[str, Any]:
     """Score the SparseEncoder in ``model_dir`` on ``beir_folder`` through mteb, offline. Returns
     ``{"scores": mteb's scores of the split, "task_result", "seconds", "task_name"}``; with
     ``results_root``, mteb also files its own result there (``ResultCache`` layout).
@@ -126,7 +126,7 @@ def mteb_scores(model_dir: str | os.PathLike, beir_folder: str | os.PathLike, sp
     model = SparseEncoder(str(model_dir), device=device, local_files_only=True)
     wrapper = SparseEncoderWrapper(model)  # its ModelMeta comes from the model alone (no hub look-up)
     wrapper.mteb_model_meta = wrapper.mteb_model_meta.model_copy(update={"name": model_name, "revision": model_revision})
-    task = beir_folder_task(beir_folder, split, ignore_identical_ids=ignore_identical_ids)
+    task = beir_folder_task(beir_folder, split, name=task_name, ignore_identical_ids=ignore_identical_ids)
     cache = None
     if results_root is not None:
         from mteb.cache import ResultCache
@@ -192,7 +192,7 @@ def check_run(run_dir: str | os.PathLike, dataset: str, data_dir: str | os.PathL
     revision = json.loads(provenance.read_text())["config_hash"][:16] if provenance.is_file() else "unknown"
     name = "lsrbench/" + re.sub(r"[^A-Za-z0-9._-]", "_", f"{run}-k{k}")
     theirs = mteb_scores(run_dir / "model", data_dir, split, model_name=name, model_revision=revision,
-                         ignore_identical_ids=ignore_identical_ids, batch_size=batch_size, device=device,
+                         task_name=f"LocalBEIR-{dataset}", ignore_identical_ids=ignore_identical_ids, batch_size=batch_size, device=device,
                          results_root=results_root)
     rows = compare_scores(ours, theirs["scores"], measures, tol)
     return {"run": run, "k": k, "dataset": dataset, "data_dir": str(data_dir), "split": split, "tol": tol,
