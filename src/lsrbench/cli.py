@@ -35,11 +35,12 @@ Bad input is one line: lsrbench: error: <file>: <field>: <message>. Documentatio
 """
 
 
-def _load_config(files: list[str]) -> dict:
+def _load_config(files: list[str]) -> tuple[dict, list[str]]:
+    """The checked config of ``files`` (each with its ``base:`` chain), and every file read."""
     from lsrbench.pipeline.config import check_config, load_config_files
 
-    config, origins, _ = load_config_files(files)
-    return check_config(config, files[-1], origins)
+    config, origins, read = load_config_files(files)
+    return check_config(config, files[-1], origins), read
 
 
 def _config_files(args) -> list[str]:
@@ -53,11 +54,10 @@ def _config_files(args) -> list[str]:
 
 
 def _check_config(args) -> int:
-    from lsrbench.pipeline.config import grid_lines, load_config_files, runs
+    from lsrbench.pipeline.config import grid_lines, runs
 
     files = _config_files(args)
-    config = _load_config(files)
-    _, _, read = load_config_files(files)
+    config, read = _load_config(files)
     grid = runs(config)
     on = f" (on {', '.join(f for f in read if f not in files)})" if len(read) > len(files) else ""
     print(f"{', '.join(files)}{on}: ok: {len(config['backbones'])} backbones, {len(grid)} runs, "
@@ -96,7 +96,7 @@ def _prefetch(args) -> int:
     from lsrbench.pipeline.prefetch import prefetch
 
     files = _config_files(args)
-    records = prefetch(_load_config(files), files[-1], args.mirror, force=args.force)
+    records = prefetch(_load_config(files)[0], files[-1], args.mirror, force=args.force)
     print(f"{args.mirror}: {len(records)} items; run with --config mirror={args.mirror} and HF_HUB_OFFLINE=1")
     return 0
 
@@ -141,7 +141,7 @@ def _mteb_check(args) -> int:
     run_dir = Path(args.run) if Path(args.run).is_dir() else results / "runs" / args.run
     if not (run_dir / "model").is_dir():
         raise InputError(run_dir, None, "not a finished run (no model/ folder): give <run>/k<k>, e.g. splade-tiny/k1")
-    entry = _load_config(_config_files(args))["_datasets"].get(args.dataset)
+    entry = _load_config(_config_files(args))[0]["_datasets"].get(args.dataset)
     if entry is None:
         raise InputError(_config_files(args)[-1], "evaluation.datasets", f"dataset '{args.dataset}' is not defined")
     report = check_run(run_dir, args.dataset, results / "data" / args.dataset / "eval", tol=args.tolerance,
