@@ -77,7 +77,7 @@ def test_gc_keeps_the_outputs_of_every_config_given(tree, tmp_path):
     other["evaluation"]["pool_depth"] = 30
     path = tmp_path / "other.yaml"
     path.write_text(yaml.safe_dump(other))
-    listed = _listed(_gc(tree["work"], "--configfile", str(tree["config"]), str(path)).stdout)
+    listed = _listed(_gc(tree["work"], "--configfile", str(tree["config"]), "--configfile", str(path)).stdout)
     assert listed == {p.resolve() for p in tree["stale"] if p.name != "pool30"}
 
 

@@ -38,17 +38,17 @@ def _workflow_dir() -> Path:
 
 
 def current_folders(config_files: list[str], overrides: dict, results: str) -> set[Path]:
-    """Every addressed folder the configs' runs write, resolved; with each config loaded as the
-    Snakefile loads it (``--config`` overrides on top, checked strictly)."""
-    from lsrbench.pipeline.config import check_config, load_yaml, locate_config_paths
+    """Every addressed folder the configs' runs write, resolved. Each file is one current config
+    (with its ``base:`` chain and the ``--config`` overrides, loaded as the Snakefile loads it)."""
+    from lsrbench.pipeline.config import check_config, load_config_files, locate_config_paths
     from lsrbench.pipeline.paths import Layout
 
     if not Path(results).is_dir():
         raise InputError(results, None, "results folder not found")
     folders: set[Path] = set()
     for config_file in config_files:
-        config = {**load_yaml(config_file), **overrides}
-        config = check_config(locate_config_paths(config, _workflow_dir()), config_file)
+        config, origins, _ = load_config_files([config_file], overrides)
+        config = check_config(locate_config_paths(config, _workflow_dir()), config_file, origins)
         folders |= {Path(item.folder).resolve() for item in Layout(config, results).all()}
     return folders
 

@@ -232,8 +232,28 @@ def perquery_files(layout: Layout) -> list[str]:
     return [layout.evaluate(b, k, d).path("perquery.tsv") for b, k, d in perquery_keys(layout.config)]
 
 
+# What the reports read of a backbone entry: its label and synthetic flag, and what tells a
+# synthetic twin's original (Table 1's note). The rest (fetch digests, k lists) stays out of the
+# report rules' params, which the HTML report prints per result.
+REPORT_BACKBONE_KEYS = ("label", "synthetic", "head_scale", "model", "revision")
+
+
+def report_backbones(config: dict) -> dict:
+    return {name: {key: entry[key] for key in REPORT_BACKBONE_KEYS if key in entry}
+            for name, entry in config["backbones"].items()}
+
+
 def report_kwargs(config: dict) -> dict:
-    return {"report_cfg": config["report"], "backbones": config["backbones"]}
+    return {"report_cfg": config["report"], "backbones": report_backbones(config)}
+
+
+# The Markdown reports shown as HTML pages in `snakemake --report` (page -> report category).
+HTML_PAGES = {"table1": "Tables", "table_beir": "Tables", "norms": "Head norms", "claims": "Claims"}
+
+
+def html_pages(config: dict) -> dict[str, str]:
+    """The HTML renderings this config's report has (claims only when the config states claims)."""
+    return {page: cat for page, cat in HTML_PAGES.items() if page != "claims" or config.get("claims")}
 
 
 def report_outputs(config: dict, results: str = "results") -> list[str]:
@@ -241,4 +261,4 @@ def report_outputs(config: dict, results: str = "results") -> list[str]:
                                              "tradeoff.png", "tradeoff.pdf", "loss_curves.png")]
     if config.get("claims"):
         out.append(f"{results}/claims.md")
-    return out
+    return out + [f"{results}/html/{page}.html" for page in html_pages(config)]
