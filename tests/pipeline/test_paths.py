@@ -155,13 +155,14 @@ def test_the_mirror_must_exist(toy, capsys):
     from lsrbench.cli import main
 
     config = _edited(toy, lambda c, t: c.update(mirror=str(t["tmp"] / "no-such-mirror")))
-    assert main(["check-config", str(config)]) == 2
+    assert main(["check-config", "--configfile", str(config)]) == 2
     assert capsys.readouterr().err == (f"lsrbench: error: {config}: mirror: mirror folder '{toy['tmp'] / 'no-such-mirror'}' "
                                        "does not exist (a folder laid out like ../shared: data/<dataset>/, models/<name>/)\n")
     proc = run_snakemake("-n", "--cores", "1", "-d", str(toy["tmp"] / "work"), "--configfile", str(toy["config"]),
                          "--config", f"mirror={toy['tmp'] / 'gone'}", check=False)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    assert f"lsrbench: error: {toy['config']}: mirror: mirror folder '{toy['tmp'] / 'gone'}' does not exist" in proc.stderr
+    assert f"lsrbench: error: command line (--config): mirror: mirror folder '{toy['tmp'] / 'gone'}' does not exist" \
+        in proc.stderr
 
 
 # -- through snakemake, on a copy of the finished micro run --------------------------------------
