@@ -3,9 +3,10 @@
 import sys
 
 from lsrbench.errors import InputError
-from lsrbench.names import POOLED
+from lsrbench.names import DATASET_PATTERN, K_PATTERN, POOLED, RUN_PATTERN
 from lsrbench.pipeline import params as dag
-from lsrbench.pipeline.config import check_config, check_config_file, locate_config_paths
+from lsrbench.pipeline.config import check_config_file, locate_config_paths
+from lsrbench.pipeline.validate import check_config
 
 # A --configfile replaces the embedded default instead of being deep-merged into it, so one
 # config's backbones never leak into another's run.
@@ -13,10 +14,14 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 CONFIG_FILE = str(workflow.overwrite_configfiles[-1]) if workflow.overwrite_configfiles else "config/config.yaml"
 
+# Everything lsrbench check-config checks, before the DAG is built: a bad config, dataset or model
+# is one line and no job runs (a dry run shows it too). The files a config names are checked by
+# the main process only, not again by each job a cluster executor starts from this Snakefile.
 try:
     for path in workflow.overwrite_configfiles or [CONFIG_FILE]:  # every --configfile, strictly
         check_config_file(str(path))
-    config = check_config(locate_config_paths(config, workflow.basedir), CONFIG_FILE)
+    config = check_config(locate_config_paths(config, workflow.basedir), CONFIG_FILE,
+                          files=workflow.is_main_process)
 except InputError as exc:
     print(f"lsrbench: error: {exc}", file=sys.stderr)
     sys.exit(1)
@@ -24,10 +29,11 @@ except InputError as exc:
 RUNS = dag.run_grid(config)
 DATASETS = config["evaluation"]["datasets"]
 
+# The same patterns the config check holds run names and k to (lsrbench.names).
 wildcard_constraints:
-    run="[A-Za-z0-9][A-Za-z0-9._-]*(\\+untie)?",
-    k="auto|[0-9]+(\\.[0-9]+)?(e-?[0-9]+)?",
-    dataset=f"(?!{POOLED}\\b)[A-Za-z0-9][A-Za-z0-9._-]*",
+    run=RUN_PATTERN,
+    k=K_PATTERN,
+    dataset=DATASET_PATTERN,
 
 
 include: "workflow/rules/data.smk"

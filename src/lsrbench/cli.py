@@ -10,12 +10,16 @@ from lsrbench.errors import InputError
 
 
 def _check_config(args) -> int:
-    from lsrbench.pipeline.config import check_config, load_yaml, runs
+    from lsrbench.pipeline.config import load_yaml, runs
+    from lsrbench.pipeline.validate import check_config
+    from lsrbench.pipeline.validate_files import unchecked_inputs
 
     config = check_config(load_yaml(args.configfile), args.configfile)
     grid = runs(config)
     print(f"{args.configfile}: ok: {len(config['backbones'])} backbones, {len(grid)} (backbone, k) runs, "
           f"datasets {', '.join(config['evaluation']['datasets'])}")
+    for note in unchecked_inputs(config, args.configfile):
+        print(f"{args.configfile}: not checked on this machine: {note}")
     return 0
 
 
@@ -44,10 +48,12 @@ def _verify(args) -> int:
 
 
 def _prefetch(args) -> int:
-    from lsrbench.pipeline.config import check_config, load_yaml
+    from lsrbench.pipeline.config import load_yaml
     from lsrbench.pipeline.prefetch import prefetch
+    from lsrbench.pipeline.validate import check_config
 
-    config = check_config(load_yaml(args.configfile), args.configfile)
+    # files=False: the mirror is what prefetch writes (a broken copy there is fetched again with --force)
+    config = check_config(load_yaml(args.configfile), args.configfile, files=False)
     records = prefetch(config, args.configfile, args.mirror, force=args.force)
     print(f"{args.mirror}: {len(records)} items; run with --config mirror={args.mirror} and HF_HUB_OFFLINE=1")
     return 0
