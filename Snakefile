@@ -7,6 +7,7 @@ from lsrbench.names import DATASET_PATTERN, K_PATTERN, POOLED, RUN_PATTERN
 from lsrbench.pipeline import params as dag
 from lsrbench.pipeline.config import check_config_file, locate_config_paths
 from lsrbench.pipeline.validate import check_config
+from lsrbench.pipeline.validate_files import RECORD
 
 # A --configfile replaces the embedded default instead of being deep-merged into it, so one
 # config's backbones never leak into another's run.
@@ -16,12 +17,13 @@ CONFIG_FILE = str(workflow.overwrite_configfiles[-1]) if workflow.overwrite_conf
 
 # Everything lsrbench check-config checks, before the DAG is built: a bad config, dataset or model
 # is one line and no job runs (a dry run shows it too). The files a config names are checked by
-# the main process only, not again by each job a cluster executor starts from this Snakefile.
+# the main process only, not again by each job a cluster executor starts from this Snakefile, and
+# not again while they are unchanged (RECORD).
 try:
     for path in workflow.overwrite_configfiles or [CONFIG_FILE]:  # every --configfile, strictly
         check_config_file(str(path))
     config = check_config(locate_config_paths(config, workflow.basedir), CONFIG_FILE,
-                          files=workflow.is_main_process)
+                          files=workflow.is_main_process, record=RECORD)
 except InputError as exc:
     print(f"lsrbench: error: {exc}", file=sys.stderr)
     sys.exit(1)

@@ -189,17 +189,25 @@ def load_mlm(path: str, config_file: str, field: str, trust_remote_code: bool = 
 def check_checkpoint(path: str, config_file: str, field: str, trust_remote_code: bool = False,
                      revision: str | None = None) -> None:
     """Everything about a local checkpoint folder that can go wrong later, checked without loading its
-    weights: a config transformers reads, a tokenizer it loads whose ids all have a row in the MLM
-    head, weight files whose headers are whole and whose shapes fit the config, and a trained MLM
-    head (:func:`load_mlm` on the meta device, the same check the norm stage makes)."""
-    from transformers import AutoTokenizer
+    weights: a config transformers reads, weight files whose headers are whole and whose shapes fit
+    the config, a trained MLM head (:func:`load_mlm` on the meta device, the same check the norm
+    stage makes) and :func:`check_tokenizer`."""
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # no "Loading weights" bar before every run
     model = load_mlm(path, config_file, field, trust_remote_code, revision, device_map="meta")
+    check_tokenizer(path, model, config_file, field, trust_remote_code, revision, local_files_only=True)
+
+
+def check_tokenizer(path: str, model, config_file: str, field: str, trust_remote_code: bool = False,
+                    revision: str | None = None, local_files_only: bool = False) -> None:
+    """The checkpoint's tokenizer loads, and every id it gives has a row in the MLM head of ``model``
+    (a SPLADE vector has one term per head row)."""
+    from transformers import AutoTokenizer
+
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code, revision=revision,
-                                                  local_files_only=True)
+                                                  local_files_only=local_files_only)
     except Exception as exc:  # noqa: BLE001 - the tokenizers library raises plain Exception on a malformed file
         raise InputError(config_file, field, f"'{path}': cannot load its tokenizer: {_first_line(exc)}") from None
     rows = model.get_output_embeddings().weight.shape[0]

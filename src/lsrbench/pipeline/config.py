@@ -23,9 +23,10 @@ SCHEMA_DIR = resources.files("lsrbench.pipeline") / "schemas"
 # memory: PyYAML follows aliases without limit (a "billion laughs" file is a few hundred bytes whose
 # expansion has 10^9 values, and everything that walks the result walks all of them), and its
 # composer recurses once per nesting level (a deep enough file overflows the Python stack).
-MAX_YAML_BYTES = 4 * 2**20
+# A real config has a few hundred values in a few kB (config/paper.yaml: 8 kB).
+MAX_YAML_BYTES = 2**20
 MAX_YAML_DEPTH = 64
-MAX_YAML_VALUES = 200_000  # scalars, sequences and mappings, aliases expanded
+MAX_YAML_VALUES = 50_000  # scalars, sequences and mappings, aliases expanded
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -34,11 +35,15 @@ class _StrictLoader(yaml.SafeLoader):
     aliases are expanded."""
 
     _depth = 0
+    _values = 0
 
     def compose_node(self, parent, index):
         if self._depth >= MAX_YAML_DEPTH:
             raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_YAML_DEPTH} levels deep",
                                               self.peek_event().start_mark)
+        self._values += 1  # counted as composed (the scanner is the slow part), aliases after
+        if self._values > MAX_YAML_VALUES:
+            raise yaml.composer.ComposerError(None, None, f"more than {MAX_YAML_VALUES} values", self.peek_event().start_mark)
         self._depth += 1
         try:
             return super().compose_node(parent, index)
@@ -107,6 +112,8 @@ def load_yaml(path: str | Path) -> dict:
     deep or alias-expanding (see :data:`MAX_YAML_VALUES`) become one-line InputErrors naming the
     line (``<file>: line 7: YAML error: ...``)."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError(path, None, "a folder, not a YAML file")
     if not path.is_file():
         raise InputError(path, None, "file not found")
     if path.stat().st_size > MAX_YAML_BYTES:

@@ -40,9 +40,10 @@ INT32_MAX = 2**31 - 1
 OWN_MEASURES = frozenset({FLOPS, QUERY_DIMS, DOC_DIMS, COLLAPSED})
 
 
-def check_config(config: dict, config_file: str | Path, *, files: bool = True) -> dict:
-    """Validate a (merged) run config, its cross-references and, with ``files``, the files it names;
-    returns it with the schema's defaults filled and the dataset registry under ``_datasets``."""
+def check_config(config: dict, config_file: str | Path, *, files: bool = True, record: str | Path | None = None) -> dict:
+    """Validate a (merged) run config, its cross-references and, with ``files``, the files it names
+    (``record``: see :func:`lsrbench.pipeline.validate_files.check_files`); returns it with the
+    schema's defaults filled and the dataset registry under ``_datasets``."""
     check_values(config, config_file)
     config = validate(config, "config.schema.yaml", config_file)
     datasets = load_datasets_file(config["datasets_file"])
@@ -58,7 +59,7 @@ def check_config(config: dict, config_file: str | Path, *, files: bool = True) -
     if files:
         from lsrbench.pipeline.validate_files import check_files
 
-        check_files(config, config_file)
+        check_files(config, config_file, record)
     return config
 
 
@@ -256,14 +257,13 @@ def _check_report(config: dict, produced: dict, file) -> None:
 
 
 def _check_auto_k(config: dict, file) -> None:
-    """``k: auto`` has a reference backbone to divide by."""
+    """``k: auto`` has a reference backbone to divide by; ``auto_k.reference`` (also shown in the norms
+    report and Table 1 when no run uses it) is a backbone of the config."""
     uses_auto = [n for n in config["backbones"] if any(AUTO_K in ks for ks in backbone_modes(config, n).values())]
-    if not uses_auto:
-        return
     reference = (config.get("auto_k") or {}).get("reference")
-    if reference is None:
+    if uses_auto and reference is None:
         raise InputError(file, f"backbones.{uses_auto[0]}.k", "k: auto needs auto_k.reference (the backbone whose head norm is k = 1)")
-    if reference not in config["backbones"]:
+    if reference is not None and reference not in config["backbones"]:
         raise InputError(file, "auto_k.reference", f"backbone '{reference}' is not defined under backbones")
 
 

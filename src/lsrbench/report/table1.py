@@ -56,7 +56,13 @@ def auto_k_values(norms: dict[str, dict], auto_cfg: dict | None) -> dict[str, fl
     if not auto_cfg or auto_cfg.get("reference") not in norms:
         return {}
     stat = auto_cfg["statistic"]
-    return {b: auto_k_ratio(n, norms[auto_cfg["reference"]], stat) for b, n in norms.items()}
+    values = {}
+    for b, n in norms.items():
+        try:
+            values[b] = auto_k_ratio(n, norms[auto_cfg["reference"]], stat)
+        except ValueError:  # a head norm of zero: no auto k (a train job of k auto refuses it, naming the file)
+            continue
+    return values
 
 
 def render_cell(cell: dict) -> str:
