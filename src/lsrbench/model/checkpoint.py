@@ -173,7 +173,9 @@ def load_mlm(path: str, config_file: str, field: str, trust_remote_code: bool = 
             path, output_loading_info=True, trust_remote_code=trust_remote_code, revision=revision, **extra
         )
     except _load_errors() as exc:
-        raise InputError(config_file, field, f"cannot load '{path}' as a masked-LM checkpoint: {_first_line(exc)}") from None
+        detail = _mismatch(path, trust_remote_code, revision) if "ignore_mismatched_sizes" in str(exc) else None
+        raise InputError(config_file, field,
+                         f"cannot load '{path}' as a masked-LM checkpoint: {detail or _first_line(exc)}") from None
     head = model.get_output_embeddings()
     head_params = {n for n, p in model.named_parameters(remove_duplicate=False) if head is not None and any(p is q for q in head.parameters())}
     missing_head = sorted(k for k in info.get("missing_keys", []) if k in head_params or _is_head_key(k))
@@ -184,6 +186,23 @@ def load_mlm(path: str, config_file: str, field: str, trust_remote_code: bool = 
             "SPLADE needs a *ForMaskedLM checkpoint",
         )
     return model
+
+
+def _mismatch(path: str, trust_remote_code: bool, revision: str | None) -> str | None:
+    """Which weights do not fit config.json (transformers only logs it), read on the meta device."""
+    from transformers import AutoModelForMaskedLM
+
+    try:
+        _, info = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True, trust_remote_code=trust_remote_code,
+                                                       revision=revision, device_map="meta", ignore_mismatched_sizes=True)
+    except _load_errors():
+        return None
+    keys = sorted(info.get("mismatched_keys") or [], key=lambda m: m[0])
+    if not keys:
+        return None
+    key, stored, expected = keys[0]
+    return f"its weights do not have the shapes config.json gives them, e.g. {key} is {list(stored)} in the file, " \
+           f"{list(expected)} by the config"
 
 
 def check_checkpoint(path: str, config_file: str, field: str, trust_remote_code: bool = False,

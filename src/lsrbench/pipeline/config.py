@@ -181,6 +181,8 @@ def validate(data: dict, schema_name: str, file: str | Path) -> dict:
     errors = sorted(_Validator(schema).iter_errors(data), key=lambda e: (len(list(e.absolute_path)), str(e.path)))
     if errors:
         err = errors[0]
+        while err.context:  # anyOf / oneOf: what is wrong in the alternative that got furthest
+            err = max(err.context, key=lambda e: len(e.relative_path))
         msg = err.message
         if err.validator == "additionalProperties":
             msg = msg.replace("Additional properties are not allowed", "unknown key")

@@ -115,24 +115,31 @@ def _k_lists(config: dict, backbone: str) -> dict[str, tuple[str, list]]:
     return {m: (field, ks) for m in modes}
 
 
+def _check_ks(field: str, ks: list, file) -> None:
+    """Each k of one list names a run (a text the wildcard matches), is within float32, and is
+    another run than the others (the schema's uniqueItems already refuses ``1`` beside ``1.0``)."""
+    seen: dict[str, object] = {}
+    for i, k in enumerate(ks):
+        problem = k_text_problem(k)
+        if problem is None and k != AUTO_K and not FLOAT32_MIN_NORMAL <= k <= FLOAT32_MAX:
+            problem = f"{k!r} is outside float32, the type the head is divided in"
+        if problem is None and format_k(k) in seen:
+            problem = f"{k!r} is the same k as {seen[format_k(k)]!r} (both name the run k{format_k(k)})"
+        if problem:
+            raise InputError(file, f"{field}[{i}]", problem)
+        seen[format_k(k)] = k
+
+
 def _check_numbers(config: dict, file) -> None:
     """k and head_scale within float32, one k text per k of a run, the triplet count within int32."""
+    _check_ks("k_grid", config["k_grid"], file)  # also when every backbone has its own k
     for backbone, entry in config["backbones"].items():
         scale = entry.get("head_scale", 1)
         if not FLOAT32_MIN_NORMAL <= scale <= FLOAT32_MAX:
             raise InputError(file, f"backbones.{backbone}.head_scale",
                              f"{scale!r} is outside float32, the type the head is multiplied in")
-        for mode, (field, ks) in _k_lists(config, backbone).items():
-            seen: dict[str, object] = {}
-            for i, k in enumerate(ks):
-                problem = k_text_problem(k)
-                if problem is None and k != AUTO_K and not FLOAT32_MIN_NORMAL <= k <= FLOAT32_MAX:
-                    problem = f"{k!r} is outside float32, the type the head is divided in"
-                if problem is None and format_k(k) in seen:
-                    problem = f"{k!r} is the same k as {seen[format_k(k)]!r} (both name the run k{format_k(k)})"
-                if problem:
-                    raise InputError(file, f"{field}[{i}]", problem)
-                seen[format_k(k)] = k
+        for field, ks in _k_lists(config, backbone).values():
+            _check_ks(field, ks, file)
     from lsrbench.pipeline.params import n_triplets
 
     if n_triplets(config) > INT32_MAX:
@@ -257,13 +264,16 @@ def _check_report(config: dict, produced: dict, file) -> None:
 
 
 def _check_auto_k(config: dict, file) -> None:
-    """``k: auto`` has a reference backbone to divide by; ``auto_k.reference`` (also shown in the norms
-    report and Table 1 when no run uses it) is a backbone of the config."""
+    """``k: auto`` has a reference backbone to divide by. (Without a run of k auto, an ``auto_k`` whose
+    reference is not in the config only leaves the auto-k column out of the reports: a config
+    copied with its backbones replaced keeps working.)"""
     uses_auto = [n for n in config["backbones"] if any(AUTO_K in ks for ks in backbone_modes(config, n).values())]
+    if not uses_auto:
+        return
     reference = (config.get("auto_k") or {}).get("reference")
-    if uses_auto and reference is None:
+    if reference is None:
         raise InputError(file, f"backbones.{uses_auto[0]}.k", "k: auto needs auto_k.reference (the backbone whose head norm is k = 1)")
-    if reference is not None and reference not in config["backbones"]:
+    if reference not in config["backbones"]:
         raise InputError(file, "auto_k.reference", f"backbone '{reference}' is not defined under backbones")
 
 
