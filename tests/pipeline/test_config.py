@@ -1,13 +1,110 @@
-"""Strict YAML loading: hostile files (alias bombs, deep nesting, huge numbers, huge files) are
-one-line errors, refused in bounded time and memory."""
+"""Config files on top of others (``base:``): the merge rule, errors naming the file a value came
+from, and check-config's grid; strict YAML loading: hostile files (alias bombs, deep nesting, huge
+numbers, huge files) are one-line errors, refused in bounded time and memory."""
+
+from __future__ import annotations
 
 import time
 import tracemalloc
 
 import pytest
+import yaml
 
 from lsrbench.errors import InputError
-from lsrbench.pipeline.config import MAX_YAML_BYTES, MAX_YAML_DEPTH, MAX_YAML_VALUES, load_yaml
+from lsrbench.pipeline.config import (COMMAND_LINE, MAX_YAML_BYTES, MAX_YAML_DEPTH, MAX_YAML_VALUES, ConfigOrigins,
+                                      grid_lines, load_config_files, load_yaml, merge_config)
+from lsrbench.pipeline.validate import check_config
+
+from helpers.paths import REPO
+
+
+def _write(path, data) -> str:
+    path.write_text(yaml.safe_dump(data, sort_keys=False) if isinstance(data, dict) else data, encoding="utf-8")
+    return str(path)
+
+
+def test_merge_rule():
+    base = {"a": {"x": 1, "y": [1, 2]}, "b": {"keep": 1}, "c": {"gone": 1}, "d": 5, "e": {"z": 1}}
+    origins = ConfigOrigins("top")
+    merge_config(base, {"a": {"y": [3], "w": 2}, "b": {"new": 2}, "c": None, "d": None, "e": 7}, "top", origins)
+    assert base == {"a": {"x": 1, "y": [3], "w": 2}, "b": {"keep": 1, "new": 2}, "d": None, "e": 7}
+    assert origins == {"a.y": "top", "a.w": "top", "b.new": "top", "c": "top", "d": "top", "e": "top"}
+
+
+def test_base_chain_relative_to_each_file(tmp_path):
+    (tmp_path / "sub").mkdir()
+    _write(tmp_path / "root.yaml", {"k_grid": [1], "recipe": {"steps": 1, "seed": 3}})
+    _write(tmp_path / "sub" / "mid.yaml", {"base": "../root.yaml", "recipe": {"steps": 2}})
+    top = _write(tmp_path / "top.yaml", {"base": "sub/mid.yaml", "k_grid": [4, 8]})
+    config, origins, files = load_config_files([top], {"mirror": "/m"})
+    assert config == {"k_grid": [4, 8], "recipe": {"steps": 2, "seed": 3}, "mirror": "/m"}
+    assert files == [str(tmp_path / "sub" / ".." / "root.yaml"), str(tmp_path / "sub" / "mid.yaml"), top]
+    assert origins.file_for("recipe.seed") == files[0] and origins.file_for("recipe.steps") == files[1]
+    assert origins.file_for("k_grid[1]") == top and origins.file_for("mirror") == COMMAND_LINE
+
+
+@pytest.mark.parametrize("base, message", [
+    ("missing.yaml", "base config 'missing.yaml' not found"),
+    ("loop.yaml", "base config 'top.yaml' leads back to this file (a cycle)"),
+    ("[1, 2]", "expected the path of a base config file"),
+])
+def test_bad_base(tmp_path, base, message):
+    _write(tmp_path / "loop.yaml", "base: top.yaml\n")
+    top = _write(tmp_path / "top.yaml", f"base: {base}\n")
+    with pytest.raises(InputError) as info:
+        load_config_files([top])
+    assert str(info.value).startswith(f"{tmp_path / ('loop.yaml' if base == 'loop.yaml' else 'top.yaml')}: base: ")
+    assert message in str(info.value)
+
+
+def _override(tmp_path, data) -> str:
+    return _write(tmp_path / "my.yaml", {"base": str(REPO / "config/config.yaml"), **data})
+
+
+def _check(path) -> dict:
+    config, origins, _ = load_config_files([path])
+    config["datasets_file"] = str(REPO / "config/datasets.yaml")
+    return check_config(config, path, origins)
+
+
+def test_override_adds_a_backbone_and_keeps_the_default(tmp_path):
+    path = _override(tmp_path, {"backbones": {"my-mlm": {"model": "org/my-mlm", "k": [1, 4, 16, "auto"]}}})
+    assert grid_lines(_check(path)) == ["splade-tiny      shared  k = 1, 4, 16", "splade-tiny      untie   k = 16",
+                                        "splade-tiny-x10  shared  k = 1, 4, 16, auto", "my-mlm           shared  k = 1, 4, 16, auto"]
+
+
+def test_null_drops_a_backbone_and_the_claims(tmp_path):
+    path = _override(tmp_path, {"backbones": {"splade-tiny-x10": None}, "claims": None})
+    config = _check(path)
+    assert list(config["backbones"]) == ["splade-tiny"] and "claims" not in config
+
+
+def test_errors_name_the_file_the_value_came_from(tmp_path):
+    base = _write(tmp_path / "base.yaml", (REPO / "config/config.yaml").read_text().replace("  steps: 50 ", "  steps: ten "))
+    ok = _write(tmp_path / "ok.yaml", {"base": "base.yaml", "k_grid": [1]})
+    with pytest.raises(InputError) as info:
+        _check(ok)
+    assert str(info.value) == f"{base}: recipe.steps: 'ten' is not of type 'integer'"
+    bad = _write(tmp_path / "bad.yaml", {"base": "base.yaml", "recipe": {"steps": 5}, "evaluation": {"datasets": ["nope"]}})
+    with pytest.raises(InputError) as info:
+        _check(bad)
+    assert str(info.value).startswith(f"{bad}: evaluation.datasets[0]: dataset 'nope' is not defined")
+
+
+def test_check_config_cli_prints_the_grid(tmp_path, capsys):
+    from lsrbench.cli import main
+
+    path = _override(tmp_path, {"datasets_file": str(REPO / "config/datasets.yaml"),
+                                "backbones": {"my-mlm": {"model": "org/my-mlm", "k": [2]}}})
+    assert main(["check-config", "--configfile", path]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{path} (on {REPO / 'config/config.yaml'}): ok: 3 backbones, 9 runs, datasets vaswani"
+    assert out[1:] == ["runs (backbone, rescale mode, k):", "  splade-tiny      shared  k = 1, 4, 16",
+                       "  splade-tiny      untie   k = 16", "  splade-tiny-x10  shared  k = 1, 4, 16, auto",
+                       "  my-mlm           shared  k = 2"]
+
+
+# --------------------------------------------------------------------------- hostile YAML
 
 
 def _laughs(levels: int) -> str:

@@ -28,7 +28,7 @@ from pathlib import Path
 from lsrbench.errors import InputError
 from lsrbench.names import (AUTO_K, BM25, COLLAPSED, DATASET_PATTERN, DOC_DIMS, FLOPS, POOLED, QUERY_DIMS,
                             RESERVED_RUN_NAMES, format_k, k_text_problem, k_value, name_problem)
-from lsrbench.pipeline.config import backbone_modes, load_datasets_file, runs, validate
+from lsrbench.pipeline.config import ConfigOrigins, backbone_modes, load_datasets_file, runs, validate
 
 __all__ = ["check_config", "check_values", "produced_measures"]
 
@@ -40,10 +40,21 @@ INT32_MAX = 2**31 - 1
 OWN_MEASURES = frozenset({FLOPS, QUERY_DIMS, DOC_DIMS, COLLAPSED})
 
 
-def check_config(config: dict, config_file: str | Path, *, files: bool = True, record: str | Path | None = None) -> dict:
+def check_config(config: dict, config_file: str | Path, origins: ConfigOrigins | None = None, *, files: bool = True,
+                 record: str | Path | None = None) -> dict:
     """Validate a (merged) run config, its cross-references and, with ``files``, the files it names
     (``record``: see :func:`lsrbench.pipeline.validate_files.check_files`); returns it with the
-    schema's defaults filled and the dataset registry under ``_datasets``."""
+    schema's defaults filled and the dataset registry under ``_datasets``. With ``origins``
+    (:func:`lsrbench.pipeline.config.load_config_files`), an error names the file its field was set in."""
+    try:
+        return _check_config(config, config_file, files, record)
+    except InputError as exc:
+        if origins is None or exc.file != str(config_file):
+            raise
+        raise InputError(origins.file_for(exc.field), exc.field, exc.message) from None
+
+
+def _check_config(config: dict, config_file, files: bool, record) -> dict:
     check_values(config, config_file)
     config = validate(config, "config.schema.yaml", config_file)
     datasets = load_datasets_file(config["datasets_file"])
