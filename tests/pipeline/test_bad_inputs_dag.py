@@ -592,7 +592,7 @@ def test_k_auto_with_a_zero_reference_norm_fails_its_train_job_in_one_line(micro
     target = next(f for f in params.log_files(check_config(load_yaml(path), path, files=False)) if "/kauto/" in f)
     line, before, work = _run_in_copy(micro_run, tmp_path, path, target)
     assert re.fullmatch(r"lsrbench: error: results/norms/zero\.json: frobenius_norm: 0\.0: k auto divides head norms.*", line), line
-    _record("k: auto whose reference head is all zeros (real run: the train job)", line)
+    _record("k: auto whose reference head is all zeros (real run: the train job)", line, tmp_path)
     assert_unchanged(before)
 
 
@@ -618,7 +618,7 @@ def test_a_dataset_only_its_job_can_read_fails_that_job_in_one_line(micro_run, t
         datasets_file.write_text(original)
     assert re.fullmatch(rf"lsrbench: error: hf:{re.escape(str(repo))}: corpus\[train\] row 2: column '_id' 'd 2' contains whitespace.*",
                         line), line
-    _record("dataset only its job reads (hf folder), id with a space (real run: the dataset job)", line)
+    _record("dataset only its job reads (hf folder), id with a space (real run: the dataset job)", line, tmp_path)
     assert_unchanged(before)
 
 
@@ -644,14 +644,16 @@ def finished_files(work: Path) -> dict[Path, str]:
     return {p: sha256_file(p) for p in (work / "results").rglob("*") if p.is_file()}
 
 
-def _record(name: str, outcome: str) -> None:
+def _record(name: str, outcome: str, tmp: Path) -> None:
+    """Append the case's outcome to the table named by LSRBENCH_CATALOGUE (its folder shown as <tmp>)."""
     target = os.environ.get("LSRBENCH_CATALOGUE")
     if target:
         with open(target, "a", encoding="utf-8") as fh:
-            fh.write(f"| {name} | `{outcome}` |\n")
+            shown = outcome.replace(str(tmp), "<tmp>").replace("|", "\\|")  # a table cell
+            fh.write(f"| {name} | `{shown}` |\n")
 
 
-def check_outcome(proc: subprocess.CompletedProcess, file: str, field: str, name: str) -> str:
+def check_outcome(proc: subprocess.CompletedProcess, file: str, field: str, name: str, tmp: Path) -> str:
     """Non-zero exit, no traceback, exactly one error line naming ``file`` and matching ``field``."""
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0, output[-3000:]
@@ -659,7 +661,7 @@ def check_outcome(proc: subprocess.CompletedProcess, file: str, field: str, name
     errors = [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error: ")]
     assert len(errors) == 1, output[-3000:]
     assert re.match(rf"lsrbench: error: {file}: {field}", errors[0]), errors[0]
-    _record(name, errors[0].replace(str(Path.cwd()), "."))
+    _record(name, errors[0], tmp)
     return errors[0]
 
 
@@ -696,7 +698,7 @@ def outcomes(finished, tmp_path_factory) -> dict[str, tuple]:
 @pytest.mark.parametrize("entry", CASES, ids=[c.name for c in CASES])
 def test_bad_input(entry: Case, outcomes, finished):
     ctx, proc, seconds = outcomes[entry.name]
-    check_outcome(proc, entry.file(ctx) if callable(entry.file) else entry.file, entry.field, entry.name)
+    check_outcome(proc, entry.file(ctx) if callable(entry.file) else entry.file, entry.field, entry.name, ctx.tmp)
     assert_unchanged(finished["files"])  # after every case has run
     assert seconds < 300
 
