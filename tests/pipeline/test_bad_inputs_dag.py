@@ -613,7 +613,9 @@ def test_a_dataset_only_its_job_can_read_fails_that_job_in_one_line(micro_run, t
     original = datasets_file.read_text()
     try:
         datasets_file.write_text(original + yaml.safe_dump({"nano": {"source": "hf", "repo": str(repo), "revision": None}}))
-        line, before, _ = _run_in_copy(micro_run, tmp_path, path)
+        # the dataset job as target: adding a dataset also re-runs the slice's evaluate jobs (their
+        # params hold evaluation.datasets), which would rewrite their outputs before this one fails
+        line, before, _ = _run_in_copy(micro_run, tmp_path, path, "results/data/nano/eval.json")
     finally:
         datasets_file.write_text(original)
     assert re.fullmatch(rf"lsrbench: error: hf:{re.escape(str(repo))}: corpus\[train\] row 2: column '_id' 'd 2' contains whitespace.*",

@@ -23,6 +23,7 @@ Checked here, each refusal one :class:`~lsrbench.errors.InputError` naming the f
 from __future__ import annotations
 
 import math
+from collections import deque
 from pathlib import Path
 
 from lsrbench.errors import InputError
@@ -78,17 +79,18 @@ def _check_config(config: dict, config_file, files: bool, record) -> dict:
 
 
 def check_values(data, file) -> None:
-    """Refuse a mapping key that is not a string and a number that is not finite, anywhere in ``data``."""
-    stack = [(data, "")]
-    while stack:
-        value, field = stack.pop()
+    """Refuse a mapping key that is not a string and a number that is not finite, anywhere in ``data``
+    (the first in file order of the shallowest level that has one)."""
+    queue = deque([(data, "")])
+    while queue:
+        value, field = queue.popleft()
         if isinstance(value, dict):
             for key, sub in value.items():
                 if not isinstance(key, str):
                     raise InputError(file, field or "(top level)", f"key {key!r} is not a string (quote it)")
-                stack.append((sub, f"{field}.{key}" if field else key))
+                queue.append((sub, f"{field}.{key}" if field else key))
         elif isinstance(value, list):
-            stack.extend((sub, f"{field}[{i}]") for i, sub in enumerate(value))
+            queue.extend((sub, f"{field}[{i}]") for i, sub in enumerate(value))
         elif isinstance(value, float) and not math.isfinite(value):
             raise InputError(file, field, f"must be a finite number, got {value}")
 
