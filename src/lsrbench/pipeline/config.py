@@ -175,9 +175,12 @@ def check_config(config: dict, config_file: str | Path) -> dict:
     for i, name in enumerate(config["report"]["flops_datasets"]):
         if name not in evaluated:
             raise InputError(config_file, f"report.flops_datasets[{i}]", f"dataset '{name}' is not evaluated (evaluation.datasets)")
-    for i, name in enumerate((config.get("claims") or {}).get("datasets", [])):
-        if name not in evaluated:
-            raise InputError(config_file, f"claims.datasets[{i}]", f"dataset '{name}' is not evaluated (evaluation.datasets)")
+    claims = config.get("claims") or {}
+    for where, names in (("claims.datasets", claims.get("datasets", [])),
+                         ("claims.select_on.datasets", (claims.get("select_on") or {}).get("datasets", []))):
+        for i, name in enumerate(names):
+            if name not in evaluated:
+                raise InputError(config_file, f"{where}[{i}]", f"dataset '{name}' is not evaluated (evaluation.datasets)")
     mirror = config.get("mirror")
     used = set(evaluated) | ({td["dataset"]} if "dataset" in td else set())
     for name in sorted(used):
