@@ -131,7 +131,7 @@ def macro_paired_test(a: list[np.ndarray], b: list[np.ndarray], names: list[str]
 def holm(p_values: list[float]) -> list[float]:
     """Holm's step-down adjusted p-values (same order as given; NaN entries are left out and stay
     NaN). Written here: scipy has no Holm, and statsmodels is not a dependency for six lines."""
-    order = [i for i in sorted(range(len(p_values)), key=lambda i: p_values[i]) if not math.isnan(p_values[i])]
+    order = sorted((i for i in range(len(p_values)) if not math.isnan(p_values[i])), key=lambda i: p_values[i])
     m = len(order)
     adjusted = [float("nan")] * len(p_values)
     running = 0.0
