@@ -128,8 +128,10 @@ def train_kwargs(config: dict, run: str, k: str) -> dict:
 
 
 def index_kwargs(config: dict, dataset: str) -> dict:
-    return {"dataset_entry": config["_datasets"][dataset], "batch_size": config["evaluation"]["encode_batch_size"],
-            "precision": config["evaluation"]["encode_precision"]}
+    ev = config["evaluation"]
+    return {"dataset_entry": config["_datasets"][dataset], "batch_size": ev["encode_batch_size"],
+            "precision": ev["encode_precision"], "query_max_length": ev["query_max_length"],
+            "document_max_length": ev["document_max_length"]}
 
 
 def evaluate_kwargs(config: dict, run: str, k: str, dataset: str) -> dict:
