@@ -214,4 +214,4 @@ def report_outputs(config: dict) -> list[str]:
 def bm25_kwargs(config: dict, dataset: str) -> dict:
     ev = config["evaluation"]
     return {"dataset_name": dataset, "dataset_entry": config["_datasets"][dataset], "top_k": ev["top_k"],
-            "measures": ev["measures"]}
+            "measures": ev["measures"], "settings": config["report"]["bm25_settings"]}
