@@ -79,11 +79,11 @@ def test_table1_best_k_collapsed_bm25_and_reference(metrics, tmp_path):
     assert "**0.470** (paper 0.405)" in lines[("Large †", "4")]
     assert "**0.450**" in lines[("Small", "1")]
     assert "collapsed" in lines[("Small", "16")] and "0.030" not in lines[("Small", "16")]
-    assert "0.250" in lines[("BM25 (bm25s)", "-")]
+    assert "0.250" in lines[("BM25 (Anserini, k1=0.9, b=0.4)", "-")]
     assert "Small [untie]" in md
     assert md.count("**") == 2 * 3  # one bold per backbone: small, large, small+untie
     order = [key for key in lines if key[0] not in ("Backbone",) and not key[0].startswith(":")]
-    assert order[0] == ("BM25 (bm25s)", "-")
+    assert order[0] == ("BM25 (Anserini, k1=0.9, b=0.4)", "-")
     assert order.index(("Small", "1")) < order.index(("Small", "4")) < order.index(("Small", "16"))
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 from lsrbench.atomic import atomic_path
 from lsrbench.model.train_log import log_losses, read_train_log
 from lsrbench.names import BM25, COLLAPSED, FLOPS, POOLED, k_order, split_run_name
-from lsrbench.report.results import best_ks, flops_datasets, pareto_front, read_metrics, run_label
+from lsrbench.report.results import best_ks, bm25_label, flops_datasets, pareto_front, read_metrics, run_label
 
 __all__ = ["tradeoff_points", "plot_tradeoff", "plot_loss_curves", "plot_norms"]
 
@@ -71,7 +71,7 @@ def plot_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: 
         ax.step(fp["flops"], fp["score"], where="post", color="grey", linestyle="--", linewidth=1, label="Pareto frontier", zorder=2)
     bm25 = metrics[(metrics["backbone"] == BM25) & (metrics["measure"] == measure) & metrics["dataset"].isin(datasets)]
     if len(bm25):
-        ax.axhline(bm25["value"].mean(), color="black", linewidth=0.8, linestyle=":", label="BM25 (bm25s)")
+        ax.axhline(bm25["value"].mean(), color="black", linewidth=0.8, linestyle=":", label=bm25_label(report_cfg))
     if len(pts) and (pts["flops"] > 0).all():
         from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
