@@ -93,7 +93,7 @@ rule claims:
         reference_file=[config["report"]["reference"]] if config["report"]["reference"] else [],
     output:
         output=report("results/claims.md", category="Claims", caption="../report/claims.rst"),
-        out_json="results/claims.json",
+        out_json=report("results/claims.json", category="Claims", caption="../report/claims.rst"),
     params:
         stage="report_claims",
         kwargs=lambda w: {**dag.report_kwargs(config), "perquery_keys": dag.perquery_keys(config),
