@@ -180,3 +180,31 @@ def test_claims_json_and_markdown_carry_the_table_numbers(tmp_path):
     md = (tmp_path / "claims.md").read_text()
     assert f"other k=1 = {table_a:.4f} vs orig k=1 = {table_b:.4f}" in md
     assert "| c " in md and "0.500 (k=1) vs 0.400 (k=1)" in claims_markdown(verdicts, cfg)
+
+
+@pytest.mark.slow
+def test_claims_rule_on_a_finished_run(micro_run, tmp_path):
+    """As a user adds claims to a finished run: only the claims job runs, and writes claims.md and
+    claims.json (the forced collapse k=1e-30 is never a best k; one checkpoint: no correlation)."""
+    import yaml
+
+    from helpers.snakemake import COLLAPSE_K, copy_run, job_counts, run_snakemake
+
+    work = copy_run(micro_run, tmp_path / "work")
+    config = yaml.safe_load(micro_run["config"].read_text())
+    config["claims"] = {"datasets": ["slice"], "resamples": 1000, "list": [
+        compare("k1_beats_collapsed", ("rand-roberta", 1), ("rand-roberta", float(COLLAPSE_K)), "greater"),
+        {"id": "best", "text": "best", "type": "compare", "a": {"backbone": "rand-roberta", "k": "best"},
+         "b": {"backbone": "rand-roberta", "k": 1}, "expect": "not_less"},
+        {"id": "corr", "text": "corr", "type": "norm_best_k_correlation"}]}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    out = run_snakemake("results/claims.md", "results/claims.json", "--cores", "1", "-d", str(work),
+                        "--configfile", str(path))
+    assert {k: v for k, v in job_counts(out.stdout + out.stderr).items() if k != "total"} == {"claims": 1}
+    record = json.loads((work / "results" / "claims.json").read_text())
+    verdicts = {c["id"]: c for c in record["claims"]}
+    assert verdicts["best"]["verdict"] == "by construction" and verdicts["best"]["runs"][0] == ["rand-roberta", "1"]
+    assert verdicts["corr"]["verdict"] == "not measured"
+    assert verdicts["k1_beats_collapsed"]["p_value"] is not None and verdicts["k1_beats_collapsed"]["datasets"] == ["slice"]
+    assert "| k1_beats_collapsed " in (work / "results" / "claims.md").read_text()
