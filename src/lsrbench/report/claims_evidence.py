@@ -7,10 +7,8 @@ number for a run)."""
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 
 from lsrbench.names import AUTO_K, format_k, k_value, split_run_name
@@ -175,11 +173,3 @@ def paper_compare(ev: Evidence, spec: dict, s: Settings, measure: str, datasets:
     if va is None or vb is None:
         return None
     return f"{va:.3f} (k={ka}) vs {vb:.3f} (k={kb}): {va - vb:+.3f}"
-
-
-def nan_to_none(x):
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
-
-
-def mean_or_none(values) -> float | None:
-    return float(np.mean(values)) if len(values) else None
