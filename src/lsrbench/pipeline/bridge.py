@@ -22,7 +22,7 @@ def run(snakemake) -> None:
     # machine's (Snakemake only counts them); SLURM's assignment is kept.
     from lsrbench.pipeline.gpus import claim_gpus
 
-    claim_gpus(int(getattr(snakemake.resources, "gpu", 0) or 0))
+    claim_gpus(int(getattr(getattr(snakemake, "resources", None), "gpu", 0) or 0))
     stage = snakemake.params.stage
     kwargs = dict(snakemake.params.kwargs)
     # params.runtime (optional): settings that change how a job runs, never what it computes
