@@ -11,8 +11,13 @@ from lsrbench.atomic import atomic_open
 from lsrbench.names import (BM25, COLLAPSED, DEFAULT_MODE, DOC_DIMS, FLOPS, METRIC_COLUMNS, POOLED, QUERY_DIMS, k_order,
                             k_value, split_run_name)
 
-__all__ = ["collect_metrics", "read_metrics", "run_label", "bm25_label", "flops_datasets", "run_table", "collapsed_runs",
+__all__ = ["OWN_COLUMNS", "collect_metrics", "read_metrics", "run_label", "flops_datasets", "run_table", "collapsed_runs",
            "mean_score", "best_k", "best_ks", "pareto_front"]
+
+
+# Columns the tables make themselves (run_table's, Table 1's and table_beir's): a report column
+# (report.columns[].name) may not take one of these names.
+OWN_COLUMNS = ("backbone", "k", "FLOPs", "q dims", "d dims", "collapsed", "Backbone", "q / d dims")
 
 
 def collect_metrics(files: list[str], out_csv: str) -> pd.DataFrame:
@@ -41,13 +46,6 @@ def run_label(name: str, backbones: dict) -> str:
     if mode != "shared":
         label = f"{label} [{mode}]"
     return f"{label} †" if entry.get("synthetic") else label
-
-
-def bm25_label(report_cfg: dict) -> str:
-    """How the BM25 reference row is named: its analyzer and parameters (report.bm25_settings)."""
-    settings = report_cfg.get("bm25_settings") or {}
-    analyzer = {"anserini": "Anserini", "bm25s": "bm25s, unstemmed"}.get(settings.get("analyzer", "anserini"))
-    return f"BM25 ({analyzer}, k1={settings.get('k1', 0.9):g}, b={settings.get('b', 0.4):g})"
 
 
 def flops_datasets(metrics: pd.DataFrame, report_cfg: dict) -> list[str]:
