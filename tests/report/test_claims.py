@@ -48,8 +48,11 @@ def claims(*specs, **settings) -> dict:
 
 
 def compare(cid, a, b, expect):
-    return {"id": cid, "text": cid, "type": "compare", "a": {"backbone": a[0], "k": a[1]},
-            "b": {"backbone": b[0], "k": b[1]}, "expect": expect}
+    def k(value):
+        return value if value in ("best", "max") else float(value)
+
+    return {"id": cid, "text": cid, "type": "compare", "a": {"backbone": a[0], "k": k(a[1])},
+            "b": {"backbone": b[0], "k": k(b[1])}, "expect": expect}
 
 
 def test_not_significant_is_inconclusive_and_significant_holds_or_fails():
