@@ -6,10 +6,12 @@ import os
 import sys
 
 from lsrbench.errors import InputError
-from lsrbench.names import POOLED
+from lsrbench.names import DATASET_PATTERN, K_PATTERN, NAME_PATTERN, RUN_PATTERN
 from lsrbench.pipeline import params as dag
-from lsrbench.pipeline.config import check_config, check_mirror, grid_lines, load_config_files, locate_config_paths
+from lsrbench.pipeline.config import check_mirror, grid_lines, load_config_files, locate_config_paths
 from lsrbench.pipeline.paths import ID_REGEX, Layout, pattern
+from lsrbench.pipeline.validate import check_config
+from lsrbench.pipeline.validate_files import RECORD
 
 # A --configfile replaces the embedded default instead of being deep-merged into it, so one
 # config's backbones never leak into another's run; a file that wants the default under it says
@@ -19,13 +21,18 @@ if not workflow.overwrite_configfiles:
 CONFIG_FILES = [str(p) for p in workflow.overwrite_configfiles] or ["config/config.yaml"]
 CONFIG_FILE = CONFIG_FILES[-1]
 
+# Everything lsrbench check-config checks, before the DAG is built: a bad config, dataset or model
+# is one line and no job runs (a dry run shows it too). The files a config names are checked by
+# the main process only, not again by each job a cluster executor starts from this Snakefile, and
+# not again while they are unchanged (RECORD).
 try:
     # Every file strictly (duplicate keys, line of a syntax error), with its base: chain, merged in
     # order, then the --config values; Snakemake's own merge of the files is replaced by this one.
     merged, ORIGINS, READ = load_config_files(CONFIG_FILES, workflow.config_settings.config)
     config.clear()
     config.update(merged)
-    config = check_config(locate_config_paths(config, workflow.basedir), CONFIG_FILE, ORIGINS)
+    config = check_config(locate_config_paths(config, workflow.basedir), CONFIG_FILE, ORIGINS,
+                          files=workflow.is_main_process, record=RECORD)
     # A named mirror must exist (else datasets and models would silently be downloaded), except
     # for the prefetch target, which creates it. Snakemake tells a Snakefile nothing of its
     # targets, hence the command line.
@@ -45,11 +52,12 @@ config["_report"] = {"config_files": READ, "grid": grid_lines(config)}
 L = Layout(config)
 DATASETS = config["evaluation"]["datasets"]
 
+# The same patterns the config check holds run names and k to (lsrbench.names).
 wildcard_constraints:
-    run="[A-Za-z0-9][A-Za-z0-9._-]*(\\+untie)?",
-    k="auto|[0-9]+(\\.[0-9]+)?(e-?[0-9]+)?",
-    dataset=f"(?!{POOLED}\\b)[A-Za-z0-9][A-Za-z0-9._-]*",
-    backbone="[A-Za-z0-9][A-Za-z0-9._-]*",
+    run=RUN_PATTERN,
+    k=K_PATTERN,
+    dataset=DATASET_PATTERN,
+    backbone=NAME_PATTERN,
     pool_depth="[0-9]+",
     data_id=ID_REGEX,
     norms_id=ID_REGEX,

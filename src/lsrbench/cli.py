@@ -35,12 +35,14 @@ Bad input is one line: lsrbench: error: <file>: <field>: <message>. Documentatio
 """
 
 
-def _load_config(files: list[str]) -> tuple[dict, list[str]]:
-    """The checked config of ``files`` (each with its ``base:`` chain), and every file read."""
-    from lsrbench.pipeline.config import check_config, load_config_files
+def _load_config(files: list[str], check_files: bool = True) -> tuple[dict, list[str]]:
+    """The checked config of ``files`` (each with its ``base:`` chain), and every file read;
+    ``check_files``: also the dataset and model folders it names (lsrbench.pipeline.validate)."""
+    from lsrbench.pipeline.config import load_config_files
+    from lsrbench.pipeline.validate import check_config
 
     config, origins, read = load_config_files(files)
-    return check_config(config, files[-1], origins), read
+    return check_config(config, files[-1], origins, files=check_files), read
 
 
 def _config_files(args) -> list[str]:
@@ -55,6 +57,7 @@ def _config_files(args) -> list[str]:
 
 def _check_config(args) -> int:
     from lsrbench.pipeline.config import check_mirror, grid_lines, runs
+    from lsrbench.pipeline.validate_files import unchecked_inputs
 
     files = _config_files(args)
     config, read = _load_config(files)
@@ -66,6 +69,8 @@ def _check_config(args) -> int:
     print("runs (backbone, rescale mode, k):")
     for line in grid_lines(config):
         print(f"  {line}")
+    for note in unchecked_inputs(config, files[-1]):
+        print(f"not checked on this machine: {note}")
     return 0
 
 
@@ -97,7 +102,8 @@ def _prefetch(args) -> int:
     from lsrbench.pipeline.prefetch import prefetch
 
     files = _config_files(args)
-    records = prefetch(_load_config(files)[0], files[-1], args.mirror, force=args.force)
+    # not the folders: the mirror is what prefetch writes (a broken copy there is fetched again with --force)
+    records = prefetch(_load_config(files, check_files=False)[0], files[-1], args.mirror, force=args.force)
     print(f"{args.mirror}: {len(records)} items; run with --config mirror={args.mirror} and HF_HUB_OFFLINE=1")
     return 0
 
@@ -138,7 +144,7 @@ def _mteb_check(args) -> int:
     from lsrbench.atomic import atomic_open
     from lsrbench.evaluate.mteb_check import check_run
 
-    config = _load_config(_config_files(args))[0]
+    config = _load_config(_config_files(args), check_files=False)[0]
     entry = config["_datasets"].get(args.dataset)
     if entry is None:
         raise InputError(_config_files(args)[-1], "evaluation.datasets", f"dataset '{args.dataset}' is not defined")

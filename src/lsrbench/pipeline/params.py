@@ -140,7 +140,8 @@ def index_kwargs(layout: Layout, w) -> dict:
     index = layout.find("index", w)
     encoding = layout.encoding()
     return {"dataset_entry": layout.load_data(index.fields["dataset"]), "batch_size": encoding["batch_size"],
-            "precision": encoding["precision"]}
+            "precision": encoding["precision"], "query_max_length": encoding["query_max_length"],
+            "document_max_length": encoding["document_max_length"]}
 
 
 def index_runtime(layout: Layout, output) -> dict:
@@ -189,7 +190,7 @@ def bm25_kwargs(layout: Layout, w) -> dict:
     ident, dataset = bm25.identity, bm25.fields["dataset"]
     return {"dataset_name": dataset,
             "dataset_entry": {**layout.load_data(dataset), "skip_identical_ids": ident["skip_identical_ids"]},
-            "top_k": ident["top_k"], "measures": ident["measures"]}
+            "top_k": ident["top_k"], "measures": ident["measures"], "settings": ident["settings"]}
 
 
 def identity(layout: Layout, kind: str, w) -> dict:
@@ -223,8 +224,18 @@ def log_files(layout: Layout) -> list[str]:
     return [layout.train(r, k).path("train_log.jsonl") for r, k in runs(layout.config)]
 
 
+def claims_datasets(config: dict) -> list[str]:
+    """Datasets whose per-query scores the claims read: the test datasets, and the tradeoff plot's
+    (report.flops_datasets) for a frontier claim."""
+    claims = config.get("claims") or {}
+    names = list(claims.get("datasets", []))
+    if any(c.get("type") == "frontier" for c in claims.get("list", [])):
+        names += [d for d in config["report"].get("flops_datasets") or [] if d not in names]
+    return names
+
+
 def perquery_keys(config: dict) -> list[list[str]]:
-    datasets = (config.get("claims") or {}).get("datasets", [])
+    datasets = claims_datasets(config)
     return [[r["backbone"], r["k"], d] for r in run_grid(config) for d in datasets]
 
 
@@ -260,5 +271,5 @@ def report_outputs(config: dict, results: str = "results") -> list[str]:
     out = [f"{results}/{name}" for name in ("table1.md", "table_beir.md", "metrics.csv", "norms.md", "norms.png",
                                              "tradeoff.png", "tradeoff.pdf", "loss_curves.png")]
     if config.get("claims"):
-        out.append(f"{results}/claims.md")
+        out += [f"{results}/claims.md", f"{results}/claims.json"]
     return out + [f"{results}/html/{page}.html" for page in html_pages(config)]

@@ -306,7 +306,8 @@ class Layout:
     def encoding(self) -> dict:
         """The index stage's settings (``evaluation`` keys that decide the vectors)."""
         ev = self.config["evaluation"]
-        return {"batch_size": ev["encode_batch_size"], "precision": ev["encode_precision"]}
+        return {"batch_size": ev["encode_batch_size"], "precision": ev["encode_precision"],
+                "query_max_length": ev["query_max_length"], "document_max_length": ev["document_max_length"]}
 
     def index(self, run: str, k: str, dataset: str) -> Addressed:
         def make():
@@ -347,7 +348,7 @@ class Layout:
     def bm25(self, dataset: str) -> Addressed:
         return self._memoized(("bm25", dataset), lambda: self._add(
             "bm25", {"dataset": dataset}, {"dataset": dataset, "data": self.eval_data(dataset),
-                                          **self.scoring(dataset)}))
+                                          **self.scoring(dataset), "settings": self.config["report"]["bm25_settings"]}))
 
     def docs_npz(self, run: str, k: str, dataset: str) -> str:
         """The docs.npz ``dataset`` is scored against (another dataset's on a shared corpus)."""
