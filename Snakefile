@@ -25,7 +25,7 @@ RUNS = dag.run_grid(config)
 DATASETS = config["evaluation"]["datasets"]
 
 wildcard_constraints:
-    run="[A-Za-z0-9][A-Za-z0-9._-]*(\\+untie)?",
+    run=dag.RUN_PATTERN,
     k="auto|[0-9]+(\\.[0-9]+)?(e-?[0-9]+)?",
     dataset=f"(?!{POOLED}\\b)[A-Za-z0-9][A-Za-z0-9._-]*",
 

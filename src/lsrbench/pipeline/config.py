@@ -12,7 +12,7 @@ import jsonschema
 import yaml
 
 from lsrbench.errors import InputError
-from lsrbench.names import AUTO_K, POOLED, format_k, run_name
+from lsrbench.names import AUTO_K, DEFAULT_MODE, POOLED, format_k, run_name
 
 # Package data (a non-editable install has it too); the workflow's schemas/ folder links here.
 SCHEMA_DIR = resources.files("lsrbench.pipeline") / "schemas"
@@ -193,6 +193,8 @@ def check_config(config: dict, config_file: str | Path) -> dict:
         if ref_name not in config["backbones"]:
             raise InputError(config_file, "auto_k.reference", f"backbone '{ref_name}' is not defined under backbones")
     for name, entry in config["backbones"].items():
+        if entry["evaluate_only"]:
+            check_evaluate_only(name, entry, config_file)
         ref = entry["model"]
         if ref.startswith(("/", "./", "../", "~")) and not Path(ref).expanduser().is_dir():
             raise InputError(config_file, f"backbones.{name}.model", f"model folder '{ref}' does not exist")
@@ -206,9 +208,36 @@ def check_config_file(path: str | Path) -> None:
     load_yaml(path)
 
 
+def check_evaluate_only(name: str, entry: dict, config_file) -> None:
+    """A released sparse encoder (``evaluate_only: true``) is evaluated as it is: k = 1 (its head
+    is not rescaled), the shared mode, no head scaling; a k grid does not apply to it."""
+    field = f"backbones.{name}"
+    if "k" in entry and [format_k(k) for k in entry["k"]] != ["1"]:
+        raise InputError(config_file, f"{field}.k", "an evaluate_only backbone is evaluated as released, at k = 1: "
+                                                    "remove k (or write [1])")
+    modes = entry.get("modes")
+    one_run = (modes is None or modes == [DEFAULT_MODE]
+               or (isinstance(modes, dict) and list(modes) == [DEFAULT_MODE]
+                   and [format_k(k) for k in modes[DEFAULT_MODE]] == ["1"]))
+    if not one_run:
+        raise InputError(config_file, f"{field}.modes", "an evaluate_only backbone has one run, shared mode at k = 1: "
+                                                        "remove modes")
+    if entry.get("head_scale", 1) != 1:
+        raise InputError(config_file, f"{field}.head_scale", "an evaluate_only backbone is evaluated as released: "
+                                                             "head_scale must be 1")
+
+
+def evaluate_only(config: dict, name: str) -> bool:
+    """Whether backbone ``name`` is a released sparse encoder, evaluated without training."""
+    return bool(config["backbones"][name].get("evaluate_only"))
+
+
 def backbone_modes(config: dict, name: str) -> dict[str, list[str]]:
-    """Mode -> list of k (canonical text, ``auto`` allowed) swept for one backbone."""
+    """Mode -> list of k (canonical text, ``auto`` allowed) swept for one backbone; an
+    evaluate-only backbone has one: shared, k = 1."""
     entry = config["backbones"][name]
+    if entry.get("evaluate_only"):
+        return {DEFAULT_MODE: [format_k(1)]}
     ks = entry.get("k", config["k_grid"])
     modes = entry.get("modes", config["modes"])
     if isinstance(modes, dict):

@@ -29,6 +29,31 @@ def results_config(config: dict) -> dict:
     return {**config, "recipe": recipe, "evaluation": evaluation}
 
 
+# A run name as a wildcard (the Snakefile's global constraint): a backbone name, "+untie" for the untie mode.
+RUN_PATTERN = "[A-Za-z0-9][A-Za-z0-9._-]*(\\+untie)?"
+
+
+def released_runs(config: dict) -> list[str]:
+    """The runs of ``evaluate_only`` backbones (released sparse encoders): their ``model/`` comes
+    from the checkpoint as released (rule ``released``), not from training."""
+    return [name for name, entry in config["backbones"].items() if entry.get("evaluate_only")]
+
+
+def trained_run_regex(config: dict) -> str:
+    """The train rule's ``run`` constraint: every run name except the released ones (a lookahead on
+    the name and the ``/`` after it, so ``x`` is excluded but not ``x2`` or ``x+untie``)."""
+    released = released_runs(config)
+    return f"(?!(?:{dataset_regex(released)})/){RUN_PATTERN}" if released else RUN_PATTERN
+
+
+def released_kwargs(config: dict, run: str) -> dict:
+    """What a released run's ``model/`` depends on: the checkpoint and the recipe's max lengths (used
+    when it is a ``*ForMaskedLM`` checkpoint made into a SparseEncoder)."""
+    entry, recipe = load_entry(config, run), config["recipe"]
+    lengths = {key: recipe[key] for key in ("query_max_length", "document_max_length")}
+    return {"run": run, "entry": entry, **lengths, "config_hash": stable_hash({"entry": entry, "released": True, **lengths})}
+
+
 def run_grid(config: dict) -> list[dict]:
     """Every run as ``{"backbone": run name, "k": k}`` (run names carry a non-default mode)."""
     return [{"backbone": name, "k": k} for name, k in runs(config)]
@@ -72,7 +97,7 @@ def corpus_sharing_datasets(config: dict) -> list[str]:
 
 
 def dataset_regex(names) -> str:
-    """A wildcard constraint matching exactly these dataset names (none: matches nothing)."""
+    """A wildcard constraint matching exactly these names (datasets, runs; none: matches nothing)."""
     return "|".join(re.escape(n) for n in names) or "(?!)"
 
 

@@ -97,7 +97,12 @@ def plot_loss_curves(log_files: dict[str, str], backbones: dict, out_png: str, k
     for run_k, path in log_files.items():
         run, k = run_k.rsplit("|", 1)
         runs.setdefault(run, {})[k] = log_losses(read_train_log(path), key)
-    names = sorted(runs, key=lambda r: (list(backbones).index(split_run_name(r)[0]) if split_run_name(r)[0] in backbones else 99, r))
+    def order(run: str):
+        base = split_run_name(run)[0]
+        return (list(backbones).index(base) if base in backbones else 99, run)
+
+    # released (evaluate-only) runs have no training log: no panel
+    names = sorted((r for r in runs if any(runs[r].values())), key=order)
     fig, axes = plt.subplots(1, max(1, len(names)), figsize=(4.2 * max(1, len(names)), 3.4), dpi=130, squeeze=False)
     for ax, name in zip(axes[0], names):
         positive = True
