@@ -1,4 +1,4 @@
-"""Command line: ``lsrbench check-config``, ``norm``, ``verify`` and ``prefetch``; the DAG itself runs through Snakemake."""
+"""Command line: ``lsrbench check-config``, ``norm``, ``verify``, ``prefetch`` and ``plan``; the DAG itself runs through Snakemake."""
 
 from __future__ import annotations
 
@@ -53,6 +53,48 @@ def _prefetch(args) -> int:
     return 0
 
 
+def _plan(args) -> int:
+    import contextlib
+    import json
+    import logging
+    import os
+
+    # stdout is the plan: the calibration's progress bars off, its messages to stderr
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="lsrbench plan: %(message)s")
+    logging.getLogger("lsrbench.pipeline.plan").setLevel(logging.INFO)
+    from lsrbench.pipeline.plan import make_plan, plan_text
+
+    with contextlib.redirect_stdout(sys.stderr):
+        plan = make_plan(args.configfile, mirror=args.mirror, snakefile=args.snakefile, workdir=args.directory,
+                         remaining=args.remaining, calibrate_models=not args.no_calibration, steps=args.train_steps,
+                         passages=args.passages, batch=args.train_batch, assume_flops=args.flops)
+    print(plan_text(plan), end="")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(plan, fh, indent=1)
+    return 0
+
+
+def _add_plan(sub) -> None:
+    from lsrbench.pipeline.plan import DEFAULT_FLOPS
+
+    p = sub.add_parser("plan", help="job counts per rule, dataset sizes and the compute of a config's grid, "
+                                    "calibrated on this device, before it is submitted")
+    p.add_argument("--configfile", default="config/config.yaml")
+    p.add_argument("--mirror", help="a mirror folder (as --config mirror=DIR): models and data found there")
+    p.add_argument("--snakefile", help="the Snakefile (default: ./Snakefile, else the installed checkout's)")
+    p.add_argument("-d", "--directory", default=".", help="the working directory the grid runs in (default .)")
+    p.add_argument("--remaining", action="store_true", help="only the jobs not finished there (default: the whole grid)")
+    p.add_argument("--no-calibration", action="store_true", help="job counts and sizes only")
+    p.add_argument("--train-steps", type=int, default=3, help="training steps timed per backbone (the first is warm-up)")
+    p.add_argument("--passages", type=int, default=256, help="passages encoded and searched per backbone")
+    p.add_argument("--train-batch", type=int, help="triplets per timed step (default: the recipe's on a GPU, 4 on a CPU)")
+    p.add_argument("--flops", type=float, default=DEFAULT_FLOPS, help="FLOPs of a trained run assumed for evaluate")
+    p.add_argument("--json", help="also write the plan as JSON to this file")
+    p.set_defaults(func=_plan)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lsrbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -73,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mirror", required=True, help="the mirror folder (<mirror>/models, <mirror>/data)")
     p.add_argument("--force", action="store_true", help="fetch again what the mirror already has")
     p.set_defaults(func=_prefetch)
+    _add_plan(sub)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
