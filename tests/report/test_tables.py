@@ -203,3 +203,23 @@ def test_auto_k_section(metrics):
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == "10.000" and cells[2] == "4"
     assert cells[3] == "0.470" and cells[4] == "0.420" and cells[5] == "0.050"
+
+
+def test_released_run_is_labelled_and_has_no_k_sweep_to_correlate(metrics, evidence):
+    """An evaluate_only backbone (a released checkpoint): one run at k = 1, marked with its own
+    footnote in the tables, and left out of the "optimal k grows with the norm" correlation (one k
+    is not a sweep), whose numbers stay those of the two swept backbones."""
+    backbones = {**BACKBONES, "rel": {"model": "z", "label": "Released", "evaluate_only": True}}
+    rows = [("rel", "1", ds, m, v) for ds in ("d1", "d2")
+            for m, v in (("nDCG@10", 0.9), ("FLOPs", 1.0), ("query_active_dims", 5.0), ("doc_active_dims", 9.0),
+                         ("collapsed", 0.0))]
+    metrics = pd.concat([metrics, pd.DataFrame(rows, columns=METRIC_COLUMNS)], ignore_index=True)
+    md = table1.table1_markdown(metrics, REPORT, backbones)
+    row = next(line for line in md.splitlines() if line.startswith("| Released ‡"))
+    assert "**0.900**" in row and results.RELEASED_NOTE in md and md.count("‡") == 2
+    assert "Released ‡" in tables.beir_markdown(metrics, REPORT, backbones)
+    ev = Evidence(metrics, evidence.perquery, {**evidence.norms, "rel": {"frobenius_norm": 1.0}}, evidence.train_logs)
+    spec = {"id": "c", "text": "k grows with norm", "type": "norm_best_k_correlation"}
+    verdict = evaluate_claims(ev, {**CLAIMS, "list": [spec]})[0]
+    assert verdict.numbers == {"rho": pytest.approx(1.0, abs=1e-12), "p_value": verdict.numbers["p_value"], "n": 2}
+    assert "rel" not in verdict.details

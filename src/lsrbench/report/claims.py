@@ -136,7 +136,8 @@ def _norm_best_k(ev, spec, cfg) -> Verdict:
     pts = []
     for run in runs:
         k = best_k(ev, run, measure, datasets)
-        if k is None or run not in ev.norms:
+        # a run with one k (a released checkpoint, evaluate_only) has no sweep, so no best k to correlate
+        if k is None or run not in ev.norms or len(_numeric_ks(ev.metrics, run)) < 2:
             continue
         pts.append((run, ev.norms[run][stat], k_value(k)))
     if len(pts) < 2:
