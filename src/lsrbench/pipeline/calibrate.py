@@ -74,9 +74,12 @@ def calibration_texts(config: dict, n: int, results: str = "results") -> tuple[l
 
     names = [config["training_data"].get("dataset")] + list(config["evaluation"]["datasets"])
     for name in filter(None, names):
-        for folder in (Path(results) / "data" / name / "full", Path(config.get("mirror") or "/nonexistent") / "data" / name):
+        folders = [Path(results) / "data" / name / "full"]
+        folders += [Path(config["mirror"]) / "data" / name] if config.get("mirror") else []
+        for folder in folders:
             if (folder / "corpus.jsonl").is_file() and (folder / "queries.jsonl").is_file():
-                docs = [join_title(r.get("title") or "", r.get("text") or "") for _, r in _first(iter_jsonl(folder / "corpus.jsonl"), n)]
+                records = _first(iter_jsonl(folder / "corpus.jsonl"), n)
+                docs = [join_title(r.get("title") or "", r.get("text") or "") for _, r in records]
                 queries = [r.get("text") or "" for _, r in _first(iter_jsonl(folder / "queries.jsonl"), n)]
                 return docs, queries, f"{len(docs)} passages of {name} ({folder})"
     length, qlength = config["recipe"]["document_max_length"], config["recipe"]["query_max_length"]

@@ -21,7 +21,8 @@ def find_snakefile(snakefile: str | None = None) -> Path:
     for path in candidates:
         if path.is_file():
             return path.resolve()
-    raise InputError(snakefile or "Snakefile", None, "no Snakefile found (run from the lsrbench checkout or pass --snakefile)")
+    raise InputError(snakefile or "Snakefile", None,
+                     "no Snakefile found (run from the lsrbench checkout or pass --snakefile)")
 
 
 def dry_run(snakefile: Path, configfile: str, workdir: str | Path = ".", *, forceall: bool = True,

@@ -158,10 +158,10 @@ def _compute_table(plan: dict) -> str:
             "evaluate jobs": b["evaluate_jobs"], "evaluate CPU-h": _num(b["evaluate_hours"]),
         })
     total = plan["totals"]
-    rows.append({"backbone": "total (calibrated rows)", "calibrated on": "", "train jobs": sum(r["train jobs"] for r in rows),
-                 "s/step": "", "train h": _num(total["train"]), "index jobs": sum(r["index jobs"] for r in rows),
-                 "documents": sum(r["documents"] for r in rows), "docs/s": "", "index h": _num(total["index"]),
-                 "evaluate jobs": sum(r["evaluate jobs"] for r in rows), "evaluate CPU-h": _num(total["evaluate"])})
+    rows.append({"backbone": "total (calibrated rows)", "calibrated on": "", "s/step": "", "docs/s": "",
+                 **{key: sum(r[key] for r in rows) for key in ("train jobs", "index jobs", "documents", "evaluate jobs")},
+                 "train h": _num(total["train"]), "index h": _num(total["index"]),
+                 "evaluate CPU-h": _num(total["evaluate"])})
     return pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True)
 
 
