@@ -1,3 +1,5 @@
+"""``python -m lsrbench``: the command line (:mod:`lsrbench.cli`)."""
+
 import sys
 
 from .cli import main

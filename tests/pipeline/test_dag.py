@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -14,38 +12,8 @@ import pytest
 import yaml
 
 from helpers.paths import REPO
+from helpers.snakemake import job_counts, jobs_of, run_snakemake as snakemake
 from lsrbench.pipeline.config import runs
-
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
-
-
-def snakemake(*args, cwd=REPO, check=True):
-    proc = subprocess.run([*SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return proc
-
-
-def job_counts(output: str) -> dict[str, int]:
-    """Parse Snakemake's 'Job stats' table."""
-    counts = {}
-    block = output.split("Job stats:", 1)[1] if "Job stats:" in output else ""
-    for line in block.splitlines()[3:]:
-        m = re.match(r"^(\S+)\s+(\d+)$", line.strip())
-        if not m:
-            break
-        counts[m.group(1)] = int(m.group(2))
-    return counts
-
-
-def jobs_of(output: str, rule: str) -> list[dict[str, str]]:
-    """Wildcards of every planned job of ``rule`` in a dry run's output."""
-    found = []
-    for block in re.split(r"\n(?=\[\w{3} \w{3} )|\n\s*\n", output):
-        if re.search(rf"^\s*(local)?rule {rule}:", block, re.M):
-            m = re.search(r"wildcards: (.*)", block)
-            found.append(dict(kv.split("=", 1) for kv in m.group(1).split(", ")) if m else {})
-    return found
 
 
 def test_default_dry_run_lists_every_backbone_and_k(tmp_path):
