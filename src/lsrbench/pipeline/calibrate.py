@@ -107,14 +107,15 @@ def calibrate(path: str, entry: dict, recipe: dict, evaluation: dict, docs: list
     device = default_device()
     batch = batch or (recipe["batch_size"] if device == "cuda" else min(recipe["batch_size"], 4))
     with tempfile.TemporaryDirectory(prefix="lsrbench-plan-") as tmp:
-        path = _with_weights(path, Path(tmp) / "random", entry.get("trust_remote_code", False))
-        step = _time_training(path, entry, recipe, docs, Path(tmp), max(2, steps), batch)
+        timed = _with_weights(path, Path(tmp) / "random", entry.get("trust_remote_code", False))
+        step = _time_training(timed, entry, recipe, docs, Path(tmp), max(2, steps), batch)
         from sentence_transformers import SparseEncoder
 
         model = SparseEncoder(str(Path(tmp) / "model"), device=device)
         doc_s, doc_vectors = _time_encode(model, docs, "document", evaluation)
         query_s, query_vectors = _time_encode(model, queries, "query", evaluation)
-    return Calibration(source=path, device=_device_name(device), train_batch=batch, train_step_seconds=step,
+    source = path if timed == path else f"{path} (random weights of its config)"
+    return Calibration(source=source, device=_device_name(device), train_batch=batch, train_step_seconds=step,
                        document_seconds=doc_s, query_seconds=query_s,
                        posting_seconds=_time_search(query_vectors, doc_vectors, evaluation["top_k"]), texts=texts)
 

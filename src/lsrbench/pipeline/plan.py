@@ -152,14 +152,15 @@ def _compute_table(plan: dict) -> str:
             "train jobs": b["train_jobs"],
             "s/step": _num(c.get("train_step_seconds")) + (f" (batch {c['train_batch']})" if calibrated else ""),
             "train h": _num(b["train_hours"]),
-            "index jobs": b["index_jobs"], "documents": b["documents"],
+            "index jobs": b["index_jobs"], "documents": f"{b['documents']:,}",
             "docs/s": _num(1 / c["document_seconds"] if calibrated and c["document_seconds"] else None),
             "index h": _num(b["index_hours"]),
             "evaluate jobs": b["evaluate_jobs"], "evaluate CPU-h": _num(b["evaluate_hours"]),
         })
     total = plan["totals"]
     rows.append({"backbone": "total (calibrated rows)", "calibrated on": "", "s/step": "", "docs/s": "",
-                 **{key: sum(r[key] for r in rows) for key in ("train jobs", "index jobs", "documents", "evaluate jobs")},
+                 **{key: sum(r[key] for r in rows) for key in ("train jobs", "index jobs", "evaluate jobs")},
+                 "documents": f"{sum(b['documents'] for b in plan['backbones'].values()):,}",
                  "train h": _num(total["train"]), "index h": _num(total["index"]),
                  "evaluate CPU-h": _num(total["evaluate"])})
     return pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True)
