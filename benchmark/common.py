@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO / "src") not in sys.path:
+    sys.path.insert(0, str(REPO / "src"))
 SHARED = REPO.parent / "shared"
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -89,3 +91,25 @@ def write_result(name: str, payload: dict) -> Path:
     tmp.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
     tmp.replace(path)
     return path
+
+
+# -- lsrbench entry points ---------------------------------------------------------------------------
+# The benchmarks reach lsrbench's objects through this one table: module:attribute per name.
+_LSRBENCH_NAMES = {
+    "InvertedIndex": "lsrbench.evaluate.inverted_index:InvertedIndex",
+    "exact_topk": "lsrbench.evaluate.retrieval:exact_topk",
+    "compiled_kernels": "lsrbench.evaluate.kernels:kernels",
+    "load_sparse": "lsrbench.index.sparse:load_sparse",
+    "save_sparse": "lsrbench.index.sparse:save_sparse",
+    "encode_texts": "lsrbench.index.encode:encode_texts",
+    "build_sparse_encoder": "lsrbench.model.encoder:build_sparse_encoder",
+    "load_beir_folder": "lsrbench.data.beir:load_beir_folder",
+}
+
+
+def lsrbench(name: str):
+    """``lsrbench``'s object ``name`` (see ``_LSRBENCH_NAMES``)."""
+    import importlib
+
+    module, _, attr = _LSRBENCH_NAMES[name].partition(":")
+    return getattr(importlib.import_module(module), attr)

@@ -41,13 +41,11 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from common import command_line, machine_info, write_result  # noqa: E402
+from common import command_line, lsrbench, machine_info, write_result  # noqa: E402
 
-from lsrbench.evaluate.inverted_index import InvertedIndex  # noqa: E402
-from lsrbench.evaluate.retrieval import exact_topk  # noqa: E402
-from lsrbench.index.sparse import load_sparse, save_sparse  # noqa: E402
+InvertedIndex, exact_topk = lsrbench("InvertedIndex"), lsrbench("exact_topk")
+load_sparse, save_sparse = lsrbench("load_sparse"), lsrbench("save_sparse")
 
 MSMARCO_PASSAGES = 8_841_823
 

@@ -1,21 +1,76 @@
-"""Command line: ``lsrbench check-config``, ``norm``, ``verify``, ``prefetch`` and ``plan``; the DAG itself runs through Snakemake."""
+"""The lsrbench command line. The DAG itself runs through Snakemake (``snakemake --cores 2``, or
+``lsrbench run``, which builds that command with the targets first); these subcommands check a
+config, inspect a checkpoint, verify finished results, prepare an offline mirror, plan a grid's
+compute and cross-check runs with mteb."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from lsrbench.errors import InputError
 
+DEFAULT_CONFIG = "config/config.yaml"
+
+DESCRIPTION = """\
+lsrbench: a reproducibility harness for "Rescaling MLM-Head for Neural Sparse Retrieval"
+(SPLADE with the MLM head divided by k before training). The experiment is a Snakemake DAG:
+
+  snakemake --cores 2                      every report of the tiny default (config/config.yaml)
+  snakemake --cores 2 results/table1.md    Table 1 only (targets go before --configfile/--config)
+  lsrbench run results/table1.md --configfile my.yaml     the same, in any argument order
+"""
+
+EPILOG = """\
+examples:
+  lsrbench check-config --configfile my.yaml      validate a config and print its run grid
+  lsrbench verify results                         re-hash every artifact, trace every table cell
+  lsrbench prefetch --configfile config/paper.yaml --mirror /data/mirror
+  lsrbench mteb-check splade-tiny/k1 vaswani      score a run through mteb, compare with ours
+  lsrbench plan --configfile config/paper.yaml    jobs, dataset sizes and compute before submitting
+
+Bad input is one line: lsrbench: error: <file>: <field>: <message>. Documentation: README.md, docs/.
+"""
+
+
+def _load_config(files: list[str], check_files: bool = True, command_line: dict | None = None) -> tuple[dict, list[str]]:
+    """The checked config of ``files`` (each with its ``base:`` chain, then ``command_line`` values as
+    ``--config`` gives them), and every file read; ``check_files``: also the dataset and model
+    folders it names (lsrbench.pipeline.validate)."""
+    from lsrbench.pipeline.config import load_config_files
+    from lsrbench.pipeline.validate import check_config
+
+    config, origins, read = load_config_files(files, command_line)
+    return check_config(config, files[-1], origins, files=check_files), read
+
+
+def _config_files(args) -> list[str]:
+    files = list(args.configfile or [])
+    legacy = getattr(args, "legacy_configfile", None)
+    if legacy:
+        print(f"lsrbench: note: 'check-config {legacy}' still works; the documented form is "
+              f"'check-config --configfile {legacy}' (as for every other subcommand)", file=sys.stderr)
+        files.append(legacy)
+    return files or [DEFAULT_CONFIG]
+
 
 def _check_config(args) -> int:
-    from lsrbench.pipeline.config import check_config, load_yaml, runs
+    from lsrbench.pipeline.config import grid_lines, runs
+    from lsrbench.pipeline.validate_files import unchecked_inputs
 
-    config = check_config(load_yaml(args.configfile), args.configfile)
+    files = _config_files(args)
+    config, read = _load_config(files)
     grid = runs(config)
-    print(f"{args.configfile}: ok: {len(config['backbones'])} backbones, {len(grid)} (backbone, k) runs, "
+    on = f" (on {', '.join(f for f in read if f not in files)})" if len(read) > len(files) else ""
+    print(f"{', '.join(files)}{on}: ok: {len(config['backbones'])} backbones, {len(grid)} runs, "
           f"datasets {', '.join(config['evaluation']['datasets'])}")
+    print("runs (backbone, rescale mode, k):")
+    for line in grid_lines(config):
+        print(f"  {line}")
+    for note in unchecked_inputs(config, files[-1]):
+        print(f"not checked on this machine: {note}")
     return 0
 
 
@@ -44,18 +99,17 @@ def _verify(args) -> int:
 
 
 def _prefetch(args) -> int:
-    from lsrbench.pipeline.config import check_config, load_yaml
     from lsrbench.pipeline.prefetch import prefetch
 
-    config = check_config(load_yaml(args.configfile), args.configfile)
-    records = prefetch(config, args.configfile, args.mirror, force=args.force)
+    files = _config_files(args)
+    # not the folders: the mirror is what prefetch writes (a broken copy there is fetched again with --force)
+    records = prefetch(_load_config(files, check_files=False)[0], files[-1], args.mirror, force=args.force)
     print(f"{args.mirror}: {len(records)} items; run with --config mirror={args.mirror} and HF_HUB_OFFLINE=1")
     return 0
 
 
 def _plan(args) -> int:
     import contextlib
-    import json
     import logging
     import os
 
@@ -65,8 +119,10 @@ def _plan(args) -> int:
     logging.getLogger("lsrbench.pipeline.plan").setLevel(logging.INFO)
     from lsrbench.pipeline.plan import make_plan, plan_text
 
+    files = _config_files(args)
+    config = _load_config(files, command_line={"mirror": args.mirror} if args.mirror else None)[0]
     with contextlib.redirect_stdout(sys.stderr):
-        plan = make_plan(args.configfile, mirror=args.mirror, snakefile=args.snakefile, workdir=args.directory,
+        plan = make_plan(config, files, mirror=args.mirror, snakefile=args.snakefile, workdir=args.directory,
                          remaining=args.remaining, calibrate_models=not args.no_calibration, steps=args.train_steps,
                          passages=args.passages, batch=args.train_batch, assume_flops=args.flops)
     print(plan_text(plan), end="")
@@ -76,47 +132,211 @@ def _plan(args) -> int:
     return 0
 
 
-def _add_plan(sub) -> None:
+def snakemake_command(args) -> list[str]:
+    """The snakemake arguments ``lsrbench run`` stands for: targets first, so that no option
+    taking several values (--configfile, --config, --resources) swallows one."""
+    cmd = [*args.targets]
+    if args.report:
+        cmd += ["--report", args.report]
+    if args.cores or not args.profile:
+        cmd += ["--cores", args.cores or ("1" if args.report else "all")]
+    if args.profile:
+        cmd += ["--profile", args.profile]
+    if args.dry_run:
+        cmd.append("--dry-run")
+    if args.gpus is not None:
+        cmd += ["--resources", f"gpu={args.gpus}"]
+    if args.configfile:
+        cmd += ["--configfile", *args.configfile]
+    if args.mirror:
+        cmd += ["--config", f"mirror={args.mirror}"]
+    return cmd + list(args.snakemake_args)
+
+
+def _run(args) -> int:
+    import shlex
+    import subprocess
+
+    if not Path("Snakefile").is_file():
+        raise InputError(Path.cwd(), None, "no Snakefile here: run lsrbench run from the lsrbench checkout")
+    cmd = snakemake_command(args)
+    print("$ snakemake " + shlex.join(cmd), file=sys.stderr)
+    return subprocess.run([sys.executable, "-m", "snakemake", *cmd]).returncode
+
+
+def _mteb_check(args) -> int:
+    from lsrbench.atomic import atomic_open
+    from lsrbench.evaluate.mteb_check import check_run
+
+    results = Path(args.results)
+    run_dir = Path(args.run) if Path(args.run).is_dir() else results / "runs" / args.run
+    if not (run_dir / "model").is_dir():
+        raise InputError(run_dir, None, "not a finished run (no model/ folder): give <run>/k<k>, e.g. splade-tiny/k1")
+    entry = _load_config(_config_files(args), check_files=False)[0]["_datasets"].get(args.dataset)
+    if entry is None:
+        raise InputError(_config_files(args)[-1], "evaluation.datasets", f"dataset '{args.dataset}' is not defined")
+    report = check_run(run_dir, args.dataset, results / "data" / args.dataset / "eval", tol=args.tolerance,
+                       ignore_identical_ids=entry.get("skip_identical_ids", False), results_root=args.mteb_results)
+    out = run_dir / args.dataset / "mteb_check.json"
+    with atomic_open(out, "w", encoding="utf-8") as fh:
+        json.dump(report, fh, indent=1)
+        fh.write("\n")
+    for row in report["rows"]:
+        verdict = "ok" if row["ok"] else "DIFFERS"
+        print(f"{row['measure']:>12}  lsrbench {row['lsrbench']:.5f}  mteb {row['mteb']:.5f}  "
+              f"diff {row['diff']:+.5f}  {verdict}")
+    print(f"{run_dir} on {args.dataset}: {'agrees' if report['ok'] else 'differs'} with mteb "
+          f"{report['mteb_version']} within {args.tolerance} ({out})")
+    return 0 if report["ok"] else 1
+
+
+def _export_mteb(args) -> int:
+    from lsrbench.report.mteb_results import export_mteb_results
+
+    written = export_mteb_results(args.results, args.out)
+    print(f"{args.out}: {len(written)} MTEB result files (mteb's ResultCache layout)")
+    return 0
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lsrbench")
+    except PackageNotFoundError:  # run from a source tree without an install
+        from lsrbench import __version__
+
+        return __version__
+
+
+def _configfile_option(p) -> None:
+    p.add_argument("--configfile", action="append", metavar="FILE",
+                   help=f"the run config (default: {DEFAULT_CONFIG}); repeat it for several files, merged in order; "
+                        "a file may start with 'base: FILE' to add to another config")
+
+
+def _add_run_parser(parser, sub) -> None:
+    p = sub.add_parser("run", help="run the DAG: snakemake with the targets first",
+                       description="Build the snakemake command for the given targets and options (targets first, "
+                                   "whatever order they are given in), print it, and run it.")
+    p.add_argument("targets", nargs="*", metavar="TARGET", help="files to build (default: every report)")
+    _configfile_option(p)
+    p.add_argument("--mirror", metavar="DIR", help="read models and data from this mirror folder (--config mirror=DIR)")
+    p.add_argument("--cores", metavar="N", help="cores for snakemake (default: all; 1 for --report)")
+    p.add_argument("--gpus", type=int, metavar="N", help="GPUs train/index jobs may use at once (--resources gpu=N)")
+    p.add_argument("--profile", metavar="DIR", help="a snakemake profile, e.g. profiles/local or profiles/slurm")
+    p.add_argument("-n", "--dry-run", action="store_true", help="list the jobs without running them")
+    p.add_argument("--report", metavar="FILE", help="write the HTML report of the finished run instead")
+    p.epilog = "Anything after -- goes to snakemake as it is."
+    p.set_defaults(func=_run, snakemake_args=[])
+    parser.run_parser = p  # main() parses run's arguments intermixed (see _parse)
+
+
+def _add_plan_parser(sub) -> None:
     from lsrbench.pipeline.plan import DEFAULT_FLOPS
 
-    p = sub.add_parser("plan", help="job counts per rule, dataset sizes and the compute of a config's grid, "
-                                    "calibrated on this device, before it is submitted")
-    p.add_argument("--configfile", default="config/config.yaml")
-    p.add_argument("--mirror", help="a mirror folder (as --config mirror=DIR): models and data found there")
+    p = sub.add_parser("plan", help="jobs per rule, dataset sizes and compute of a grid, before it is submitted",
+                       description="Count the grid's jobs per rule (Snakemake's dry run), the sizes of its datasets, "
+                                   "and estimate its compute per stage (train and index device-hours, evaluate "
+                                   "CPU-hours) from a short calibration of each backbone on this machine "
+                                   "(docs/cluster.md).")
+    _configfile_option(p)
+    p.add_argument("--mirror", metavar="DIR", help="read models and data from this mirror folder (--config mirror=DIR)")
     p.add_argument("--snakefile", help="the Snakefile (default: ./Snakefile, else the installed checkout's)")
-    p.add_argument("-d", "--directory", default=".", help="the working directory the grid runs in (default .)")
+    p.add_argument("-d", "--directory", default=".", help="the working directory the grid runs in (default: .)")
     p.add_argument("--remaining", action="store_true", help="only the jobs not finished there (default: the whole grid)")
     p.add_argument("--no-calibration", action="store_true", help="job counts and sizes only")
     p.add_argument("--train-steps", type=int, default=3, help="training steps timed per backbone (the first is warm-up)")
     p.add_argument("--passages", type=int, default=256, help="passages encoded and searched per backbone")
     p.add_argument("--train-batch", type=int, help="triplets per timed step (default: the recipe's on a GPU, 4 on a CPU)")
     p.add_argument("--flops", type=float, default=DEFAULT_FLOPS, help="FLOPs of a trained run assumed for evaluate")
-    p.add_argument("--json", help="also write the plan as JSON to this file")
+    p.add_argument("--json", metavar="FILE", help="also write the plan as JSON to this file")
     p.set_defaults(func=_plan)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="lsrbench", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("check-config", help="validate a run config and list its grid")
-    p.add_argument("configfile", nargs="?", default="config/config.yaml")
+def _add_mteb_parsers(sub) -> None:
+    p = sub.add_parser("mteb-check", help="score a finished run through mteb and compare with lsrbench's metrics",
+                       description="Score RUN's trained model on DATASET's evaluated folder "
+                       "(results/data/DATASET/eval) through mteb, offline, and compare every measure both compute "
+                       "with RUN's metrics.tsv. Writes <run>/<dataset>/mteb_check.json; exit status 1 if a measure "
+                       "differs by more than the tolerance. Needs pip install -e '.[mteb]'.")
+    p.add_argument("run", metavar="RUN", help="the run folder under results/runs, e.g. splade-tiny/k1 (or a path)")
+    p.add_argument("dataset", metavar="DATASET", help="an evaluated dataset of the run, e.g. vaswani")
+    _configfile_option(p)
+    p.add_argument("--results", default="results", metavar="DIR", help="the results folder (default: results)")
+    p.add_argument("--tolerance", type=float, default=0.002, help="largest accepted difference (default: 0.002)")
+    p.add_argument("--mteb-results", metavar="DIR", help="also file mteb's own result there (MTEB's layout)")
+    p.set_defaults(func=_mteb_check)
+
+    p = sub.add_parser("export-mteb", help="write every run's metrics in MTEB's result format",
+                       description="Write each (run, dataset) of metrics.csv as an MTEB result (mteb's ResultCache "
+                                   "layout; NanoBEIR datasets under MTEB's own task names), to compare with "
+                                   "published MTEB / NanoBEIR results. Needs pip install -e '.[mteb]'.")
+    p.add_argument("out", metavar="OUT", help="the results root to write into")
+    p.add_argument("--results", default="results", metavar="DIR", help="the results folder (default: results)")
+    p.set_defaults(func=_export_mteb)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lsrbench", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"lsrbench {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("check-config", help="validate a run config and print its run grid",
+                       description="Validate a run config (schema, cross-references, files it names) and print "
+                                   "one line per (backbone, rescale mode) with its k values.")
+    _configfile_option(p)
+    p.add_argument("legacy_configfile", nargs="?", metavar="FILE", help=argparse.SUPPRESS)
     p.set_defaults(func=_check_config)
-    p = sub.add_parser("norm", help="print the MLM head norms of a checkpoint")
-    p.add_argument("--model", required=True, help="hub id or folder of a *ForMaskedLM checkpoint")
-    p.add_argument("--trust-remote-code", action="store_true")
-    p.set_defaults(func=_norm)
-    p = sub.add_parser("verify", help="re-hash every artifact named in the run manifests and trace every "
-                                      "number of metrics.csv and table1.md to a manifest-backed run file")
-    p.add_argument("results", nargs="?", default="results")
+
+    _add_run_parser(parser, sub)
+
+    p = sub.add_parser("verify", help="re-hash every artifact and trace every number to a manifest",
+                       description="Re-hash every artifact named in the run manifests, check every row of "
+                                   "metrics.csv against its run's metrics.tsv and every cell of table1.md against "
+                                   "table1.cells.json. Exit status 1 with one line per problem.")
+    p.add_argument("results", nargs="?", default="results", help="the results folder (default: results)")
     p.set_defaults(func=_verify)
-    p = sub.add_parser("prefetch", help="download every model and dataset of a config into a mirror folder "
-                                        "(then run with --config mirror=DIR and HF_HUB_OFFLINE=1)")
-    p.add_argument("--configfile", default="config/config.yaml")
-    p.add_argument("--mirror", required=True, help="the mirror folder (<mirror>/models, <mirror>/data)")
+
+    p = sub.add_parser("norm", help="print the MLM head norms of a checkpoint",
+                       description="Load a *ForMaskedLM checkpoint and print its MLM head norms as JSON "
+                                   "(Frobenius, mean and max row norm, bias norm, sizes, tied).")
+    p.add_argument("--model", required=True, help="hub id or folder of a *ForMaskedLM checkpoint")
+    p.add_argument("--trust-remote-code", action="store_true", help="allow the checkpoint's own model code")
+    p.set_defaults(func=_norm)
+
+    p = sub.add_parser("prefetch", help="download a config's models and datasets into a mirror folder",
+                       description="Fetch every model and dataset a config needs into DIR "
+                       "(<DIR>/models, <DIR>/data), for machines without internet: then run with "
+                       "--config mirror=DIR and HF_HUB_OFFLINE=1.")
+    _configfile_option(p)
+    p.add_argument("--mirror", required=True, metavar="DIR", help="the mirror folder")
     p.add_argument("--force", action="store_true", help="fetch again what the mirror already has")
     p.set_defaults(func=_prefetch)
-    _add_plan(sub)
-    args = parser.parse_args(argv)
+
+    _add_plan_parser(sub)
+    _add_mteb_parsers(sub)
+    return parser
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Subcommand arguments in any order; for ``run``, targets and options intermixed (argparse
+    alone would stop collecting targets at the first option) and what follows ``--`` kept apart."""
+    if argv[:1] != ["run"]:
+        return parser.parse_args(argv)
+    rest, extra = (argv[1:], []) if "--" not in argv else (argv[1:argv.index("--")], argv[argv.index("--") + 1:])
+    args = parser.run_parser.parse_intermixed_args(rest)
+    args.command, args.snakemake_args = "run", extra
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = _parse(parser, list(sys.argv[1:] if argv is None else argv))
+    if args.command is None:  # no subcommand: the help, with argparse's usage-error status
+        parser.print_help()
+        return 2
     try:
         return args.func(args)
     except InputError as exc:

@@ -71,9 +71,42 @@ def k_order(k: str) -> float:
     return float("inf") if value is None else value
 
 
-# Names that become file or folder names (datasets, splits, BEIR downloads, triplet folders),
-# the same pattern the config schema gives backbone names.
-SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# Names that become file or folder names (backbones, datasets, splits, BEIR downloads, triplet
+# folders), the same pattern the config schema gives backbone names.
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+SAFE_NAME = re.compile(rf"^{NAME_PATTERN}$")
+# Longest name (or k text) that becomes one path component: file systems allow 255 bytes, and a
+# run's files sit under several such components.
+MAX_NAME_LENGTH = 100
+
+# What the Snakefile's wildcards match (its wildcard_constraints are these strings): the config
+# check refuses a name or k that they would not match, instead of Snakemake failing on a missing
+# input after the config was accepted.
+RUN_PATTERN = rf"{NAME_PATTERN}(\{MODE_SEPARATOR}untie)?"
+K_PATTERN = r"auto|[0-9]+(\.[0-9]+)?(e-?[0-9]+)?"
+DATASET_PATTERN = rf"(?!{POOLED}\b){NAME_PATTERN}"
+
+# Names lsrbench gives rows of its own in metrics.csv and the tables: no backbone may take them.
+RESERVED_RUN_NAMES = (BM25,)
+
+
+def name_problem(name: str, pattern: str = NAME_PATTERN) -> str | None:
+    """Why ``name`` cannot be a path component that ``pattern`` (a wildcard constraint) matches, or None."""
+    if not isinstance(name, str) or re.fullmatch(pattern, name) is None:
+        return f"{name!r} is not a name the workflow can use (letters, digits, '.', '_', '-'; not starting with '.', '_' or '-')"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"{len(name)} characters, more than {MAX_NAME_LENGTH} (it becomes a file name)"
+    return None
+
+
+def k_text_problem(k) -> str | None:
+    """Why the rescale factor ``k`` cannot name a run (:func:`format_k` outside the wildcard
+    constraint :data:`K_PATTERN`, or longer than a path component may be), or None."""
+    if k == AUTO_K:
+        return None
+    if isinstance(k, bool) or not isinstance(k, (int, float)) or not math.isfinite(k) or k <= 0:
+        return f"{k!r} is not a finite positive number"
+    return name_problem(format_k(k), K_PATTERN)
 # A pinned hub revision: a full commit hash.
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
 

@@ -18,41 +18,12 @@ from lsrbench.data.sources import resolve_dataset
 from lsrbench.data.store import write_beir_folder
 from lsrbench.errors import InputError
 
+from helpers.beir import make_beir
 from helpers.paths import SHARED
 VASWANI = SHARED / "data" / "vaswani"
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def make_beir(folder: Path, corpus=None, queries=None, qrels=None, split="test") -> Path:
-    """Write a small BEIR folder; each argument is a list of lines (str or bytes)."""
-    if corpus is None:
-        corpus = [
-            {"_id": "d1", "title": "Alpha", "text": "first document about cats"},
-            {"_id": "d2", "title": "", "text": "second document about dogs"},
-            {"_id": "d3", "text": "third document about birds"},
-        ]
-    if queries is None:
-        queries = [{"_id": "q1", "text": "cats"}, {"_id": "q2", "text": "dogs"}]
-    if qrels is None:
-        qrels = ["query-id\tcorpus-id\tscore", "q1\td1\t2", "q1\td3\t0", "q2\td2\t1"]
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "qrels").mkdir(exist_ok=True)
-
-    def dump(path, lines):
-        with open(path, "wb") as fh:
-            for line in lines:
-                if isinstance(line, dict):
-                    line = json.dumps(line)
-                if isinstance(line, str):
-                    line = line.encode("utf-8")
-                fh.write(line + b"\n")
-
-    dump(folder / "corpus.jsonl", corpus)
-    dump(folder / "queries.jsonl", queries)
-    dump(folder / "qrels" / f"{split}.tsv", qrels)
-    return folder
 
 
 def expect_error(folder: Path, file_name: str, *needles: str) -> InputError:
@@ -423,3 +394,51 @@ def test_read_qrels_tsv_then_evaluate(tmp_path):
 
     agg, _ = evaluate_run({"q1": {"d1": 1.0, "d2": 2.0}}, _qrels(path), ["RR@10"])
     assert agg["RR@10"] == pytest.approx((0.5 + 0.0) / 2, abs=1e-9)
+
+
+# --------------------------------------------------------------------------- rules later stages rely on
+
+
+@pytest.mark.parametrize("file_name, corpus, queries, qrels, needle", [
+    ("corpus.jsonl", [{"_id": "d 1", "text": "x"}], None, None, "line 1: field '_id' 'd 1' contains whitespace"),
+    ("queries.jsonl", None, [{"_id": "q\t1", "text": "x"}], None, "line 1: field '_id' 'q\\t1' contains whitespace"),
+    ("test.tsv", None, None, ["q1\td 1\t1"], "line 1: corpus-id 'd 1' contains whitespace"),
+], ids=["document", "query", "qrels"])
+def test_ids_with_whitespace_are_refused_where_read(tmp_path, file_name, corpus, queries, qrels, needle):
+    """TREC run files (what the evaluate stage writes) are whitespace-separated: such an id would
+    have failed the evaluate job after training."""
+    expect_error(make_beir(tmp_path / "b", corpus=corpus, queries=queries, qrels=qrels), file_name, needle)
+
+
+@pytest.mark.parametrize("qrels, needle", [
+    # a first line whose score is a number is a judgment, not a header to skip
+    (["q1\td1\t1.5", "q2\td2\t1"], "line 1: score '1.5' is not an integer"),
+    (["query-id\tcorpus-id\tscore", "q1\td1\t1_0"], "line 2: score '1_0' is not an integer"),
+    (["query-id\tcorpus-id\tscore", "q1\td1\t\u0661"], "line 2: score '\u0661' is not an integer"),  # an Arabic-Indic 1
+    (["query-id\tcorpus-id\tscore", "q1\td1\t2147483648"], "line 2: score '2147483648' is not an integer from"),
+])
+def test_qrels_scores_are_plain_integers_within_a_c_int(tmp_path, qrels, needle):
+    expect_error(make_beir(tmp_path / "b", qrels=qrels), "test.tsv", needle)
+
+
+def test_qrels_extreme_grades_and_any_header_words(tmp_path):
+    folder = make_beir(tmp_path / "b", qrels=["qid\tdocid\trelevance", "q1\td1\t-2147483648", "q2\td2\t+2147483647"])
+    assert load_beir_folder(folder).qrels == {"q1": {"d1": -(2**31)}, "q2": {"d2": 2**31 - 1}}
+
+
+def test_check_beir_folder_reads_small_folders_whole_and_large_ones_in_part(tmp_path):
+    from lsrbench.data.beir import HEAD_LINES, check_beir_folder
+
+    corpus = [{"_id": f"d{i}", "text": "word"} for i in range(HEAD_LINES + 10)]
+    corpus[HEAD_LINES + 5] = {"_id": "bad id", "text": "late"}  # beyond the lines read of a large corpus
+    folder = make_beir(tmp_path / "b", corpus=corpus, qrels=["q1\td1\t1"])
+    with pytest.raises(InputError) as err:
+        check_beir_folder(folder)
+    assert str(err.value).startswith(f"{folder / 'corpus.jsonl'}: line {HEAD_LINES + 6}: field '_id' 'bad id'")
+    assert check_beir_folder(folder, max_bytes=100) is False  # large: first lines and the qrels only
+    make_beir(folder, corpus=corpus[:HEAD_LINES], qrels=["q1\td1\t1", "q9\td1\t1"])
+    with pytest.raises(InputError) as err:  # queries are small: qrels checked against them
+        check_beir_folder(folder, max_bytes=200)
+    assert str(err.value) == f"{folder / 'qrels' / 'test.tsv'}: line 2: unknown query id 'q9' (not in queries.jsonl)"
+    make_beir(folder)
+    assert check_beir_folder(folder) is True

@@ -124,3 +124,17 @@ def test_read_triplets_errors(tmp_path):
         read_triplets(path)
     with pytest.raises(InputError, match="file not found"):
         read_triplets(tmp_path / "missing.jsonl")
+
+
+def test_pseudo_queries_from_a_corpus_of_one_distinct_document_is_one_line(tmp_path):
+    """Before: pseudo_query_triplets' ValueError, a traceback from the triplets job."""
+    from helpers.beir import write_beir
+    from lsrbench.data.triplets import build_triplets
+    from lsrbench.errors import InputError
+
+    folder = write_beir(tmp_path / "same", {"d1": "one text", "d2": "one text", "d3": ""}, {"q1": "x"}, [("q1", "d1", 1)])
+    with pytest.raises(InputError) as err:
+        build_triplets({"source": "pseudo_queries", "dataset": "same"}, 4, 0, tmp_path / "t.jsonl", full_dir=folder)
+    assert str(err.value) == (f"{folder / 'corpus.jsonl'}: pseudo-queries need at least two distinct documents "
+                              "with words (training_data.dataset)")
+    assert not (tmp_path / "t.jsonl").exists()

@@ -139,7 +139,6 @@ def test_build_sums_duplicates_and_keeps_order(corpora):
 
 def test_numpy_fallback_gives_the_same_results(corpora, monkeypatch):
     """Without numba (LSRBENCH_NUMBA=0 or not installed) the numpy path returns the same lists."""
-    import lsrbench.evaluate.retrieval as r
 
     Q, D = corpora[False]
     index = InvertedIndex.from_csr(D)

@@ -324,3 +324,103 @@ def test_sparse_encoder_matches_splade_formula():
     # The query's own terms are among the activated dimensions.
     for word in ("physics", "microwave"):
         assert got[tok.convert_tokens_to_ids(word)] > 0
+
+
+# ----------------------------------------------------------------------------- the check before a run
+
+
+@pytest.fixture(scope="module")
+def family_checkpoints(tmp_path_factory):
+    from helpers import families
+
+    out = {}
+    for family in families.FAMILIES:
+        folder = tmp_path_factory.mktemp(family)
+        tok = families.tokenizer(folder, family)
+        families.model(family, tok, seed=0).save_pretrained(folder)
+        out[family] = folder
+    return out
+
+
+def test_check_checkpoint_accepts_every_family(family_checkpoints):
+    from lsrbench.model.checkpoint import check_checkpoint
+
+    for folder in family_checkpoints.values():
+        check_checkpoint(str(folder), CONFIG_FILE, "backbones.b.model")
+
+
+@needs_ckpt
+def test_check_checkpoint_accepts_the_real_checkpoint():
+    """Its weights use the legacy LayerNorm gamma/beta names: transformers' own renaming applies."""
+    from lsrbench.model.checkpoint import check_checkpoint
+
+    check_checkpoint(str(CKPT), CONFIG_FILE, "backbones.b.model")
+
+
+def _truncate(folder):
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+
+
+def _reshape(folder):
+    config = json.loads((folder / "config.json").read_text())
+    config["hidden_size"] = 64
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+def _grow_tokenizer(folder):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(folder)
+    tok.add_tokens(["zzzextra"])
+    tok.save_pretrained(folder)
+
+
+@pytest.mark.parametrize("break_it, says", [
+    (_truncate, "as a masked-LM checkpoint: Error while deserializing header"),
+    (_reshape, "as a masked-LM checkpoint: its weights do not have the shapes config.json gives them, e.g. "
+               "bert.embeddings.LayerNorm.bias is [32] in the file, [64] by the config"),
+    (_grow_tokenizer, "its tokenizer has 107 tokens but the MLM head 106 rows"),
+    (lambda f: (f / "tokenizer.json").write_text("[]"), "cannot load its tokenizer"),
+    (lambda f: (f / "config.json").write_text("{"), "as a masked-LM checkpoint"),
+], ids=["truncated weights", "shapes", "tokenizer larger than head", "bad tokenizer.json", "bad config.json"])
+def test_check_checkpoint_refuses_what_would_fail_later(family_checkpoints, tmp_path, break_it, says):
+    from lsrbench.model.checkpoint import check_checkpoint
+
+    folder = tmp_path / "bert"
+    shutil.copytree(family_checkpoints["bert"], folder)
+    break_it(folder)
+    with pytest.raises(InputError) as err:
+        check_checkpoint(str(folder), CONFIG_FILE, "backbones.b.model")
+    message = str(err.value)
+    assert message.startswith(f"{CONFIG_FILE}: backbones.b.model: ") and says in message and "\n" not in message
+
+
+def test_load_mlm_turns_truncated_weights_into_one_line(family_checkpoints, tmp_path):
+    """The norm stage's full load: before, a truncated file was a SafetensorError traceback."""
+    folder = tmp_path / "bert"
+    shutil.copytree(family_checkpoints["bert"], folder)
+    _truncate(folder)
+    with pytest.raises(InputError) as err:
+        load_mlm(str(folder), CONFIG_FILE, "backbones.b.model")
+    assert "incomplete metadata" in str(err.value) or "deserializing header" in str(err.value)
+
+
+def test_local_model_folder_downloads_nothing(tmp_path, monkeypatch):
+    from lsrbench.model.checkpoint import local_model_folder
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mirror" / "models" / "m").mkdir(parents=True)
+    cache = tmp_path / "cache"
+    assert local_model_folder({"model": "m"}, str(tmp_path / "mirror"), cache, CONFIG_FILE, "a") == str(tmp_path / "mirror" / "models" / "m")
+    assert local_model_folder({"model": "org/hub-id"}, None, cache, CONFIG_FILE, "a") is None
+    fetch = {"pypi": "x==1", "sha256": {"config.json": hashlib.sha256(b"{}").hexdigest()}}
+    assert local_model_folder({"model": "w", "fetch": fetch}, None, cache, CONFIG_FILE, "a") is None  # not yet extracted
+    (cache / "models" / "w").mkdir(parents=True)
+    (cache / "models" / "w" / "config.json").write_text("{}")
+    assert local_model_folder({"model": "w", "fetch": fetch}, None, cache, CONFIG_FILE, "a") == str(cache / "models" / "w")
+    (cache / "models" / "w" / "config.json").write_text("{ }")  # not the verified extract
+    assert local_model_folder({"model": "w", "fetch": fetch}, None, cache, CONFIG_FILE, "a") is None
+    with pytest.raises(InputError) as err:  # an explicit path is never a hub id, with or without fetch
+        local_model_folder({"model": "./gone", "fetch": fetch}, None, cache, CONFIG_FILE, "a")
+    assert str(err.value) == f"{CONFIG_FILE}: backbones.a.model: model folder './gone' does not exist"

@@ -59,6 +59,7 @@ def test_configfile_replaces_default_backbones(tmp_path):
     """A --configfile is not deep-merged into config/config.yaml: no backbone leaks in."""
     def only_one(config):
         config["backbones"] = {"solo": {"model": "some-org/solo", "k": [2]}}
+        config.pop("claims")  # they name the default's runs, which this config no longer has (refused)
 
     path = _copy_config(tmp_path, only_one)
     out = snakemake("-n", "--cores", "1", "-d", str(tmp_path), "--configfile", str(path)).stdout
@@ -164,16 +165,17 @@ def test_micro_end_to_end_with_random_roberta(tmp_path, vaswani_slice, tiny_robe
 
     for name in ("table_beir.md", "norms.md", "norms.png", "tradeoff.pdf", "loss_curves.png"):
         assert (res / name).stat().st_size > 0
-    # Snakemake's HTML report bundles the tables, figures and per-rule runtimes.
+    # Snakemake's HTML report bundles the tables (as HTML pages), figures and per-rule runtimes
+    # (tests/report/test_html_report.py opens it in a browser).
     snakemake("--cores", "1", "-d", str(work), "--configfile", str(cfg_path), "--report", "report.html")
     html = (work / "report.html").read_text(errors="replace")
-    assert "table1.md" in html and "tradeoff.png" in html
+    assert "results/html/table1.html" in html and "tradeoff.png" in html
 
     # Regenerating the reports from the cache re-runs only report rules.
     (res / "table1.md").unlink()
     (res / "tradeoff.png").unlink()
     dry = snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(cfg_path)).stdout
-    assert set(job_counts(dry)) == {"table1", "tradeoff", "all", "total"}
+    assert set(job_counts(dry)) == {"table1", "html_table1", "tradeoff", "all", "total"}
     # ... and in seconds: no model is loaded by a report rule.
     import time
     start = time.time()
@@ -184,7 +186,8 @@ def test_micro_end_to_end_with_random_roberta(tmp_path, vaswani_slice, tiny_robe
     cfg_path.write_text(yaml.safe_dump(config, sort_keys=False))
     dry = snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(cfg_path)).stdout
     assert set(job_counts(dry)) <= {"table1", "table_beir", "tradeoff", "collect", "norms_report", "loss_curves",
-                                    "claims", "all", "total"}
+                                    "claims", "html_table1", "html_table_beir", "html_norms", "html_claims", "all",
+                                    "total"}
     config["recipe"]["learning_rate"] = 3e-5
     cfg_path.write_text(yaml.safe_dump(config, sort_keys=False))
     dry = snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(cfg_path)).stdout

@@ -16,7 +16,8 @@ import yaml
 
 from helpers.beir import write_beir
 from helpers.paths import REPO
-from lsrbench.pipeline.config import check_config, load_yaml
+from lsrbench.pipeline.config import load_yaml
+from lsrbench.pipeline.validate import check_config
 from lsrbench.errors import InputError
 from helpers.miniatures import register_ir_datasets, triplet_rows, write_hf_repo, write_nano_repo, write_tiny_mlm, write_wheel
 

@@ -28,7 +28,8 @@ def _released_config(tmp_path, vaswani_slice, tiny_roberta, *, trained=True) -> 
 
 
 def _check_config(path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lsrbench.cli", "check-config", str(path)], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "lsrbench.cli", "check-config", "--configfile", str(path)],
+                          capture_output=True, text=True)
 
 
 @pytest.mark.parametrize("edit, field", [

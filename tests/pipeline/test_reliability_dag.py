@@ -125,7 +125,8 @@ def _edit(micro_run: dict, edit) -> dict[str, int]:
     return {k: v for k, v in job_counts(out).items() if k not in ("all", "total")}
 
 
-REPORT_RULES = {"collect", "table1", "tradeoff", "norms_report", "table_beir", "loss_curves", "claims"}
+REPORT_RULES = {"collect", "table1", "tradeoff", "norms_report", "table_beir", "loss_curves", "claims",
+                "html_table1", "html_table_beir", "html_norms", "html_claims"}
 
 
 @pytest.mark.parametrize("edit, expected", [

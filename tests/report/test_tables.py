@@ -203,6 +203,50 @@ def test_auto_k_section(metrics):
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == "10.000" and cells[2] == "4"
     assert cells[3] == "0.470" and cells[4] == "0.420" and cells[5] == "0.050"
+    small = [line for line in md.splitlines() if line.startswith("| Small ")][0]
+    cells = [c.strip() for c in small.strip("|").split("|")]
+    assert cells[4] == cells[5] == "–"  # no k: auto run of small: "–", never "nan"
+    assert "nan" not in md
+
+
+def test_table1_bolds_every_k_tied_at_the_shown_precision(metrics):
+    """large k=16 at 0.4698 shows as 0.470 like the best (k=4, 0.470): both bold, the caption says
+    why; best_k (the other reports) stays the unrounded best."""
+    metrics = metrics.copy()
+    sel = (metrics["backbone"] == "large") & (metrics["k"] == "16") & (metrics["measure"] == "nDCG@10")
+    metrics.loc[sel, "value"] = [0.5198, 0.4198]  # mean 0.4698
+    cells = table1.table1_cells(metrics, REPORT, BACKBONES)
+    shown = {(r["backbone"], r["k"]): r["cells"][2]["text"] for r in cells["rows"]}
+    assert shown[("large", "4")] == shown[("large", "16")] == "**0.470**"
+    assert shown[("large", "1")] == "0.150"
+    assert results.best_k(metrics, "large", "nDCG@10", ["d1", "d2"]) == "4"
+    assert "every k that ties with it at this precision in bold" in table1.table1_markdown(metrics, REPORT, BACKBONES)
+
+
+def test_table1_names_the_synthetic_twin_at_its_scale_as_the_original_at_k1(metrics):
+    backbones = {"small": {"model": "m", "label": "Small"},
+                 "large": {"model": "m", "label": "Large", "synthetic": True, "head_scale": 10}}
+    auto = pd.DataFrame([("large", "auto", d, m, v) for d in ("d1", "d2") for m, v in (("nDCG@10", 0.45), ("FLOPs", 3.0))],
+                        columns=METRIC_COLUMNS)
+    norms = {"small": {"frobenius_norm": 100.0}, "large": {"frobenius_norm": 1000.0}}
+    md = table1.table1_markdown(pd.concat([metrics, auto]), REPORT, backbones, norms,
+                                {"reference": "small", "statistic": "frobenius_norm"})
+    assert ("Large † at k = auto (10) divides its head, scaled x10 at load, back by 10: that run is Small at "
+            "k = 1, the same model") in md
+    # no run at k = 10 or at an auto k of 10: no such note
+    assert "divides its head" not in table1.table1_markdown(metrics, REPORT, backbones)
+    other = {**norms, "large": {"frobenius_norm": 700.0}}
+    assert "divides its head" not in table1.table1_markdown(pd.concat([metrics, auto]), REPORT, backbones, other,
+                                                            {"reference": "small", "statistic": "frobenius_norm"})
+
+
+def test_norms_markdown_never_prints_nan(tmp_path):
+    path = tmp_path / "n.json"
+    path.write_text(json.dumps({"frobenius_norm": 1.5, "mean_row_norm": float("nan"), "max_row_norm": 2.0,
+                                "bias_norm": None, "vocab_size": 5, "hidden_size": 2, "tied": True}))
+    md = tables.norms_markdown({"small": str(path)}, BACKBONES)
+    row = [line for line in md.splitlines() if line.startswith("| Small")][0]
+    assert [c.strip() for c in row.strip("|").split("|")] == ["Small", "1.500", "–", "2.000", "–", "5", "2", "yes"]
 
 
 def test_released_run_is_labelled_and_has_no_k_sweep_to_correlate(metrics, evidence):

@@ -1,4 +1,6 @@
 # Report rules: each reads cached run outputs only, so deleting a report re-runs just its rule.
+# In `snakemake --report`, the Markdown reports appear as their HTML pages (results/html/), which
+# it shows inline; the figures as they are; metrics.csv as a download.
 
 
 rule collect:
@@ -20,7 +22,7 @@ rule table1:
         # the paper's values printed beside ours: editing them re-runs this rule
         reference_file=[config["report"]["reference"]] if config["report"]["reference"] else [],
     output:
-        output=report("results/table1.md", category="Tables", caption="../report/table1.rst"),
+        output="results/table1.md",
         # every cell of table1.md with the metrics.csv rows it comes from (checked by lsrbench verify)
         cells="results/table1.cells.json",
     params:
@@ -35,7 +37,7 @@ rule table_beir:
     input:
         metrics_csv="results/metrics.csv",
     output:
-        output=report("results/table_beir.md", category="Tables", caption="../report/table_beir.rst"),
+        output="results/table_beir.md",
     params:
         stage="report_table_beir",
         kwargs=lambda w: dag.report_kwargs(config),
@@ -48,7 +50,7 @@ rule norms_report:
         norm_files=dag.norm_files(config),
         metrics_csv="results/metrics.csv",
     output:
-        out_md=report("results/norms.md", category="Head norms", caption="../report/norms.rst"),
+        out_md="results/norms.md",
         out_png=report("results/norms.png", category="Head norms", caption="../report/norms.rst"),
     params:
         stage="report_norms",
@@ -78,7 +80,7 @@ rule loss_curves:
         output=report("results/loss_curves.png", category="Figures", caption="../report/loss_curves.rst"),
     params:
         stage="report_loss_curves",
-        kwargs=lambda w: {"log_keys": dag.log_keys(config), "backbones": config["backbones"]},
+        kwargs=lambda w: {"log_keys": dag.log_keys(config), "backbones": dag.report_backbones(config)},
     script:
         "../scripts/stage.py"
 
@@ -90,10 +92,27 @@ rule claims:
         norm_files=dag.norm_files(config),
         log_files=dag.log_files(config),
     output:
-        output=report("results/claims.md", category="Claims", caption="../report/claims.rst"),
+        output="results/claims.md",
     params:
         stage="report_claims",
         kwargs=lambda w: {"perquery_keys": dag.perquery_keys(config), "norm_names": list(config["backbones"]),
                           "log_keys": dag.log_keys(config), "claims_cfg": config.get("claims")},
     script:
         "../scripts/stage.py"
+
+
+# One HTML page per Markdown report (Snakemake's report shows .md files only as download links).
+for page, category in dag.html_pages(config).items():
+
+    rule:
+        name:
+            f"html_{page}"
+        input:
+            markdown=f"results/{page}.md",
+        output:
+            output=report(f"results/html/{page}.html", category=category, caption=f"../report/{page}.rst"),
+        params:
+            stage="report_html",
+            kwargs={},
+        script:
+            "../scripts/stage.py"

@@ -34,16 +34,18 @@ sources (ir_datasets, Hugging Face) are read by :mod:`lsrbench.data.sources` int
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from lsrbench.errors import InputError
 
-__all__ = ["Dataset", "UNKNOWN_DOCS_POLICIES", "iter_jsonl", "join_title", "read_qrels_tsv",
-           "assemble", "load_beir_folder"]
+__all__ = ["Dataset", "UNKNOWN_DOCS_POLICIES", "RELEVANCE_RANGE", "iter_jsonl", "id_problem", "join_title",
+           "read_qrels_tsv", "assemble", "load_beir_folder", "check_beir_folder"]
 
 UNKNOWN_DOCS_POLICIES = ("error", "keep", "drop")
 
@@ -103,9 +105,21 @@ def _get_id(record: dict, path: Path, lineno: int) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise InputError(path, f"line {lineno}", f"field '_id' must be a string, got {type(value).__name__}")
     value = str(value)
-    if not value.strip():
-        raise InputError(path, f"line {lineno}", "field '_id' is empty")
+    problem = id_problem(value)
+    if problem:
+        raise InputError(path, f"line {lineno}", f"field '_id' {problem}")
     return value
+
+
+def id_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a query or document id, or None: TREC run and qrels files (read by
+    trec_eval, ir_measures and every IR toolkit) are whitespace-separated, so an id cannot be empty
+    or hold a space, tab or line break."""
+    if not value.strip():
+        return "is empty"
+    if any(c.isspace() for c in value):
+        return f"{value!r} contains whitespace (TREC run files cannot hold it)"
+    return None
 
 
 def _get_str(record: dict, key: str, path: Path, lineno: int, required: bool) -> str:
@@ -124,10 +138,11 @@ def join_title(title: str, text: str) -> str:
     return " ".join(part for part in (title, text) if part)
 
 
-def _read_corpus_jsonl(path: Path) -> dict[str, str]:
+def _read_corpus_jsonl(path: Path, limit: int | None = None) -> dict[str, str]:
+    """The documents of corpus.jsonl (its first ``limit`` records when given)."""
     corpus: dict[str, str] = {}
     first_line: dict[str, int] = {}
-    for lineno, record in iter_jsonl(path):
+    for lineno, record in itertools.islice(iter_jsonl(path), limit):
         doc_id = _get_id(record, path, lineno)
         text = _get_str(record, "text", path, lineno, required=True)
         title = _get_str(record, "title", path, lineno, required=False)
@@ -141,10 +156,11 @@ def _read_corpus_jsonl(path: Path) -> dict[str, str]:
     return corpus
 
 
-def _read_queries_jsonl(path: Path) -> dict[str, str]:
+def _read_queries_jsonl(path: Path, limit: int | None = None) -> dict[str, str]:
+    """The queries of queries.jsonl (its first ``limit`` records when given)."""
     queries: dict[str, str] = {}
     first_line: dict[str, int] = {}
-    for lineno, record in iter_jsonl(path):
+    for lineno, record in itertools.islice(iter_jsonl(path), limit):
         query_id = _get_id(record, path, lineno)
         text = _get_str(record, "text", path, lineno, required=True)
         if query_id in queries:
@@ -157,12 +173,28 @@ def _read_queries_jsonl(path: Path) -> dict[str, str]:
     return queries
 
 
-def _is_int(text: str) -> bool:
+# Relevance grades as pytrec_eval (behind ir_measures) holds them: a C int.
+RELEVANCE_RANGE = (-(2**31), 2**31 - 1)
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def _relevance(text: str) -> int | None:
+    """The grade a qrels score column holds: plain ASCII digits (not ``1.0``, ``1_0`` or other
+    scripts' digits, which Python's ``int`` would take) within :data:`RELEVANCE_RANGE`; else None."""
+    if not _INTEGER.fullmatch(text):
+        return None
+    value = int(text)
+    return value if RELEVANCE_RANGE[0] <= value <= RELEVANCE_RANGE[1] else None
+
+
+def _is_header(cols: list[str]) -> bool:
+    """The first line is a header (``query-id, corpus-id, score``) when its score column is not a
+    number at all; ``1.5`` there is a bad judgment, not a header to skip."""
     try:
-        int(text)
+        float(cols[2])
     except ValueError:
-        return False
-    return True
+        return True
+    return False
 
 
 def read_qrels_tsv(path: str | os.PathLike) -> Iterator[tuple[str, str, int, str]]:
@@ -181,16 +213,19 @@ def read_qrels_tsv(path: str | os.PathLike) -> Iterator[tuple[str, str, int, str
             cols = [c.strip() for c in line.lstrip("\ufeff").rstrip("\r\n").split("\t")]
             if not seen_first:
                 seen_first = True
-                if len(cols) == 3 and not _is_int(cols[2]):
-                    continue  # header: query-id, corpus-id, score
+                if len(cols) == 3 and _is_header(cols):
+                    continue
             if len(cols) != 3:
                 raise InputError(path, where, f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(cols)}")
             query_id, doc_id, score = cols
-            if not query_id or not doc_id:
-                raise InputError(path, where, "empty query-id or corpus-id")
-            if not _is_int(score):
-                raise InputError(path, where, f"score '{score}' is not an integer")
-            yield query_id, doc_id, int(score), where
+            for what, value in (("query-id", query_id), ("corpus-id", doc_id)):
+                problem = id_problem(value)
+                if problem:
+                    raise InputError(path, where, f"{what} {problem}")
+            relevance = _relevance(score)
+            if relevance is None:
+                raise InputError(path, where, f"score '{score}' is not an integer from {RELEVANCE_RANGE[0]} to {RELEVANCE_RANGE[1]}")
+            yield query_id, doc_id, relevance, where
 
 
 def assemble(
@@ -211,6 +246,8 @@ def assemble(
     where_seen: dict[tuple[str, str], str] = {}
     unknown = 0
     for query_id, doc_id, rel, where in qrel_rows:
+        if not RELEVANCE_RANGE[0] <= rel <= RELEVANCE_RANGE[1]:
+            raise InputError(qrels_file, where, f"relevance {rel} is outside {RELEVANCE_RANGE[0]}..{RELEVANCE_RANGE[1]}")
         if query_id not in queries:
             raise InputError(qrels_file, where, f"unknown query id '{query_id}' (not in {queries_label})")
         if doc_id not in corpus:
@@ -235,9 +272,8 @@ def assemble(
                    dropped_queries=len(queries) - len(kept), unknown_doc_qrels=unknown)
 
 
-def load_beir_folder(path: str | os.PathLike, split: str = "test", name: str | None = None, *,
-                     unknown_docs: str = "error") -> Dataset:
-    """Load a BEIR-layout folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``)."""
+def _beir_files(path: str | os.PathLike, split: str) -> tuple[Path, Path, Path]:
+    """corpus.jsonl, queries.jsonl and qrels/<split>.tsv of a BEIR folder, each checked to exist."""
     folder = Path(path)
     if not folder.is_dir():
         raise InputError(folder, None, "dataset folder not found")
@@ -251,12 +287,43 @@ def load_beir_folder(path: str | os.PathLike, split: str = "test", name: str | N
         available = sorted(p.stem for p in (folder / "qrels").glob("*.tsv"))
         hint = f" (available splits: {', '.join(available)})" if available else ""
         raise InputError(qrels_path, None, f"qrels for split '{split}' not found{hint}")
+    return corpus_path, queries_path, qrels_path
+
+
+def load_beir_folder(path: str | os.PathLike, split: str = "test", name: str | None = None, *,
+                     unknown_docs: str = "error") -> Dataset:
+    """Load a BEIR-layout folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``)."""
+    corpus_path, queries_path, qrels_path = _beir_files(path, split)
     corpus = _read_corpus_jsonl(corpus_path)
     queries = _read_queries_jsonl(queries_path)
     return assemble(
-        name or folder.name, corpus, queries, read_qrels_tsv(qrels_path),
+        name or Path(path).name, corpus, queries, read_qrels_tsv(qrels_path),
         qrels_file=qrels_path, corpus_label=corpus_path.name, queries_label=queries_path.name,
         unknown_docs=unknown_docs,
     )
 
 
+# Up to this size a folder's corpus and queries are read whole before a run (exactly as the jobs
+# will); beyond it only their first lines (the jobs read the rest, with the same one-line errors).
+FULL_CHECK_BYTES = 64 * 2**20
+HEAD_LINES = 1000
+
+
+def check_beir_folder(path: str | os.PathLike, split: str = "test", *, unknown_docs: str = "error",
+                      max_bytes: int = FULL_CHECK_BYTES) -> bool:
+    """The check of a BEIR folder made before a run starts, in bounded time: its files exist, the
+    qrels are read whole (they are small), and corpus and queries whole when both are at most
+    ``max_bytes`` (then this is :func:`load_beir_folder`: every id, judgment and reference), else
+    their first :data:`HEAD_LINES` records and the qrels' query ids against the queries when
+    those were read whole. Returns whether the whole folder was checked."""
+    corpus_path, queries_path, qrels_path = _beir_files(path, split)
+    small = [p.stat().st_size <= max_bytes for p in (corpus_path, queries_path)]
+    if all(small):
+        load_beir_folder(path, split, unknown_docs=unknown_docs)
+        return True
+    _read_corpus_jsonl(corpus_path, limit=None if small[0] else HEAD_LINES)
+    queries = _read_queries_jsonl(queries_path, limit=None if small[1] else HEAD_LINES)
+    for query_id, _, _, where in read_qrels_tsv(qrels_path):
+        if small[1] and query_id not in queries:
+            raise InputError(qrels_path, where, f"unknown query id '{query_id}' (not in {queries_path.name})")
+    return False

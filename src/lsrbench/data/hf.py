@@ -8,7 +8,7 @@ import os
 from dataclasses import replace
 from typing import Iterator, Sequence
 
-from lsrbench.data.beir import Dataset, assemble, join_title
+from lsrbench.data.beir import RELEVANCE_RANGE, Dataset, assemble, id_problem, join_title
 from lsrbench.errors import InputError
 
 __all__ = ["HF_SUBSETS", "hf_label", "load_hf_split", "load_hf_dataset"]
@@ -52,6 +52,9 @@ def _load_hf_subset(repo: str, subset: str, split: str, revision: str | None, ca
 def _hf_id(value, label: str, where: str, column: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
         raise InputError(label, where, f"column '{column}' must be a non-empty string id, got {value!r}")
+    problem = id_problem(str(value))
+    if problem:
+        raise InputError(label, where, f"column '{column}' {problem}")
     return str(value)
 
 
@@ -120,8 +123,8 @@ def load_hf_dataset(repo: str, *, revision: str | None, hf_split: str = "train",
             rel = 1 if scores is None else scores[i]
             if isinstance(rel, float) and rel.is_integer():
                 rel = int(rel)
-            if isinstance(rel, bool) or not isinstance(rel, int):
-                raise InputError(label, at, f"score {rel!r} is not an integer")
+            if isinstance(rel, bool) or not isinstance(rel, int) or not RELEVANCE_RANGE[0] <= rel <= RELEVANCE_RANGE[1]:
+                raise InputError(label, at, f"score {rel!r} is not an integer from {RELEVANCE_RANGE[0]} to {RELEVANCE_RANGE[1]}")
             for raw in (raw_d if isinstance(raw_d, list) else [raw_d]):
                 yield query_id, _hf_id(raw, label, at, "corpus-id"), rel, at
 

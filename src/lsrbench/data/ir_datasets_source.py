@@ -4,7 +4,7 @@ queries and qrels."""
 
 from __future__ import annotations
 
-from lsrbench.data.beir import Dataset, assemble, join_title
+from lsrbench.data.beir import Dataset, assemble, id_problem, join_title
 from lsrbench.errors import InputError
 
 __all__ = ["UnknownDatasetId", "record_text", "load_ir_datasets", "docs_parent_id"]
@@ -52,7 +52,7 @@ def load_ir_datasets(dataset_id: str, name: str | None = None, *, unknown_docs: 
         corpus = {}
         first: dict[str, int] = {}
         for n, doc in enumerate(ds.docs_iter(), 1):
-            doc_id = str(doc.doc_id)
+            doc_id = _checked_id(doc.doc_id, source, f"doc #{n}")
             if doc_id in corpus:
                 raise InputError(source, f"doc #{n}", f"duplicate document id '{doc_id}' (first as doc #{first[doc_id]})")
             corpus[doc_id] = record_text(doc, "doc")
@@ -63,7 +63,7 @@ def load_ir_datasets(dataset_id: str, name: str | None = None, *, unknown_docs: 
     queries: dict[str, str] = {}
     first = {}
     for n, query in enumerate(ds.queries_iter(), 1):
-        query_id = str(query.query_id)
+        query_id = _checked_id(query.query_id, source, f"query #{n}")
         if query_id in queries:
             raise InputError(source, f"query #{n}", f"duplicate query id '{query_id}' (first as query #{first[query_id]})")
         queries[query_id] = record_text(query, "query")
@@ -77,6 +77,13 @@ def load_ir_datasets(dataset_id: str, name: str | None = None, *, unknown_docs: 
                      corpus_label="docs", queries_label="queries", unknown_docs=unknown_docs)
 
 
+
+
+def _checked_id(value, source: str, where: str) -> str:
+    problem = id_problem(str(value))
+    if problem:
+        raise InputError(source, where, f"id {problem}")
+    return str(value)
 
 
 def docs_parent_id(dataset_id: str) -> str:

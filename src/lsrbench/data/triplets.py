@@ -397,6 +397,9 @@ def build_triplets(training_data: dict, n: int, seed: int, out: str | os.PathLik
 
         entry = dataset_entry or {}
         ds = load_beir_folder(full_dir, split=entry.get("split", "test"), unknown_docs=entry.get("unknown_docs", "error"))
+        if len({text for text in ds.corpus.values() if text.split()}) < 2:
+            raise InputError(Path(full_dir) / "corpus.jsonl", None, "pseudo-queries need at least two distinct "
+                             "documents with words (training_data.dataset)")
         return write_triplets(out, pseudo_query_triplets(ds.corpus, n, seed))
     triplets = mirrored_triplets(training_data, n, seed, mirror)
     if triplets is None:

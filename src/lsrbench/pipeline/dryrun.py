@@ -25,22 +25,24 @@ def find_snakefile(snakefile: str | None = None) -> Path:
                      "no Snakefile found (run from the lsrbench checkout or pass --snakefile)")
 
 
-def dry_run(snakefile: Path, configfile: str, workdir: str | Path = ".", *, forceall: bool = True,
+def dry_run(snakefile: Path, configfiles: list[str], workdir: str | Path = ".", *, forceall: bool = True,
             config: dict | None = None) -> str:
-    """The output of ``snakemake -n`` for ``configfile`` in ``workdir``: every job of the grid
-    (``forceall``), or only those not finished there. Fails with Snakemake's last lines."""
+    """The output of ``snakemake -n`` for ``configfiles`` (and ``--config`` values) in ``workdir``:
+    every job of the grid (``forceall``), or only those not finished there. Fails with the first
+    ``lsrbench: error:`` line, else Snakemake's last lines."""
     cmd = [sys.executable, "-m", "snakemake", "-n", "--nolock", "--cores", "1", "--snakefile", str(snakefile),
            "-d", str(workdir)]
     cmd += ["--forceall"] if forceall else []
-    cmd += ["--configfile", str(configfile)]
+    cmd += ["--configfile", *map(str, configfiles)]
     if config:
         cmd += ["--config", *(f"{key}={value}" for key, value in config.items())]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     out = proc.stdout + proc.stderr
     if proc.returncode != 0:
-        errors = [line for line in out.splitlines() if line.startswith("lsrbench: error:")]
-        message = errors[0].removeprefix("lsrbench: error: ") if errors else " | ".join(out.strip().splitlines()[-3:])
-        raise InputError(configfile, "snakemake -n", message)
+        errors = [line.removeprefix("lsrbench: error: ") for line in out.splitlines() if line.startswith("lsrbench: error:")]
+        if errors:  # the Snakefile's own one-line error, passed on as it is
+            raise InputError(None, None, errors[0])
+        raise InputError(configfiles[-1], "snakemake -n", " | ".join(out.strip().splitlines()[-3:]))
     return out
 
 

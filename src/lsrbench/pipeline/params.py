@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from lsrbench.hashing import stable_hash
-from lsrbench.names import AUTO_K, POOLED, split_run_name
+from lsrbench.names import AUTO_K, POOLED, RUN_PATTERN, split_run_name
 from lsrbench.pipeline.config import runs
 
 # Settings that say how a job runs, not what it computes: left out of every rule's params.
@@ -27,10 +27,6 @@ def results_config(config: dict) -> dict:
     recipe = {key: value for key, value in config["recipe"].items() if key not in RUNTIME_RECIPE_KEYS}
     evaluation = {key: value for key, value in config["evaluation"].items() if key not in RUNTIME_EVALUATION_KEYS}
     return {**config, "recipe": recipe, "evaluation": evaluation}
-
-
-# A run name as a wildcard (the Snakefile's global constraint): a backbone name, "+untie" for the untie mode.
-RUN_PATTERN = "[A-Za-z0-9][A-Za-z0-9._-]*(\\+untie)?"
 
 
 def released_runs(config: dict) -> list[str]:
@@ -169,8 +165,28 @@ def evaluate_kwargs(config: dict, run: str, k: str, dataset: str) -> dict:
                                         "evaluation": ev})}
 
 
+# What the reports read of a backbone entry: its label and synthetic flag, and what tells a
+# synthetic twin's original (Table 1's note). The rest (fetch digests, k lists) stays out of the
+# report rules' params, which the HTML report prints per result.
+REPORT_BACKBONE_KEYS = ("label", "synthetic", "head_scale", "model", "revision")
+
+
+def report_backbones(config: dict) -> dict:
+    return {name: {key: entry[key] for key in REPORT_BACKBONE_KEYS if key in entry}
+            for name, entry in config["backbones"].items()}
+
+
 def report_kwargs(config: dict) -> dict:
-    return {"report_cfg": config["report"], "backbones": config["backbones"]}
+    return {"report_cfg": config["report"], "backbones": report_backbones(config)}
+
+
+# The Markdown reports shown as HTML pages in `snakemake --report` (page -> report category).
+HTML_PAGES = {"table1": "Tables", "table_beir": "Tables", "norms": "Head norms", "claims": "Claims"}
+
+
+def html_pages(config: dict) -> dict[str, str]:
+    """The HTML renderings this config's report has (claims only when the config states claims)."""
+    return {page: cat for page, cat in HTML_PAGES.items() if page != "claims" or config.get("claims")}
 
 
 def pooled_flops_datasets(config: dict) -> list[str]:
@@ -221,7 +237,7 @@ def report_outputs(config: dict) -> list[str]:
            "results/norms.png", "results/tradeoff.png", "results/tradeoff.pdf", "results/loss_curves.png"]
     if config.get("claims"):
         out.append("results/claims.md")
-    return out
+    return out + [f"results/html/{page}.html" for page in html_pages(config)]
 
 
 def bm25_kwargs(config: dict, dataset: str) -> dict:

@@ -30,26 +30,22 @@ DEFAULT_FLOPS = 4.0
 TRAIN_RULES, INDEX_RULES, EVALUATE_RULES = ("train",), ("index", "index_queries"), ("evaluate",)
 
 
-def make_plan(config_file: str, *, mirror: str | None = None, snakefile: str | None = None, workdir: str = ".",
-              remaining: bool = False, calibrate_models: bool = True, steps: int = 3, passages: int = 256,
-              batch: int | None = None, assume_flops: float = DEFAULT_FLOPS) -> dict:
-    """The plan of ``config_file`` as data (see :func:`plan_text`)."""
-    from lsrbench.pipeline.config import check_config, load_yaml, locate_config_paths
+def make_plan(config: dict, config_files: list[str], *, mirror: str | None = None, snakefile: str | None = None,
+              workdir: str = ".", remaining: bool = False, calibrate_models: bool = True, steps: int = 3,
+              passages: int = 256, batch: int | None = None, assume_flops: float = DEFAULT_FLOPS) -> dict:
+    """The plan of the checked ``config`` loaded from ``config_files`` (with ``mirror`` as its
+    ``mirror``), as data (see :func:`plan_text`)."""
     from lsrbench.pipeline.dryrun import dry_run, find_snakefile, job_counts, planned_jobs
 
-    path = find_snakefile(snakefile)
-    raw = load_yaml(config_file)
-    if mirror:
-        raw["mirror"] = mirror
-    config = check_config(locate_config_paths(raw, path.parent), config_file)
-    output = dry_run(path, config_file, workdir, forceall=not remaining, config={"mirror": mirror} if mirror else None)
+    output = dry_run(find_snakefile(snakefile), config_files, workdir, forceall=not remaining,
+                     config={"mirror": mirror} if mirror else None)
     jobs = planned_jobs(output)
     datasets = _datasets(config, Path(workdir) / "results")
-    calibrations = _calibrations(config, config_file, steps, passages, batch, Path(workdir) / "results") \
+    calibrations = _calibrations(config, config_files[-1], steps, passages, batch, Path(workdir) / "results") \
         if calibrate_models else {}
     backbones = {name: _estimate(config, name, jobs, datasets, calibrations.get(name), assume_flops)
                  for name in config["backbones"]}
-    return {"config_file": str(config_file), "scope": "remaining jobs" if remaining else "whole grid",
+    return {"config_files": list(config_files), "scope": "remaining jobs" if remaining else "whole grid",
             "jobs": job_counts(output), "datasets": datasets, "backbones": backbones, "totals": _totals(backbones),
             "assume_flops": assume_flops, "steps": config["recipe"]["steps"],
             "recipe_batch": config["recipe"]["batch_size"]}
@@ -130,7 +126,8 @@ def _estimate(config: dict, backbone: str, jobs: list, datasets: dict, calibrati
 
 def plan_text(plan: dict) -> str:
     """The plan as Markdown tables: jobs per rule, dataset sizes, compute per backbone, assumptions."""
-    lines = [f"# lsrbench plan: {plan['config_file']} ({plan['scope']})", "", "## Jobs per rule (Snakemake's dry run)", ""]
+    lines = [f"# lsrbench plan: {', '.join(plan['config_files'])} ({plan['scope']})", "",
+             "## Jobs per rule (Snakemake's dry run)", ""]
     jobs = pd.DataFrame(sorted(plan["jobs"].items(), key=lambda kv: kv[0] == "total"), columns=["rule", "jobs"])
     lines += [jobs.to_markdown(index=False), "", "## Datasets", ""]
     sizes = pd.DataFrame([{"dataset": n, "documents": d["documents"], "evaluated documents": d["evaluated_documents"],

@@ -49,7 +49,7 @@ def report_norms(norm_files, norm_names: list[str], metrics_csv: str, report_cfg
                                                               auto_k)
     with atomic_open(out_md, "w", encoding="utf-8") as fh:
         fh.write(text)
-    plot_norms(files, metrics_csv, report_cfg, backbones, out_png)
+    plot_norms(files, metrics_csv, report_cfg, backbones, out_png, auto_k)
 
 
 def report_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: str, out_pdf: str) -> None:
@@ -83,3 +83,14 @@ def report_claims(metrics_csv: str, perquery_files, perquery_keys: list[list[str
     ev = Evidence(read_metrics(metrics_csv), perquery, norms, logs)
     with atomic_open(output, "w", encoding="utf-8") as fh:
         fh.write(claims_markdown(evaluate_claims(ev, claims_cfg), claims_cfg))
+
+
+def report_html(markdown: str, output: str) -> None:
+    """An HTML page of a Markdown report, for `snakemake --report` (which shows HTML inline),
+    titled by the report's first heading."""
+    from lsrbench.report.render import html_page
+
+    text = Path(markdown).read_text(encoding="utf-8")
+    title = next((line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("#")), Path(markdown).stem)
+    with atomic_open(output, "w", encoding="utf-8") as fh:
+        fh.write(html_page(text, title))

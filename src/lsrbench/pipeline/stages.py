@@ -31,13 +31,15 @@ def _load_beir(folder: str, entry: dict):
 
 def norm(backbone: str, entry: dict, mirror, cache_dir: str, config_file: str, out_json: str) -> dict:
     """Load the backbone (checking it really has an MLM head) and write its head norms."""
-    from lsrbench.model.checkpoint import load_mlm, resolve_model, transformer_folder
+    from lsrbench.model.checkpoint import check_tokenizer, load_mlm, resolve_model, transformer_folder
     from lsrbench.model.rescale import head_norms, rescale_mlm_head
 
     # a released SparseEncoder folder (evaluate_only) holds its MLM checkpoint in its first module
     path = transformer_folder(resolve_model(entry, mirror, cache_dir, config_file, backbone))
-    model = load_mlm(path, config_file, f"backbones.{backbone}.model",
-                     trust_remote_code=entry.get("trust_remote_code", False), revision=entry.get("revision"))
+    field, trust, revision = f"backbones.{backbone}.model", entry.get("trust_remote_code", False), entry.get("revision")
+    model = load_mlm(path, config_file, field, trust_remote_code=trust, revision=revision)
+    # here, not at training: a hub checkpoint is first read by this job, and its train jobs need the tokenizer
+    check_tokenizer(path, model, config_file, field, trust, revision)
     if entry.get("head_scale", 1) != 1:
         rescale_mlm_head(model, 1.0 / entry["head_scale"], "shared")
     result = {"backbone": backbone, "model": entry["model"], "resolved_path": path,

@@ -6,14 +6,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from lsrbench.atomic import atomic_path
 from lsrbench.model.train_log import log_losses, read_train_log
-from lsrbench.names import BM25, COLLAPSED, FLOPS, POOLED, k_order, split_run_name
+from lsrbench.names import BM25, COLLAPSED, FLOPS, POOLED, k_order, k_value, split_run_name
+from lsrbench.report.render import MISSING
 from lsrbench.report.results import best_ks, flops_datasets, pareto_front, read_metrics, run_label
 
-__all__ = ["tradeoff_points", "plot_tradeoff", "plot_loss_curves", "plot_norms"]
+__all__ = ["tradeoff_points", "tradeoff_figure", "plot_tradeoff", "k_colors", "rolling_mean", "loss_figure",
+           "plot_loss_curves", "norms_figure", "plot_norms"]
 
 
 def _plt():
@@ -48,98 +51,271 @@ def tradeoff_points(metrics: pd.DataFrame, report_cfg: dict) -> pd.DataFrame:
     return pd.DataFrame({"backbone": pts["backbone"], "k": pts["k"], "flops": pts[FLOPS], "score": pts[measure]}).dropna()
 
 
-def plot_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: str, out_pdf: str | None = None) -> None:
-    """FLOPs (x, log scale) against the tradeoff measure, one marker per run coloured by backbone,
-    k annotated, the Pareto frontier (lower FLOPs, higher score) drawn."""
+# The tradeoff plot's upper panel shows the runs within this share of the best score; runs below
+# go to a lower panel (a broken y axis) instead of squeezing the competitive runs together.
+BAND = 0.75
+
+
+def _palette(names: list[str]) -> dict[str, str]:
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab10"]
+    return {name: matplotlib.colors.to_hex(cmap(i % 10)) for i, name in enumerate(names)}
+
+
+def _coincident_sizes(pts: pd.DataFrame, base: float) -> list[float]:
+    """Marker area per point: points at the same spot (FLOPs to 4 significant digits, score to 4
+    decimals) get decreasing sizes in plotting order, so all of them stay visible, concentric."""
+    keys = [(f"{f:.4g}", round(s, 4)) for f, s in zip(pts["flops"], pts["score"])]
+    counts = {key: keys.count(key) for key in keys}
+    seen: dict = {}
+    sizes = []
+    for key in keys:
+        i = seen.get(key, 0)
+        seen[key] = i + 1
+        sizes.append(base * (1 + 1.3 * (counts[key] - 1 - i)))
+    return sizes
+
+
+def _score_ranges(scores: list[float], bm25: float | None) -> tuple[tuple[float, float], tuple[float, float] | None]:
+    """y ranges of the upper panel (runs within BAND of the best, and BM25) and of the lower one
+    (None when every run is in the band)."""
+    values = [*scores, *([bm25] if bm25 is not None else [])]
+    if not values:
+        return (0.0, 1.0), None
+    best = max(values)
+    floor = BAND * best
+    upper = [v for v in values if v >= floor]
+    lower = [v for v in scores if v < floor]
+
+    def padded(lo, hi, share=0.12):
+        pad = max(hi - lo, 0.01) * share
+        return lo - pad, hi + pad
+
+    return padded(min(upper), max(upper)), (padded(max(0.0, min(lower)), max(lower), 0.25) if lower else None)
+
+
+def _break_marks(upper, lower) -> None:
+    """Hide the spines where the y axis is broken and draw the usual diagonal break marks."""
+    upper.spines["bottom"].set_visible(False)
+    lower.spines["top"].set_visible(False)
+    upper.tick_params(axis="x", which="both", bottom=False)
+    kw = {"marker": [(-1, -0.6), (1, 0.6)], "markersize": 9, "linestyle": "none", "color": "k", "mec": "k",
+          "mew": 1, "clip_on": False}
+    upper.plot([0, 1], [0, 0], transform=upper.transAxes, **kw)
+    lower.plot([0, 1], [1, 1], transform=lower.transAxes, **kw)
+
+
+def _draw_runs(axes, pts: pd.DataFrame, names: list[str], colors: dict, backbones: dict, bm25: float | None):
+    """Markers (coincident ones concentric), the Pareto frontier and the BM25 line on every panel;
+    returns the legend handles and each panel's frontier line."""
     plt = _plt()
-    metrics = read_metrics(metrics_csv)
-    measure = report_cfg["tradeoff_measure"]
-    datasets = report_cfg.get("flops_datasets") or sorted(set(metrics["dataset"].unique()) - {POOLED})
-    pts = tradeoff_points(metrics, report_cfg)
-    fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=150)
+    ax = axes[0]
+    sizes = _coincident_sizes(pts, 34.0)
     markers = "osD^vP*Xh<>"
-    names = list(dict.fromkeys(pts["backbone"]))
+    handles = []
     for i, name in enumerate(names):
-        mine = pts[pts["backbone"] == name].assign(_k=lambda d: d["k"].map(k_order)).sort_values("_k")
-        ax.scatter(mine["flops"], mine["score"], marker=markers[i % len(markers)], s=36, label=run_label(name, backbones), zorder=3)
-        for _, p in mine.iterrows():
-            ax.annotate(f"k={p['k']}", (p["flops"], p["score"]), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        mine = pts["backbone"] == name
+        for a in axes:
+            a.scatter(pts.loc[mine, "flops"], pts.loc[mine, "score"], s=[sizes[j] for j in pts.index[mine]],
+                      marker=markers[i % len(markers)], color=colors[name], edgecolor="white", linewidth=0.6, zorder=3)
+        handles.append(plt.Line2D([], [], marker=markers[i % len(markers)], color=colors[name], linestyle="none",
+                                  markersize=6, label=run_label(name, backbones)))
+    frontier = {}
     if len(pts):
         keys = [f"{b}|{k}" for b, k in zip(pts["backbone"], pts["k"])]
         front = set(pareto_front(list(zip(keys, pts["flops"], pts["score"]))))
         fp = pts[[key in front for key in keys]].sort_values("flops")
-        ax.step(fp["flops"], fp["score"], where="post", color="grey", linestyle="--", linewidth=1, label="Pareto frontier", zorder=2)
-    bm25 = metrics[(metrics["backbone"] == BM25) & (metrics["measure"] == measure) & metrics["dataset"].isin(datasets)]
-    if len(bm25):
-        ax.axhline(bm25["value"].mean(), color="black", linewidth=0.8, linestyle=":", label="BM25 (bm25s)")
+        for a in axes:
+            (frontier[a],) = a.step(fp["flops"], fp["score"], where="post", color="grey", linestyle="--",
+                                    linewidth=1, label="Pareto frontier", zorder=2)
+        handles.append(frontier[ax])
+    if bm25 is not None:
+        for a in axes:
+            line = a.axhline(bm25, color="black", linewidth=0.8, linestyle=":", label="BM25 (bm25s)")
+        handles.append(line)
+    return handles, frontier
+
+
+def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict):
+    """The tradeoff figure (see :func:`plot_tradeoff`); returns ``(figure, axes, labels)``."""
+    from lsrbench.report.labels import place_labels
+
+    plt = _plt()
+    measure = report_cfg["tradeoff_measure"]
+    datasets = report_cfg.get("flops_datasets") or sorted(set(metrics["dataset"].unique()) - {POOLED})
+    pts = tradeoff_points(metrics, report_cfg).reset_index(drop=True)
+    pts = pts.assign(_k=pts["k"].map(k_order)).sort_values(["backbone", "_k"], kind="stable").drop(columns="_k")
+    names = list(dict.fromkeys(pts["backbone"]))
+    colors = _palette(names)
+    bm25_rows = metrics[(metrics["backbone"] == BM25) & (metrics["measure"] == measure) & metrics["dataset"].isin(datasets)]
+    bm25 = float(bm25_rows["value"].mean()) if len(bm25_rows) else None
+    upper_range, lower_range = _score_ranges(list(pts["score"]), bm25)
+    fig = plt.figure(figsize=(7.2, 5.4 if lower_range else 4.8), dpi=150, layout="constrained")
+    if lower_range:
+        ax, low = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+        axes = [ax, low]
+    else:
+        ax = fig.subplots()
+        axes = [ax]
+    handles, frontier = _draw_runs(axes, pts, names, colors, backbones, bm25)
+    ax.set_ylim(*upper_range)
+    if lower_range:
+        low.set_ylim(*lower_range)
+        _break_marks(ax, low)
+    bottom = axes[-1]
     if len(pts) and (pts["flops"] > 0).all():
         from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
-        ax.set_xscale("log")
-        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        ax.xaxis.set_major_formatter(ScalarFormatter())
-        ax.xaxis.set_minor_formatter(NullFormatter())
+        bottom.set_xscale("log")
+        bottom.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        bottom.xaxis.set_major_formatter(ScalarFormatter())
+        bottom.xaxis.set_minor_formatter(NullFormatter())
     pooled = flops_datasets(metrics, report_cfg) == [POOLED]
-    ax.set_xlabel("FLOPs per query-document pair (" + ("pooled over " if pooled else "") + ", ".join(datasets) + ")")
-    ax.set_ylabel(f"{measure} (mean over {', '.join(datasets)})")
-    ax.set_title("Effectiveness vs. efficiency per (backbone, k)")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    bottom.set_xlabel("FLOPs per query–document pair, log scale (" + ("pooled over " if pooled else "")
+                      + ", ".join(datasets) + ")")
+    fig.supylabel(f"{measure} (mean over {', '.join(datasets)})", fontsize=10)
+    fig.suptitle(f"{measure} against FLOPs, one marker per (backbone, k)", fontsize=11)
+    for a in axes:
+        a.grid(True, alpha=0.3)
+    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=7.5, frameon=False)
+    fig.canvas.draw()  # the layout is final before labels are placed in display space
+    labels = []
+    for a in axes:
+        lo, hi = a.get_ylim()
+        inside = [{"x": f, "y": sc, "text": f"k={k}", "color": colors[b]}
+                  for b, k, f, sc in zip(pts["backbone"], pts["k"], pts["flops"], pts["score"]) if lo <= sc <= hi]
+        labels += place_labels(a, inside, lines=[frontier[a]] if a in frontier else [])
+    fig.set_layout_engine("none")  # keep the axes where the labels were placed
+    return fig, axes, labels
+
+
+def plot_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: str, out_pdf: str | None = None) -> None:
+    """FLOPs (x, log scale) against the tradeoff measure, one marker per run coloured by backbone,
+    each labelled with its k where no other label is, coincident runs drawn concentric, the Pareto
+    frontier dashed and BM25 dotted. Runs scoring below BAND of the best go to a lower panel of a
+    broken y axis, so the competitive runs are not squeezed together by a y axis from 0."""
+    plt = _plt()
+    fig, _, _ = tradeoff_figure(read_metrics(metrics_csv), report_cfg, backbones)
     _save(fig, [out_png] + ([out_pdf] if out_pdf else []))
     plt.close(fig)
 
 
+def k_colors(ks) -> dict[str, str]:
+    """One colour per k, the same in every panel: numeric k along a sequential colour map in
+    increasing order, auto in red."""
+    import matplotlib
+
+    numeric = sorted({k for k in ks if k_value(k) is not None}, key=k_order)
+    cmap = matplotlib.colormaps["viridis"]
+    out = {k: matplotlib.colors.to_hex(cmap(0.9 * i / max(1, len(numeric) - 1))) for i, k in enumerate(numeric)}
+    out.update({k: "#d62728" for k in ks if k_value(k) is None})
+    return out
+
+
+def rolling_mean(values: list[float], window: int) -> np.ndarray:
+    """Centred moving average (shorter windows at the ends): what the thick loss lines show."""
+    values = np.asarray(values, dtype=float)
+    half = window // 2
+    return np.array([values[max(0, i - half): i + half + 1].mean() for i in range(len(values))])
+
+
+def loss_figure(runs: dict[str, dict[str, list]], backbones: dict, key: str = "ranking_loss"):
+    """The loss-curves figure (see :func:`plot_loss_curves`); returns ``(figure, axes, window)``."""
+    plt = _plt()
+    order = {name: i for i, name in enumerate(backbones)}
+    # released (evaluate-only) runs have no training log: no panel
+    names = sorted((r for r in runs if any(runs[r].values())), key=lambda r: (order.get(split_run_name(r)[0], len(order)), r))
+    colors = k_colors([k for r in runs.values() for k in r])
+    values = [v for r in runs.values() for pts in r.values() for _, v in pts]
+    steps = max((len(pts) for r in runs.values() for pts in r.values()), default=1)
+    window = max(1, steps // 10) | 1  # odd, about a tenth of the run
+    ncols = min(3, max(1, len(names)))
+    nrows = -(-max(1, len(names)) // ncols)
+    fig = plt.figure(figsize=(3.6 * ncols + 0.6, 2.9 * nrows + 0.9), dpi=140, layout="constrained")
+    axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False).ravel()
+    # log scale only when every value is positive (a float32 loss of exactly 0 happens); else linear
+    # from 0 up to the highest smoothed value, so single-step spikes of the raw curves do not set it
+    log_y = bool(values) and min(values) > 0
+    top = 0.0
+    for ax, name in zip(axes, names):
+        for k in sorted(runs[name], key=k_order):
+            pts = runs[name][k]
+            if not pts:
+                continue
+            x, y = zip(*pts)
+            smooth = rolling_mean(list(y), window)
+            top = max(top, float(smooth.max()))
+            ax.plot(x, y, color=colors[k], linewidth=0.6, alpha=0.3)
+            ax.plot(x, smooth, color=colors[k], linewidth=1.8, label=f"k = {k}")
+        ax.set_title(run_label(name, backbones), fontsize=8.5)
+        ax.set_xlabel("training step")
+        ax.grid(True, alpha=0.3)
+    for ax in axes[len(names):]:
+        ax.set_visible(False)
+    if log_y:
+        axes[0].set_yscale("log")
+    elif top > 0:
+        axes[0].set_ylim(0, top * 1.15)
+    for ax in axes[::ncols]:
+        ax.set_ylabel(key.replace("_", " ") + (" (log scale)" if log_y else ""))
+    handles = {f"k = {k}": plt.Line2D([], [], color=c, linewidth=1.8) for k, c in
+               sorted(colors.items(), key=lambda kc: k_order(kc[0]))}
+    fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncol=min(8, len(handles)),
+               fontsize=8, frameon=False, title=f"thin: every step{'' if log_y else ' (cut at the top of the axis)'}; thick: moving average over {window} steps",
+               title_fontsize=7.5)
+    return fig, list(axes[:len(names)]), window
+
+
 def plot_loss_curves(log_files: dict[str, str], backbones: dict, out_png: str, key: str = "ranking_loss") -> None:
-    """Training loss per step, one panel per run name, one line per k (log y where positive)."""
+    """Training loss per step, one panel per run name, one colour per k (the same in every panel),
+    one shared y axis (log when every value is positive), each curve raw (thin) and smoothed (thick),
+    the legend below the panels."""
     plt = _plt()
     runs: dict[str, dict[str, list]] = {}
     for run_k, path in log_files.items():
         run, k = run_k.rsplit("|", 1)
         runs.setdefault(run, {})[k] = log_losses(read_train_log(path), key)
-    def order(run: str):
-        base = split_run_name(run)[0]
-        return (list(backbones).index(base) if base in backbones else 99, run)
-
-    # released (evaluate-only) runs have no training log: no panel
-    names = sorted((r for r in runs if any(runs[r].values())), key=order)
-    fig, axes = plt.subplots(1, max(1, len(names)), figsize=(4.2 * max(1, len(names)), 3.4), dpi=130, squeeze=False)
-    for ax, name in zip(axes[0], names):
-        positive = True
-        for k in sorted(runs[name], key=k_order):
-            pts = runs[name][k]
-            if pts:
-                steps, vals = zip(*pts)
-                positive &= all(v > 0 for v in vals)
-                ax.plot(steps, vals, label=f"k={k}", linewidth=1)
-        if positive and any(runs[name].values()):
-            ax.set_yscale("log")
-        ax.set_title(run_label(name, backbones), fontsize=8)
-        ax.set_xlabel("step")
-        ax.set_ylabel(key.replace("_", " "))
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
+    fig, _, _ = loss_figure(runs, backbones, key)
     _save(fig, [out_png])
     plt.close(fig)
 
 
-def plot_norms(norm_files: dict[str, str], metrics_csv: str, report_cfg: dict, backbones: dict, out_png: str) -> None:
-    """Head Frobenius norm per backbone (log scale), annotated with the best k found."""
+def norms_figure(norms: dict[str, dict], best: dict[str, str], autos: dict[str, float], backbones: dict):
+    """The head-norm figure (see :func:`plot_norms`); returns ``(figure, axis)``."""
+    import textwrap
+
+    plt = _plt()
+    names = list(norms)
+    values = [norms[n]["frobenius_norm"] for n in names]
+    fig = plt.figure(figsize=(7.0, 1.2 + 0.55 * max(1, len(names))), dpi=140, layout="constrained")
+    ax = fig.subplots()
+    y = np.arange(len(names))[::-1]
+    bars = ax.barh(y, values, color="#3182bd", height=0.6)
+    for bar, name, value in zip(bars, names, values):
+        note = f"{value:.4g}:  best k = {best.get(name, MISSING)}"
+        if name in autos:
+            note += f",  auto k = {autos[name]:.3g}"
+        ax.annotate(note, (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(4, 0),
+                    textcoords="offset points", va="center", fontsize=8)
+    ax.set_yticks(y, [textwrap.fill(run_label(n, backbones), 30) for n in names], fontsize=8)
+    ax.set_xlim(0, max(values, default=1.0) * 1.8)  # room for the notes right of the bars
+    ax.set_xlabel(r"Frobenius norm of the MLM head, $\Vert W_\mathrm{head} \Vert_F$, as loaded (before dividing by k)")
+    ax.set_title("MLM head norm and the best rescale factor k per backbone", fontsize=10)
+    ax.grid(True, axis="x", alpha=0.3)
+    return fig, ax
+
+
+def plot_norms(norm_files: dict[str, str], metrics_csv: str, report_cfg: dict, backbones: dict, out_png: str,
+               auto_cfg: dict | None = None) -> None:
+    """Head Frobenius norm per backbone as horizontal bars on a linear scale, each with the best k
+    found by the sweep and, with ``auto_k`` configured, the k it would choose."""
+    from lsrbench.report.table1 import auto_k_values
+
     plt = _plt()
     first_col = report_cfg["columns"][0]
     best = best_ks(read_metrics(metrics_csv), first_col["measure"], first_col["datasets"])
-    names = list(norm_files)
-    values = [json.loads(Path(norm_files[n]).read_text())["frobenius_norm"] for n in names]
-    fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(names) + 2), 3.6), dpi=130)
-    bars = ax.bar(range(len(names)), values, color="tab:blue")
-    for bar, name in zip(bars, names):
-        ax.annotate(f"best k = {best.get(name, '–')}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                    ha="center", va="bottom", fontsize=7, textcoords="offset points", xytext=(0, 2))
-    ax.set_xticks(range(len(names)), [run_label(n, backbones) for n in names], rotation=20, ha="right", fontsize=7)
-    ax.set_yscale("log")
-    ax.set_ylabel("‖W_head‖_F (as loaded)")
-    ax.set_title("MLM head norm and the best rescale factor k")
-    fig.tight_layout()
+    norms = {n: json.loads(Path(p).read_text()) for n, p in norm_files.items()}
+    fig, _ = norms_figure(norms, best, auto_k_values(norms, auto_cfg), backbones)
     _save(fig, [out_png])
     plt.close(fig)

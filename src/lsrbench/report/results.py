@@ -11,8 +11,13 @@ from lsrbench.atomic import atomic_open
 from lsrbench.names import (BM25, COLLAPSED, DEFAULT_MODE, DOC_DIMS, FLOPS, METRIC_COLUMNS, POOLED, QUERY_DIMS, k_order,
                             k_value, split_run_name)
 
-__all__ = ["collect_metrics", "read_metrics", "run_label", "label_notes", "flops_datasets", "run_table", "collapsed_runs",
-           "mean_score", "best_k", "best_ks", "pareto_front"]
+__all__ = ["OWN_COLUMNS", "collect_metrics", "read_metrics", "run_label", "label_notes", "flops_datasets", "run_table",
+           "collapsed_runs", "mean_score", "best_k", "best_ks", "pareto_front"]
+
+
+# Columns the tables make themselves (run_table's, Table 1's and table_beir's): a report column
+# (report.columns[].name) may not take one of these names.
+OWN_COLUMNS = ("backbone", "k", "FLOPs", "q dims", "d dims", "collapsed", "Backbone", "q / d dims")
 
 
 def collect_metrics(files: list[str], out_csv: str) -> pd.DataFrame:

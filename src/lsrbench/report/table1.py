@@ -6,29 +6,50 @@ records where every cell comes from so that ``lsrbench verify`` can trace it."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from lsrbench.atomic import atomic_open
+from lsrbench.errors import InputError
 from lsrbench.hashing import sha256_file
 from lsrbench.model.auto_k import auto_k_ratio
-from lsrbench.names import BM25, COLLAPSED, DOC_DIMS, FLOPS, QUERY_DIMS, split_run_name
-from lsrbench.report.results import best_ks, flops_datasets, label_notes, read_metrics, run_label, run_table
+from lsrbench.names import BM25, COLLAPSED, DOC_DIMS, FLOPS, QUERY_DIMS, format_k, k_value, split_run_name
+from lsrbench.report.results import (best_ks, flops_datasets, label_notes, mean_score, read_metrics, run_label,
+                                     run_table)
 
-__all__ = ["load_reference", "auto_k_values", "render_cell", "table1_cells", "table1_markdown", "table1_record",
+__all__ = ["load_reference", "auto_k_values", "render_cell", "best_texts", "twin_notes", "table1_cells", "table1_markdown", "table1_record",
            "write_table1"]
 
 
-def load_reference(path: str | None) -> dict:
-    """The paper's reported values: {backbone: {k: {column name: value}}} (config/paper_reference.yaml)."""
+def load_reference(path: str | None, columns: list[str] | None = None) -> dict:
+    """The paper's reported values: {backbone: {k: {column name: value}}} (config/paper_reference.yaml:
+    ``values:``), each a finite number; with ``columns``, each column one of them (a misspelt column
+    would leave its values out of the table). Bad files raise a one-line InputError."""
     if not path:
         return {}
-    import yaml
+    from lsrbench.pipeline.config import load_yaml
 
-    data = yaml.safe_load(Path(path).read_text()) or {}
-    return {str(b): {str(k): v for k, v in ks.items()} for b, ks in data.get("values", {}).items()}
+    values = load_yaml(path).get("values", {})
+    if not isinstance(values, dict):
+        raise InputError(path, "values", "must map backbones to {k: {column: value}}")
+    out: dict[str, dict[str, dict]] = {}
+    for backbone, ks in values.items():
+        if not isinstance(ks, dict):
+            raise InputError(path, f"values.{backbone}", "must map k to {column: value}")
+        for k, cells in ks.items():
+            field = f"values.{backbone}.{k}"
+            if not isinstance(cells, dict):
+                raise InputError(path, field, "must map table column names to the paper's values")
+            for column, value in cells.items():
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                    raise InputError(path, f"{field}.{column}", f"must be a finite number, got {value!r}")
+                if columns is not None and column not in columns:
+                    raise InputError(path, f"{field}.{column}", f"not a column of the table (report.columns: {', '.join(columns)})")
+            out.setdefault(str(backbone), {})[format_k(k) if k_value(k) is not None else str(k)] = cells
+    return out
 
 
 def auto_k_values(norms: dict[str, dict], auto_cfg: dict | None) -> dict[str, float]:
@@ -36,7 +57,13 @@ def auto_k_values(norms: dict[str, dict], auto_cfg: dict | None) -> dict[str, fl
     if not auto_cfg or auto_cfg.get("reference") not in norms:
         return {}
     stat = auto_cfg["statistic"]
-    return {b: auto_k_ratio(n, norms[auto_cfg["reference"]], stat) for b, n in norms.items()}
+    values = {}
+    for b, n in norms.items():
+        try:
+            values[b] = auto_k_ratio(n, norms[auto_cfg["reference"]], stat)
+        except ValueError:  # a head norm of zero: no auto k (a train job of k auto refuses it, naming the file)
+            continue
+    return values
 
 
 def render_cell(cell: dict) -> str:
@@ -69,6 +96,39 @@ def _number(run: pd.DataFrame, measure: str, datasets: list[str], fmt: str, requ
             "text": None if pd.isna(value) else format(value, fmt)}
 
 
+def best_texts(metrics: pd.DataFrame, column: dict, fmt: str) -> dict[str, str]:
+    """Per run, its best k's value of ``column`` as shown (``fmt``): every non-collapsed k whose
+    shown value equals it is bold, so a tie at the shown precision is never broken silently."""
+    out = {}
+    for run, k in best_ks(metrics, column["measure"], column["datasets"]).items():
+        value = mean_score(metrics, run, k, column["measure"], column["datasets"])
+        if value is not None:
+            out[run] = format(value, fmt)
+    return out
+
+
+def twin_notes(backbones: dict, shown_ks: dict[str, set[str]], autos: dict[str, float]) -> list[str]:
+    """A line per synthetic twin (``head_scale: s`` on another backbone's checkpoint) run at k = s
+    or at an auto k that rounds to s: dividing the scaled head by s gives back the original head,
+    so that run is the original at k = 1 (the same numbers up to float rounding)."""
+    lines = []
+    for name, entry in backbones.items():
+        scale = entry.get("head_scale") or 1
+        if not entry.get("synthetic") or scale == 1:
+            continue
+        originals = [o for o, e in backbones.items() if o != name and (e.get("head_scale") or 1) == 1
+                     and e.get("model") == entry.get("model") and e.get("revision") == entry.get("revision")]
+        ks = shown_ks.get(name, set())
+        auto_hit = "auto" in ks and name in autos and abs(autos[name] - scale) <= 1e-3 * scale
+        if not originals or not (auto_hit or format_k(scale) in ks):
+            continue
+        at = f"k = auto ({autos[name]:.3g})" if auto_hit else f"k = {format_k(scale)}"
+        lines.append(f"{run_label(name, backbones)} at {at} divides its head, scaled x{format_k(scale)} at load, back "
+                     f"by {format_k(scale)}: that run is {run_label(originals[0], backbones)} at k = 1, the same model "
+                     "(the same numbers up to float rounding).")
+    return lines
+
+
 def table1_cells(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms: dict | None = None,
                  auto_cfg: dict | None = None) -> dict:
     """Every cell of table1.md with where its numbers come from.
@@ -87,7 +147,7 @@ def table1_cells(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms
         return out
     first = columns[0]
     first_col = report_cfg["columns"][0]
-    best = best_ks(metrics, first_col["measure"], first_col["datasets"])
+    best_text = best_texts(metrics, first_col, ".3f")
     reference = load_reference(report_cfg.get("reference"))
     autos = auto_k_values(norms or {}, auto_cfg)
     flops_ds = flops_datasets(metrics, report_cfg)
@@ -106,7 +166,9 @@ def table1_cells(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms
             name = col["name"]
             cell = {"column": name, "numbers": [_number(run, col["measure"], col["datasets"], ".3f", True)],
                     "collapsed": bool(collapsed)}
-            cell["bold"] = name == first and best.get(b) == k
+            # every k that ties with the best at the precision shown (the caption says so)
+            cell["bold"] = (name == first and not collapsed
+                            and cell["numbers"][0]["text"] is not None and cell["numbers"][0]["text"] == best_text.get(b))
             ref = reference.get(b, {}).get(k, {}).get(name)
             if ref is not None:
                 cell["reference"] = {"file": report_cfg["reference"], "backbone": b, "k": k, "column": name,
@@ -142,17 +204,24 @@ def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, no
     # disable_numparse: a cell is shown as written ("2.50", not tabulate's "2.5")
     lines.append(shown.to_markdown(index=False, colalign=["left"] + ["right"] * (shown.shape[1] - 1),
                                    disable_numparse=True))
-    lines += [
-        "",
+    notes = [
         f"k: the MLM head weight is divided by k before training (W_head <- W_head / k); auto: k = head norm / "
-        f"head norm of the reference backbone. Bold: best k per backbone on {first}. [untie]: the head gets its own "
+        f"head norm of the reference backbone. Bold: the best {first} per backbone as shown, every k that ties with it "
+        "at this precision in bold (the 'best k' of the other reports is the one with the highest unrounded value, auto "
+        "and collapsed runs excluded). [untie]: the head gets its own "
         "copy before the rescale (input embeddings unchanged); otherwise the tied matrix is scaled (the paper). "
         "FLOPs: sum_j p_q(j) p_d(j), the expected number of multiplications per query-document pair; q / d dims: "
         "mean non-zero terms per query / document. collapsed: the run's status says it collapsed (see its status.json).",
     ]
-    lines += label_notes(backbones)
+    notes += label_notes(backbones)
+    shown_ks: dict[str, set[str]] = {}
+    for row in cells["rows"]:
+        shown_ks.setdefault(row["backbone"], set()).add(row["k"])
+    notes += twin_notes(backbones, shown_ks, auto_k_values(norms or {}, auto_cfg))
     if reference and load_reference(reference):
-        lines.append(f"(paper x): the value reported in the paper, from {reference}.")
+        notes.append(f"(paper x): the value reported in the paper, from {reference}.")
+    for note in notes:  # one paragraph each
+        lines += ["", note]
     return "\n".join(lines) + "\n"
 
 
@@ -187,7 +256,7 @@ def write_table1(metrics_csv: str, report_cfg: dict, backbones: dict, out_md: st
     metrics = read_metrics(metrics_csv)
     cells = table1_cells(metrics, report_cfg, backbones, norms, auto_cfg)
     with atomic_open(out_md, "w", encoding="utf-8") as fh:
-        fh.write(table1_markdown(metrics, report_cfg, backbones, cells=cells))
+        fh.write(table1_markdown(metrics, report_cfg, backbones, norms, auto_cfg, cells=cells))
     if cells_json:
         record = table1_record(cells, metrics_csv, report_cfg, backbones, norm_files, auto_cfg, out_md, cells_json)
         with atomic_open(cells_json, "w", encoding="utf-8") as fh:

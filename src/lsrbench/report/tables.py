@@ -11,6 +11,7 @@ import pandas as pd
 
 from lsrbench.atomic import atomic_open
 from lsrbench.names import BM25, k_order, split_run_name
+from lsrbench.report.render import MISSING, markdown_table
 from lsrbench.report.results import best_ks, label_notes, read_metrics, run_label, run_table
 from lsrbench.report.table1 import auto_k_values
 
@@ -38,7 +39,7 @@ def beir_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> s
     rows.insert(0, "Backbone", [("BM25 (bm25s)" if b == BM25 else run_label(b, backbones)) for b in rows.pop("backbone")])
     notes = "".join(f"\n{note}\n" for note in label_notes(backbones))
     return (f"# Per-dataset {measure}\n\nEvery run on every evaluated dataset.\n\n"
-            + rows.to_markdown(index=False, floatfmt=".3f") + "\n" + notes)
+            + markdown_table(rows) + "\n" + notes)
 
 
 def write_table_beir(metrics_csv: str, report_cfg: dict, backbones: dict, out_md: str) -> None:
@@ -62,7 +63,7 @@ def norms_markdown(norm_files: dict[str, str], backbones: dict) -> str:
             "tied": "yes" if n["tied"] else "no",
         })
     df = pd.DataFrame(rows).sort_values("‖W‖_F", ascending=False, kind="stable")
-    body = df.to_markdown(index=False, floatfmt=".3f")
+    body = markdown_table(df)
     return (
         "# MLM head norms\n\n"
         "Norms of the vocabulary projection W_head (rows w_j, one per vocabulary term) and its bias b, "
@@ -94,5 +95,5 @@ def auto_k_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, no
     stat = auto_cfg["statistic"]
     return ("\n## Choosing k without a sweep\n\n"
             f"auto k = {stat} of the backbone / {stat} of {auto_cfg['reference']}. 'lost by auto k' is measured "
-            "only where the config also ran k: auto (otherwise –).\n\n"
-            + pd.DataFrame(rows).to_markdown(index=False, floatfmt=".3f") + "\n")
+            f"only where the config also ran k: auto (otherwise {MISSING}).\n\n"
+            + markdown_table(pd.DataFrame(rows)) + "\n")

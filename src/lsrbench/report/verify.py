@@ -18,6 +18,7 @@ import math
 import os
 from pathlib import Path
 
+from lsrbench.errors import InputError
 from lsrbench.evaluate.tidy import read_metrics_tsv
 from lsrbench.hashing import sha256_file
 from lsrbench.names import METRIC_COLUMNS
@@ -55,7 +56,7 @@ def verify(results_dir: str | os.PathLike) -> tuple[list[str], dict]:
     root = Path(results_dir)
     trace = Trace()
     if not root.is_dir():
-        return [f"{root}: not a folder"], trace.counts
+        raise InputError(root, None, "not a folder (the results folder of a run)")
     for manifest in find_manifests(root):
         _check_manifest(manifest, trace)
     _check_metrics_csv(root / "metrics.csv", trace)

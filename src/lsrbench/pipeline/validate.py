@@ -1,0 +1,357 @@
+"""Everything about a run config that can be checked before the first job starts, in one place:
+``lsrbench check-config`` and the Snakefile both call :func:`check_config` (the Snakefile before it
+builds the DAG, so a dry run already shows the error and no job, and so no finished output, is
+touched).
+
+Checked here, each refusal one :class:`~lsrbench.errors.InputError` naming the file and field:
+
+* **values**: every mapping key a string, every number finite (the schema's comparisons let NaN
+  through: ``nan > 0`` and ``nan <= 0`` are both false); then the JSON schema (types, ranges of the
+  integers: seeds 0..2**32-1 as numpy and torch take them, counts within int32);
+* **numbers** the schema cannot express: k and ``head_scale`` within float32 (the head is divided
+  in it), the triplets drawn (``steps * batch_size``) within int32; an ``evaluate_only`` backbone
+  (a released checkpoint) without a k grid, other modes or a head scale;
+* **names** derived from config values: backbone, dataset and k names the Snakefile's wildcards
+  match (:data:`lsrbench.names.K_PATTERN`, one definition for both) and short enough for a file
+  name, one k text per k of a run (``1`` and ``1.0`` are the same run), no backbone named like a
+  row lsrbench adds itself (BM25), distinct table labels, column names and claim ids;
+* **references** from ``evaluation``, ``training_data``, ``report`` and ``claims`` to datasets,
+  backbones, k values and measures the config actually produces; measure names parsed by
+  ir_measures; the paper-reference file;
+* **files** it names (:mod:`lsrbench.pipeline.validate_files`): datasets and model folders.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from pathlib import Path
+
+from lsrbench.errors import InputError
+from lsrbench.names import (AUTO_K, BM25, COLLAPSED, DATASET_PATTERN, DEFAULT_MODE, DOC_DIMS, FLOPS, POOLED,
+                            QUERY_DIMS, RESERVED_RUN_NAMES, format_k, k_text_problem, k_value, name_problem)
+from lsrbench.pipeline.config import ConfigOrigins, backbone_modes, load_datasets_file, runs, validate
+
+__all__ = ["check_config", "check_values", "produced_measures"]
+
+# The float32 range the head is divided (k) and multiplied (head_scale) in: normal numbers only.
+FLOAT32_MAX = 3.4028234663852886e38
+FLOAT32_MIN_NORMAL = 1.1754943508222875e-38
+INT32_MAX = 2**31 - 1
+# Measures every run has besides the ir_measures ones (lsrbench's own rows of metrics.tsv).
+OWN_MEASURES = frozenset({FLOPS, QUERY_DIMS, DOC_DIMS, COLLAPSED})
+
+
+def check_config(config: dict, config_file: str | Path, origins: ConfigOrigins | None = None, *, files: bool = True,
+                 record: str | Path | None = None) -> dict:
+    """Validate a (merged) run config, its cross-references and, with ``files``, the files it names
+    (``record``: see :func:`lsrbench.pipeline.validate_files.check_files`); returns it with the
+    schema's defaults filled and the dataset registry under ``_datasets``. With ``origins``
+    (:func:`lsrbench.pipeline.config.load_config_files`), an error names the file its field was set in."""
+    try:
+        return _check_config(config, config_file, files, record)
+    except InputError as exc:
+        if origins is None or exc.file != str(config_file):
+            raise
+        raise InputError(origins.file_for(exc.field), exc.field, exc.message) from None
+
+
+def _check_config(config: dict, config_file, files: bool, record) -> dict:
+    check_values(config, config_file)
+    config = validate(config, "config.schema.yaml", config_file)
+    datasets = load_datasets_file(config["datasets_file"])
+    check_values(datasets, config["datasets_file"])
+    _check_dataset_names(config, datasets, config_file)
+    _check_numbers(config, config_file)
+    _check_evaluate_only(config, config_file)
+    _check_names(config, config_file)
+    produced = produced_measures(config, datasets, config_file)
+    _check_auto_k(config, config_file)
+    _check_report(config, produced, config_file)
+    _check_claims(config, produced, config_file)
+    config["_datasets"] = datasets
+    if files:
+        from lsrbench.pipeline.validate_files import check_files
+
+        check_files(config, config_file, record)
+    return config
+
+
+# --------------------------------------------------------------------------- values
+
+
+def check_values(data, file) -> None:
+    """Refuse a mapping key that is not a string and a number that is not finite, anywhere in ``data``
+    (the first in file order of the shallowest level that has one)."""
+    queue = deque([(data, "")])
+    while queue:
+        value, field = queue.popleft()
+        if isinstance(value, dict):
+            for key, sub in value.items():
+                if not isinstance(key, str):
+                    raise InputError(file, field or "(top level)", f"key {key!r} is not a string (quote it)")
+                queue.append((sub, f"{field}.{key}" if field else key))
+        elif isinstance(value, list):
+            queue.extend((sub, f"{field}[{i}]") for i, sub in enumerate(value))
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise InputError(file, field, f"must be a finite number, got {value}")
+
+
+# --------------------------------------------------------------------------- datasets and numbers
+
+
+def _check_dataset_names(config: dict, datasets: dict, file) -> None:
+    """Evaluated and training datasets exist in the registry and can name a folder."""
+    from lsrbench.data.triplets import check_training_data
+
+    datasets_file = config["datasets_file"]
+    for i, name in enumerate(config["evaluation"]["datasets"]):
+        field = f"evaluation.datasets[{i}]"
+        if name == POOLED:
+            raise InputError(file, field, f"'{POOLED}' is reserved for FLOPs pooled over report.flops_datasets")
+        if name not in datasets:
+            raise InputError(file, field, f"dataset '{name}' is not defined in {datasets_file}")
+        problem = name_problem(name, DATASET_PATTERN)
+        if problem:
+            raise InputError(file, field, problem)
+    td = config["training_data"]
+    check_training_data(td, file)
+    if td["source"] == "pseudo_queries" and td["dataset"] not in datasets:
+        raise InputError(file, "training_data.dataset", f"dataset '{td['dataset']}' is not defined in {datasets_file}")
+
+
+def _k_lists(config: dict, backbone: str) -> dict[str, tuple[str, list]]:
+    """Mode -> (the field its k list is read from, the list as written), for one backbone."""
+    entry = config["backbones"][backbone]
+    modes = entry.get("modes", config["modes"])
+    if isinstance(modes, dict):
+        return {m: (f"backbones.{backbone}.modes.{m}", ks) for m, ks in modes.items()}
+    field, ks = (f"backbones.{backbone}.k", entry["k"]) if "k" in entry else ("k_grid", config["k_grid"])
+    return {m: (field, ks) for m in modes}
+
+
+def _check_ks(field: str, ks: list, file) -> None:
+    """Each k of one list names a run (a text the wildcard matches), is within float32, and is
+    another run than the others (the schema's uniqueItems already refuses ``1`` beside ``1.0``)."""
+    seen: dict[str, object] = {}
+    for i, k in enumerate(ks):
+        problem = k_text_problem(k)
+        if problem is None and k != AUTO_K and not FLOAT32_MIN_NORMAL <= k <= FLOAT32_MAX:
+            problem = f"{k!r} is outside float32, the type the head is divided in"
+        if problem is None and format_k(k) in seen:
+            problem = f"{k!r} is the same k as {seen[format_k(k)]!r} (both name the run k{format_k(k)})"
+        if problem:
+            raise InputError(file, f"{field}[{i}]", problem)
+        seen[format_k(k)] = k
+
+
+def _check_numbers(config: dict, file) -> None:
+    """k and head_scale within float32, one k text per k of a run, the triplet count within int32."""
+    _check_ks("k_grid", config["k_grid"], file)  # also when every backbone has its own k
+    for backbone, entry in config["backbones"].items():
+        scale = entry.get("head_scale", 1)
+        if not FLOAT32_MIN_NORMAL <= scale <= FLOAT32_MAX:
+            raise InputError(file, f"backbones.{backbone}.head_scale",
+                             f"{scale!r} is outside float32, the type the head is multiplied in")
+        for field, ks in _k_lists(config, backbone).values():
+            _check_ks(field, ks, file)
+    from lsrbench.pipeline.params import n_triplets
+
+    if n_triplets(config) > INT32_MAX:
+        raise InputError(file, "recipe.steps", f"steps x batch_size = {n_triplets(config)} training triplets, "
+                                               f"more than {INT32_MAX}")
+
+
+def _check_evaluate_only(config: dict, file) -> None:
+    """A released sparse encoder (``evaluate_only: true``) is evaluated as it is: k = 1 (its head
+    is not rescaled), the shared mode, no head scaling; a k grid does not apply to it."""
+    for name, entry in config["backbones"].items():
+        if not entry["evaluate_only"]:
+            continue
+        field = f"backbones.{name}"
+        if "k" in entry and [format_k(k) for k in entry["k"]] != ["1"]:
+            raise InputError(file, f"{field}.k", "an evaluate_only backbone is evaluated as released, at k = 1: "
+                                                 "remove k (or write [1])")
+        modes = entry.get("modes")
+        one_run = (modes is None or modes == [DEFAULT_MODE]
+                   or (isinstance(modes, dict) and list(modes) == [DEFAULT_MODE]
+                       and [format_k(k) for k in modes[DEFAULT_MODE]] == ["1"]))
+        if not one_run:
+            raise InputError(file, f"{field}.modes", "an evaluate_only backbone has one run, shared mode at k = 1: "
+                                                     "remove modes")
+        if entry.get("head_scale", 1) != 1:
+            raise InputError(file, f"{field}.head_scale", "an evaluate_only backbone is evaluated as released: "
+                                                          "head_scale must be 1")
+
+
+# --------------------------------------------------------------------------- names
+
+
+def _check_names(config: dict, file) -> None:
+    """Backbone names usable as run names, distinct run labels, column names and claim ids."""
+    from lsrbench.report.results import OWN_COLUMNS, run_label
+
+    for name in config["backbones"]:
+        if name in RESERVED_RUN_NAMES:
+            raise InputError(file, f"backbones.{name}", f"'{name}' names the reference row lsrbench adds to every table")
+        problem = name_problem(name)
+        if problem:
+            raise InputError(file, f"backbones.{name}", problem)
+    labels: dict[str, str] = {"BM25 (bm25s)": BM25}
+    for run, _ in runs(config):
+        label = run_label(run, config["backbones"])
+        base = run.split("+")[0]
+        if labels.get(label, run) != run:
+            raise InputError(file, f"backbones.{base}.label",
+                             f"'{label}' is also how {labels[label]} is shown: their table rows could not be told apart")
+        labels[label] = run
+        _check_cell_text(label, file, f"backbones.{base}.label")
+    columns: set[str] = set()
+    for i, col in enumerate(config["report"]["columns"]):
+        field = f"report.columns[{i}].name"
+        if col["name"] in OWN_COLUMNS or col["name"] in columns:
+            raise InputError(file, field, f"column '{col['name']}' is already a column of the tables")
+        _check_cell_text(col["name"], file, field)
+        columns.add(col["name"])
+    ids: set[str] = set()
+    for i, claim in enumerate((config.get("claims") or {}).get("list", [])):
+        if claim["id"] in ids:
+            raise InputError(file, f"claims.list[{i}].id", f"claim id '{claim['id']}' is used twice")
+        ids.add(claim["id"])
+
+
+def _check_cell_text(text: str, file, field: str) -> None:
+    """Text shown in a Markdown table cell: one line, no column separator."""
+    if not text.strip() or "|" in text or "\n" in text or "\r" in text:
+        raise InputError(file, field, f"{text!r} cannot be a table cell (empty, or a '|' or line break in it)")
+
+
+# --------------------------------------------------------------------------- measures and references
+
+
+def _parse_measures(names: list[str], file, field: str) -> set[str]:
+    """The names metrics.tsv gives these measures (ir_measures' own spelling)."""
+    from lsrbench.evaluate.metrics import parse_measures
+
+    out = set()
+    for i, name in enumerate(names):
+        try:
+            out |= {str(m) for m in parse_measures([name])}
+        except InputError as exc:
+            raise InputError(file, f"{field}[{i}]", exc.message) from None
+    return out
+
+
+def produced_measures(config: dict, datasets: dict, file) -> dict[str, set[str]]:
+    """Evaluated dataset -> the measure names its metrics.tsv will have (its own ``measures`` from
+    the registry, else ``evaluation.measures``, parsed by ir_measures; FLOPs, active dims, collapsed)."""
+    default = _parse_measures(config["evaluation"]["measures"], file, "evaluation.measures")
+    produced = {}
+    for name in config["evaluation"]["datasets"]:
+        own = datasets[name].get("measures")
+        parsed = _parse_measures(own, config["datasets_file"], f"{name}.measures") if own is not None else default
+        produced[name] = parsed | OWN_MEASURES
+    return produced
+
+
+def _check_measure(measure: str, datasets: list[str], produced: dict, file, field: str) -> None:
+    """``measure`` is a metrics.csv measure of every one of ``datasets``."""
+    missing = [d for d in datasets if measure not in produced[d]]
+    if not missing:
+        return
+    hint = ""
+    try:
+        spelled = str(_single_measure(measure))
+        if spelled != measure and all(spelled in produced[d] for d in datasets):
+            hint = f"; metrics.csv spells it '{spelled}'"
+    except InputError:
+        hint = " (not a measure ir_measures knows)"
+    raise InputError(file, field, f"measure '{measure}' is not computed on {', '.join(missing)}"
+                                  f" (evaluation.measures or the dataset's measures){hint}")
+
+
+def _single_measure(name: str):
+    from lsrbench.evaluate.metrics import parse_measures
+
+    return parse_measures([name])[0]
+
+
+def _check_datasets(names: list[str], evaluated: set, file, field: str) -> None:
+    for j, name in enumerate(names):
+        if name not in evaluated:
+            raise InputError(file, f"{field}[{j}]", f"dataset '{name}' is not evaluated (evaluation.datasets)")
+
+
+def _check_report(config: dict, produced: dict, file) -> None:
+    """Report columns, FLOPs datasets, the BEIR and tradeoff measures and the paper-reference file
+    refer to what the config computes."""
+    report, evaluated = config["report"], set(config["evaluation"]["datasets"])
+    for i, col in enumerate(report["columns"]):
+        _check_datasets(col["datasets"], evaluated, file, f"report.columns[{i}].datasets")
+        _check_measure(col["measure"], col["datasets"], produced, file, f"report.columns[{i}].measure")
+    _check_datasets(report["flops_datasets"], evaluated, file, "report.flops_datasets")
+    tradeoff_datasets = report["flops_datasets"] or sorted(evaluated)
+    _check_measure(report["tradeoff_measure"], tradeoff_datasets, produced, file, "report.tradeoff_measure")
+    if not any(report["beir_measure"] in measures for measures in produced.values()):
+        _check_measure(report["beir_measure"], sorted(evaluated), produced, file, "report.beir_measure")
+    if report.get("reference"):
+        from lsrbench.report.table1 import load_reference
+
+        load_reference(report["reference"], [c["name"] for c in report["columns"]])
+
+
+def _check_auto_k(config: dict, file) -> None:
+    """``k: auto`` has a reference backbone to divide by. (Without a run of k auto, an ``auto_k`` whose
+    reference is not in the config only leaves the auto-k column out of the reports: a config
+    copied with its backbones replaced keeps working.)"""
+    uses_auto = [n for n in config["backbones"] if any(AUTO_K in ks for ks in backbone_modes(config, n).values())]
+    if not uses_auto:
+        return
+    reference = (config.get("auto_k") or {}).get("reference")
+    if reference is None:
+        raise InputError(file, f"backbones.{uses_auto[0]}.k", "k: auto needs auto_k.reference (the backbone whose head norm is k = 1)")
+    if reference not in config["backbones"]:
+        raise InputError(file, "auto_k.reference", f"backbone '{reference}' is not defined under backbones")
+
+
+def _run_ks(config: dict) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for run, k in runs(config):
+        out.setdefault(run, set()).add(k)
+    return out
+
+
+def _claim_runs(spec: dict) -> list[tuple[str, str, str, object]]:
+    """(field of the run, run name, field of the k, k selector or None) of every run a claim names."""
+    if spec["type"] == "compare":
+        return [(f"{side}.backbone", spec[side]["backbone"], f"{side}.k", spec[side]["k"]) for side in ("a", "b")]
+    if spec["type"] == "loss":
+        return [("backbone", spec["backbone"], key, spec.get(key, default)) for key, default in (("a_k", "best"), ("b_k", 1))]
+    return [(f"backbones[{j}]", run, "", None) for j, run in enumerate(spec.get("backbones") or [])]
+
+
+def _check_claims(config: dict, produced: dict, file) -> None:
+    """Every claim names runs, k values, datasets and a measure the config produces."""
+    claims = config.get("claims")
+    if not claims:
+        return
+    evaluated, run_ks = set(config["evaluation"]["datasets"]), _run_ks(config)
+    _check_datasets(claims["datasets"], evaluated, file, "claims.datasets")
+    _check_measure(claims["measure"], claims["datasets"], produced, file, "claims.measure")
+    for i, spec in enumerate(claims["list"]):
+        field = f"claims.list[{i}]"
+        datasets = spec.get("datasets", claims["datasets"])
+        _check_datasets(datasets, evaluated, file, f"{field}.datasets")
+        _check_measure(spec.get("measure", claims["measure"]), datasets, produced, file, f"{field}.measure")
+        for run_field, run, k_field, k in _claim_runs(spec):
+            if run not in run_ks:
+                raise InputError(file, f"{field}.{run_field}", f"run '{run}' is not in this config's grid "
+                                                               f"(runs: {', '.join(sorted(run_ks))})")
+            if k is not None and k not in ("best", "max") and format_k(k) not in run_ks[run]:
+                raise InputError(file, f"{field}.{k_field}", f"k {format_k(k)} is not swept for {run} "
+                                                             f"(k: {', '.join(sorted(run_ks[run], key=_k_sort))})")
+
+
+def _k_sort(k: str) -> float:
+    value = k_value(k)
+    return math.inf if value is None else value

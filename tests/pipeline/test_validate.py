@@ -1,0 +1,132 @@
+"""The checks made before the first job (lsrbench.pipeline.validate), on config dicts: each refusal
+is one InputError naming the file and the field; the shipped configs pass. The same checks through
+``snakemake`` on a finished run: tests/pipeline/test_bad_inputs_dag.py."""
+
+import copy
+import math
+
+import pytest
+import yaml
+
+from helpers.paths import REPO
+from lsrbench.errors import InputError
+from lsrbench.pipeline.config import load_yaml
+from lsrbench.pipeline.validate import check_config, check_values, produced_measures
+
+FILE = "my.yaml"
+
+
+@pytest.fixture(scope="module")
+def tiny() -> dict:
+    config = load_yaml(REPO / "config" / "config.yaml")
+    config["datasets_file"] = str(REPO / "config" / "datasets.yaml")
+    return config
+
+
+def refused(config: dict) -> str:
+    with pytest.raises(InputError) as err:
+        check_config(config, FILE, files=False)
+    assert "\n" not in str(err.value)
+    return str(err.value)
+
+
+def edited(config: dict, edit) -> dict:
+    config = copy.deepcopy(config)
+    edit(config)
+    return config
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "paper.yaml"])
+def test_the_shipped_configs_pass(name):
+    config = load_yaml(REPO / "config" / name)
+    config["datasets_file"] = str(REPO / "config" / "datasets.yaml")
+    if config["report"].get("reference"):
+        config["report"]["reference"] = str(REPO / config["report"]["reference"])
+    assert check_config(config, name, files=False)["_datasets"]
+
+
+def test_non_finite_numbers_and_non_string_keys_anywhere():
+    with pytest.raises(InputError) as err:
+        check_values({"a": [{"b": 1.0}, {"c": [0.5, math.nan]}]}, FILE)
+    assert str(err.value) == f"{FILE}: a[1].c[1]: must be a finite number, got nan"
+    with pytest.raises(InputError) as err:
+        check_values({"a": {3: "x"}}, FILE)
+    assert str(err.value) == f"{FILE}: a: key 3 is not a string (quote it)"
+
+
+@pytest.mark.parametrize("edit, says", [
+    (lambda c: c["recipe"].update(learning_rate=math.inf), "recipe.learning_rate: must be a finite number, got inf"),
+    (lambda c: c["claims"].update(alpha=math.nan), "claims.alpha: must be a finite number, got nan"),
+    (lambda c: c["backbones"]["splade-tiny-x10"].update(head_scale=1e39), "backbones.splade-tiny-x10.head_scale: 1e+39 is outside float32"),
+    (lambda c: c.update(k_grid=[1, 1e300]), "k_grid[1]: 301 characters"),  # even where no backbone sweeps it
+    (lambda c: c["backbones"]["splade-tiny-x10"].update(k=[1, 1e300]), "backbones.splade-tiny-x10.k[1]: 301 characters"),
+    (lambda c: c["backbones"]["splade-tiny"].update(modes={"shared": [1, 4.0, 4]}), "has non-unique elements"),
+    (lambda c: c["recipe"].update(seed=2**32), "recipe.seed: 4294967296 is greater than the maximum of 4294967295"),
+    (lambda c: c["claims"].update(seed=-1), "claims.seed: -1 is less than the minimum of 0"),
+    (lambda c: c["evaluation"].update(top_k=2**31), "evaluation.top_k: 2147483648 is greater than the maximum"),
+])
+def test_numbers(tiny, edit, says):
+    assert says in refused(edited(tiny, edit))
+
+
+@pytest.mark.parametrize("edit, says", [
+    (lambda c: c["backbones"].update(BM25={"model": "x"}), "backbones.BM25: 'BM25' names the reference row"),
+    (lambda c: c["backbones"]["splade-tiny-x10"].update(label="SPLADE-tiny (BERT 2L, tied head)", synthetic=False),
+     "backbones.splade-tiny-x10.label: 'SPLADE-tiny (BERT 2L, tied head)' is also how splade-tiny is shown"),
+    (lambda c: c["backbones"]["splade-tiny"].update(label="BM25 (bm25s)"), "is also how BM25 is shown"),
+    (lambda c: c["report"]["columns"][1].update(name="k"), "report.columns[1].name: column 'k' is already a column"),
+    (lambda c: c["report"]["columns"][1].update(name="a\nb"), "report.columns[1].name: 'a\\nb' cannot be a table cell"),
+    (lambda c: c["claims"]["list"].append(dict(c["claims"]["list"][0])), "claims.list[9].id: claim id"),
+])
+def test_derived_names_are_unique(tiny, edit, says):
+    assert says in refused(edited(tiny, edit))
+
+
+@pytest.mark.parametrize("edit, says", [
+    (lambda c: c["evaluation"].update(measures=["nDCG@10", "Recall@1000x"]), "evaluation.measures[1]: unknown or unsupported measure"),
+    (lambda c: c["report"]["columns"][0].update(measure="P@10"), "report.columns[0].measure: measure 'P@10' is not computed on vaswani"),
+    (lambda c: c["report"]["columns"][1].update(measure="MRR@10"), "metrics.csv spells it 'RR@10'"),
+    (lambda c: c["report"].update(beir_measure="AP"), "report.beir_measure: measure 'AP' is not computed on vaswani"),
+    (lambda c: c["claims"]["list"][0]["a"].update(backbone="splade-small"), "claims.list[0].a.backbone: run 'splade-small' is not in"),
+    (lambda c: c["claims"]["list"][0]["a"].update(k=2), "claims.list[0].a.k: k 2 is not swept for splade-tiny-x10 (k: 1, 4, 16, auto)"),
+    (lambda c: c["claims"]["list"][7].update(b_k=8), "claims.list[7].b_k: k 8 is not swept for splade-tiny-x10"),
+    (lambda c: c["claims"]["list"][1].update(backbones=["splade-tiny+untie", "nope"]), "claims.list[1].backbones[1]: run 'nope'"),
+    (lambda c: c["claims"]["list"][0].update(measure="R@10"), "claims.list[0].measure: measure 'R@10' is not computed"),
+    (lambda c: c["claims"]["list"][0].update(colour=1), "claims.list[0]: unknown key"),
+    (lambda c: c["claims"]["list"][2].pop("expect"), "claims.list[2]: 'expect' is a required property"),
+    (lambda c: c["auto_k"].update(reference="bert"), "auto_k.reference: backbone 'bert' is not defined"),
+    (lambda c: c.pop("auto_k"), "backbones.splade-tiny-x10.k: k: auto needs auto_k.reference"),
+])
+def test_references_to_what_the_config_produces(tiny, edit, says):
+    assert says in refused(edited(tiny, edit))
+
+
+def test_a_dataset_measure_is_named_in_the_datasets_file(tiny, tmp_path):
+    datasets = yaml.safe_load((REPO / "config" / "datasets.yaml").read_text())
+    datasets["vaswani"]["measures"] = ["nDCG@10", "nDCG@x"]
+    path = tmp_path / "datasets.yaml"
+    path.write_text(yaml.safe_dump(datasets))
+    assert refused(edited(tiny, lambda c: c.update(datasets_file=str(path)))).startswith(
+        f"{path}: vaswani.measures[1]: unknown or unsupported measure 'nDCG@x'")
+    datasets["vaswani"]["measures"] = ["nDCG@10", "RR@10"]  # R@1000 (a report column) no longer computed
+    path.write_text(yaml.safe_dump(datasets))
+    assert "report.columns[2].measure: measure 'R@1000' is not computed on vaswani" in refused(
+        edited(tiny, lambda c: c.update(datasets_file=str(path))))
+
+
+def test_produced_measures_use_ir_measures_spelling(tiny):
+    datasets = yaml.safe_load((REPO / "config" / "datasets.yaml").read_text())
+    produced = produced_measures(edited(tiny, lambda c: c["evaluation"].update(measures=["NDCG@10", "MRR@10"])),
+                                 datasets, FILE)
+    assert produced["vaswani"] == {"nDCG@10", "RR@10", "FLOPs", "query_active_dims", "doc_active_dims", "collapsed"}
+
+
+@pytest.mark.parametrize("values, says", [
+    ({"splade-tiny": {1: {"Vaswani nDCG@10": float("nan")}}}, "values.splade-tiny.1.Vaswani nDCG@10: must be a finite number"),
+    ({"splade-tiny": {1: {"Vaswani nDCG@1O": 0.3}}}, "values.splade-tiny.1.Vaswani nDCG@1O: not a column of the table"),
+    ({"splade-tiny": [0.3]}, "values.splade-tiny: must map k to {column: value}"),
+])
+def test_the_paper_reference_file(tiny, tmp_path, values, says):
+    path = tmp_path / "reference.yaml"
+    path.write_text(yaml.safe_dump({"values": values}))
+    assert refused(edited(tiny, lambda c: c["report"].update(reference=str(path)))).startswith(f"{path}: {says}")

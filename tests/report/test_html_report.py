@@ -1,0 +1,113 @@
+"""The HTML report of a finished run, opened in a real headless Chromium as a reader opens it
+(``pytest -m slow``): the landing page shows the run's config and grid, Table 1 and the other
+Markdown reports are shown as tables (not download links), the figures as images.
+
+Chromium is Debian's ``chromium`` (``.ci/run`` installs it); without it the test skips, or fails
+with ``LSRBENCH_REQUIRE_CHROMIUM=1`` (CI)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from helpers.chromium import Browser, chromium_binary
+from helpers.snakemake import copy_run, run_snakemake
+
+pytestmark = pytest.mark.slow
+
+
+def _markdown_rows(path) -> list[list[str]]:
+    """The cells of the first pipe table of a Markdown file, as a browser shows them (no **)."""
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("|")]
+    return [[c.strip().replace("**", "") for c in line.strip("|").split("|")] for i, line in enumerate(lines) if i != 1]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    binary = chromium_binary()
+    if binary is None:
+        if os.environ.get("LSRBENCH_REQUIRE_CHROMIUM") == "1":
+            pytest.fail("chromium not found (LSRBENCH_REQUIRE_CHROMIUM=1)")
+        pytest.skip("chromium not found (apt-get install chromium)")
+    with Browser(binary) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def report(micro_run, tmp_path_factory) -> dict:
+    work = copy_run(micro_run, tmp_path_factory.mktemp("report") / "work")
+    run_snakemake("--cores", "1", "-d", str(work), "--configfile", str(micro_run["config"]),
+                  "--report", str(work / "results" / "report.html"))
+    return {"work": work, "html": work / "results" / "report.html", "config": micro_run["config"]}
+
+
+def _show(browser, category: str, file: str) -> int:
+    """Open a results category, click the eye of one file; the execution context of its frame."""
+    browser.click_text(category)
+    browser.wait_for(f"[...document.querySelectorAll('td')].some(td => td.innerText.trim() === {json.dumps(file)})")
+    browser.evaluate(f"""[...document.querySelectorAll('tr')]
+        .find(tr => tr.cells[0] && tr.cells[0].innerText.trim() === {json.dumps(file)})
+        .querySelector('a[iconname=eye]').click()""")
+    return browser.frame_context()
+
+
+def _table(browser, context: int, index: int = 0) -> list[list[str]]:
+    return browser.evaluate(f"""[...document.querySelectorAll('table')[{index}].rows]
+        .map(r => [...r.cells].map(c => c.innerText.trim()))""", context)
+
+
+def test_landing_page_shows_the_runs_config(browser, report):
+    browser.open(report["html"])
+    text = browser.wait_for("document.body && document.body.innerText.includes('Runs (backbone') && document.body.innerText")
+    assert str(report["config"]) in text  # the config file it ran with, not the dataset registry
+    assert "rand-roberta  shared  k = 1, 1e-30" in text
+    assert "3 steps of 4 triplets" in text and "Evaluation: slice; nDCG@10, RR@10, R@100; full collections" in text
+
+
+def test_table1_is_a_table_in_the_report(browser, report, tmp_path):
+    browser.open(report["html"])
+    browser.wait_for("document.querySelector('nav') !== null")
+    context = _show(browser, "Tables", "results/html/table1.html")
+    shown = _table(browser, context)
+    expected = _markdown_rows(report["work"] / "results" / "table1.md")
+    assert shown == expected  # every cell of table1.md, as rendered in the browser
+    assert shown[0] == ["Backbone", "k", "Slice nDCG@10", "FLOPs", "q / d dims"]
+    rows = {row[1]: row for row in shown[1:]}
+    assert [row[0] for row in shown[1:]] == ["BM25 (bm25s)", "random RoBERTa 1L", "random RoBERTa 1L"]
+    assert set(rows) == {"-", "1e-30", "1"} and rows["1e-30"][2] == "collapsed"
+    bold = browser.evaluate("[...document.querySelectorAll('td strong')].map(s => s.innerText)", context)
+    assert bold == [rows["1"][2]]  # the best (here: the only non-collapsed) k of the backbone
+    shot = browser.screenshot(tmp_path / "table1.png")
+    from matplotlib.image import imread
+
+    pixels = imread(shot)
+    assert pixels.shape[0] >= 600 and pixels.shape[1] >= 1000
+    assert (pixels[..., :3].mean(axis=2) < 0.5).mean() > 0.01  # text was drawn, not a blank page
+
+
+@pytest.mark.parametrize("category, file, markdown, tables", [
+    ("Tables", "results/html/table_beir.html", "table_beir.md", 1),
+    ("Head norms", "results/html/norms.html", "norms.md", 1),
+])
+def test_other_markdown_reports_are_tables(browser, report, category, file, markdown, tables):
+    browser.open(report["html"])
+    browser.wait_for("document.querySelector('nav') !== null")
+    context = _show(browser, category, file)
+    assert browser.evaluate("document.querySelectorAll('table').length", context) == tables
+    assert _table(browser, context) == _markdown_rows(report["work"] / "results" / markdown)
+
+
+def test_figures_are_images(browser, report):
+    browser.open(report["html"])
+    browser.wait_for("document.querySelector('nav') !== null")
+    browser.click_text("Figures")
+    browser.wait_for("[...document.querySelectorAll('td')].some(td => td.innerText.trim() === 'results/tradeoff.png')")
+    browser.evaluate("""[...document.querySelectorAll('tr')]
+        .find(tr => tr.cells[0] && tr.cells[0].innerText.trim() === 'results/tradeoff.png')
+        .querySelector('a[iconname=eye]').click()""")
+    size = browser.wait_for("""(() => { const img = [...document.querySelectorAll('img')]
+        .find(i => i.src.startsWith('data:image/png') && i.naturalWidth > 500);
+        return img ? [img.naturalWidth, img.naturalHeight] : null; })()""")
+    assert size[0] > 900 and size[1] > 600

@@ -1,0 +1,121 @@
+"""The figures as a reader sees them: measured on the drawn matplotlib figures (label boxes in
+display space, axis limits and scales, legend positions, colours), not on pixels."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lsrbench.names import METRIC_COLUMNS
+from lsrbench.report import plots
+from lsrbench.report.labels import overlapping_pairs
+
+BACKBONES = {"orig": {"model": "m", "label": "Original"},
+             "twin": {"model": "m", "label": "Twin x10", "synthetic": True, "head_scale": 10}}
+REPORT = {"columns": [{"name": "D nDCG@10", "datasets": ["d"], "measure": "nDCG@10"}], "flops_datasets": ["d"],
+          "tradeoff_measure": "nDCG@10"}
+# (run, k) -> (nDCG@10, FLOPs): the tiny default's shape (two competitive clusters, a coincident
+# pair, runs near 0 and one far right)
+RUNS = {("orig", "1"): (0.394, 3.2), ("orig", "4"): (0.010, 11.9), ("orig", "16"): (0.003, 52.6),
+        ("orig+untie", "16"): (0.282, 280.2), ("twin", "1"): (0.388, 8.7), ("twin", "4"): (0.3941, 5.9),
+        ("twin", "16"): (0.3942, 6.4), ("twin", "auto"): (0.394, 3.2)}
+
+
+@pytest.fixture()
+def metrics() -> pd.DataFrame:
+    rows = [(r, k, "d", m, v) for (r, k), (score, flops) in RUNS.items()
+            for m, v in (("nDCG@10", score), ("FLOPs", flops), ("collapsed", 0.0))]
+    rows += [("BM25", "-", "d", "nDCG@10", 0.383)]
+    return pd.DataFrame(rows, columns=METRIC_COLUMNS)
+
+
+def test_tradeoff_labels_never_overlap_and_name_every_run(metrics):
+    fig, axes, labels = plots.tradeoff_figure(metrics, REPORT, BACKBONES)
+    renderer = fig.canvas.get_renderer()
+    assert overlapping_pairs(labels, renderer) == []
+    assert sorted(t.get_text() for t in labels) == sorted(f"k={k}" for _, k in RUNS)
+    for label in labels:  # inside the panel it labels
+        box, panel = label.get_window_extent(renderer), label.axes.get_window_extent(renderer)
+        assert panel.x0 <= box.x0 and box.x1 <= panel.x1 and panel.y0 <= box.y0 and box.y1 <= panel.y1
+
+
+def test_tradeoff_breaks_the_y_axis_instead_of_starting_at_0(metrics):
+    fig, axes, labels = plots.tradeoff_figure(metrics, REPORT, BACKBONES)
+    upper, lower = axes
+    lo, hi = upper.get_ylim()
+    # every competitive run (and BM25) in the upper panel, which does not reach down to 0
+    assert lo > 0.35 and lo <= 0.383 and hi >= 0.3942 and hi - lo < 0.05
+    assert lower.get_ylim()[0] <= 0.003 and lower.get_ylim()[1] >= 0.282
+    assert upper.get_xscale() == lower.get_xscale() == "log"
+    one = {k: v for k, v in RUNS.items() if v[0] > 0.3}  # no run far below: one panel
+    sub = metrics[[(r, k) in one or r == "BM25" for r, k in zip(metrics["backbone"], metrics["k"])]]
+    assert len(plots.tradeoff_figure(sub, REPORT, BACKBONES)[1]) == 1
+
+
+def test_tradeoff_coincident_runs_stay_visible(metrics):
+    """orig k=1 and twin auto are the same point: drawn concentric, the first larger."""
+    fig, axes, _ = plots.tradeoff_figure(metrics, REPORT, BACKBONES)
+    spot = np.array([3.2, 0.394])
+    sizes = [c.get_sizes()[i] for c in axes[0].collections for i, xy in enumerate(c.get_offsets())
+             if np.allclose(xy, spot)]
+    assert len(sizes) == 2 and sizes[0] > sizes[1]
+
+
+def test_loss_curves_one_scale_one_colour_per_k_legend_below(tmp_path):
+    runs = {"orig": {"1": [(s, 0.5 + 0.1 * np.sin(s)) for s in range(1, 51)],
+                     "16": [(s, 3.4 + 0.01 * s) for s in range(1, 51)]},
+            "twin": {"1": [(s, 12.0 if s == 29 else 2.0) for s in range(1, 51)],
+                     "16": [(s, 0.0 if s % 7 == 0 else 0.4) for s in range(1, 51)],
+                     "auto": [(s, 0.3) for s in range(1, 51)]}}
+    fig, axes, window = plots.loss_figure(runs, BACKBONES)
+    fig.canvas.draw()
+    assert {ax.get_yscale() for ax in axes} == {"linear"}  # a loss of exactly 0: linear for all
+    assert len({ax.get_ylim() for ax in axes}) == 1 and axes[0].get_ylim()[0] == 0
+    assert axes[0].get_ylim()[1] < 12.0  # a one-step spike does not set the scale
+    colours = {}
+    for ax in axes:
+        for line in ax.get_lines():
+            if line.get_label().startswith("k = "):
+                colours.setdefault(line.get_label(), set()).add(line.get_color())
+    assert all(len(c) == 1 for c in colours.values()) and len(colours) == 3
+    assert colours["k = 1"] != colours["k = 16"]
+    renderer = fig.canvas.get_renderer()
+    legend = fig.legends[0].get_window_extent(renderer)
+    assert legend.y1 <= min(ax.get_window_extent(renderer).y0 for ax in axes)
+    assert window == 5
+    assert plots.rolling_mean([1, 2, 3, 4, 5], 3).tolist() == [1.5, 2.0, 3.0, 4.0, 4.5]
+
+
+def test_norms_linear_bars_readable_labels():
+    norms = {"orig": {"frobenius_norm": 119.9}, "twin": {"frobenius_norm": 1199.2}}
+    fig, ax = plots.norms_figure(norms, {"orig": "1", "twin": "16"}, {"orig": 1.0, "twin": 10.0}, BACKBONES)
+    fig.canvas.draw()
+    assert ax.get_xscale() == "linear" and ax.get_xlim()[0] == 0
+    renderer = fig.canvas.get_renderer()
+    figure_box = fig.bbox
+    for text in [ax.title, ax.xaxis.label, *ax.get_yticklabels(), *ax.texts]:
+        box = text.get_window_extent(renderer)
+        assert figure_box.x0 <= box.x0 and box.x1 <= figure_box.x1, text.get_text()  # nothing clipped
+    panel = ax.get_window_extent(renderer)
+    assert all(panel.x0 <= t.get_window_extent(renderer).x0 and t.get_window_extent(renderer).x1 <= panel.x1
+               for t in ax.texts)  # the notes stay inside the axes
+    assert "‖" not in ax.xaxis.label.get_text() and r"\Vert" in ax.xaxis.label.get_text()  # mathtext, not a literal
+    notes = sorted(t.get_text() for t in ax.texts)
+    assert notes == ["119.9:  best k = 1,  auto k = 1", "1199:  best k = 16,  auto k = 10"]
+
+
+def test_plot_files_are_written(metrics, tmp_path):
+    csv = tmp_path / "metrics.csv"
+    metrics.to_csv(csv, index=False)
+    plots.plot_tradeoff(str(csv), REPORT, BACKBONES, str(tmp_path / "t.png"), str(tmp_path / "t.pdf"))
+    assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG" and (tmp_path / "t.pdf").read_bytes()[:4] == b"%PDF"
+    paths = {}
+    for name, value in (("orig", 119.9), ("twin", 1199.2)):
+        paths[name] = tmp_path / f"{name}.json"
+        paths[name].write_text(json.dumps({"frobenius_norm": value}))
+    plots.plot_norms({n: str(p) for n, p in paths.items()}, str(csv), REPORT, BACKBONES, str(tmp_path / "n.png"),
+                     {"reference": "orig", "statistic": "frobenius_norm"})
+    assert (tmp_path / "n.png").stat().st_size > 1000

@@ -1,0 +1,162 @@
+"""Every command of README.md, run as a new user runs it (``pytest -m slow``).
+
+The ```bash blocks of the README are read line by line; each command is run as written, from a
+clean copy of the repository (its tracked files, with ``../shared`` beside it):
+
+* ``snakemake`` commands that would train are dry runs (``-n`` added), and what each plans is
+  checked against what the README says it builds;
+* ``snakemake --report`` and ``lsrbench verify`` run for real on the finished micro workflow
+  (the only finished run the tests have; its config is added with ``--configfile``);
+* ``lsrbench check-config`` runs as written, on the ``my.yaml`` the README's YAML block defines;
+* install and test commands are what CI runs (``.ci/run``); only the names they use are checked.
+
+A command that fits none of these fails the test: none goes unchecked.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers.paths import REPO, SHARED
+from helpers.snakemake import job_counts, jobs_of
+
+pytestmark = pytest.mark.slow
+
+README = REPO / "README.md"
+REPORT_RULES = {"claims", "tradeoff", "loss_curves", "norms_report", "table_beir", "html_table1", "html_norms",
+                "html_claims", "html_table_beir"}
+
+
+def blocks(lang: str) -> list[tuple[str, str]]:
+    """``(text before the block, block)`` for every fenced block of a language, in order."""
+    text = README.read_text(encoding="utf-8")
+    return [(m["before"], m["code"]) for m in
+            re.finditer(rf"(?P<before>(?:(?!```).)*?)```{lang}\n(?P<code>.*?)```", text, re.S)]
+
+
+def readme_commands() -> list[str]:
+    out = []
+    for _, code in blocks("bash"):
+        for line in code.splitlines():
+            command = re.sub(r"\s+#.*$", "", line).strip()  # a trailing comment is not part of it
+            if command and not command.startswith("#"):
+                out.append(command)
+    return out
+
+
+def kind(command: str) -> str:
+    words = shlex.split(command)
+    if words[0] in ("python3", "pip") or words[:2] == [".", ".venv/bin/activate"]:
+        return "install"
+    if words[0] == "pytest":
+        return "test"
+    if words[0] == "snakemake":
+        return "report" if "--report" in words else "dry-run"
+    if words[:2] == ["lsrbench", "verify"]:
+        return "verify"
+    if words[:2] == ["lsrbench", "check-config"]:
+        return "check-config"
+    return "unknown"
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory) -> Path:
+    """The repository's tracked files (a fresh clone, with this checkout's changes), ../shared beside it."""
+    root = tmp_path_factory.mktemp("fresh")
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        src = REPO / name
+        if src.is_file():
+            (root / "lsrbench" / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, root / "lsrbench" / name, follow_symlinks=False)
+    if SHARED.is_dir():
+        (root / "shared").symlink_to(SHARED)
+    for _, code in blocks("yaml"):  # the config file the README asks the reader to write
+        if code.startswith("base:"):
+            (root / "lsrbench" / "my.yaml").write_text(code, encoding="utf-8")
+    return root / "lsrbench"
+
+
+def run(command: str, cwd: Path, extra=()) -> subprocess.CompletedProcess:
+    words = shlex.split(command)
+    exe = {"snakemake": [sys.executable, "-m", "snakemake"], "lsrbench": [sys.executable, "-m", "lsrbench"]}[words[0]]
+    return subprocess.run([*exe, *words[1:], *extra], cwd=cwd, capture_output=True, text=True, timeout=900)
+
+
+def test_every_readme_command_is_known():
+    commands = readme_commands()
+    assert len(commands) >= 10, commands
+    assert [c for c in commands if kind(c) == "unknown"] == []
+    # the YAML block the README calls my.yaml is the one written into the clone
+    before = [b for b, code in blocks("yaml") if code.startswith("base:")]
+    assert len(before) == 1 and "`my.yaml`" in before[0][-300:]
+
+
+def test_install_and_test_commands_name_what_exists():
+    pyproject = (REPO / "pyproject.toml").read_text()
+    for command in readme_commands():
+        for extra in re.findall(r'"\.\[([a-z,]+)\]"', command):
+            for name in extra.split(","):
+                assert re.search(rf"^{name} = \[", pyproject, re.M), f"{command}: no extra {name!r}"
+        if kind(command) == "test" and "-m" in command:
+            assert f'"{shlex.split(command)[2]}:' in pyproject, command  # a declared marker
+
+
+@pytest.mark.parametrize("command", [c for c in readme_commands() if kind(c) == "dry-run"])
+def test_snakemake_command_dry_runs(clone, command):
+    """As written (plus -n) in the fresh copy; what it plans is what the README says it builds."""
+    proc = run(command, clone, ["-n"])
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    counts = job_counts(proc.stdout)
+    words = shlex.split(command)
+    targets = [w for w in words[1:] if w.startswith("results/")]
+    if "config/paper.yaml" in words:
+        assert counts["train"] == 35 and counts["table1"] == 1, counts
+        return
+    trains = {(j["run"], j["k"]) for j in jobs_of(proc.stdout, "train")}
+    default = {("splade-tiny", "1"), ("splade-tiny", "4"), ("splade-tiny", "16"), ("splade-tiny+untie", "16"),
+               ("splade-tiny-x10", "1"), ("splade-tiny-x10", "4"), ("splade-tiny-x10", "16"), ("splade-tiny-x10", "auto")}
+    if "my.yaml" in words:  # the default's runs and the added backbone's
+        assert trains == default | {("my-mlm", k) for k in ("1", "4", "16", "auto")}
+    else:
+        assert trains == default
+    if targets == ["results/table1.md"]:  # Table 1 only: every run, then no other report
+        assert counts["table1"] == 1 and counts["collect"] == 1 and not REPORT_RULES & set(counts), counts
+    elif not targets:  # everything
+        assert REPORT_RULES <= set(counts), counts
+
+
+def test_report_and_verify_commands_on_a_finished_run(micro_run, tmp_path):
+    """``snakemake --report`` and ``lsrbench verify`` as written, in a copy of the finished micro run."""
+    from helpers.snakemake import copy_run
+
+    work = copy_run(micro_run, tmp_path / "work")
+    for command in readme_commands():
+        if kind(command) == "report":
+            proc = run(command, work, ["--snakefile", str(REPO / "Snakefile"), "--configfile", str(micro_run["config"])])
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            report = work / shlex.split(command)[shlex.split(command).index("--report") + 1]
+            assert "Table 1" in report.read_text(encoding="utf-8", errors="replace")
+        elif kind(command) == "verify":
+            proc = run(command, work)
+            assert proc.returncode == 0 and proc.stdout.rstrip().endswith(": ok"), proc.stderr[-3000:]
+
+
+def test_check_config_prints_the_grid_of_my_yaml(clone):
+    (command,) = [c for c in readme_commands() if kind(c) == "check-config"]
+    proc = run(command, clone)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == ("my.yaml (on config/config.yaml): ok: 3 backbones, 12 runs, datasets vaswani"), lines
+    assert [line.split() for line in lines[2:]] == [
+        ["splade-tiny", "shared", "k", "=", "1,", "4,", "16"], ["splade-tiny", "untie", "k", "=", "16"],
+        ["splade-tiny-x10", "shared", "k", "=", "1,", "4,", "16,", "auto"],
+        ["my-mlm", "shared", "k", "=", "1,", "4,", "16,", "auto"]]
