@@ -131,7 +131,7 @@ def test_registry_entries():
               "scidocs", "fever", "climate-fever", "scifact", "quora"}
     for name in beir13:
         assert reg[name] == {**reg[name], "source": "beir", "name": name, "split": "test"}
-        assert reg[name]["skip_identical_ids"] is (name in ("arguana", "quora"))
+        assert reg[name]["skip_identical_ids"] is True  # BEIR's and SPLADE's evaluators: every BEIR dataset
     assert reg["arguana"]["unknown_docs"] == "keep"
 
     nano = {n for n, e in reg.items() if e["source"] == "hf"}

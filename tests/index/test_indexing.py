@@ -50,3 +50,52 @@ def test_bf16_vectors_are_close_to_fp32():
     both, either = ((bf16 != 0) & (fp32 != 0)).sum(), ((bf16 != 0) | (fp32 != 0)).sum()
     assert both / either > 0.9  # the same terms, up to those at the relu threshold
     assert not torch.is_autocast_enabled("cpu")  # only inside the block
+
+
+def test_evaluation_lengths_replace_the_training_lengths(tmp_path):
+    """A model trained (saved) with query length 8 and evaluated with 512: the index stage's query
+    vectors equal an untruncated ``encode_query`` of the checkpoint (512 = its position limit),
+    not the 8-token ones the saved model would give."""
+    from sentence_transformers import SparseEncoder
+
+    from lsrbench.data.beir import load_beir_folder
+    from lsrbench.index.indexing import index_dataset
+    from lsrbench.index.sparse import load_sparse
+    from lsrbench.model.encoder import build_sparse_encoder
+
+    path = SHARED / "models" / "splade-tiny-msmarco"
+    if not path.is_dir():
+        pytest.skip("../shared not present")
+    trained = tmp_path / "model"
+    build_sparse_encoder(str(path), 8, query_length=8, document_length=8, device="cpu").save(str(trained))
+    full = load_beir_folder(SHARED / "data" / "vaswani")
+    # long queries: documents used as queries (most are far longer than 8 tokens)
+    ids = list(full.corpus)[:12]
+    from dataclasses import replace
+
+    ds = replace(full, corpus={i: full.corpus[i] for i in ids[:6]}, queries={f"q{i}": full.corpus[i] for i in ids})
+    out = index_dataset(str(trained), ds, 4, str(tmp_path / "q.npz"), str(tmp_path / "d.npz"),
+                        query_max_length=512, document_max_length=512)
+    assert out["lengths"] == {"query_length": 512, "document_length": 512}
+    got, got_ids = load_sparse(str(tmp_path / "q.npz"))
+    assert got_ids == list(ds.queries)
+    untruncated = build_sparse_encoder(str(path), 512, device="cpu")
+    want = untruncated.encode_query(list(ds.queries.values()), convert_to_tensor=True).to_dense().numpy()
+    np.testing.assert_allclose(got.toarray(), want, rtol=0, atol=1e-4)
+    assert (got.toarray() != 0).sum() == (want != 0).sum()
+    short = SparseEncoder(str(trained), device="cpu").encode_query(list(ds.queries.values()), convert_to_tensor=True)
+    assert np.abs(short.to_dense().numpy() - want).max() > 0.1  # the training length really truncated them
+    docs, _ = load_sparse(str(tmp_path / "d.npz"))
+    want_docs = untruncated.encode_document([ds.corpus[i] for i in ds.corpus], convert_to_tensor=True).to_dense().numpy()
+    np.testing.assert_allclose(docs.toarray(), want_docs, rtol=0, atol=1e-4)
+
+
+def test_evaluation_lengths_are_capped_at_the_position_table(tiny_roberta):
+    from lsrbench.model.encoder import build_sparse_encoder, position_limit, set_encode_lengths
+
+    model = build_sparse_encoder(str(tiny_roberta), 16, query_length=16, document_length=16, device="cpu")
+    assert position_limit(model[0]) == 160 - 2  # RoBERTa positions start after padding_idx (1)
+    assert set_encode_lengths(model, 512, 100) == {"query_length": 158, "document_length": 100}
+    long = " ".join(["sparse retrieval"] * 200)
+    vec = model.encode_query([long], convert_to_tensor=True)  # would fail past the position table
+    assert vec.shape[0] == 1

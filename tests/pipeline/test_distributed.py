@@ -67,3 +67,66 @@ def test_auto_is_one_process_without_gpus():
     from lsrbench.model.ranks import training_processes
 
     assert training_processes("auto") == 1 and training_processes(None) == 1 and training_processes(3) == 3
+
+
+@pytest.fixture()
+def deterministic_inputs(inputs, tmp_path, vaswani_slice, tiny_roberta):
+    """``inputs`` with a dropout-free copy of the model (dropout draws differ per process) and
+    triplets whose texts are all distinct (the no-duplicates sampler then cuts one shuffled order
+    into batches whatever the batch size, so 1 process x 4 and 2 processes x 2 see the same
+    global batches)."""
+    import shutil
+
+    from transformers import AutoModelForMaskedLM
+
+    from lsrbench.data.beir import load_beir_folder
+    from lsrbench.data.triplets import write_triplets
+
+    model_dir = tmp_path / "no_dropout"
+    shutil.copytree(tiny_roberta, model_dir)
+    model = AutoModelForMaskedLM.from_pretrained(tiny_roberta, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model.save_pretrained(model_dir)
+    texts = list(load_beir_folder(vaswani_slice).corpus.values())
+    triplets = [{"query": " ".join(texts[i].split()[:6]) + f" {i}", "positive": texts[i], "negative": texts[i + 60]}
+                for i in range(16)]
+    path = tmp_path / "distinct.jsonl"
+    write_triplets(path, triplets)
+    entry = {"model": str(model_dir)}
+    norms = tmp_path / "norms_nd.json"
+    stages.norm("tiny", entry, None, str(tmp_path / "cache"), "cfg.yaml", str(norms))
+    return {**inputs, "entry": entry, "triplets_path": str(path), "norms_json": str(norms)}
+
+
+def _run(inputs, tmp_path, name, processes):
+    run = tmp_path / name
+    paths = dict(model_dir=str(run / "model"), log_path=str(run / "train_log.jsonl"),
+                 prov_path=str(run / "train_provenance.json"), status_path=str(run / "status.json"),
+                 checkpoint_dir=str(run / "checkpoints"))
+    recipe = {**RECIPE, "lambda_q": 0.05, "lambda_d": 0.03}  # strong regularisers: a per-process FLOPS term shows
+    assert stages.train(recipe=recipe, processes=processes, **{**inputs, **paths})["status"] == "ok"
+    return paths
+
+
+def test_one_and_two_processes_train_the_same_model(deterministic_inputs, tmp_path, monkeypatch):
+    """The FLOPS regularisers are computed on the global batch: 1 process with batch 4 and 2 gloo
+    processes with 2 each give the same per-step loss parts and the same final weights (to float
+    summation order; per-process FLOPS terms would be larger and differ)."""
+    from safetensors.torch import load_file
+
+    from lsrbench.model.train_log import read_train_log
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    one = _run(deterministic_inputs, tmp_path, "one", 1)
+    two = _run(deterministic_inputs, tmp_path, "two", 2)
+    rows1, rows2 = read_train_log(one["log_path"]), read_train_log(two["log_path"])
+    assert [r["step"] for r in rows1] == [r["step"] for r in rows2] == [1, 2, 3, 4]
+    for r1, r2 in zip(rows1, rows2):
+        for key in ("loss", "ranking_loss", "query_regularizer_loss", "document_regularizer_loss",
+                    "query_active_dims", "document_active_dims", "grad_norm"):
+            assert r2[key] == pytest.approx(r1[key], rel=1e-4, abs=1e-7), (r1["step"], key)
+    assert rows1[-1]["document_regularizer_loss"] > 0
+    w1 = load_file(f"{one['model_dir']}/model.safetensors")
+    w2 = load_file(f"{two['model_dir']}/model.safetensors")
+    assert w1.keys() == w2.keys()
+    for name in w1:
+        assert (w1[name] - w2[name]).abs().max().item() < 1e-5, name

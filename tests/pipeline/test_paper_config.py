@@ -69,6 +69,32 @@ def test_paper_dry_run_on_slurm_profile(tmp_path):
             assert int(res["mem_mb"]) >= 32000 and int(res["runtime"]) >= 600
         elif job["rule"] in ("evaluate", "bm25", "collect", "table1", "claims"):
             assert res.get("gpu", "0") == "0" and "cpu-partition" in res["slurm_partition"]
+        if job["rule"] == "claims":  # batched randomization tests: < 2 GB measured (test_stats.py)
+            assert int(res["mem_mb"]) >= 2000
     # the datasets' own measures: DL19's recall counts relevance >= 2 as the track defines it
     datasets = yaml.safe_load((REPO / "config/datasets.yaml").read_text())
     assert "R(rel=2)@1000" in datasets["trec-dl-2019"]["measures"]
+
+
+def test_identical_ids_follow_the_papers_toolchain():
+    """BEIR-13: a document whose id is the query id is dropped on every dataset (BEIR's
+    EvaluateRetrieval.evaluate, ignore_identical_ids=True by default, and naver/splade's
+    beir_eval.py); NanoBEIR: never (sentence-transformers' evaluators keep them); MS MARCO and
+    Vaswani: never (query and passage ids are separate namespaces that overlap)."""
+    config = yaml.safe_load((REPO / "config/paper.yaml").read_text())
+    datasets = yaml.safe_load((REPO / "config/datasets.yaml").read_text())
+    beir13 = config["claims"]["datasets"]
+    assert len(beir13) == 13
+    assert all(datasets[d].get("skip_identical_ids") is True for d in beir13)
+    others = [d for d in config["evaluation"]["datasets"] if d not in beir13] + ["vaswani"]
+    assert not any(datasets[d].get("skip_identical_ids", False) for d in others)
+
+
+def test_paper_claims_select_on_ms_marco_and_read_the_reference():
+    config = yaml.safe_load((REPO / "config/paper.yaml").read_text())
+    claims = config["claims"]
+    assert claims["select_on"]["datasets"] == ["msmarco-dev"] and claims["margin"] > 0
+    reference = yaml.safe_load((REPO / "config/paper_reference.yaml").read_text())
+    checked = {b for c in claims["list"] if c["type"] == "best_k_matches_paper" for b in c["backbones"]}
+    assert checked == set(reference["optimal_k"]) and reference["optimal_k"]["roberta"] == 2
+    assert config["evaluation"]["query_max_length"] == 256 == config["evaluation"]["document_max_length"]

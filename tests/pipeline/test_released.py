@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from helpers.paths import REPO, shared_or_skip
+from helpers.paths import shared_or_skip
 from helpers.snakemake import job_counts, micro_config, run_dir, run_snakemake
 
 

@@ -140,6 +140,10 @@ REPORT_RULES = {"collect", "table1", "tradeoff", "norms_report", "table_beir", "
     # evaluation values: evaluation only (top_k also for the BM25 reference)
     (lambda c: c["evaluation"].update(top_k=50), {"evaluate": 2, "bm25": 1}),
     (lambda c: c["evaluation"].update(collapse_max_active_share=0.5), {"evaluate": 2}),
+    # evaluation token lengths: re-encode and re-evaluate, never re-train
+    (lambda c: c["evaluation"].update(query_max_length=32), {"index": 2, "evaluate": 2}),
+    # the BM25 reference row's settings: that row only
+    (lambda c: c["report"].update(bm25_settings={"k1": 1.2}), {"bm25": 1}),
     # a new k: only the new run's jobs
     (lambda c: c.update(k_grid=c["k_grid"] + [2]), {"train": 1, "index": 1, "evaluate": 1}),
     # report options (and a backbone's label, shown only in reports): report rules only

@@ -27,6 +27,9 @@ rule index:
     # All cores of the run (--cores N; inside a cluster job, the cores it sees). Submitting to a
     # cluster defines no cores (workflow.cores raises): 1, the job's CPUs are the profile's resources.
     threads: workflow.resource_settings.cores or 1
+    # One GPU per index job, its own (lsrbench.pipeline.gpus), with `use_gpu: true`.
+    resources:
+        gpu=1 if config["use_gpu"] else 0,
     log:
         "results/logs/index/{run}_k{k}_{dataset}.log",
     script:
@@ -45,6 +48,8 @@ rule index_queries:
         stage="index",
         kwargs=lambda w: dag.index_kwargs(config, w.dataset),
     threads: workflow.resource_settings.cores or 1
+    resources:
+        gpu=1 if config["use_gpu"] else 0,
     log:
         "results/logs/index/{run}_k{k}_{dataset}_queries.log",
     script:

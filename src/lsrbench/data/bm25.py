@@ -1,10 +1,24 @@
 """BM25 (Robertson and Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond", 2009)
 through ``bm25s``: the reference row of every table, the hard negatives of pseudo-query triplets,
 and the NanoBEIR-style pooled evaluation subsets (judged documents plus each query's BM25 top
-candidates, as the NanoBEIR collections were built)."""
+candidates, as the NanoBEIR collections were built).
+
+Two analyzers. ``anserini`` (the reference row's default) is what published BM25 baselines use
+(Anserini/Pyserini, Lin et al., SIGIR 2021): Lucene's EnglishAnalyzer as Anserini's
+DefaultEnglishAnalyzer builds it: StandardTokenizer (Unicode UAX#29 word boundaries, here through
+the ``regex`` module's Unicode word boundaries), EnglishPossessiveFilter, lower-casing, Lucene's
+33-word English stop set, and the Porter stemmer (Porter 1980 as in Porter's reference
+implementation, which Lucene's PorterStemmer is: nltk's ``MARTIN_EXTENSIONS`` mode), scored with
+Lucene's BM25 (k1=0.9, b=0.4, no (k1+1) factor: bm25s' ``lucene`` method). Written here because
+no Python package ships Lucene's analysis chain; it is checked token for token against Lucene in
+``tests/data/test_bm25.py`` where a Java runtime and Anserini's jar are available. ``bm25s``
+(pooled subsets and pseudo-query negatives, unchanged so that the tiny default's pool and
+training data stay what they were): bm25s' own tokenizer, its English stopwords, no stemming.
+"""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import Sequence
 
@@ -12,16 +26,84 @@ import numpy as np
 
 from lsrbench.data.beir import Dataset
 
-__all__ = ["bm25_topk", "pooled_subset", "bm25_run"]
+__all__ = ["bm25_topk", "pooled_subset", "bm25_run", "lucene_english_tokens", "LUCENE_ENGLISH_STOP_WORDS", "ANALYZERS"]
+
+# Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET (the set Anserini's default analyzer removes).
+LUCENE_ENGLISH_STOP_WORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
+    "they this to was will with".split())
+ANALYZERS = ("anserini", "bm25s")
+_MAX_TOKEN = 255  # StandardTokenizer's default maxTokenLength: longer tokens are cut into pieces
+_APOSTROPHES = ("'", "\u2019", "\uff07")
+
+
+@functools.lru_cache(maxsize=1)
+def _stemmer():
+    from nltk.stem.porter import PorterStemmer
+
+    return PorterStemmer(mode=PorterStemmer.MARTIN_EXTENSIONS)
+
+
+@functools.lru_cache(maxsize=1 << 20)  # a corpus repeats its words: stem each distinct one once
+def _porter(token: str) -> str:
+    return _stemmer().stem(token, to_lowercase=False)
+
+
+def _lower(token: str) -> str:
+    """Java's Character.toLowerCase per character (no final-sigma rule, one char per char)."""
+    return "".join(low if len(low := c.lower()) == 1 else ("i" if c == "\u0130" else c) for c in token)
+
+
+def _segments(text: str) -> list[str]:
+    """UAX#29 word segments, except that a run of Thai, Lao, Khmer or Myanmar letters stays one
+    segment (StandardTokenizer's SOUTHEAST_ASIAN tokens)."""
+    import regex
+
+    merged: list[str] = []
+    south_east_asian = regex.compile(r"[\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]+")
+    for segment in regex.split(r"(?wV1)\b", text):
+        if merged and south_east_asian.fullmatch(segment) and south_east_asian.fullmatch(merged[-1]):
+            merged[-1] += segment
+        else:
+            merged.append(segment)
+    return merged
+
+
+def lucene_english_tokens(text: str) -> list[str]:
+    """The terms Lucene's EnglishAnalyzer (Anserini's default) makes of ``text``."""
+    import regex
+
+    out = []
+    for segment in _segments(text):
+        if not regex.search(r"[\p{L}\p{Nd}]", segment):
+            continue  # spaces and punctuation between words
+        for lo in range(0, len(segment), _MAX_TOKEN):
+            token = segment[lo:lo + _MAX_TOKEN]
+            if len(token) >= 2 and token[-2] in _APOSTROPHES and token[-1] in "sS":
+                token = token[:-2]  # EnglishPossessiveFilter
+            token = _lower(token)
+            if token and token not in LUCENE_ENGLISH_STOP_WORDS:
+                out.append(_porter(token))
+    return out
+
+
+def _tokenize(texts: list[str], analyzer: str) -> list[list[str]]:
+    if analyzer == "anserini":
+        return [lucene_english_tokens(t) for t in texts]
+    if analyzer != "bm25s":
+        raise ValueError(f"unknown BM25 analyzer {analyzer!r} (one of {', '.join(ANALYZERS)})")
+    import bm25s
+
+    return bm25s.tokenize(texts, lower=True, stopwords="en", stemmer=None, return_ids=False, show_progress=False)
 
 
 def bm25_topk(corpus_texts: Sequence[str], query_texts: Sequence[str], k: int,
-              k1: float = 0.9, b: float = 0.4) -> tuple[np.ndarray, np.ndarray]:
+              k1: float = 0.9, b: float = 0.4, analyzer: str = "bm25s") -> tuple[np.ndarray, np.ndarray]:
     """Top-``k`` BM25 documents for each query, via ``bm25s``.
 
-    Analysis: lower-casing, bm25s' default token pattern (``\\w\\w+``), bm25s' English
-    stopword list removed, no stemming; scoring is bm25s' ``lucene`` variant with the given
-    ``k1``/``b``. Returns ``(indices, scores)`` of shape ``(len(query_texts), k)``: corpus
+    Analysis: ``analyzer`` (module docstring; ``bm25s``: lower-casing, bm25s' default token
+    pattern, bm25s' English stopwords, no stemming); scoring is bm25s' ``lucene`` variant with
+    the given ``k1``/``b``. Returns ``(indices, scores)`` of shape ``(len(query_texts), k)``: corpus
     positions (int64) and scores (float32), best first, ties broken by lower corpus
     position, so the result is deterministic. Only documents with a positive score are
     returned: rows with fewer matches are padded with index ``-1`` and score ``0``.
@@ -39,11 +121,7 @@ def bm25_topk(corpus_texts: Sequence[str], query_texts: Sequence[str], k: int,
     if n_docs == 0 or n_queries == 0 or k == 0:
         return indices, scores
 
-    def tokenize(texts):
-        return bm25s.tokenize(texts, lower=True, stopwords="en", stemmer=None,
-                              return_ids=False, show_progress=False)
-
-    corpus_tokens = tokenize(corpus_texts)
+    corpus_tokens = _tokenize(corpus_texts, analyzer)
     if not any(corpus_tokens):
         return indices, scores  # no indexable term anywhere: nothing can match
     retriever = bm25s.BM25(k1=k1, b=b, method="lucene")
@@ -56,7 +134,7 @@ def bm25_topk(corpus_texts: Sequence[str], query_texts: Sequence[str], k: int,
     )
 
     rows, cols = [], []
-    for qi, tokens in enumerate(tokenize(query_texts)):
+    for qi, tokens in enumerate(_tokenize(query_texts, analyzer)):
         for token in tokens:
             token_id = vocab.get(token) if token else None
             if token_id is not None:
@@ -101,12 +179,14 @@ def pooled_subset(dataset: Dataset, depth: int, seed: int = 0) -> Dataset:
     return replace(dataset, corpus=corpus)
 
 
-def bm25_run(dataset: Dataset, top_k: int, skip_identical_ids: bool = False) -> dict[str, list[tuple[str, float]]]:
+def bm25_run(dataset: Dataset, top_k: int, skip_identical_ids: bool = False, k1: float = 0.9, b: float = 0.4,
+             analyzer: str = "anserini") -> dict[str, list[tuple[str, float]]]:
     """The BM25 reference run of a dataset: ``{query id: [(doc id, score), ...]}``, best first, at
     most ``top_k`` documents each; with ``skip_identical_ids`` a document whose id equals the query
-    id is never returned and the list is still filled to ``top_k``."""
+    id is never returned and the list is still filled to ``top_k``. Defaults: Anserini's."""
     doc_ids, query_ids = list(dataset.corpus), list(dataset.queries)
-    idx, scores = bm25_topk([dataset.corpus[d] for d in doc_ids], [dataset.queries[q] for q in query_ids], top_k + 1)
+    idx, scores = bm25_topk([dataset.corpus[d] for d in doc_ids], [dataset.queries[q] for q in query_ids], top_k + 1,
+                            k1=k1, b=b, analyzer=analyzer)
     results = {}
     for qi, qid in enumerate(query_ids):
         hits = [(doc_ids[i], float(s)) for i, s in zip(idx[qi], scores[qi])

@@ -14,7 +14,8 @@ __all__ = ["index_dataset", "zero_non_finite"]
 
 
 def index_dataset(model_dir: str, dataset, batch_size: int, queries_out: str, docs_out: str | None = None,
-                  shard_size: int | None = None, shard_dir: str | None = None, precision: str = "fp32") -> dict:
+                  shard_size: int | None = None, shard_dir: str | None = None, precision: str = "fp32",
+                  query_max_length: int | None = None, document_max_length: int | None = None) -> dict:
     """Encode ``dataset`` (a :class:`lsrbench.data.beir.Dataset`) with the SparseEncoder in
     ``model_dir``. Without ``docs_out`` only the queries (a dataset scored against another
     dataset's documents).
@@ -26,17 +27,21 @@ def index_dataset(model_dir: str, dataset, batch_size: int, queries_out: str, do
     (:mod:`lsrbench.index.shards`). The shards are removed once both outputs are written. Queries
     are encoded in one shot. ``precision``: ``fp32``, ``bf16`` or ``auto``
     (:func:`lsrbench.model.encoder.encode_autocast`; bf16 vectors differ from fp32 ones at bf16
-    rounding). Returns ``{"documents": {"shards", "shard_rows", "reused", "encoded"}, "precision": <resolved>}``.
+    rounding). ``query_max_length`` / ``document_max_length``: the evaluation's token lengths
+    (:func:`lsrbench.model.encoder.set_encode_lengths`), not the training lengths saved with the
+    model; None keeps those. Returns ``{"documents": {"shards", "shard_rows", "reused", "encoded"},
+    "precision": <resolved>, "lengths": {"query_length", "document_length"}}``.
     """
     from sentence_transformers import SparseEncoder
 
     from lsrbench.index.encode import EncodePlan, encode_texts
     from lsrbench.index.shards import discard_shards, encode_to_npz
     from lsrbench.index.sparse import save_sparse
-    from lsrbench.model.encoder import default_device, encode_autocast
+    from lsrbench.model.encoder import default_device, encode_autocast, set_encode_lengths
     from lsrbench.progress import Progress
 
     model = SparseEncoder(model_dir, device=default_device())
+    lengths = set_encode_lengths(model, query_max_length, document_max_length)
     autocast, precision = encode_autocast(model.device, precision)
     doc_ids, query_ids = list(dataset.corpus), list(dataset.queries)
     stats, shards = None, 0
@@ -50,7 +55,7 @@ def index_dataset(model_dir: str, dataset, batch_size: int, queries_out: str, do
         if shards > 1:
             shard_dir = shard_dir or str(Path(docs_out).parent / "doc_shards")
             key_parts = {"model_sha256": sha256_tree(model_dir), "texts_sha256": sha256_texts(doc_ids, doc_texts),
-                         "precision": precision}
+                         "precision": precision, "lengths": lengths}
             with autocast:
                 stats = encode_to_npz(plan, doc_ids, docs_out, shard_size, shard_dir, key_parts,
                                       fix=lambda m: zero_non_finite(m, docs_out), progress=progress)
@@ -67,7 +72,7 @@ def index_dataset(model_dir: str, dataset, batch_size: int, queries_out: str, do
     save_sparse(queries_out, zero_non_finite(queries, queries_out), query_ids)
     if shards > 1:
         discard_shards(shard_dir)
-    return {"documents": stats, "precision": precision}
+    return {"documents": stats, "precision": precision, "lengths": lengths}
 
 
 def zero_non_finite(matrix, path: str):

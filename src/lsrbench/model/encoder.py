@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from lsrbench.model.rescale import rescale_mlm_head
 
-__all__ = ["build_sparse_encoder", "released_sparse_encoder", "is_sparse_encoder", "encode_autocast", "default_device"]
+__all__ = ["build_sparse_encoder", "released_sparse_encoder", "is_sparse_encoder", "set_encode_lengths",
+           "position_limit", "encode_autocast", "default_device"]
 
 
 def build_sparse_encoder(
@@ -86,6 +87,41 @@ def released_sparse_encoder(path: str, query_length: int, document_length: int, 
     model = build_sparse_encoder(path, document_length, trust_remote_code=trust_remote_code, revision=revision,
                                  query_length=query_length, document_length=document_length, device="cpu")
     return model, "mlm"
+
+
+def position_limit(transformer) -> int | None:
+    """The most tokens the backbone's learned position table takes (``max_position_embeddings``,
+    less RoBERTa-style offsets of ``padding_idx + 1``); None without such a table (rotary)."""
+    import torch
+
+    config = transformer.auto_model.config
+    limit = getattr(config, "max_position_embeddings", None)
+    if not isinstance(limit, int) or limit <= 0:
+        return None
+    for module in transformer.auto_model.modules():
+        padding_idx = getattr(module, "padding_idx", None)
+        if isinstance(padding_idx, int) and isinstance(getattr(module, "position_embeddings", None), torch.nn.Embedding):
+            return limit - (padding_idx + 1)
+    return limit
+
+
+def set_encode_lengths(model, query_length: int | None, document_length: int | None) -> dict:
+    """Make ``model`` (a SPLADE SparseEncoder) truncate queries and documents at these token
+    lengths, as ``encode_query`` / ``encode_document`` then do (the Transformer's per-task
+    ``query_length`` / ``document_length``), instead of the training lengths saved with it. Each
+    is capped at the backbone's :func:`position_limit`. None keeps the saved one. Returns the
+    lengths applied."""
+    transformer = model[0]
+    limit = position_limit(transformer)
+    applied = {}
+    for name, value in (("query_length", query_length), ("document_length", document_length)):
+        if value is not None:
+            setattr(transformer, name, min(value, limit) if limit else value)
+        applied[name] = getattr(transformer, name)
+    longest = max(v for v in applied.values() if v is not None) if any(applied.values()) else None
+    if longest is not None and (transformer.max_seq_length or 0) < longest:
+        transformer.max_seq_length = longest  # the tokenizer's model_max_length: no warnings, no cap below it
+    return applied
 
 
 def encode_autocast(device: str, precision: str = "fp32"):

@@ -240,6 +240,7 @@ def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callb
 
 
 def _training_args(recipe: dict, out: Path, processes: int, every: int):
+    import torch
     from sentence_transformers.sentence_transformer.training_args import BatchSamplers
     from sentence_transformers.sparse_encoder import SparseEncoderTrainingArguments
 
@@ -260,6 +261,9 @@ def _training_args(recipe: dict, out: Path, processes: int, every: int):
         dataloader_drop_last=True,
         batch_sampler=BatchSamplers.NO_DUPLICATES,
         router_mapping={"query": "query", "positive": "document", "negative": "document"},
+        # Several processes without CUDA: accelerate counts them only when told they are on CPU;
+        # otherwise each process trains alone on every batch (no DDP, no data sharding).
+        use_cpu=processes > 1 and not torch.cuda.is_available(),
         **save,
         **_precision_flags(recipe["precision"]),
     )

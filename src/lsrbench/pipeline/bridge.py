@@ -25,6 +25,11 @@ def run(snakemake) -> None:
     threads = str(max(1, int(getattr(snakemake, "threads", 1) or 1)))
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = threads
+    # Also before torch: the GPUs this job requested (resources gpu=N), its own among the
+    # machine's (Snakemake only counts them); SLURM's assignment is kept.
+    from lsrbench.pipeline.gpus import claim_gpus
+
+    claim_gpus(int(getattr(getattr(snakemake, "resources", None), "gpu", 0) or 0))
     stage = snakemake.params.stage
     kwargs = dict(snakemake.params.kwargs)
     # params.runtime (optional): settings that change how a job runs, never what it computes

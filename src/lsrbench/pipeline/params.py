@@ -149,8 +149,10 @@ def train_kwargs(config: dict, run: str, k: str) -> dict:
 
 
 def index_kwargs(config: dict, dataset: str) -> dict:
-    return {"dataset_entry": config["_datasets"][dataset], "batch_size": config["evaluation"]["encode_batch_size"],
-            "precision": config["evaluation"]["encode_precision"]}
+    ev = config["evaluation"]
+    return {"dataset_entry": config["_datasets"][dataset], "batch_size": ev["encode_batch_size"],
+            "precision": ev["encode_precision"], "query_max_length": ev["query_max_length"],
+            "document_max_length": ev["document_max_length"]}
 
 
 def evaluate_kwargs(config: dict, run: str, k: str, dataset: str) -> dict:
@@ -223,8 +225,18 @@ def log_files(config: dict) -> list[str]:
     return [f"results/runs/{r['backbone']}/k{r['k']}/train_log.jsonl" for r in run_grid(config)]
 
 
+def claims_datasets(config: dict) -> list[str]:
+    """Datasets whose per-query scores the claims read: the test datasets, and the tradeoff plot's
+    (report.flops_datasets) for a frontier claim."""
+    claims = config.get("claims") or {}
+    names = list(claims.get("datasets", []))
+    if any(c.get("type") == "frontier" for c in claims.get("list", [])):
+        names += [d for d in config["report"].get("flops_datasets") or [] if d not in names]
+    return names
+
+
 def perquery_keys(config: dict) -> list[list[str]]:
-    datasets = (config.get("claims") or {}).get("datasets", [])
+    datasets = claims_datasets(config)
     return [[r["backbone"], r["k"], d] for r in run_grid(config) for d in datasets]
 
 
@@ -236,11 +248,11 @@ def report_outputs(config: dict) -> list[str]:
     out = ["results/table1.md", "results/table_beir.md", "results/metrics.csv", "results/norms.md",
            "results/norms.png", "results/tradeoff.png", "results/tradeoff.pdf", "results/loss_curves.png"]
     if config.get("claims"):
-        out.append("results/claims.md")
+        out += ["results/claims.md", "results/claims.json"]
     return out + [f"results/html/{page}.html" for page in html_pages(config)]
 
 
 def bm25_kwargs(config: dict, dataset: str) -> dict:
     ev = config["evaluation"]
     return {"dataset_name": dataset, "dataset_entry": config["_datasets"][dataset], "top_k": ev["top_k"],
-            "measures": ev["measures"]}
+            "measures": ev["measures"], "settings": config["report"]["bm25_settings"]}

@@ -65,12 +65,17 @@ def report_loss_curves(log_files, log_keys: list[str], backbones: dict, output: 
 
 
 def report_claims(metrics_csv: str, perquery_files, perquery_keys: list[list[str]], norm_files, norm_names: list[str],
-                  log_files, log_keys: list[str], claims_cfg: dict, output: str) -> None:
-    """Evaluate the config's claims on this run's numbers into claims.md."""
+                  log_files, log_keys: list[str], claims_cfg: dict, report_cfg: dict, backbones: dict, output: str,
+                  out_json: str, reference_file=None) -> None:
+    """Evaluate the config's claims on this run's numbers into claims.md and claims.json.
+    ``reference_file``: ``report_cfg["reference"]`` as an input (the paper's numbers, its best k)."""
     import pandas as pd
+    import yaml
 
     from lsrbench.model.train_log import read_train_log
-    from lsrbench.report.claims import Evidence, claims_markdown, evaluate_claims
+    from lsrbench.pipeline.config import with_defaults
+    from lsrbench.report.claims import Evidence, evaluate_claims
+    from lsrbench.report.claims_output import write_claims
     from lsrbench.report.results import read_metrics
 
     perquery = {tuple(key): pd.read_csv(path, sep="\t", dtype={"query_id": str})
@@ -80,9 +85,11 @@ def report_claims(metrics_csv: str, perquery_files, perquery_keys: list[list[str
     for key, path in zip(log_keys, as_list(log_files)):
         run, k = key.rsplit("|", 1)
         logs[(run, k)] = read_train_log(path)
-    ev = Evidence(read_metrics(metrics_csv), perquery, norms, logs)
-    with atomic_open(output, "w", encoding="utf-8") as fh:
-        fh.write(claims_markdown(evaluate_claims(ev, claims_cfg), claims_cfg))
+    reference = as_list(reference_file or [])
+    reference = yaml.safe_load(Path(reference[0]).read_text(encoding="utf-8")) or {} if reference else {}
+    ev = Evidence(read_metrics(metrics_csv), perquery, norms, logs, backbones, report_cfg, reference)
+    claims_cfg = with_defaults("claims", claims_cfg)
+    write_claims(evaluate_claims(ev, claims_cfg), claims_cfg, output, out_json)
 
 
 def report_html(markdown: str, output: str) -> None:

@@ -196,16 +196,19 @@ def released(run: str, entry: dict, query_max_length: int, document_max_length: 
 
 def index(model_dir: str, data_dir: str, dataset_entry: dict, batch_size: int, docs_out: str | None = None,
           queries_out: str | None = None, shard_size: int | None = None, shard_dir: str | None = None,
-          precision: str = "fp32") -> dict:
+          precision: str = "fp32", query_max_length: int | None = None,
+          document_max_length: int | None = None) -> dict:
     """Encode the evaluated corpus and its queries to CSR ``.npz`` files with their ids
-    (:func:`lsrbench.index.indexing.index_dataset`). Without ``docs_out`` only the queries (a
-    dataset scored against another dataset's documents)."""
+    (:func:`lsrbench.index.indexing.index_dataset`), truncated at the evaluation's token lengths
+    (``evaluation.query_max_length`` / ``document_max_length``), not the training ones. Without
+    ``docs_out`` only the queries (a dataset scored against another dataset's documents)."""
     from lsrbench.index.indexing import index_dataset
 
     if queries_out is None:
         raise ValueError("index: queries_out is required")
     return index_dataset(model_dir, _load_beir(data_dir, dataset_entry), batch_size, queries_out, docs_out,
-                         shard_size=shard_size, shard_dir=shard_dir, precision=precision)
+                         shard_size=shard_size, shard_dir=shard_dir, precision=precision,
+                         query_max_length=query_max_length, document_max_length=document_max_length)
 
 
 def evaluate(run: str, k: str, dataset_name: str, dataset_entry: dict, data_dir: str, docs_npz: str,
@@ -273,22 +276,23 @@ def pooled_flops(run: str, k: str, datasets: list[str], docs_npz, queries_npz, m
 
 
 def bm25(dataset_name: str, dataset_entry: dict, data_dir: str, top_k: int, measures: list[str], run_out: str,
-         metrics_out: str, perquery_out: str, prov_out: str) -> None:
-    """The BM25 reference row (bm25s, k1=0.9, b=0.4) on one evaluated dataset, as tidy rows."""
+         metrics_out: str, perquery_out: str, prov_out: str, settings: dict | None = None) -> None:
+    """The BM25 reference row on one evaluated dataset, as tidy rows: ``settings`` (report.bm25_settings:
+    k1, b, analyzer; Anserini's defaults: k1=0.9, b=0.4, Lucene's English analyzer)."""
     from lsrbench.data.bm25 import bm25_run
     from lsrbench.evaluate.metrics import evaluate_run
     from lsrbench.evaluate.tidy import write_metric_rows
     from lsrbench.evaluate.trec import write_trec_run
-
+    settings = dict(settings or {})  # the rule passes report.bm25_settings with the schema's defaults
     ds = _load_beir(data_dir, dataset_entry)
-    results = bm25_run(ds, top_k, dataset_entry.get("skip_identical_ids", False))
+    results = bm25_run(ds, top_k, dataset_entry.get("skip_identical_ids", False), **settings)
     write_trec_run(run_out, results, tag="lsrbench-bm25s")
     aggregate, per_query = evaluate_run({q: dict(h) for q, h in results.items()}, ds.qrels,
                                         dataset_entry.get("measures", measures))
     log.info("bm25 on %s: %d queries x %d documents; %s", dataset_name, len(ds.queries), len(ds.corpus),
              _rows_text(aggregate.items()))
     write_metric_rows(metrics_out, perquery_out, BM25, NO_K, dataset_name, list(aggregate.items()), per_query)
-    write_json(prov_out, provenance("bm25", "", None, dataset=dataset_name, top_k=top_k, k1=0.9, b=0.4,
+    write_json(prov_out, provenance("bm25", "", None, dataset=dataset_name, top_k=top_k, **settings,
                                     **manifest_fields(prov_out, [data_dir], [run_out, metrics_out, perquery_out])))
 
 

@@ -338,6 +338,11 @@ def _check_claims(config: dict, produced: dict, file) -> None:
     evaluated, run_ks = set(config["evaluation"]["datasets"]), _run_ks(config)
     _check_datasets(claims["datasets"], evaluated, file, "claims.datasets")
     _check_measure(claims["measure"], claims["datasets"], produced, file, "claims.measure")
+    select = claims.get("select_on")
+    if select:  # where best k is chosen: evaluated datasets with the selection measure
+        _check_datasets(select["datasets"], evaluated, file, "claims.select_on.datasets")
+        _check_measure(select.get("measure", claims["measure"]), select["datasets"], produced, file,
+                       "claims.select_on.measure")
     for i, spec in enumerate(claims["list"]):
         field = f"claims.list[{i}]"
         datasets = spec.get("datasets", claims["datasets"])

@@ -1,220 +1,292 @@
-"""The paper's claims as checkable statements, evaluated on this run's numbers.
+"""The paper's claims ("Rescaling MLM-Head for Neural Sparse Retrieval", arXiv 2606.18811) as
+checkable statements, evaluated on this run's numbers (docs/claims.md says how).
 
 Claims are declared in the run config (``claims:``), so the tiny default checks its own analogues.
-Each gets a verdict (holds / fails / not measured), the numbers it used, and, where it compares
-two runs, a paired randomization test over per-query scores (:mod:`lsrbench.stats`).
+Every verdict is ``holds`` / ``fails`` / ``inconclusive`` (not significant after Holm's correction
+over all tested claims), ``by construction`` (the config makes it true whatever training does:
+twins of one checkpoint) or ``not measured``. Comparisons test the statistic the table prints,
+the macro mean over datasets (:func:`lsrbench.report.stats.macro_paired_test`); "matches or
+beats" is a non-inferiority test with the margin ``claims.margin``; a run's best k is chosen on
+``claims.select_on`` (MS MARCO Dev in the paper config) and tested on ``claims.datasets``
+(BEIR-13), with :func:`lsrbench.report.results.best_k` (collapsed runs excluded).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
-from lsrbench.names import format_k, k_value, split_run_name
-from lsrbench.report import results
-from lsrbench.report.results import pareto_front
-from lsrbench.report.stats import paired_randomization_test, spearman
+from lsrbench.names import k_order, k_value, split_run_name
+from lsrbench.report.claims_evidence import (BY_CONSTRUCTION, FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, Evidence,
+                                             Settings, Verdict, best_k, checkpoint_key, effective_k, is_synthetic,
+                                             numeric_ks, paired_scores, paper_compare, paper_k, resolve_k, run_text)
+from lsrbench.report.plots import tradeoff_points
+from lsrbench.report.results import collapsed_runs, pareto_front
+from lsrbench.report.stats import holm, macro_paired_test, spearman_exact
 
-HOLDS, FAILS, NOT_MEASURED = "holds", "fails", "not measured"
+__all__ = ["evaluate_claims", "CLAIM_TYPES", "decide"]
 
-
-@dataclass
-class Evidence:
-    """What the claims read: tidy metrics, per-query scores, head norms, training logs."""
-
-    metrics: pd.DataFrame  # backbone,k,dataset,measure,value
-    perquery: dict[tuple[str, str, str], pd.DataFrame] = field(default_factory=dict)  # (run,k,dataset) -> query_id,measure,value
-    norms: dict[str, dict] = field(default_factory=dict)  # backbone -> norms.json
-    train_logs: dict[tuple[str, str], list[dict]] = field(default_factory=dict)  # (run,k) -> rows
+_SHIFT = {"less": 0, "greater": 0, "different": 0, "not_less": -1, "not_greater": +1}
+_SIGN = {"less": -1, "greater": +1, "different": 0, "not_less": +1, "not_greater": -1}
+_RELATION = {"less": "a < b", "greater": "a > b", "different": "a != b",
+             "not_less": "a >= b - margin (non-inferiority)", "not_greater": "a <= b + margin"}
 
 
-@dataclass
-class Verdict:
-    id: str
-    text: str
-    verdict: str
-    details: str
-    numbers: dict = field(default_factory=dict)
+def _test(ev: Evidence, s: Settings, a: tuple[str, str], b: tuple[str, str], measure: str, datasets: list[str],
+          shift: float = 0.0):
+    pairs = paired_scores(ev, a, b, measure, datasets)
+    if pairs is None:
+        return None
+    return macro_paired_test(*pairs, datasets, shift=shift, resamples=s.resamples, seed=s.seed)
 
 
-def _numeric_ks(metrics: pd.DataFrame, run: str) -> list[str]:
-    return [k for k in metrics.loc[metrics["backbone"] == run, "k"].unique() if k_value(k) is not None]
+def _same_model(ev: Evidence, a: tuple[str, str], b: tuple[str, str]) -> bool:
+    """Both runs are one model: the same checkpoint, mode and effective k (a x10 twin at k=10 is
+    the original at k=1)."""
+    ea, eb = effective_k(ev, *a), effective_k(ev, *b)
+    return ea[2] is not None and eb[2] is not None and ea[:2] == eb[:2] and math.isclose(ea[2], eb[2])
 
 
-def mean_score(ev: Evidence, run: str, k: str, measure: str, datasets: list[str]) -> float | None:
-    return results.mean_score(ev.metrics, run, k, measure, datasets)
+def _selection_notes(ev: Evidence, s: Settings, runs: list[str], selected: bool = True) -> list[str]:
+    notes = []
+    if selected and s.selects_on_test_set:
+        notes.append("best k chosen on the same queries it is tested on (no held-out selection set: "
+                     "claims.select_on); this favours the selected run")
+    if any(is_synthetic(ev, r) for r in runs):
+        notes.append("a synthetic twin (another backbone's checkpoint with its head scaled at load): evidence about "
+                     "the rescale itself, not about a backbone whose head is large from pretraining")
+    return notes
 
 
-def best_k(ev: Evidence, run: str, measure: str, datasets: list[str]) -> str | None:
-    return results.best_k(ev.metrics, run, measure, datasets)
+def _compare(ev, spec, s: Settings) -> Verdict:
+    measure, datasets = spec.get("measure", s.measure), spec.get("datasets", s.datasets)
+    expect = spec["expect"]
+    a = (spec["a"]["backbone"], resolve_k(ev, s, spec["a"]["backbone"], spec["a"]["k"]))
+    b = (spec["b"]["backbone"], resolve_k(ev, s, spec["b"]["backbone"], spec["b"]["k"]))
+    v = Verdict(spec["id"], spec["text"], "compare", NOT_MEASURED, "", runs=[list(a), list(b)], datasets=datasets,
+                paper=paper_compare(ev, spec, s, measure, datasets))
+    if a[1] is None or b[1] is None:
+        v.details = "a run it compares is not in this config (or has no non-collapsed k)"
+        return v
+    shift = _SHIFT[expect] * s.margin
+    t = _test(ev, s, a, b, measure, datasets, shift)
+    if t is None:
+        v.details = f"no per-query scores for {run_text(*a)} or {run_text(*b)} on {', '.join(datasets)}"
+        return v
+    v.margin = s.margin if shift else None
+    v.diff, v.ci, v.p_value, v.statistic = t.diff, (t.ci_low, t.ci_high), t.p_value, t.method
+    v.sign_ok = True if _SIGN[expect] == 0 else (t.diff - shift) * _SIGN[expect] > 0
+    v.estimate = f"{t.diff:+.4f} [{t.ci_low:+.4f}, {t.ci_high:+.4f}]"
+    v.details = (f"{measure}, macro mean over {', '.join(datasets)} ({sum(t.n_queries.values())} queries): "
+                 f"{run_text(*a)} = {t.mean_a:.4f} vs {run_text(*b)} = {t.mean_b:.4f}; claim: {_RELATION[expect]}"
+                 + (f" with margin {s.margin:.4f}" if shift else "") + f"; difference {t.diff:+.4f} "
+                 f"[95% CI {t.ci_low:+.4f}, {t.ci_high:+.4f}], p = {t.p_value:.4g} (H0: difference = {shift:+.4f})")
+    v.notes += _selection_notes(ev, s, [a[0], b[0]], "best" in (spec["a"]["k"], spec["b"]["k"]))
+    if _same_model(ev, a, b):
+        v.verdict = BY_CONSTRUCTION
+        v.notes.append("both runs are the same model (one checkpoint, its twin's head scale cancelled by k): "
+                       "the difference is 0 by construction")
+    return v
 
 
-def resolve_k(ev: Evidence, run: str, k, measure: str, datasets: list[str]) -> str | None:
-    if k == "best":
-        return best_k(ev, run, measure, datasets)
-    if k == "max":
-        ks = _numeric_ks(ev.metrics, run)
-        return max(ks, key=k_value) if ks else None
-    return format_k(k)
+def _combine(parts: list[tuple[float, bool]]) -> tuple[float, bool]:
+    """Several tests that must all go the claim's way (an intersection-union test: the largest
+    p-value); when one goes the other way, that one (the smallest such p-value)."""
+    against = [p for p, ok in parts if not ok]
+    return (min(against), False) if against else (max(p for p, _ in parts), True)
 
 
-def paired_scores(ev: Evidence, a: tuple[str, str], b: tuple[str, str], measure: str, datasets: list[str]):
-    """Per-query scores of two runs, paired on (dataset, query id)."""
-    xs, ys = [], []
-    for ds in datasets:
-        pa, pb = ev.perquery.get((*a, ds)), ev.perquery.get((*b, ds))
-        if pa is None or pb is None:
-            return None
-        sa = pa[pa["measure"] == measure].set_index("query_id")["value"]
-        sb = pb[pb["measure"] == measure].set_index("query_id")["value"]
-        common = sorted(set(sa.index) & set(sb.index))
-        xs.extend(sa.loc[common].tolist())
-        ys.extend(sb.loc[common].tolist())
-    return np.array(xs), np.array(ys)
-
-
-def _fmt_run(run: str, k: str) -> str:
-    return f"{run} k={k}"
-
-
-def _compare(ev, spec, cfg) -> Verdict:
-    measure, datasets = spec.get("measure", cfg["measure"]), spec.get("datasets", cfg["datasets"])
-    a_run, b_run = spec["a"]["backbone"], spec["b"]["backbone"]
-    a_k = resolve_k(ev, a_run, spec["a"]["k"], measure, datasets)
-    b_k = resolve_k(ev, b_run, spec["b"]["k"], measure, datasets)
-    if a_k is None or b_k is None:
-        return Verdict(spec["id"], spec["text"], NOT_MEASURED, "a run it compares is not in this config")
-    pairs = paired_scores(ev, (a_run, a_k), (b_run, b_k), measure, datasets)
-    if pairs is None or len(pairs[0]) == 0:
-        return Verdict(spec["id"], spec["text"], NOT_MEASURED, f"no per-query scores for {_fmt_run(a_run, a_k)} or {_fmt_run(b_run, b_k)}")
-    t = paired_randomization_test(*pairs, resamples=cfg["resamples"], seed=cfg["seed"])
-    alpha, expect = cfg["alpha"], spec["expect"]
-    significant = t.p_value < alpha
-    holds = {
-        "less": t.mean_diff < 0 and significant,
-        "greater": t.mean_diff > 0 and significant,
-        "not_less": t.mean_diff >= 0 or not significant,
-        "not_greater": t.mean_diff <= 0 or not significant,
-        "different": significant,
-    }[expect]
-    relation = {"less": "<", "greater": ">", "not_less": ">= (or no significant difference)",
-                "not_greater": "<= (or no significant difference)", "different": "!="}[expect]
-    details = (f"{measure} over {', '.join(datasets)}: {_fmt_run(a_run, a_k)} = {t.mean_a:.4f} vs "
-               f"{_fmt_run(b_run, b_k)} = {t.mean_b:.4f}; expected a {relation} b; diff {t.mean_diff:+.4f} "
-               f"[95% CI {t.ci_low:+.4f}, {t.ci_high:+.4f}], p = {t.p_value:.4g} ({t.test}, n = {t.n} queries), "
-               f"d_z = {t.cohens_dz:.2f}")
-    return Verdict(spec["id"], spec["text"], HOLDS if holds else FAILS, details,
-                   {"a": [a_run, a_k], "b": [b_run, b_k], **t.as_dict()})
-
-
-def _best_k_above(ev, spec, cfg) -> Verdict:
-    measure, datasets = spec.get("measure", cfg["measure"]), spec.get("datasets", cfg["datasets"])
+def _best_k_above(ev, spec, s: Settings) -> Verdict:
+    """Each backbone's best rescaled k (> ``above``, chosen on select_on) beats its k=1 on the test set."""
     threshold = float(spec.get("above", 1))
-    parts, numbers, ok, missing = [], {}, True, False
+    v = Verdict(spec["id"], spec["text"], "best_k_above", NOT_MEASURED, "", datasets=s.datasets)
+    parts, texts, paper = [], [], []
     for run in spec["backbones"]:
-        k = best_k(ev, run, measure, datasets)
-        if k is None:
-            missing = True
-            continue
-        numbers[run] = k
-        score = mean_score(ev, run, k, measure, datasets)
-        base = mean_score(ev, run, "1", measure, datasets)
-        parts.append(f"{run}: best k = {k} ({measure} {score:.4f}" + (f" vs {base:.4f} at k=1)" if base is not None else ")"))
-        ok &= k_value(k) > threshold
-    if missing or not numbers:
-        return Verdict(spec["id"], spec["text"], NOT_MEASURED, "a backbone it names has no runs in this config")
-    return Verdict(spec["id"], spec["text"], HOLDS if ok else FAILS, "; ".join(parts) + f"; expected best k > {threshold:g}", numbers)
+        chosen, rescaled = best_k(ev, s, run), best_k(ev, s, run, above=threshold)
+        t = _test(ev, s, (run, rescaled), (run, "1"), s.measure, s.datasets) if rescaled else None
+        if chosen is None or t is None:
+            v.details = f"{run}: no k=1 and rescaled runs with per-query scores"
+            return v
+        v.runs += [[run, rescaled], [run, "1"]]
+        parts.append((t.p_value, t.diff > 0))
+        texts.append(f"{run}: best k = {chosen} on {', '.join(s.select_datasets)} ({s.select_measure}); best k > "
+                     f"{threshold:g} = {rescaled}: {s.measure} {t.mean_a:.4f} vs {t.mean_b:.4f} at k=1, difference "
+                     f"{t.diff:+.4f} [{t.ci_low:+.4f}, {t.ci_high:+.4f}], p = {t.p_value:.4g}")
+        if paper_k(ev, run):
+            paper.append(f"{run}: best k {paper_k(ev, run)}")
+        v.estimate += ("; " if v.estimate else "") + f"{run}: k={chosen}, {t.diff:+.4f} [{t.ci_low:+.4f}, {t.ci_high:+.4f}]"
+        v.statistic = t.method
+    v.p_value, v.sign_ok = _combine(parts)
+    v.details = "; ".join(texts)
+    v.paper = "; ".join(paper) or None
+    v.notes += _selection_notes(ev, s, spec["backbones"])
+    return v
 
 
-def _norm_best_k(ev, spec, cfg) -> Verdict:
-    measure, datasets = spec.get("measure", cfg["measure"]), spec.get("datasets", cfg["datasets"])
+def _best_k_matches_paper(ev, spec, s: Settings) -> Verdict:
+    """Our best k is the paper's: it beats every other k of the run on the test set."""
+    v = Verdict(spec["id"], spec["text"], "best_k_matches_paper", NOT_MEASURED, "", datasets=s.datasets)
+    parts, texts, paper = [], [], []
+    for run in spec["backbones"]:
+        theirs, ours = paper_k(ev, run), best_k(ev, s, run)
+        if theirs is None or ours is None or theirs not in numeric_ks(ev.metrics, run):
+            v.details = f"{run}: {'no best k in the paper reference' if theirs is None else 'no run at the paper k or no best k'}"
+            return v
+        paper.append(f"{run}: k={theirs}")
+        if ours == theirs:
+            collapsed = collapsed_runs(ev.metrics)
+            others = [k for k in numeric_ks(ev.metrics, run) if k != theirs and (run, k) not in collapsed]
+            tests = [(k, _test(ev, s, (run, theirs), (run, k), s.measure, s.datasets)) for k in others]
+            if any(t is None for _, t in tests):
+                v.details = f"{run}: per-query scores missing"
+                return v
+            part = _combine([(t.p_value, t.diff > 0) for _, t in tests]) if tests else (1.0, True)
+            texts.append(f"{run}: best k = {ours} (paper {theirs}); vs " + ", ".join(
+                f"k={k}: {t.diff:+.4f} (p = {t.p_value:.3g})" for k, t in tests))
+        else:
+            t = _test(ev, s, (run, theirs), (run, ours), s.measure, s.datasets)
+            if t is None:
+                v.details = f"{run}: per-query scores missing"
+                return v
+            part = (t.p_value, t.diff > 0)
+            texts.append(f"{run}: best k = {ours}, paper {theirs}; k={theirs} vs k={ours}: {t.diff:+.4f} "
+                         f"[{t.ci_low:+.4f}, {t.ci_high:+.4f}], p = {t.p_value:.4g}")
+        parts.append(part)
+        v.runs.append([run, ours])
+        v.estimate += ("; " if v.estimate else "") + f"{run}: k={ours}"
+    v.p_value, v.sign_ok = _combine(parts)
+    v.statistic = "paired randomization of the macro mean (paper's k vs every other k)"
+    v.details, v.paper = "; ".join(texts), "; ".join(paper)
+    v.notes += _selection_notes(ev, s, spec["backbones"])
+    return v
+
+
+def _norm_best_k(ev, spec, s: Settings) -> Verdict:
+    """Spearman's rho between head norm and best k over at least three distinct checkpoints, exact
+    permutation p-value; twins of one checkpoint only: true by construction."""
     stat = spec.get("statistic", "frobenius_norm")
-    runs = spec.get("backbones") or sorted({r for r in ev.metrics["backbone"].unique() if split_run_name(r)[1] == "shared"})
-    pts = []
-    for run in runs:
-        k = best_k(ev, run, measure, datasets)
-        # a run with one k (a released checkpoint, evaluate_only) has no sweep, so no best k to correlate
-        if k is None or run not in ev.norms or len(_numeric_ks(ev.metrics, run)) < 2:
-            continue
-        pts.append((run, ev.norms[run][stat], k_value(k)))
-    if len(pts) < 2:
-        return Verdict(spec["id"], spec["text"], NOT_MEASURED, "needs at least two backbones with head norms and a k sweep")
-    rho, p = spearman([p[1] for p in pts], [p[2] for p in pts])
-    listing = ", ".join(f"{r} (‖W‖ {n:.1f}, best k {k:g})" for r, n, k in sorted(pts, key=lambda p: p[1]))
-    verdict = HOLDS if (not math.isnan(rho) and rho > 0) else FAILS
-    details = f"Spearman rho({stat}, best k) = {rho:.3f}" + (f", p = {p:.3g}" if not math.isnan(p) else f" (n = {len(pts)}: no p-value)") + f"; {listing}"
-    return Verdict(spec["id"], spec["text"], verdict, details, {"rho": rho, "p_value": p, "n": len(pts)})
+    runs = spec.get("backbones") or sorted({r for r in ev.metrics["backbone"].unique()
+                                            if split_run_name(r)[1] == "shared" and r in ev.norms})
+    # a run with one k (a released checkpoint, evaluate_only) has no sweep, so no best k to correlate
+    pts = [(r, ev.norms[r][stat], best_k(ev, s, r)) for r in runs
+           if r in ev.norms and len(numeric_ks(ev.metrics, r)) >= 2]
+    pts = [(r, n, k_value(k)) for r, n, k in pts if k is not None]
+    v = Verdict(spec["id"], spec["text"], "norm_best_k_correlation", NOT_MEASURED, "", datasets=s.select_datasets,
+                runs=[[r, str(k)] for r, _, k in pts])
+    listing = ", ".join(f"{r} (norm {n:.1f}, best k {k:g})" for r, n, k in sorted(pts, key=lambda p: p[1]))
+    checkpoints = {checkpoint_key(ev.backbones, r) for r, _, _ in pts}
+    theirs = {r: paper_k(ev, r) for r, _, _ in pts if paper_k(ev, r)}
+    v.paper = ", ".join(f"{r}: best k {k}" for r, k in theirs.items()) or None
+    if len(pts) >= 2 and len(checkpoints) == 1:
+        v.verdict = BY_CONSTRUCTION
+        v.details = f"{listing}: all twins of one checkpoint"
+        v.notes.append("twins of one checkpoint: a twin with its head scaled by c at k = c*k' is the original at k', so "
+                       "its best k grows with c whatever training does; this carries no evidence")
+        return v
+    if len(checkpoints) < 3:
+        v.details = f"needs at least three distinct checkpoints with head norms and a k sweep ({len(checkpoints)}): {listing}"
+        return v
+    rho, p, method = spearman_exact([n for _, n, _ in pts], [k for _, _, k in pts], s.resamples, s.seed)
+    if math.isnan(rho):
+        v.details = f"Spearman's rho is undefined (a constant): {listing}"
+        return v
+    v.diff, v.p_value, v.sign_ok, v.statistic = rho, p, rho > 0, f"Spearman's rho, permutation test, {method}"
+    v.estimate = f"rho = {rho:+.3f} (n = {len(pts)})"
+    v.details = f"Spearman rho({stat}, best k on {', '.join(s.select_datasets)}) = {rho:+.3f}, p = {p:.4g}; {listing}"
+    return v
 
 
-def _frontier(ev, spec, cfg) -> Verdict:
-    measure, datasets = spec.get("measure", cfg["measure"]), spec.get("datasets", cfg["datasets"])
-    parts, ok, numbers = [], True, {}
+def _frontier(ev, spec, s: Settings) -> Verdict:
+    """k=1 is beaten on the FLOPs/effectiveness plane the tradeoff plot draws (report.flops_datasets,
+    pooled FLOPs): some rescaled run has fewer FLOPs and is not worse than k=1 by more than the
+    margin (non-inferiority, Bonferroni over the cheaper runs)."""
+    measure = ev.report.get("tradeoff_measure", s.measure)
+    pts = tradeoff_points(ev.metrics, ev.report)
+    datasets = list(ev.report.get("flops_datasets") or s.datasets)
+    v = Verdict(spec["id"], spec["text"], "frontier", NOT_MEASURED, "", datasets=datasets, margin=s.margin)
+    parts, texts, no_cheaper = [], [], False
     for run in spec["backbones"]:
-        pts = []
-        for k in _numeric_ks(ev.metrics, run):
-            score, cost = mean_score(ev, run, k, measure, datasets), mean_score(ev, run, k, "FLOPs", datasets)
-            if score is not None and cost is not None:
-                pts.append((k, cost, score))
-        if not any(k == "1" for k, _, _ in pts) or len(pts) < 2:
-            return Verdict(spec["id"], spec["text"], NOT_MEASURED, f"{run} needs k=1 and a rescaled run")
-        front = pareto_front(pts)
-        numbers[run] = front
-        k1_dominated = "1" not in front
-        ok &= k1_dominated
-        parts.append(f"{run}: Pareto front (FLOPs vs {measure}) = k in {{{', '.join(sorted(front, key=k_value))}}}; "
-                     f"k=1 {'dominated by a rescaled run' if k1_dominated else 'on the front'}")
-    return Verdict(spec["id"], spec["text"], HOLDS if ok else FAILS, "; ".join(parts), numbers)
+        mine = pts[pts["backbone"] == run]
+        flops = dict(zip(mine["k"], mine["flops"]))
+        if "1" not in flops or len(flops) < 2:
+            v.details = f"{run} needs a non-collapsed k=1 and rescaled run with FLOPs on {', '.join(datasets)}"
+            return v
+        front = pareto_front(list(zip(mine["k"], mine["flops"], mine["score"])))
+        cheaper = [k for k in flops if k != "1" and k_value(k) is not None and flops[k] < flops["1"]]
+        tests = [(k, _test(ev, s, (run, k), (run, "1"), measure, datasets, -s.margin)) for k in cheaper]
+        if any(t is None for _, t in tests):
+            v.details = f"{run}: per-query scores missing on {', '.join(datasets)}"
+            return v
+        if tests:
+            k, t = min(tests, key=lambda kt: kt[1].p_value)
+            parts.append((min(1.0, t.p_value * len(tests)), t.diff + s.margin > 0))
+            v.runs += [[run, k], [run, "1"]]
+            texts.append(f"{run}: Pareto front k in {{{', '.join(sorted(front, key=k_order))}}}; k={k} has "
+                         f"{flops[k]:.3g} FLOPs vs {flops['1']:.3g} at k=1 and {measure} {t.mean_a:.4f} vs {t.mean_b:.4f} "
+                         f"({t.diff:+.4f} [{t.ci_low:+.4f}, {t.ci_high:+.4f}], non-inferiority p = {t.p_value:.4g}"
+                         f" x {len(tests)} cheaper runs)")
+            v.statistic = t.method + ", non-inferiority, Bonferroni over the cheaper runs"
+            v.estimate += ("; " if v.estimate else "") + f"{run}: k={k} vs k=1 {t.diff:+.4f} [{t.ci_low:+.4f}, {t.ci_high:+.4f}]"
+        else:
+            no_cheaper = True
+            texts.append(f"{run}: no rescaled run has fewer FLOPs than k=1 ({flops['1']:.3g})")
+    if no_cheaper:  # no rescaled run is cheaper than k=1: a measured fact, not a test
+        v.verdict = FAILS
+    else:
+        v.p_value, v.sign_ok = _combine(parts)
+    v.details = f"{measure} over {', '.join(datasets)}, FLOPs as in the tradeoff plot; " + "; ".join(texts)
+    return v
 
 
-def _loss(ev, spec, cfg) -> Verdict:
-    measure, datasets = cfg["measure"], cfg["datasets"]
+def _loss(ev, spec, s: Settings) -> Verdict:
     run = spec["backbone"]
-    a_k = resolve_k(ev, run, spec.get("a_k", "best"), measure, datasets)
-    b_k = resolve_k(ev, run, spec.get("b_k", 1), measure, datasets)
-    window = int(spec.get("window", 5))
+    a_k = resolve_k(ev, s, run, spec.get("a_k", "best"))
+    b_k = resolve_k(ev, s, run, spec.get("b_k", 1))
+    window, key = int(spec.get("window", 5)), spec.get("loss", "ranking_loss")
+    v = Verdict(spec["id"], spec["text"], "loss", NOT_MEASURED, "", runs=[[run, str(a_k)], [run, str(b_k)]])
     la, lb = ev.train_logs.get((run, a_k)), ev.train_logs.get((run, b_k))
     if not la or not lb:
-        return Verdict(spec["id"], spec["text"], NOT_MEASURED, "training logs missing (or zero training steps)")
-    key = spec.get("loss", "ranking_loss")
+        v.details = "training logs missing (or zero training steps)"
+        return v
 
     def ends(rows):
         vals = [r[key] for r in rows if r.get(key) is not None and math.isfinite(r[key])]
         return float(np.mean(vals[:window])), float(np.mean(vals[-window:]))
 
     (a0, a1), (b0, b1) = ends(la), ends(lb)
-    holds = a0 < b0 and a1 < b1
-    details = (f"{key}, mean of first / last {window} steps: {_fmt_run(run, a_k)} {a0:.4f} -> {a1:.4f}; "
-               f"{_fmt_run(run, b_k)} {b0:.4f} -> {b1:.4f}; expected both lower for k={a_k}")
-    return Verdict(spec["id"], spec["text"], HOLDS if holds else FAILS, details,
-                   {"a": [a_k, a0, a1], "b": [b_k, b0, b1]})
+    v.verdict = HOLDS if a0 < b0 and a1 < b1 else FAILS
+    v.estimate = f"start {a0 - b0:+.3f}, end {a1 - b1:+.3f}"
+    v.details = (f"{key}, mean of first / last {window} steps: {run_text(run, a_k)} {a0:.4f} -> {a1:.4f}; "
+                 f"{run_text(run, b_k)} {b0:.4f} -> {b1:.4f}; claim: both lower for k={a_k}")
+    v.notes.append("descriptive: the training losses of one seed, no test")
+    v.notes += _selection_notes(ev, s, [run], spec.get("a_k", "best") == "best")
+    return v
 
 
-CLAIM_TYPES = {"compare": _compare, "best_k_above": _best_k_above, "norm_best_k_correlation": _norm_best_k,
-               "frontier": _frontier, "loss": _loss}
+CLAIM_TYPES = {"compare": _compare, "best_k_above": _best_k_above, "best_k_matches_paper": _best_k_matches_paper,
+               "norm_best_k_correlation": _norm_best_k, "frontier": _frontier, "loss": _loss}
+
+
+def decide(p_adjusted: float, sign_ok: bool, alpha: float) -> str:
+    """A tested claim's verdict from its Holm-adjusted p-value and the observed direction."""
+    if p_adjusted < alpha:
+        return HOLDS if sign_ok else FAILS
+    return INCONCLUSIVE
 
 
 def evaluate_claims(ev: Evidence, claims_cfg: dict) -> list[Verdict]:
-    cfg = {"measure": "nDCG@10", "alpha": 0.05, "resamples": 10000, "seed": 0, **claims_cfg}
+    """Every claim of ``claims_cfg["list"]`` (the ``claims:`` block with the schema's defaults),
+    then Holm's correction over the p-values of the tested ones and their verdicts from it."""
+    s = Settings.from_config(claims_cfg)
     out = []
     for spec in claims_cfg.get("list", []):
         try:
-            out.append(CLAIM_TYPES[spec["type"]](ev, spec, cfg))
+            out.append(CLAIM_TYPES[spec["type"]](ev, spec, s))
         except KeyError as exc:  # a run it names is absent from this config
-            out.append(Verdict(spec["id"], spec["text"], NOT_MEASURED, f"missing {exc}"))
+            out.append(Verdict(spec["id"], spec["text"], spec["type"], NOT_MEASURED, f"missing {exc}"))
+    tested = [v for v in out if v.p_value is not None and v.verdict != BY_CONSTRUCTION]
+    for v, p in zip(tested, holm([v.p_value for v in tested])):
+        v.p_adjusted = p
+        v.verdict = decide(p, bool(v.sign_ok), s.alpha)
     return out
-
-
-def claims_markdown(verdicts: list[Verdict], claims_cfg: dict) -> str:
-    lines = ["# Claims of the paper, checked on this run", "",
-             f"Measure: {claims_cfg.get('measure', 'nDCG@10')} over {', '.join(claims_cfg['datasets'])}; "
-             f"significance level {claims_cfg.get('alpha', 0.05)}; paired randomization tests over per-query "
-             f"scores ({claims_cfg.get('resamples', 10000)} resamples, seed {claims_cfg.get('seed', 0)}).", ""]
-    summary = pd.DataFrame([{"claim": v.text, "verdict": v.verdict} for v in verdicts])
-    if not summary.empty:
-        lines += [summary.to_markdown(index=False), ""]
-    for v in verdicts:
-        lines += [f"## {v.text}", "", f"**{v.verdict}** — {v.details}", ""]
-    return "\n".join(lines)

@@ -1,0 +1,175 @@
+"""What the claims (:mod:`lsrbench.report.claims`) read and return: the evidence of a finished run
+(metrics, per-query scores, head norms, training logs, the config's backbones, the paper's
+reported values), the ``claims:`` settings, one claim's verdict, and the helpers every claim type
+shares (best k on the selection set, paired per-query scores, twins of one checkpoint, the paper's
+number for a run)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from lsrbench.names import AUTO_K, format_k, k_value, split_run_name
+from lsrbench.report import results
+
+__all__ = ["HOLDS", "FAILS", "INCONCLUSIVE", "BY_CONSTRUCTION", "NOT_MEASURED", "Evidence", "Settings", "Verdict",
+           "checkpoint_key", "effective_k", "is_synthetic", "numeric_ks", "best_k", "resolve_k", "paired_scores",
+           "run_text", "paper_value", "paper_k", "paper_compare"]
+
+HOLDS, FAILS, INCONCLUSIVE, BY_CONSTRUCTION, NOT_MEASURED = "holds", "fails", "inconclusive", "by construction", "not measured"
+
+
+@dataclass
+class Evidence:
+    """What the claims read: tidy metrics, per-query scores, head norms, training logs, the
+    config's backbones and report block, and the paper's reported values."""
+
+    metrics: pd.DataFrame  # backbone,k,dataset,measure,value
+    perquery: dict[tuple[str, str, str], pd.DataFrame] = field(default_factory=dict)  # (run,k,dataset) -> query_id,measure,value
+    norms: dict[str, dict] = field(default_factory=dict)  # backbone -> norms.json
+    train_logs: dict[tuple[str, str], list[dict]] = field(default_factory=dict)  # (run,k) -> rows
+    backbones: dict[str, dict] = field(default_factory=dict)
+    report: dict = field(default_factory=dict)
+    reference: dict = field(default_factory=dict)  # paper_reference.yaml: values, optimal_k
+
+
+@dataclass
+class Settings:
+    """The ``claims:`` block with its defaults resolved (the schema's defaults)."""
+
+    measure: str
+    datasets: list[str]
+    select_measure: str
+    select_datasets: list[str]
+    alpha: float
+    resamples: int
+    seed: int
+    margin: float  # in units of the measure (claims.margin / 100)
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> "Settings":
+        select = cfg.get("select_on") or {}
+        return cls(cfg["measure"], list(cfg["datasets"]), select.get("measure", cfg["measure"]),
+                   list(select.get("datasets", cfg["datasets"])), cfg["alpha"], cfg["resamples"], cfg["seed"],
+                   cfg["margin"] / 100.0)
+
+    @property
+    def selects_on_test_set(self) -> bool:
+        return set(self.select_datasets) == set(self.datasets) and self.select_measure == self.measure
+
+
+@dataclass
+class Verdict:
+    """One claim's outcome. ``p_value`` (raw) enters Holm's correction when not None; ``sign_ok``
+    says whether the observed direction is the claim's; :func:`evaluate_claims` then sets
+    ``p_adjusted`` and the verdict of tested claims."""
+
+    id: str
+    text: str
+    type: str
+    verdict: str
+    details: str
+    statistic: str = "descriptive (no test)"
+    estimate: str = ""
+    diff: float | None = None
+    ci: tuple[float, float] | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    sign_ok: bool | None = None
+    margin: float | None = None
+    runs: list[list[str]] = field(default_factory=list)
+    datasets: list[str] = field(default_factory=list)
+    paper: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------- run helpers
+def checkpoint_key(backbones: dict, run: str) -> str:
+    """What a run's checkpoint is, without its synthetic ``head_scale``: twins of one checkpoint
+    (same model, revision, fetch) share it."""
+    entry = backbones.get(split_run_name(run)[0], {})
+    return json.dumps({key: entry.get(key) for key in ("model", "revision", "fetch", "trust_remote_code")}, sort_keys=True)
+
+
+def effective_k(ev: Evidence, run: str, k: str) -> tuple[str, str, float | None]:
+    """(checkpoint, mode, k / head_scale): a x10 twin at k=10 is its original at k=1."""
+    value = k_value(k)
+    scale = ev.backbones.get(split_run_name(run)[0], {}).get("head_scale", 1)
+    return checkpoint_key(ev.backbones, run), split_run_name(run)[1], None if value is None else value / scale
+
+
+def is_synthetic(ev: Evidence, run: str) -> bool:
+    return bool(ev.backbones.get(split_run_name(run)[0], {}).get("synthetic"))
+
+
+def numeric_ks(metrics: pd.DataFrame, run: str) -> list[str]:
+    return [k for k in metrics.loc[metrics["backbone"] == run, "k"].unique() if k_value(k) is not None]
+
+
+def best_k(ev: Evidence, s: Settings, run: str, above: float | None = None) -> str | None:
+    """:func:`lsrbench.report.results.best_k` on the selection set, optionally among k > ``above``."""
+    metrics = ev.metrics
+    if above is not None:
+        metrics = metrics[metrics["k"].map(lambda k: (k_value(k) or 0) > above)]
+    return results.best_k(metrics, run, s.select_measure, s.select_datasets)
+
+
+def resolve_k(ev: Evidence, s: Settings, run: str, k) -> str | None:
+    if k == "best":
+        return best_k(ev, s, run)
+    if k == "max":
+        ks = numeric_ks(ev.metrics, run)
+        return max(ks, key=k_value) if ks else None
+    return AUTO_K if k == AUTO_K else format_k(k)
+
+
+def paired_scores(ev: Evidence, a: tuple[str, str], b: tuple[str, str], measure: str, datasets: list[str]):
+    """Per-query scores of two runs on each dataset, paired on query id; None when one is missing."""
+    xs, ys = [], []
+    for ds in datasets:
+        pa, pb = ev.perquery.get((*a, ds)), ev.perquery.get((*b, ds))
+        if pa is None or pb is None:
+            return None
+        sa = pa[pa["measure"] == measure].set_index("query_id")["value"]
+        sb = pb[pb["measure"] == measure].set_index("query_id")["value"]
+        common = sorted(set(sa.index) & set(sb.index))
+        if not common:
+            return None
+        xs.append(sa.loc[common].to_numpy(float))
+        ys.append(sb.loc[common].to_numpy(float))
+    return xs, ys
+
+
+def run_text(run: str, k: str) -> str:
+    return f"{run} k={k}"
+
+
+# ---------------------------------------------------------------------------------- the paper's numbers
+def paper_value(ev: Evidence, run: str, k: str, measure: str, datasets: list[str]) -> float | None:
+    """The paper's number for (run, k) on the table column with this measure and these datasets."""
+    columns = [c["name"] for c in ev.report.get("columns", [])
+               if c["measure"] == measure and set(c["datasets"]) == set(datasets)]
+    values = ev.reference.get("values", {}).get(run, {})
+    for name in columns:
+        for key, row in values.items():
+            if k_value(key) is not None and k_value(key) == k_value(k) and name in row:
+                return float(row[name])
+    return None
+
+
+def paper_k(ev: Evidence, run: str) -> str | None:
+    k = ev.reference.get("optimal_k", {}).get(run)
+    return None if k is None else format_k(k)
+
+
+def paper_compare(ev: Evidence, spec: dict, s: Settings, measure: str, datasets: list[str]) -> str | None:
+    def side(sel):
+        k = paper_k(ev, sel["backbone"]) if sel["k"] == "best" else format_k(sel["k"]) if sel["k"] != "max" else None
+        return (k, paper_value(ev, sel["backbone"], k, measure, datasets)) if k else (None, None)
+
+    (ka, va), (kb, vb) = side(spec["a"]), side(spec["b"])
+    if va is None or vb is None:
+        return None
+    return f"{va:.3f} (k={ka}) vs {vb:.3f} (k={kb}): {va - vb:+.3f}"

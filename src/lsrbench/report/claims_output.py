@@ -1,0 +1,85 @@
+"""The claims' verdicts (:mod:`lsrbench.report.claims`) as ``results/claims.md`` (a summary table,
+then one section per claim) and ``results/claims.json`` (the same, machine-readable)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+from lsrbench.report.claims_evidence import BY_CONSTRUCTION, Settings, Verdict
+
+__all__ = ["claims_markdown", "claims_record"]
+
+
+def _p(x) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3g}"
+
+
+def _finite(x):
+    return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
+
+
+def _header(claims_cfg: dict, s: Settings, verdicts: list[Verdict]) -> list[str]:
+    n_tested = sum(v.p_adjusted is not None for v in verdicts)
+    select = (f"the best k of a run is chosen on {s.select_measure} over {', '.join(s.select_datasets)}"
+              + (" (the test datasets themselves: no held-out selection set)" if s.selects_on_test_set else ""))
+    lines = [
+        "# Claims of the paper, checked on this run", "",
+        f"Tested on {s.measure}, macro mean over {', '.join(s.datasets)} (the table's statistic: the mean of the "
+        f"per-dataset means); {select}, collapsed runs excluded. Comparisons: paired randomization (sign-flip) "
+        f"test of the macro-mean difference (each query weighted 1/(datasets x its dataset's queries); "
+        f"{s.resamples} resamples or exact, seed {s.seed}), 95% stratified bootstrap interval. "
+        f"\"Matches or beats\": non-inferiority, margin {s.margin:.4f} (claims.margin: {claims_cfg['margin']:g} points of the measure x 100). "
+        f"Holm's correction over the {n_tested} tested claims at alpha = {s.alpha}: a claim holds or fails only when "
+        f"its adjusted p-value is below alpha, in its direction or against it; otherwise it is inconclusive. "
+        f"`by construction`: the config makes the claim true whatever training does; `descriptive`: no test.", ""]
+    if any(v.verdict == BY_CONSTRUCTION for v in verdicts) or any("synthetic twin" in " ".join(v.notes) for v in verdicts):
+        lines += ["This config compares twins of one checkpoint (a synthetic large-norm head): only the claims "
+                  "about the rescale itself carry evidence here; claims about backbones whose heads are large from "
+                  "pretraining need the paper config.", ""]
+    return lines
+
+
+def claims_markdown(verdicts: list[Verdict], claims_cfg: dict) -> str:
+    s = Settings.from_config(claims_cfg)
+    lines = _header(claims_cfg, s, verdicts)
+    rows = [{"claim": v.text, "verdict": v.verdict, "ours: difference [95% CI]": v.estimate or "–",
+             "p (Holm)": f"{_p(v.p_value)} ({_p(v.p_adjusted)})" if v.p_value is not None else "–",
+             "paper": v.paper or "–"} for v in verdicts]
+    if rows:
+        lines += [pd.DataFrame(rows).to_markdown(index=False), ""]
+    for v in verdicts:
+        lines += [f"## {v.text}", "", f"**{v.verdict}** — {v.details}", ""]
+        if v.p_value is not None:
+            lines += [f"Test: {v.statistic}; p = {_p(v.p_value)}, Holm-adjusted {_p(v.p_adjusted)}.", ""]
+        if v.paper:
+            lines += [f"Paper: {v.paper}.", ""]
+        lines += [f"- Note: {n}." for n in v.notes] + ([""] if v.notes else [])
+    return "\n".join(lines)
+
+
+def claims_record(verdicts: list[Verdict], claims_cfg: dict) -> dict:
+    """``results/claims.json``: the settings and, per claim, everything its line in claims.md shows."""
+    s = Settings.from_config(claims_cfg)
+    return {
+        "measure": s.measure, "datasets": s.datasets, "select_on": {"measure": s.select_measure, "datasets": s.select_datasets},
+        "alpha": s.alpha, "resamples": s.resamples, "seed": s.seed, "margin": s.margin, "correction": "holm",
+        "claims": [{
+            "id": v.id, "text": v.text, "type": v.type, "verdict": v.verdict, "statistic": v.statistic,
+            "difference": _finite(v.diff), "interval": [_finite(x) for x in v.ci] if v.ci else None,
+            "p_value": _finite(v.p_value), "p_adjusted": _finite(v.p_adjusted), "margin": v.margin,
+            "runs": v.runs, "datasets": v.datasets, "paper": v.paper, "details": v.details, "notes": v.notes,
+        } for v in verdicts],
+    }
+
+
+def write_claims(verdicts: list[Verdict], claims_cfg: dict, out_md: str, out_json: str) -> None:
+    from lsrbench.atomic import atomic_open
+
+    with atomic_open(out_md, "w", encoding="utf-8") as fh:
+        fh.write(claims_markdown(verdicts, claims_cfg))
+    with atomic_open(out_json, "w", encoding="utf-8") as fh:
+        json.dump(claims_record(verdicts, claims_cfg), fh, indent=1)
+        fh.write("\n")

@@ -1,0 +1,213 @@
+"""Claims on hand-made evidence: three-valued verdicts after Holm, non-inferiority with a margin, best k
+chosen on select_on and tested elsewhere, by-construction twins, correlation needing three distinct
+checkpoints, the paper's best k, the frontier on pooled FLOPs, and claims.json carrying what
+claims.md shows (means equal to the table's numbers)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lsrbench.names import COLLAPSED, FLOPS, POOLED
+from lsrbench.pipeline.config import with_defaults
+from lsrbench.report.claims import evaluate_claims
+from lsrbench.report.claims_evidence import Evidence
+from lsrbench.report.claims_output import claims_markdown, write_claims
+from lsrbench.report.results import mean_score
+
+N = 60
+BACKBONES = {"orig": {"model": "ckpt"}, "twin": {"model": "ckpt", "head_scale": 10, "synthetic": True},
+             "other": {"model": "other-ckpt"}, "third": {"model": "third-ckpt"}}
+
+
+def _scores(base: float, spread: float, seed: int, n: int = N) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.clip(base + spread * (rng.random(n) - 0.5), 0, 1)
+
+
+def evidence(runs: dict[tuple[str, str, str], np.ndarray], flops: dict | None = None, **extra) -> Evidence:
+    """Per-query nDCG@10 arrays per (run, k, dataset) -> metrics.csv rows (their means) and perquery frames."""
+    rows, perquery = [], {}
+    for (run, k, ds), values in runs.items():
+        rows.append((run, k, ds, "nDCG@10", float(np.mean(values))))
+        perquery[(run, k, ds)] = pd.DataFrame({"query_id": [f"q{i}" for i in range(len(values))],
+                                               "measure": "nDCG@10", "value": values})
+    for (run, k, ds), value in (flops or {}).items():
+        rows.append((run, k, ds, FLOPS, value))
+    for run, k in {(r, k) for r, k, _ in runs}:
+        rows.append((run, k, "d1", COLLAPSED, 0.0))
+    metrics = pd.DataFrame(rows, columns=["backbone", "k", "dataset", "measure", "value"])
+    return Evidence(metrics, perquery, backbones=BACKBONES, **extra)
+
+
+def claims(*specs, **settings) -> dict:
+    return with_defaults("claims", {"datasets": ["d1"], "list": list(specs), **settings})
+
+
+def compare(cid, a, b, expect):
+    def k(value):
+        return value if value in ("best", "max") else float(value)
+
+    return {"id": cid, "text": cid, "type": "compare", "a": {"backbone": a[0], "k": k(a[1])},
+            "b": {"backbone": b[0], "k": k(b[1])}, "expect": expect}
+
+
+def test_not_significant_is_inconclusive_and_significant_holds_or_fails():
+    base = _scores(0.4, 0.6, 0)
+    ev = evidence({("other", "1", "d1"): base, ("other", "4", "d1"): base + np.random.default_rng(12).normal(0, 0.1, N),
+                   ("orig", "1", "d1"): np.clip(base + 0.2, 0, 1)})
+    out = evaluate_claims(ev, claims(compare("tiny", ("other", "4"), ("other", "1"), "greater"),
+                                     compare("big", ("orig", "1"), ("other", "1"), "greater"),
+                                     compare("against", ("orig", "1"), ("other", "1"), "less")))
+    verdicts = {v.id: v for v in out}
+    assert verdicts["tiny"].verdict == "inconclusive" and verdicts["tiny"].p_value > 0.05
+    assert verdicts["big"].verdict == "holds" and verdicts["against"].verdict == "fails"
+    # Holm over the three tested claims: the smallest p-value is multiplied by 3
+    smallest = min(out, key=lambda v: v.p_value)
+    assert smallest.p_adjusted == pytest.approx(min(1.0, 3 * smallest.p_value))
+
+
+def test_holm_turns_two_marginal_claims_inconclusive():
+    # two claims each with exact p = 2/2**5 = 0.0625 / ... built to sit just under 0.05 raw
+    a = np.array([0.9, 0.8, 0.7, 0.6, 0.5, 0.4])
+    b = a - 0.1  # every query +0.1: exact p = 2/64 = 0.03125
+    ev = evidence({("other", "1", "d1"): a, ("other", "4", "d1"): b, ("third", "1", "d1"): a, ("third", "4", "d1"): b})
+    out = evaluate_claims(ev, claims(compare("c1", ("other", "1"), ("other", "4"), "greater"),
+                                     compare("c2", ("third", "1"), ("third", "4"), "greater")))
+    assert [v.p_value for v in out] == [pytest.approx(2 / 64)] * 2
+    assert [v.p_adjusted for v in out] == [pytest.approx(4 / 64)] * 2
+    assert [v.verdict for v in out] == ["inconclusive", "inconclusive"]
+    single = evaluate_claims(ev, claims(compare("c1", ("other", "1"), ("other", "4"), "greater")))
+    assert single[0].verdict == "holds"
+
+
+def test_matches_or_beats_is_non_inferiority_with_the_margin():
+    base = _scores(0.5, 0.4, 1, n=200)
+    ev = evidence({("other", "1", "d1"): base, ("orig", "1", "d1"): base - 0.001, ("third", "1", "d1"): base - 0.05})
+    spec_ok = compare("ni", ("orig", "1"), ("other", "1"), "not_less")
+    spec_bad = compare("worse", ("third", "1"), ("other", "1"), "not_less")
+    out = {v.id: v for v in evaluate_claims(ev, claims(spec_ok, spec_bad, margin=1.0))}
+    assert out["ni"].verdict == "holds" and out["ni"].margin == pytest.approx(0.01)
+    assert out["ni"].diff == pytest.approx(-0.001, abs=1e-12)
+    assert out["worse"].verdict == "fails"  # 5 points worse, beyond the 1-point margin
+    tight = {v.id: v for v in evaluate_claims(ev, claims(spec_ok, margin=0.0))}
+    assert tight["ni"].verdict == "fails"  # no margin: a constant -0.001 is significantly below 0
+
+
+def test_best_k_selected_on_select_on_and_tested_on_the_datasets():
+    # on the selection set k=4 is best; on the test set k=16 would be: the claim tests k=4
+    ev = evidence({("other", "1", "sel"): _scores(0.3, 0.1, 2), ("other", "4", "sel"): _scores(0.6, 0.1, 3),
+                   ("other", "16", "sel"): _scores(0.5, 0.1, 4),
+                   ("other", "1", "d1"): _scores(0.3, 0.1, 5), ("other", "4", "d1"): _scores(0.5, 0.1, 6),
+                   ("other", "16", "d1"): _scores(0.7, 0.1, 7)})
+    spec = compare("best", ("other", "best"), ("other", "1"), "greater")
+    v = evaluate_claims(ev, claims(spec, select_on={"datasets": ["sel"]}))[0]
+    assert v.runs[0] == ["other", "4"] and v.verdict == "holds"
+    assert not any("same queries" in n for n in v.notes)
+    v = evaluate_claims(ev, claims(spec))[0]
+    assert v.runs[0] == ["other", "16"] and any("same queries it is tested on" in n for n in v.notes)
+
+
+def test_twins_of_one_checkpoint_are_by_construction():
+    x = _scores(0.4, 0.5, 8)
+    ev = evidence({("orig", "1", "d1"): x, ("orig", "4", "d1"): x - 0.2, ("twin", "1", "d1"): x - 0.01,
+                   ("twin", "10", "d1"): x, ("twin", "16", "d1"): x - 0.001},
+                  norms={"orig": {"frobenius_norm": 100.0}, "twin": {"frobenius_norm": 1000.0}})
+    out = evaluate_claims(ev, claims(compare("same", ("twin", "10"), ("orig", "1"), "not_less"),
+                                     {"id": "corr", "text": "corr", "type": "norm_best_k_correlation"}))
+    assert [v.verdict for v in out] == ["by construction", "by construction"]
+    assert out[0].p_adjusted is None and out[0].diff == 0
+
+
+def test_correlation_needs_three_distinct_checkpoints_and_has_an_exact_p_value():
+    ks = {"orig": "1", "other": "4", "third": "16"}
+    runs = {}
+    for run, best in ks.items():
+        for k in ("1", "4", "16"):
+            runs[(run, k, "d1")] = _scores(0.6 if k == best else 0.3, 0.1, hash((run, k)) % 100)
+    norms = {"orig": {"frobenius_norm": 1.0}, "other": {"frobenius_norm": 2.0}, "third": {"frobenius_norm": 3.0},
+             "twin": {"frobenius_norm": 10.0}}
+    spec = {"id": "corr", "text": "corr", "type": "norm_best_k_correlation"}
+    v = evaluate_claims(evidence(runs, norms=norms), claims(spec))[0]
+    assert v.diff == pytest.approx(1.0) and v.p_value == pytest.approx(2 / 6) and v.verdict == "inconclusive"
+    two = {key: val for key, val in runs.items() if key[0] != "third"}
+    v = evaluate_claims(evidence(two, norms=norms), claims(spec))[0]
+    assert v.verdict == "not measured" and "three distinct checkpoints" in v.details
+
+
+def test_best_k_matches_the_paper_reference():
+    runs = {("other", k, "d1"): _scores(m, 0.05, i) for i, (k, m) in enumerate({"1": 0.3, "2": 0.6, "4": 0.4}.items())}
+    ev = evidence(runs, reference={"optimal_k": {"other": 2}})
+    spec = {"id": "k2", "text": "k2", "type": "best_k_matches_paper", "backbones": ["other"]}
+    v = evaluate_claims(ev, claims(spec))[0]
+    assert v.verdict == "holds" and v.paper == "other: k=2" and v.runs == [["other", "2"]]
+    ev = evidence(runs, reference={"optimal_k": {"other": 4}})
+    v = evaluate_claims(ev, claims(spec))[0]
+    assert v.verdict == "fails" and "best k = 2, paper 4" in v.details
+
+
+def test_frontier_uses_pooled_flops_and_the_tradeoff_datasets():
+    x = _scores(0.5, 0.3, 9, n=100)
+    runs = {("other", "1", "d1"): x, ("other", "4", "d1"): x + 0.001, ("other", "1", "d2"): x, ("other", "4", "d2"): x}
+    # per-dataset FLOPs say k=4 is cheaper on average, pooled FLOPs say it is not
+    flops = {("other", "1", "d1"): 1.0, ("other", "4", "d1"): 0.1, ("other", "1", "d2"): 1.0, ("other", "4", "d2"): 1.5,
+             ("other", "1", POOLED): 1.0, ("other", "4", POOLED): 1.2}
+    report = {"tradeoff_measure": "nDCG@10", "flops_datasets": ["d1", "d2"], "columns": []}
+    spec = {"id": "front", "text": "front", "type": "frontier", "backbones": ["other"]}
+    v = evaluate_claims(evidence(runs, flops, report=report), claims(spec))[0]
+    assert v.verdict == "fails" and "no rescaled run has fewer FLOPs" in v.details and v.datasets == ["d1", "d2"]
+    flops[("other", "4", POOLED)] = 0.5
+    v = evaluate_claims(evidence(runs, flops, report=report), claims(spec))[0]
+    assert v.verdict == "holds" and v.runs == [["other", "4"], ["other", "1"]]
+
+
+def test_claims_json_and_markdown_carry_the_table_numbers(tmp_path):
+    a, b = _scores(0.55, 0.4, 10), _scores(0.35, 0.4, 11)
+    ev = evidence({("other", "1", "d1"): a, ("orig", "1", "d1"): b, ("other", "1", "d2"): b[:20], ("orig", "1", "d2"): a[:20]},
+                  reference={"values": {"other": {1: {"T": 0.5}}, "orig": {1: {"T": 0.4}}}},
+                  report={"columns": [{"name": "T", "datasets": ["d1", "d2"], "measure": "nDCG@10"}]})
+    cfg = claims(compare("c", ("other", "1"), ("orig", "1"), "greater"), datasets=["d1", "d2"])
+    verdicts = evaluate_claims(ev, cfg)
+    write_claims(verdicts, cfg, str(tmp_path / "claims.md"), str(tmp_path / "claims.json"))
+    record = json.loads((tmp_path / "claims.json").read_text())
+    c = record["claims"][0]
+    assert set(c) >= {"id", "verdict", "statistic", "difference", "interval", "p_value", "p_adjusted", "margin",
+                      "runs", "datasets", "paper"}
+    table_a = mean_score(ev.metrics, "other", "1", "nDCG@10", ["d1", "d2"])
+    table_b = mean_score(ev.metrics, "orig", "1", "nDCG@10", ["d1", "d2"])
+    assert c["difference"] == pytest.approx(table_a - table_b, abs=1e-12)
+    assert c["paper"] == "0.500 (k=1) vs 0.400 (k=1): +0.100" and record["correction"] == "holm"
+    md = (tmp_path / "claims.md").read_text()
+    assert f"other k=1 = {table_a:.4f} vs orig k=1 = {table_b:.4f}" in md
+    assert "| c " in md and "0.500 (k=1) vs 0.400 (k=1)" in claims_markdown(verdicts, cfg)
+
+
+@pytest.mark.slow
+def test_claims_rule_on_a_finished_run(micro_run, tmp_path):
+    """As a user adds claims to a finished run: only the claims job runs, and writes claims.md and
+    claims.json (the forced collapse k=1e-30 is never a best k; one checkpoint: no correlation)."""
+    import yaml
+
+    from helpers.snakemake import COLLAPSE_K, copy_run, job_counts, run_snakemake
+
+    work = copy_run(micro_run, tmp_path / "work")
+    config = yaml.safe_load(micro_run["config"].read_text())
+    config["claims"] = {"datasets": ["slice"], "resamples": 1000, "list": [
+        compare("k1_beats_collapsed", ("rand-roberta", 1), ("rand-roberta", float(COLLAPSE_K)), "greater"),
+        {"id": "best", "text": "best", "type": "compare", "a": {"backbone": "rand-roberta", "k": "best"},
+         "b": {"backbone": "rand-roberta", "k": 1}, "expect": "not_less"},
+        {"id": "corr", "text": "corr", "type": "norm_best_k_correlation"}]}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    out = run_snakemake("results/claims.md", "results/claims.json", "--cores", "1", "-d", str(work),
+                        "--configfile", str(path))
+    assert {k: v for k, v in job_counts(out.stdout + out.stderr).items() if k != "total"} == {"claims": 1}
+    record = json.loads((work / "results" / "claims.json").read_text())
+    verdicts = {c["id"]: c for c in record["claims"]}
+    assert verdicts["best"]["verdict"] == "by construction" and verdicts["best"]["runs"][0] == ["rand-roberta", "1"]
+    assert verdicts["corr"]["verdict"] == "not measured"
+    assert verdicts["k1_beats_collapsed"]["p_value"] is not None and verdicts["k1_beats_collapsed"]["datasets"] == ["slice"]
+    assert "| k1_beats_collapsed " in (work / "results" / "claims.md").read_text()
