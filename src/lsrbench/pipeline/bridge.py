@@ -56,7 +56,9 @@ def run(snakemake) -> None:
 def describe(paths: list[str]) -> str:
     """``a.json (1.2 kB), model/ (7 files, 31.0 MB)``: each path with its size; more than five
     paths as one total."""
-    sizes = [(p, *_size(p)) for p in paths]
+    # a named input may hold a list (Snakemake flattens them; a hand-built job may not)
+    flat = [q for p in paths for q in ([p] if isinstance(p, (str, os.PathLike)) else p)]
+    sizes = [(p, *_size(p)) for p in flat]
     if not sizes:
         return "nothing"
     if len(sizes) > 5:
