@@ -167,10 +167,10 @@ def evaluate_kwargs(config: dict, run: str, k: str, dataset: str) -> dict:
                                         "evaluation": ev})}
 
 
-# What the reports read of a backbone entry: its label and synthetic flag, and what tells a
+# What the reports read of a backbone entry: its label, synthetic and evaluate_only flags, and what tells a
 # synthetic twin's original (Table 1's note). The rest (fetch digests, k lists) stays out of the
 # report rules' params, which the HTML report prints per result.
-REPORT_BACKBONE_KEYS = ("label", "synthetic", "head_scale", "model", "revision")
+REPORT_BACKBONE_KEYS = ("label", "synthetic", "evaluate_only", "head_scale", "model", "revision")
 
 
 def report_backbones(config: dict) -> dict:
