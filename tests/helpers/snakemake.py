@@ -10,7 +10,6 @@ Tests must not modify it: a test that tampers with artifacts works on a copy (:f
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from helpers.paths import REPO
+from lsrbench.pipeline.dryrun import job_counts, jobs_of  # noqa: F401 (the tests' parsers of a dry run)
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 COLLAPSE_K = "1e-30"
@@ -66,23 +66,12 @@ def copy_run(micro_run: dict, dest: Path) -> Path:
     return dest
 
 
-def job_counts(output: str) -> dict[str, int]:
-    """Parse Snakemake's 'Job stats' table."""
-    counts = {}
-    block = output.split("Job stats:", 1)[1] if "Job stats:" in output else ""
-    for line in block.splitlines()[3:]:
-        m = re.match(r"^(\S+)\s+(\d+)$", line.strip())
-        if not m:
-            break
-        counts[m.group(1)] = int(m.group(2))
-    return counts
+def run_dir(results: Path, run: str, k: str) -> Path:
+    """The folder of one run's outputs (model, vectors, metrics) under ``results``."""
+    return Path(results) / "runs" / run / f"k{k}"
 
 
-def jobs_of(output: str, rule: str) -> list[dict[str, str]]:
-    """Wildcards of every planned job of ``rule`` in a dry run's output."""
-    found = []
-    for block in re.split(r"\n(?=\[\w{3} \w{3} )|\n\s*\n", output):
-        if re.search(rf"^\s*(local)?rule {rule}:", block, re.M):
-            m = re.search(r"wildcards: (.*)", block)
-            found.append(dict(kv.split("=", 1) for kv in m.group(1).split(", ")) if m else {})
-    return found
+def job_log(results: Path, rule: str, run: str, k: str, dataset: str | None = None) -> Path:
+    """The log file of a train (or released) or index job of one run (``results/logs/...``)."""
+    name = f"{run}_k{k}" + (f"_{dataset}" if dataset else "")
+    return Path(results) / "logs" / ("train" if rule == "released" else rule) / f"{name}.log"

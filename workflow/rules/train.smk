@@ -10,6 +10,8 @@ rule train:
         log_path="results/runs/{run}/k{k}/train_log.jsonl",
         prov_path="results/runs/{run}/k{k}/train_provenance.json",
         status_path="results/runs/{run}/k{k}/status.json",
+    wildcard_constraints:
+        run=dag.trained_run_regex(config),
     params:
         stage="train",
         kwargs=lambda w: dag.train_kwargs(dag.results_config(config), w.run, w.k),
@@ -30,6 +32,31 @@ rule train:
     threads: workflow.resource_settings.cores or 1
     resources:
         gpu=1 if config["use_gpu"] else 0,
+    log:
+        "results/logs/train/{run}_k{k}.log",
+    script:
+        "../scripts/stage.py"
+
+
+# A backbone with `evaluate_only: true` (a released, already trained sparse encoder): the same
+# outputs as train, made from the checkpoint as released (no training, no triplets, k = 1), so
+# index, evaluate and every report treat it like a trained run.
+rule released:
+    input:
+        norms_json="results/norms/{run}.json",
+    output:
+        model_dir=directory("results/runs/{run}/k{k}/model"),
+        log_path="results/runs/{run}/k{k}/train_log.jsonl",
+        prov_path="results/runs/{run}/k{k}/train_provenance.json",
+        status_path="results/runs/{run}/k{k}/status.json",
+    wildcard_constraints:
+        run=dag.dataset_regex(dag.released_runs(config)),
+        k="1",
+    params:
+        stage="released",
+        kwargs=lambda w: dag.released_kwargs(dag.results_config(config), w.run),
+        runtime=lambda w, output: {"config_file": CONFIG_FILE, "mirror": config["mirror"],
+                                   "cache_dir": config["cache_dir"]},
     log:
         "results/logs/train/{run}_k{k}.log",
     script:

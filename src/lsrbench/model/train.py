@@ -29,7 +29,7 @@ from lsrbench.model.checkpoints import (
 )
 from lsrbench.model.losses import NonFiniteLoss, recording_splade_loss
 from lsrbench.model.ranks import world
-from lsrbench.model.train_log import read_train_log, train_log_callback, write_train_log
+from lsrbench.model.train_log import read_train_log, train_log_callback, train_progress_callback, write_train_log
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +117,7 @@ def train_splade(
     revision: str | None = None,
     checkpoint_dir: str | os.PathLike | None = None,
     checkpoint_steps: int | None = None,
+    callbacks: list | None = None,
 ) -> dict:
     """Rescale ``W_head <- W_head / k`` and train SPLADE for ``recipe['steps']`` steps.
 
@@ -133,6 +134,9 @@ def train_splade(
     A loss part that becomes NaN or infinite stops training before that step's update; the run
     is then finished as ``collapsed`` (``summary['status']``) with the last weights that are all
     finite (the previous step's, else the latest checkpoint's, else the initial model's).
+
+    ``callbacks``: more ``transformers.TrainerCallback`` objects for the trainer (e.g. timing a few
+    steps for ``lsrbench plan``).
     """
     steps = int(recipe["steps"])
     every = int((recipe["checkpoint_steps"] if checkpoint_steps is None else checkpoint_steps) or 0)
@@ -144,7 +148,7 @@ def train_splade(
     rows: list[dict] = []
     outcome = {"status": {"status": "ok"}, "resumed_from": None, "fused_pooling": None}
     if steps > 0:
-        model, outcome = _train(run, model, rows, checkpoint_dir if every > 0 else None, every)
+        model, outcome = _train(run, model, rows, checkpoint_dir if every > 0 else None, every, callbacks or [])
     status = outcome["status"]
     if status["status"] == "ok" and triplets and not run.all_finite(model):
         status = {**_last_finite(rows), "status": "collapsed: non-finite vectors",
@@ -156,6 +160,8 @@ def train_splade(
             model.save(str(tmp_dir))
     losses = [r["loss"] for r in rows if r.get("loss") is not None]
     resumed_from = outcome["resumed_from"]
+    log.info("training finished: %s; loss %s -> %s", status["status"], losses[0] if losses else None,
+             losses[-1] if losses else None)
     return {
         "steps": steps,
         "seconds": round(time.time() - start, 3),
@@ -184,7 +190,7 @@ def _last_finite(rows: list[dict]) -> dict:
             "last_finite_step": finite[-1]["step"] if finite else None}
 
 
-def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int):
+def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callbacks: list):
     """Train ``model`` in place (resuming from a checkpoint of the same run when there is one);
     returns the model to save (the last all-finite one after a collapse) and the outcome."""
     from datasets import Dataset
@@ -214,7 +220,10 @@ def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int):
             outcome["resumed_from"] = str(latest)
             log.info("resuming from %s (step %d)", latest, rows[-1]["step"] if rows else 0)
         live = out / "train_log.live.jsonl" if key else None
-        trainer = _trainer(model, args, dataset, loss, recipe, rows, live)
+        trainer = _trainer(model, args, dataset, loss, recipe, rows, live, callbacks)
+        log.info("training %d steps of %d triplets (k=%g, %s head) on %s, %d process(es)%s", recipe["steps"],
+                 recipe["batch_size"], run.k, run.mode, model.device, size,
+                 f", live per-step log {live}" if live is not None else "")
         fused = contextlib.nullcontext(False)
         if recipe["fused_pooling"]:
             from lsrbench.model.fused_pooling import fused_pooling
@@ -260,18 +269,26 @@ def _training_args(recipe: dict, out: Path, processes: int, every: int):
     )
 
 
-def _trainer(model, args, dataset, loss, recipe: dict, rows: list[dict], live: Path | None):
+def _trainer(model, args, dataset, loss, recipe: dict, rows: list[dict], live: Path | None, callbacks: list):
     from sentence_transformers.sparse_encoder import SparseEncoderTrainer
     from sentence_transformers.sparse_encoder.callbacks.splade_callbacks import SpladeRegularizerWeightSchedulerCallback
 
-    return SparseEncoderTrainer(
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer = SparseEncoderTrainer(
         model=model, args=args, train_dataset=dataset, loss=loss,
         callbacks=[
             SpladeRegularizerWeightSchedulerCallback(
                 loss, scheduler_type="quadratic", warmup_ratio=recipe["regularizer_warmup_ratio"]),
             train_log_callback(loss, rows, live),
+            train_progress_callback(rows),
+            *callbacks,
         ],
     )
+    # Without progress bars the trainer prints every step's logs dict to stdout; the job's log file
+    # gets progress lines instead (train_progress_callback).
+    trainer.remove_callback(PrinterCallback)
+    return trainer
 
 
 def _collapsed(exc: NonFiniteLoss, global_step: int, rows: list[dict]) -> dict:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from lsrbench.hashing import stable_hash
-from lsrbench.names import AUTO_K, POOLED, split_run_name
+from lsrbench.names import AUTO_K, POOLED, RUN_PATTERN, split_run_name
 from lsrbench.pipeline.config import runs
 
 # Settings that say how a job runs, not what it computes: left out of every rule's params.
@@ -27,6 +27,27 @@ def results_config(config: dict) -> dict:
     recipe = {key: value for key, value in config["recipe"].items() if key not in RUNTIME_RECIPE_KEYS}
     evaluation = {key: value for key, value in config["evaluation"].items() if key not in RUNTIME_EVALUATION_KEYS}
     return {**config, "recipe": recipe, "evaluation": evaluation}
+
+
+def released_runs(config: dict) -> list[str]:
+    """The runs of ``evaluate_only`` backbones (released sparse encoders): their ``model/`` comes
+    from the checkpoint as released (rule ``released``), not from training."""
+    return [name for name, entry in config["backbones"].items() if entry.get("evaluate_only")]
+
+
+def trained_run_regex(config: dict) -> str:
+    """The train rule's ``run`` constraint: every run name except the released ones (a lookahead on
+    the name and the ``/`` after it, so ``x`` is excluded but not ``x2`` or ``x+untie``)."""
+    released = released_runs(config)
+    return f"(?!(?:{dataset_regex(released)})/){RUN_PATTERN}" if released else RUN_PATTERN
+
+
+def released_kwargs(config: dict, run: str) -> dict:
+    """What a released run's ``model/`` depends on: the checkpoint and the recipe's max lengths (used
+    when it is a ``*ForMaskedLM`` checkpoint made into a SparseEncoder)."""
+    entry, recipe = load_entry(config, run), config["recipe"]
+    lengths = {key: recipe[key] for key in ("query_max_length", "document_max_length")}
+    return {"run": run, "entry": entry, **lengths, "config_hash": stable_hash({"entry": entry, "released": True, **lengths})}
 
 
 def run_grid(config: dict) -> list[dict]:
@@ -72,7 +93,7 @@ def corpus_sharing_datasets(config: dict) -> list[str]:
 
 
 def dataset_regex(names) -> str:
-    """A wildcard constraint matching exactly these dataset names (none: matches nothing)."""
+    """A wildcard constraint matching exactly these names (datasets, runs; none: matches nothing)."""
     return "|".join(re.escape(n) for n in names) or "(?!)"
 
 
@@ -146,10 +167,10 @@ def evaluate_kwargs(config: dict, run: str, k: str, dataset: str) -> dict:
                                         "evaluation": ev})}
 
 
-# What the reports read of a backbone entry: its label and synthetic flag, and what tells a
+# What the reports read of a backbone entry: its label, synthetic and evaluate_only flags, and what tells a
 # synthetic twin's original (Table 1's note). The rest (fetch digests, k lists) stays out of the
 # report rules' params, which the HTML report prints per result.
-REPORT_BACKBONE_KEYS = ("label", "synthetic", "head_scale", "model", "revision")
+REPORT_BACKBONE_KEYS = ("label", "synthetic", "evaluate_only", "head_scale", "model", "revision")
 
 
 def report_backbones(config: dict) -> dict:
