@@ -1,7 +1,7 @@
 """The lsrbench command line. The DAG itself runs through Snakemake (``snakemake --cores 2``, or
 ``lsrbench run``, which builds that command with the targets first); these subcommands check a
-config, inspect a checkpoint, verify finished results, prepare an offline mirror and cross-check
-runs with mteb, and list or remove the outputs no current config refers to (gc)."""
+config, inspect a checkpoint, verify finished results, prepare an offline mirror, plan a grid's
+compute, cross-check runs with mteb, and list or remove the outputs no current config refers to (gc)."""
 
 from __future__ import annotations
 
@@ -30,18 +30,20 @@ examples:
   lsrbench prefetch --configfile config/paper.yaml --mirror /data/mirror
   lsrbench mteb-check splade-tiny/k1 vaswani      score a run through mteb, compare with ours
   lsrbench gc [--delete]                          list (remove) outputs no current config refers to
+  lsrbench plan --configfile config/paper.yaml    jobs, dataset sizes and compute before submitting
 
 Bad input is one line: lsrbench: error: <file>: <field>: <message>. Documentation: README.md, docs/.
 """
 
 
-def _load_config(files: list[str], check_files: bool = True) -> tuple[dict, list[str]]:
-    """The checked config of ``files`` (each with its ``base:`` chain), and every file read;
-    ``check_files``: also the dataset and model folders it names (lsrbench.pipeline.validate)."""
+def _load_config(files: list[str], check_files: bool = True, command_line: dict | None = None) -> tuple[dict, list[str]]:
+    """The checked config of ``files`` (each with its ``base:`` chain, then ``command_line`` values as
+    ``--config`` gives them), and every file read; ``check_files``: also the dataset and model
+    folders it names (lsrbench.pipeline.validate)."""
     from lsrbench.pipeline.config import load_config_files
     from lsrbench.pipeline.validate import check_config
 
-    config, origins, read = load_config_files(files)
+    config, origins, read = load_config_files(files, command_line)
     return check_config(config, files[-1], origins, files=check_files), read
 
 
@@ -105,6 +107,30 @@ def _prefetch(args) -> int:
     # not the folders: the mirror is what prefetch writes (a broken copy there is fetched again with --force)
     records = prefetch(_load_config(files, check_files=False)[0], files[-1], args.mirror, force=args.force)
     print(f"{args.mirror}: {len(records)} items; run with --config mirror={args.mirror} and HF_HUB_OFFLINE=1")
+    return 0
+
+
+def _plan(args) -> int:
+    import contextlib
+    import logging
+    import os
+
+    # stdout is the plan: the calibration's progress bars off, its messages to stderr
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="lsrbench plan: %(message)s")
+    logging.getLogger("lsrbench.pipeline.plan").setLevel(logging.INFO)
+    from lsrbench.pipeline.plan import make_plan, plan_text
+
+    files = _config_files(args)
+    config = _load_config(files, command_line={"mirror": args.mirror} if args.mirror else None)[0]
+    with contextlib.redirect_stdout(sys.stderr):
+        plan = make_plan(config, files, mirror=args.mirror, snakefile=args.snakefile, workdir=args.directory,
+                         remaining=args.remaining, calibrate_models=not args.no_calibration, steps=args.train_steps,
+                         passages=args.passages, batch=args.train_batch, assume_flops=args.flops)
+    print(plan_text(plan), end="")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(plan, fh, indent=1)
     return 0
 
 
@@ -274,6 +300,28 @@ def _add_run_parser(parser, sub) -> None:
     parser.run_parser = p  # main() parses run's arguments intermixed (see _parse)
 
 
+def _add_plan_parser(sub) -> None:
+    from lsrbench.pipeline.plan import DEFAULT_FLOPS
+
+    p = sub.add_parser("plan", help="jobs per rule, dataset sizes and compute of a grid, before it is submitted",
+                       description="Count the grid's jobs per rule (Snakemake's dry run), the sizes of its datasets, "
+                                   "and estimate its compute per stage (train and index device-hours, evaluate "
+                                   "CPU-hours) from a short calibration of each backbone on this machine "
+                                   "(docs/cluster.md).")
+    _configfile_option(p)
+    p.add_argument("--mirror", metavar="DIR", help="read models and data from this mirror folder (--config mirror=DIR)")
+    p.add_argument("--snakefile", help="the Snakefile (default: ./Snakefile, else the installed checkout's)")
+    p.add_argument("-d", "--directory", default=".", help="the working directory the grid runs in (default: .)")
+    p.add_argument("--remaining", action="store_true", help="only the jobs not finished there (default: the whole grid)")
+    p.add_argument("--no-calibration", action="store_true", help="job counts and sizes only")
+    p.add_argument("--train-steps", type=int, default=3, help="training steps timed per backbone (the first is warm-up)")
+    p.add_argument("--passages", type=int, default=256, help="passages encoded and searched per backbone")
+    p.add_argument("--train-batch", type=int, help="triplets per timed step (default: the recipe's on a GPU, 4 on a CPU)")
+    p.add_argument("--flops", type=float, default=DEFAULT_FLOPS, help="FLOPs of a trained run assumed for evaluate")
+    p.add_argument("--json", metavar="FILE", help="also write the plan as JSON to this file")
+    p.set_defaults(func=_plan)
+
+
 def _add_mteb_parsers(sub) -> None:
     p = sub.add_parser("mteb-check", help="score a finished run through mteb and compare with lsrbench's metrics",
                        description="Score RUN's trained model on DATASET's evaluated folder "
@@ -335,6 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="fetch again what the mirror already has")
     p.set_defaults(func=_prefetch)
 
+    _add_plan_parser(sub)
     _add_mteb_parsers(sub)
     _add_gc_parser(sub)
     return parser

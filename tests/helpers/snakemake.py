@@ -14,7 +14,6 @@ the ``*_dir`` helpers here: tests never spell a results path themselves.
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from helpers.paths import REPO
+from lsrbench.pipeline.dryrun import job_counts, jobs_of  # noqa: F401 (the tests' parsers of a dry run)
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 COLLAPSE_K = "1e-30"
@@ -67,8 +67,9 @@ def micro_config(tmp: Path, slice_dir: Path, model_dir: Path) -> Path:
 def layout(config_path: Path):
     """The :class:`~lsrbench.pipeline.paths.Layout` of a config file, with results paths relative to
     the working directory (``results/...``, as Snakemake and the manifests spell them)."""
-    from lsrbench.pipeline.config import check_config, load_yaml, locate_config_paths
+    from lsrbench.pipeline.config import load_yaml, locate_config_paths
     from lsrbench.pipeline.fingerprint import FileDigests
+    from lsrbench.pipeline.validate import check_config
     from lsrbench.pipeline.paths import Layout
 
     config = locate_config_paths(load_yaml(config_path), REPO)
@@ -103,25 +104,3 @@ def copy_run(micro_run: dict, dest: Path) -> Path:
     """A copy of the finished run's workdir (with its .snakemake metadata); returns the copy's workdir."""
     shutil.copytree(micro_run["work"], dest, symlinks=True)
     return dest
-
-
-def job_counts(output: str) -> dict[str, int]:
-    """Parse Snakemake's 'Job stats' table."""
-    counts = {}
-    block = output.split("Job stats:", 1)[1] if "Job stats:" in output else ""
-    for line in block.splitlines()[3:]:
-        m = re.match(r"^(\S+)\s+(\d+)$", line.strip())
-        if not m:
-            break
-        counts[m.group(1)] = int(m.group(2))
-    return counts
-
-
-def jobs_of(output: str, rule: str) -> list[dict[str, str]]:
-    """Wildcards of every planned job of ``rule`` in a dry run's output."""
-    found = []
-    for block in re.split(r"\n(?=\[\w{3} \w{3} )|\n\s*\n", output):
-        if re.search(rf"^\s*(local)?rule {rule}:", block, re.M):
-            m = re.search(r"wildcards: (.*)", block)
-            found.append(dict(kv.split("=", 1) for kv in m.group(1).split(", ")) if m else {})
-    return found

@@ -49,7 +49,7 @@ def sources(tmp_path_factory):
     base = register_ir_datasets(tmp / "ir", "0\tcats purr\n1\tdogs bark\n2\tbirds sing\n", "10\tcats\n11\tdogs\n",
                                 qrels={"dev": "10 0 0 1\n", "dl19": "10 0 0 3\n11 0 1 2\n"})
     train = write_hf_repo(tmp / "msmarco-bm25", {"triplet": triplet_rows(12)})
-    hub = write_tiny_mlm(tmp / "hub" / "org" / "tiny-mlm")  # what the hub serves for org/tiny-mlm
+    write_tiny_mlm(tmp / "hub" / "org" / "tiny-mlm")  # what the hub serves for org/tiny-mlm
     wheel_model = write_tiny_mlm(tmp / "wheel-src")
     fetch = write_wheel(tmp / "tiny_model_pkg-0.0.1-py3-none-any.whl", wheel_model)
     datasets = {

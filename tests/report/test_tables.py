@@ -219,3 +219,26 @@ def test_norms_markdown_never_prints_nan(tmp_path):
     md = tables.norms_markdown({"small": str(path)}, BACKBONES)
     row = [line for line in md.splitlines() if line.startswith("| Small")][0]
     assert [c.strip() for c in row.strip("|").split("|")] == ["Small", "1.500", "–", "2.000", "–", "5", "2", "yes"]
+
+
+def test_released_run_is_labelled_and_has_no_k_sweep_to_correlate(metrics, evidence):
+    """An evaluate_only backbone (a released checkpoint): one run at k = 1, marked with its own
+    footnote in the tables, and left out of the "optimal k grows with the norm" correlation (one k
+    is not a sweep), whose numbers stay those of the two swept backbones."""
+    backbones = {**BACKBONES, "rel": {"model": "z", "label": "Released", "evaluate_only": True}}
+    rows = [("rel", "1", ds, m, v) for ds in ("d1", "d2")
+            for m, v in (("nDCG@10", 0.9), ("FLOPs", 1.0), ("query_active_dims", 5.0), ("doc_active_dims", 9.0),
+                         ("collapsed", 0.0))]
+    metrics = pd.concat([metrics, pd.DataFrame(rows, columns=METRIC_COLUMNS)], ignore_index=True)
+    md = table1.table1_markdown(metrics, REPORT, backbones)
+    row = next(line for line in md.splitlines() if line.startswith("| Released ‡"))
+    assert "**0.900**" in row and results.RELEASED_NOTE in md and md.count("‡") == 2
+    assert "Released ‡" in tables.beir_markdown(metrics, REPORT, backbones)
+    spec = {"id": "c", "text": "k grows with norm", "type": "norm_best_k_correlation"}
+    cfg = with_defaults("claims", {**CLAIMS, "list": [spec]})
+    ev = Evidence(metrics, evidence.perquery, {**evidence.norms, "rel": {"frobenius_norm": 1.0}}, evidence.train_logs,
+                  backbones, REPORT)
+    verdict = evaluate_claims(ev, cfg)[0]
+    without = evaluate_claims(evidence, cfg)[0]  # the same claim on the swept backbones alone
+    assert (verdict.verdict, verdict.details, verdict.runs) == (without.verdict, without.details, without.runs)
+    assert "rel" not in verdict.details and all(run != "rel" for run, _ in verdict.runs)

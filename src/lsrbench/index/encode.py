@@ -54,7 +54,8 @@ def torch_sparse_to_csr(tensor, n_cols: int) -> sp.csr_matrix:
     return m
 
 
-def encode_texts(model, texts: list[str], kind: str, batch_size: int = 32, chunk: int = 4096) -> sp.csr_matrix:
+def encode_texts(model, texts: list[str], kind: str, batch_size: int = 32, chunk: int = 4096,
+                 progress=None) -> sp.csr_matrix:
     """Encode ``texts`` as queries (``kind='query'``) or documents to a float32 CSR (rows in input order).
 
     Equals ``model.encode_query`` / ``model.encode_document`` (same non-zero set, weights within
@@ -62,7 +63,7 @@ def encode_texts(model, texts: list[str], kind: str, batch_size: int = 32, chunk
     to sentence-transformers at once; the fast path sorts all texts by length at once, as
     sentence-transformers does within one call.
     """
-    return EncodePlan(model, texts, kind, batch_size, chunk).encode_all()
+    return EncodePlan(model, texts, kind, batch_size, chunk).encode_all(progress)
 
 
 class EncodePlan:
@@ -107,9 +108,9 @@ class EncodePlan:
         size = self.shard_rows(shard_size)
         return [self.order[lo : lo + size] for lo in range(0, len(self.texts), size)]
 
-    def encode_all(self) -> sp.csr_matrix:
-        """Every text, rows in input order: what :func:`encode_texts` returns."""
-        part = self.encode(self.order)
+    def encode_all(self, progress=None) -> sp.csr_matrix:
+        """Every text, rows in input order: what :func:`encode_texts` returns (``progress``: see :meth:`encode`)."""
+        part = self.encode(self.order, progress)
         if self.path == "plain":  # the order is the input order
             return part
         indptr = np.zeros(len(self.texts) + 1, dtype=np.int64)
@@ -122,13 +123,15 @@ class EncodePlan:
         scatter_rows(indptr, indices, data, self.order, part)
         return sp.csr_matrix((data, indices, indptr), shape=part.shape)
 
-    def encode(self, rows) -> sp.csr_matrix:
-        """Float32 CSR whose row ``j`` is the vector of ``texts[rows[j]]`` (``rows``: a unit-aligned run of ``order``)."""
+    def encode(self, rows, progress=None) -> sp.csr_matrix:
+        """Float32 CSR whose row ``j`` is the vector of ``texts[rows[j]]`` (``rows``: a unit-aligned run
+        of ``order``). ``progress`` (a :class:`lsrbench.progress.Progress`) advances by the texts of
+        each batch (fast path) or chunk (plain path) as they are encoded."""
         rows = np.asarray(rows, dtype=np.int64)
         subset = [self.texts[i] for i in rows.tolist()]
         if self._fast is not None:
-            return self._fast.encode(subset)
-        return _encode_plain(self.model, subset, self.kind, self.batch_size, self.chunk)
+            return self._fast.encode(subset, progress)
+        return _encode_plain(self.model, subset, self.kind, self.batch_size, self.chunk, progress)
 
 
 def fast_path_available(model, kind: str = "document") -> bool:
@@ -136,7 +139,7 @@ def fast_path_available(model, kind: str = "document") -> bool:
     return FastSplade.build(model, kind, 8) is not None
 
 
-def _encode_plain(model, texts: list[str], kind: str, batch_size: int, chunk: int) -> sp.csr_matrix:
+def _encode_plain(model, texts: list[str], kind: str, batch_size: int, chunk: int, progress=None) -> sp.csr_matrix:
     """sentence-transformers' own encode, chunk by chunk, to CSR."""
     import torch
 
@@ -148,6 +151,8 @@ def _encode_plain(model, texts: list[str], kind: str, batch_size: int, chunk: in
         for start in range(0, len(texts), chunk):
             emb = encode(texts[start : start + chunk], batch_size=batch_size, convert_to_tensor=True, show_progress_bar=False)
             parts.append(torch_sparse_to_csr(emb, emb.shape[1]))
+            if progress is not None:
+                progress.advance(emb.shape[0])
     if not parts:
         return sp.csr_matrix((0, _vocab_size(model)), dtype=np.float32)
     return sp.vstack(parts, format="csr")

@@ -171,9 +171,10 @@ class FastSplade:
             raise FusedUnsupported(f"decoder input shape {tuple(hidden.shape)} does not match the attention mask {tuple(mask.shape)}")
         return self._pool(hidden, mask)
 
-    def encode(self, texts: list[str]) -> sp.csr_matrix:
+    def encode(self, texts: list[str], progress=None) -> sp.csr_matrix:
         """Encode ``texts`` in this order, in consecutive batches of ``batch_size`` (no sorting:
-        :class:`EncodePlan` gives them in the length order); rows in the given order."""
+        :class:`EncodePlan` gives them in the length order); rows in the given order. ``progress``
+        (a :class:`lsrbench.progress.Progress`) advances after every batch."""
         import torch
 
         n = len(texts)
@@ -190,6 +191,8 @@ class FastSplade:
                 r, c = np.divmod(flat, self.vocab)
                 counts[start : start + dense.shape[0]] = np.bincount(r, minlength=dense.shape[0])
                 cols.append((c.astype(np.int32), dense.ravel()[flat]))
+                if progress is not None:
+                    progress.advance(dense.shape[0])
         # Within a batch the non-zeros are row-major and the batches are consecutive rows.
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])

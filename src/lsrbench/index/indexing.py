@@ -38,6 +38,7 @@ def index_dataset(model_dir: str, dataset, batch_size: int, queries_out: str, do
     from lsrbench.index.shards import discard_shards, encode_to_npz
     from lsrbench.index.sparse import save_sparse
     from lsrbench.model.encoder import default_device, encode_autocast, set_encode_lengths
+    from lsrbench.progress import Progress
 
     model = SparseEncoder(model_dir, device=default_device())
     lengths = set_encode_lengths(model, query_max_length, document_max_length)
@@ -48,22 +49,26 @@ def index_dataset(model_dir: str, dataset, batch_size: int, queries_out: str, do
         doc_texts = [dataset.corpus[i] for i in doc_ids]
         plan = EncodePlan(model, doc_texts, "document", batch_size)
         shards = len(plan.shards(shard_size))
+        progress = Progress(f"index {Path(docs_out).parent.name} documents", len(doc_texts), "docs", logger=log)
+        log.info("encoding %d documents on %s (%s, %s path, batch %d, %d shard(s))", len(doc_texts), model.device,
+                 precision, plan.path, batch_size, shards)
         if shards > 1:
             shard_dir = shard_dir or str(Path(docs_out).parent / "doc_shards")
             key_parts = {"model_sha256": sha256_tree(model_dir), "texts_sha256": sha256_texts(doc_ids, doc_texts),
                          "precision": precision, "lengths": lengths}
             with autocast:
                 stats = encode_to_npz(plan, doc_ids, docs_out, shard_size, shard_dir, key_parts,
-                                      fix=lambda m: zero_non_finite(m, docs_out))
+                                      fix=lambda m: zero_non_finite(m, docs_out), progress=progress)
         else:  # one shot
             with autocast:
-                docs = plan.encode_all()
+                docs = plan.encode_all(progress)
             save_sparse(docs_out, zero_non_finite(docs, docs_out), doc_ids)
             del docs
             stats = {"shards": 1, "shard_rows": len(doc_ids), "reused": 0, "encoded": 1}
         del plan
+    progress = Progress(f"index {Path(queries_out).parent.name} queries", len(query_ids), "queries", logger=log)
     with autocast:
-        queries = encode_texts(model, [dataset.queries[i] for i in query_ids], "query", batch_size)
+        queries = encode_texts(model, [dataset.queries[i] for i in query_ids], "query", batch_size, progress=progress)
     save_sparse(queries_out, zero_non_finite(queries, queries_out), query_ids)
     if shards > 1:
         discard_shards(shard_dir)

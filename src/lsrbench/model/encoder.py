@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from lsrbench.model.rescale import rescale_mlm_head
 
-__all__ = ["build_sparse_encoder", "set_encode_lengths", "position_limit", "encode_autocast", "default_device"]
+__all__ = ["build_sparse_encoder", "released_sparse_encoder", "is_sparse_encoder", "set_encode_lengths",
+           "position_limit", "encode_autocast", "default_device"]
 
 
 def build_sparse_encoder(
@@ -53,6 +54,39 @@ def build_sparse_encoder(
     if k != 1.0 or mode == "untie":
         rescale_mlm_head(mlm, k, mode)
     return SparseEncoder(modules=[transformer, SpladePooling("max")], device=device or default_device())
+
+
+def is_sparse_encoder(path: str, revision: str | None = None) -> bool:
+    """Whether ``path`` (a folder or a hub id) is a sentence-transformers model (has ``modules.json``)
+    rather than a bare ``*ForMaskedLM`` checkpoint."""
+    from pathlib import Path
+
+    if Path(path).is_dir():
+        return (Path(path) / "modules.json").is_file()
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        hf_hub_download(path, "modules.json", revision=revision)
+    except EntryNotFoundError:
+        return False
+    return True
+
+
+def released_sparse_encoder(path: str, query_length: int, document_length: int, *, trust_remote_code: bool = False,
+                            revision: str | None = None):
+    """A released, already trained sparse encoder, as it is: a SparseEncoder (``modules.json``) with
+    its own modules, prompts and max lengths; a SPLADE-trained ``*ForMaskedLM`` checkpoint (e.g.
+    SPLADE-tiny) as :func:`build_sparse_encoder` makes it at k = 1 (head untouched) with the given
+    query/document max lengths. Returns ``(model, "sparse_encoder" | "mlm")``."""
+    from sentence_transformers import SparseEncoder
+
+    if is_sparse_encoder(path, revision):
+        model = SparseEncoder(path, device="cpu", trust_remote_code=trust_remote_code, revision=revision)
+        return model, "sparse_encoder"
+    model = build_sparse_encoder(path, document_length, trust_remote_code=trust_remote_code, revision=revision,
+                                 query_length=query_length, document_length=document_length, device="cpu")
+    return model, "mlm"
 
 
 def position_limit(transformer) -> int | None:

@@ -30,7 +30,7 @@ from lsrbench.model.checkpoints import (
 )
 from lsrbench.model.losses import NonFiniteLoss, recording_splade_loss
 from lsrbench.model.ranks import world
-from lsrbench.model.train_log import read_train_log, train_log_callback, write_train_log
+from lsrbench.model.train_log import read_train_log, train_log_callback, train_progress_callback, write_train_log
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +123,7 @@ def train_splade(
     checkpoint_dir: str | os.PathLike | None = None,
     checkpoint_steps: int | None = None,
     config_file: str | os.PathLike | None = None,
+    callbacks: list | None = None,
 ) -> dict:
     """Rescale ``W_head <- W_head / k`` and train SPLADE for ``recipe['steps']`` steps.
 
@@ -144,6 +145,9 @@ def train_splade(
     are refused before training (:func:`check_batches_possible`), and a trainer that took fewer
     than ``steps`` steps otherwise is an :class:`~lsrbench.errors.InputError` naming
     ``recipe.batch_size`` in ``config_file``, never an ``ok`` run.
+
+    ``callbacks``: more ``transformers.TrainerCallback`` objects for the trainer (e.g. timing a few
+    steps for ``lsrbench plan``).
     """
     steps = int(recipe["steps"])
     every = int((recipe["checkpoint_steps"] if checkpoint_steps is None else checkpoint_steps) or 0)
@@ -156,7 +160,7 @@ def train_splade(
     rows: list[dict] = []
     outcome = {"status": {"status": "ok"}, "resumed_from": None, "fused_pooling": None}
     if steps > 0:
-        model, outcome = _train(run, model, rows, checkpoint_dir if every > 0 else None, every)
+        model, outcome = _train(run, model, rows, checkpoint_dir if every > 0 else None, every, callbacks or [])
         if outcome["status"]["status"] == "ok" and outcome["steps_taken"] != steps:
             raise InputError(config_file, "recipe.batch_size", (
                 f"training took {outcome['steps_taken']} of its {steps} steps (recipe.steps): the trainer's "
@@ -173,6 +177,8 @@ def train_splade(
             model.save(str(tmp_dir))
     losses = [r["loss"] for r in rows if r.get("loss") is not None]
     resumed_from = outcome["resumed_from"]
+    log.info("training finished: %s; loss %s -> %s", status["status"], losses[0] if losses else None,
+             losses[-1] if losses else None)
     return {
         "steps": steps,
         "seconds": round(time.time() - start, 3),
@@ -214,7 +220,7 @@ def _last_finite(rows: list[dict]) -> dict:
             "last_finite_step": finite[-1]["step"] if finite else None}
 
 
-def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int):
+def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callbacks: list):
     """Train ``model`` in place (resuming from a checkpoint of the same run when there is one);
     returns the model to save (the last all-finite one after a collapse) and the outcome."""
     from datasets import Dataset
@@ -244,7 +250,10 @@ def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int):
             outcome["resumed_from"] = str(latest)
             log.info("resuming from %s (step %d)", latest, rows[-1]["step"] if rows else 0)
         live = out / "train_log.live.jsonl" if key else None
-        trainer = _trainer(model, args, dataset, loss, recipe, rows, live)
+        trainer = _trainer(model, args, dataset, loss, recipe, rows, live, callbacks)
+        log.info("training %d steps of %d triplets (k=%g, %s head) on %s, %d process(es)%s", recipe["steps"],
+                 recipe["batch_size"], run.k, run.mode, model.device, size,
+                 f", live per-step log {live}" if live is not None else "")
         fused = contextlib.nullcontext(False)
         if recipe["fused_pooling"]:
             from lsrbench.model.fused_pooling import fused_pooling
@@ -291,18 +300,26 @@ def _training_args(recipe: dict, out: Path, processes: int, every: int):
     )
 
 
-def _trainer(model, args, dataset, loss, recipe: dict, rows: list[dict], live: Path | None):
+def _trainer(model, args, dataset, loss, recipe: dict, rows: list[dict], live: Path | None, callbacks: list):
     from sentence_transformers.sparse_encoder import SparseEncoderTrainer
     from sentence_transformers.sparse_encoder.callbacks.splade_callbacks import SpladeRegularizerWeightSchedulerCallback
 
-    return SparseEncoderTrainer(
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer = SparseEncoderTrainer(
         model=model, args=args, train_dataset=dataset, loss=loss,
         callbacks=[
             SpladeRegularizerWeightSchedulerCallback(
                 loss, scheduler_type="quadratic", warmup_ratio=recipe["regularizer_warmup_ratio"]),
             train_log_callback(loss, rows, live),
+            train_progress_callback(rows),
+            *callbacks,
         ],
     )
+    # Without progress bars the trainer prints every step's logs dict to stdout; the job's log file
+    # gets progress lines instead (train_progress_callback).
+    trainer.remove_callback(PrinterCallback)
+    return trainer
 
 
 def _collapsed(exc: NonFiniteLoss, global_step: int, rows: list[dict]) -> dict:

@@ -1,11 +1,13 @@
 """The per-step training log (``train_log.jsonl``): one JSON object per optimiser step with the
 loss, its exact parts (ranking loss, both FLOPS terms), the regulariser weights, active dims,
 learning rate and gradient norm. Written by the trainer callback, saved with every checkpoint,
-and read by the reports and claims through :func:`read_train_log` only."""
+and read by the reports and claims through :func:`read_train_log` only. Beside it, the job's log
+file gets progress lines (:func:`train_progress_callback`: step/total, loss, steps/s, ETA)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -13,7 +15,9 @@ from pathlib import Path
 from lsrbench.atomic import atomic_open
 from lsrbench.model.checkpoints import CHECKPOINT_LOG, CHECKPOINT_RE
 
-__all__ = ["train_log_callback", "write_train_log", "read_train_log", "log_losses"]
+log = logging.getLogger(__name__)
+
+__all__ = ["train_log_callback", "train_progress_callback", "write_train_log", "read_train_log", "log_losses"]
 
 
 def train_log_callback(splade_loss, rows: list[dict], live_path: Path | None):
@@ -80,6 +84,30 @@ def train_log_callback(splade_loss, rows: list[dict], live_path: Path | None):
                     shutil.rmtree(other, ignore_errors=True)
 
     return TrainLog()
+
+
+def train_progress_callback(rows: list[dict], every: int | None = None, seconds: float = 60.0):
+    """Progress lines of a training run in the job's log (:class:`lsrbench.progress.Progress`):
+    step/total, the step's loss, steps/s and ETA, every 5 % of the steps or 60 s, first and last
+    step always; a resumed run counts from its checkpoint's step. Reads the loss from ``rows``
+    (filled by :func:`train_log_callback`, which must come first in the trainer's callbacks)."""
+    from transformers import TrainerCallback
+
+    from lsrbench.progress import Progress
+
+    class TrainProgress(TrainerCallback):
+        progress = None
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            if state.is_world_process_zero:
+                self.progress = Progress("train", state.max_steps, "steps", every=every, seconds=seconds, logger=log,
+                                         done=state.global_step)
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if self.progress is not None and rows and rows[-1]["step"] == state.global_step:
+                self.progress.update(state.global_step, loss=rows[-1]["loss"])
+
+    return TrainProgress()
 
 
 def write_train_log(path: str | os.PathLike, rows: list[dict]) -> None:

@@ -1,18 +1,26 @@
 """The one bridge from a Snakemake ``script:`` (``workflow/scripts/stage.py``) to a stage function of
 :mod:`lsrbench.pipeline.stages` or :mod:`lsrbench.pipeline.report_stages`: maps the rule's named
 inputs, outputs and params onto the function's arguments, turns bad input into one line on
-stderr, and writes an addressed output's ``params.json`` (its ``identity`` param: what the id in
-its path stands for, :mod:`lsrbench.pipeline.paths`) once the stage has succeeded."""
+stderr, writes an addressed output's ``params.json`` (its ``identity`` param: what the id in
+its path stands for, :mod:`lsrbench.pipeline.paths`) once the stage has succeeded, and makes the
+rule's log file the job's log: UTC time-stamped lines (:func:`lsrbench.progress.log_to_file`), the
+stage's own progress lines, and a last line saying what the job read and wrote (sizes) and how
+long it took."""
 
 from __future__ import annotations
 
 import logging
 import os
 import sys
+import time
+from pathlib import Path
 
 from lsrbench.errors import InputError
 from lsrbench.pipeline import report_stages, stages
+from lsrbench.progress import format_duration, log_to_file
 from lsrbench.provenance import write_json
+
+log = logging.getLogger("lsrbench.job")
 
 
 def run(snakemake) -> None:
@@ -36,12 +44,48 @@ def run(snakemake) -> None:
     for source in (dict(snakemake.input.items()), outputs):
         kwargs.update({name: (value if isinstance(value, str) else list(value)) for name, value in source.items()})
     if snakemake.log:
-        logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)
+        log_to_file(snakemake.log[0])
+    start = time.monotonic()
+    log.info("%s: started (%s threads)", stage, threads)
     try:
         function = getattr(stages, stage, None) or getattr(report_stages, stage)
         function(**kwargs)
     except InputError as exc:
+        log.error("%s: %s", stage, exc)
         print(f"lsrbench: error: {exc}", file=sys.stderr)
         sys.exit(1)
     if params_json:
         write_json(params_json, dict(snakemake.params.identity))
+    log.info("%s: done in %s; read %s; wrote %s", stage, format_duration(time.monotonic() - start),
+             describe(list(snakemake.input)), describe(list(snakemake.output)))
+
+
+def describe(paths: list[str]) -> str:
+    """``a.json (1.2 kB), model/ (7 files, 31.0 MB)``: each path with its size; more than five
+    paths as one total."""
+    # a named input may hold a list (Snakemake flattens them; a hand-built job may not)
+    flat = [q for p in paths for q in ([p] if isinstance(p, (str, os.PathLike)) else p)]
+    sizes = [(p, *_size(p)) for p in flat]
+    if not sizes:
+        return "nothing"
+    if len(sizes) > 5:
+        return f"{len(sizes)} paths ({sum(n for _, n, _ in sizes)} files, {human_bytes(sum(b for _, _, b in sizes))})"
+    return ", ".join(f"{p}/ ({n} files, {human_bytes(b)})" if Path(p).is_dir() else f"{p} ({human_bytes(b)})"
+                     for p, n, b in sizes)
+
+
+def _size(path: str) -> tuple[int, int]:
+    """(files, bytes) of a file or a folder's files; (0, 0) when absent."""
+    p = Path(path)
+    if p.is_file():
+        return 1, p.stat().st_size
+    files = [f for f in p.rglob("*") if f.is_file()] if p.is_dir() else []
+    return len(files), sum(f.stat().st_size for f in files)
+
+
+def human_bytes(n: float) -> str:
+    units = ("B", "kB", "MB", "GB", "TB")
+    i = 0
+    while n >= 1000 and i < len(units) - 1:
+        n, i = n / 1000, i + 1
+    return f"{n:.0f} B" if i == 0 else f"{n:.1f} {units[i]}"

@@ -13,7 +13,7 @@ import jsonschema
 import yaml
 
 from lsrbench.errors import InputError
-from lsrbench.names import format_k, run_name
+from lsrbench.names import DEFAULT_MODE, format_k, run_name
 
 # Package data (a non-editable install has it too); the workflow's schemas/ folder links here.
 SCHEMA_DIR = resources.files("lsrbench.pipeline") / "schemas"
@@ -317,8 +317,11 @@ def load_config_files(paths, command_line: dict | None = None) -> tuple[dict, Co
 
 
 def backbone_modes(config: dict, name: str) -> dict[str, list[str]]:
-    """Mode -> list of k (canonical text, ``auto`` allowed) swept for one backbone."""
+    """Mode -> list of k (canonical text, ``auto`` allowed) swept for one backbone; an
+    ``evaluate_only`` backbone (a released checkpoint) has one run: shared, k = 1."""
     entry = config["backbones"][name]
+    if entry.get("evaluate_only"):
+        return {DEFAULT_MODE: [format_k(1)]}
     ks = entry.get("k", config["k_grid"])
     modes = entry.get("modes", config["modes"])
     if isinstance(modes, dict):

@@ -23,8 +23,11 @@ __all__ = ["run_distributed", "main"]
 def run_distributed(n: int, function: str, kwargs: dict, status_path: str) -> dict:
     """Run ``function(**kwargs)`` in ``n`` processes under torchrun and return the status the main
     process wrote to ``status_path``. Each process gets its share of this job's threads."""
+    from lsrbench.progress import log_file
+
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as fh:
-        json.dump({"function": function, "kwargs": kwargs}, fh)
+        # the processes log (progress lines included) into this job's log file
+        json.dump({"function": function, "kwargs": kwargs, "log_file": log_file()}, fh)
     env = dict(os.environ)
     threads = max(1, int(env.get("OMP_NUM_THREADS") or os.cpu_count() or 1) // n)
     env.update({var: str(threads) for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")})
@@ -44,7 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     with open(argv[0], encoding="utf-8") as fh:
         call = json.load(fh)
     module, name = call["function"].split(":")
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    if call.get("log_file"):
+        from lsrbench.progress import log_to_file
+
+        log_to_file(call["log_file"])
+    else:
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     getattr(importlib.import_module(module), name)(**call["kwargs"])
     return 0
 

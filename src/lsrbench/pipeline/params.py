@@ -24,6 +24,29 @@ __all__ = ["RUNTIME_RECIPE_KEYS", "RUNTIME_EVALUATION_KEYS", "docs_dataset", "lo
            "results_recipe"]  # re-exported: the rule files and tests know them from here
 
 
+def released_runs(config: dict) -> list[str]:
+    """The runs of ``evaluate_only`` backbones (released sparse encoders): their ``model/`` comes
+    from the checkpoint as released (rule ``released``), not from training."""
+    return [name for name, entry in config["backbones"].items() if entry.get("evaluate_only")]
+
+
+def released_inputs(layout: Layout, w) -> dict:
+    return {"norms_json": layout.norms(layout.find("train", w).fields["run"]).path("norms.json")}
+
+
+def released_kwargs(layout: Layout, w) -> dict:
+    """What a released run's ``model/`` depends on besides the checkpoint: the recipe's max lengths
+    (used when it is a ``*ForMaskedLM`` checkpoint made into a SparseEncoder)."""
+    train = layout.find("train", w)
+    return {"run": train.fields["run"], "query_max_length": train.identity["query_max_length"],
+            "document_max_length": train.identity["document_max_length"], "config_hash": train.sha256}
+
+
+def released_runtime(layout: Layout, w, config_file: str) -> dict:
+    """The checkpoint entry as written (a local folder's path) and where it is read from."""
+    return {"entry": load_entry(layout.config, w.run), **where(layout.config, config_file)}
+
+
 def run_grid(config: dict) -> list[dict]:
     """Every run as ``{"backbone": run name, "k": k}`` (run names carry a non-default mode)."""
     return [{"backbone": name, "k": k} for name, k in runs(config)]
@@ -35,7 +58,7 @@ def corpus_sharing_datasets(config: dict) -> list[str]:
 
 
 def dataset_regex(names) -> str:
-    """A wildcard constraint matching exactly these dataset names (none: matches nothing)."""
+    """A wildcard constraint matching exactly these names (datasets, runs; none: matches nothing)."""
     return "|".join(re.escape(n) for n in names) or "(?!)"
 
 
@@ -243,10 +266,10 @@ def perquery_files(layout: Layout) -> list[str]:
     return [layout.evaluate(b, k, d).path("perquery.tsv") for b, k, d in perquery_keys(layout.config)]
 
 
-# What the reports read of a backbone entry: its label and synthetic flag, and what tells a
+# What the reports read of a backbone entry: its label, synthetic and evaluate_only flags, and what tells a
 # synthetic twin's original (Table 1's note). The rest (fetch digests, k lists) stays out of the
 # report rules' params, which the HTML report prints per result.
-REPORT_BACKBONE_KEYS = ("label", "synthetic", "head_scale", "model", "revision")
+REPORT_BACKBONE_KEYS = ("label", "synthetic", "evaluate_only", "head_scale", "model", "revision")
 
 
 def report_backbones(config: dict) -> dict:

@@ -155,9 +155,12 @@ class Layout:
         """The current config's ids of ``kind`` (``pool``: ``<data id>/pool<depth>``)."""
         return sorted(self._by_id.get(kind, {}))
 
-    def id_regex(self, kind: str) -> str:
-        """A wildcard constraint matching exactly the current config's ids of ``kind``."""
-        return "|".join(self.ids(kind)) or "(?!)"
+    def id_regex(self, kind: str, released: bool | None = None) -> str:
+        """A wildcard constraint matching exactly the current config's ids of ``kind``; for
+        ``train``, ``released`` selects the released (``evaluate_only``) runs or the trained ones."""
+        ids = [key for key, item in self._by_id.get(kind, {}).items()
+               if released is None or bool(item.identity.get("released")) == released]
+        return "|".join(sorted(ids)) or "(?!)"
 
     def find(self, kind: str, wildcards) -> Addressed:
         """The addressed output a rule's wildcards name; ValueError when they are not the current
@@ -292,8 +295,16 @@ class Layout:
         return self._memoized(("triplets",), make)
 
     def train(self, run: str, k: str) -> Addressed:
+        """A trained model; for an ``evaluate_only`` backbone, its checkpoint as released (no
+        triplets, no recipe but the max lengths an MLM checkpoint is made into a SparseEncoder with)."""
         def make():
             base, mode = split_run_name(run)
+            if self.config["backbones"][base].get("evaluate_only"):
+                recipe = self.config["recipe"]
+                return self._add("train", {"run": run, "k": k}, {
+                    "run": run, "k": k, "load": self.load_identity(base), "released": True,
+                    "query_max_length": recipe["query_max_length"], "document_max_length": recipe["document_max_length"],
+                    "norms": self.norms(base).id})
             identity = {"run": run, "k": k, "load": self.load_identity(base), "mode": mode,
                         "recipe": results_recipe(self.config), "triplets": self.triplets().id,
                         "norms": self.norms(base).id}

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import os
 from pathlib import Path
 
 from lsrbench.errors import InputError
 from lsrbench.names import AUTO_K, BM25, NO_K, POOLED, split_run_name
 from lsrbench.provenance import manifest_fields, provenance, write_json
+
+log = logging.getLogger(__name__)
 
 
 def as_list(x) -> list[str]:
@@ -28,10 +31,11 @@ def _load_beir(folder: str, entry: dict):
 
 def norm(backbone: str, entry: dict, mirror, cache_dir: str, config_file: str, out_json: str) -> dict:
     """Load the backbone (checking it really has an MLM head) and write its head norms."""
-    from lsrbench.model.checkpoint import check_tokenizer, load_mlm, resolve_model
+    from lsrbench.model.checkpoint import check_tokenizer, load_mlm, resolve_model, transformer_folder
     from lsrbench.model.rescale import head_norms, rescale_mlm_head
 
-    path = resolve_model(entry, mirror, cache_dir, config_file, backbone)
+    # a released SparseEncoder folder (evaluate_only) holds its MLM checkpoint in its first module
+    path = transformer_folder(resolve_model(entry, mirror, cache_dir, config_file, backbone))
     field, trust, revision = f"backbones.{backbone}.model", entry.get("trust_remote_code", False), entry.get("revision")
     model = load_mlm(path, config_file, field, trust_remote_code=trust, revision=revision)
     # here, not at training: a hub checkpoint is first read by this job, and its train jobs need the tokenizer
@@ -41,6 +45,9 @@ def norm(backbone: str, entry: dict, mirror, cache_dir: str, config_file: str, o
     result = {"backbone": backbone, "model": entry["model"], "resolved_path": path,
               "head_scale": entry.get("head_scale", 1),
               "architecture": type(model).__name__, **head_norms(model)}
+    log.info("norm: %s (%s from %s): head %d x %d, Frobenius norm %.6g, mean row norm %.6g, tied %s", backbone,
+             result["architecture"], path, result["vocab_size"], result["hidden_size"], result["frobenius_norm"],
+             result["mean_row_norm"], result["tied"])
     write_json(out_json, result)
     return result
 
@@ -55,7 +62,10 @@ def dataset(name: str, entry: dict, mirror, datasets_file: str, cache_dir: str, 
     # One copy of each distinct corpus file in ``corpus_store``, hard-linked into every dataset
     # folder that has it (MS MARCO dev and DL19, a pooled subset without pooling).
     write_beir_folder(ds, full_dir, split=entry.get("split", "test"), corpus_store=corpus_store)
-    write_json(info, _counts(name, ds) | {"split": entry.get("split", "test")})
+    counts = _counts(name, ds)
+    log.info("dataset %s: %d documents, %d queries, %d judgments", name, counts["documents"], counts["queries"],
+             counts["judgments"])
+    write_json(info, counts | {"split": entry.get("split", "test")})
 
 
 def _counts(name: str, ds) -> dict:
@@ -74,8 +84,10 @@ def pool(name: str, full_dir: str, pool_depth: int, dataset_entry: dict, eval_di
     ds = _load_beir(full_dir, dataset_entry)
     evaluated = pooled_subset(ds, pool_depth)
     write_beir_folder(evaluated, eval_dir, split=dataset_entry.get("split", "test"), corpus_store=corpus_store)
-    write_json(eval_info, _counts(name, evaluated) | {"pool_depth": pool_depth,
-                                                               "full_documents": len(ds.corpus)})
+    counts = _counts(name, evaluated)
+    log.info("pool %s: %d documents (%d in the full corpus, depth %d), %d queries, %d judgments", name,
+             counts["documents"], len(ds.corpus), pool_depth, counts["queries"], counts["judgments"])
+    write_json(eval_info, counts | {"pool_depth": pool_depth, "full_documents": len(ds.corpus)})
 
 
 def triplets(training_data: dict, n: int, seed: int, out: str, full_dir: str | None = None,
@@ -162,6 +174,37 @@ def _write_train_provenance(prov_path, config_hash, run, entry, k, k_value, reci
                                      **manifest_fields(prov_path, inputs, [model_dir, log_path, status_path])))
 
 
+def released(run: str, entry: dict, query_max_length: int, document_max_length: int, mirror, cache_dir: str,
+             config_file: str, norms_json: str, model_dir: str, log_path: str, prov_path: str, status_path: str,
+             config_hash: str) -> dict:
+    """The train stage's outputs for an ``evaluate_only`` backbone, without training: its released
+    checkpoint as a SparseEncoder (:func:`lsrbench.model.encoder.released_sparse_encoder`: as it is,
+    k = 1), an empty per-step log, status ``ok`` and provenance saying it was released, not trained."""
+    from lsrbench.atomic import atomic_dir
+    from lsrbench.model.checkpoint import resolve_model, resolved_revision
+    from lsrbench.model.encoder import released_sparse_encoder
+    from lsrbench.model.train_log import write_train_log
+
+    path = resolve_model(entry, mirror, cache_dir, config_file, run)
+    model, fmt = released_sparse_encoder(path, query_max_length, document_max_length,
+                                         trust_remote_code=entry.get("trust_remote_code", False),
+                                         revision=entry.get("revision"))
+    with atomic_dir(model_dir) as tmp_dir:
+        model.save(str(tmp_dir))
+    write_train_log(log_path, [])
+    status = {"backbone": run, "k": "1", "status": "ok", "released": True}
+    write_json(status_path, status)
+    revision = {"requested": entry.get("revision"), "resolved": resolved_revision(path, entry.get("revision"))}
+    inputs = [norms_json] + ([path] if Path(path).is_dir() else [])
+    write_json(prov_path, provenance("released", config_hash, None, backbone=run, k="1", k_value=1.0,
+                                     model=entry["model"], resolved_path=path, model_revision=revision,
+                                     released=True, trained=False, released_format=fmt,
+                                     head_norms=json.loads(Path(norms_json).read_text()),
+                                     **manifest_fields(prov_path, inputs, [model_dir, log_path, status_path])))
+    log.info("released %s: %s checkpoint %s saved as a SparseEncoder without training (k = 1)", run, fmt, path)
+    return status
+
+
 def index(model_dir: str, data_dir: str, dataset_entry: dict, batch_size: int, docs_out: str | None = None,
           queries_out: str | None = None, shard_size: int | None = None, shard_dir: str | None = None,
           precision: str = "fp32", query_max_length: int | None = None,
@@ -200,6 +243,8 @@ def evaluate(run: str, k: str, dataset_name: str, dataset_entry: dict, data_dir:
                            measures=dataset_entry.get("measures", measures),
                            skip_identical_ids=dataset_entry.get("skip_identical_ids", False))
     write_trec_run(run_out, out["results"], tag=f"lsrbench-{run}-k{k}")
+    log.info("evaluate %s k=%s on %s: %d queries x %d documents, search %.1f s; %s", run, k, dataset_name,
+             len(query_ids), len(doc_ids), out["search_seconds"], _rows_text(out["rows"]))
     status = collapse_status(train_status, docs, queries, collapse_max_active_share)
     rows = checked_rows(out["rows"], status["collapsed"], metrics_out)
     write_metric_rows(metrics_out, perquery_out, run, k, dataset_name, rows, out["per_query"])
@@ -255,6 +300,12 @@ def bm25(dataset_name: str, dataset_entry: dict, data_dir: str, top_k: int, meas
     write_trec_run(run_out, results, tag="lsrbench-bm25s")
     aggregate, per_query = evaluate_run({q: dict(h) for q, h in results.items()}, ds.qrels,
                                         dataset_entry.get("measures", measures))
+    log.info("bm25 on %s: %d queries x %d documents; %s", dataset_name, len(ds.queries), len(ds.corpus),
+             _rows_text(aggregate.items()))
     write_metric_rows(metrics_out, perquery_out, BM25, NO_K, dataset_name, list(aggregate.items()), per_query)
     write_json(prov_out, provenance("bm25", "", None, dataset=dataset_name, top_k=top_k, **settings,
                                     **manifest_fields(prov_out, [data_dir], [run_out, metrics_out, perquery_out])))
+
+
+def _rows_text(rows) -> str:
+    return ", ".join(f"{measure} {value:.4g}" for measure, value in rows)

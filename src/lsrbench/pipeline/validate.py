@@ -9,7 +9,8 @@ Checked here, each refusal one :class:`~lsrbench.errors.InputError` naming the f
   through: ``nan > 0`` and ``nan <= 0`` are both false); then the JSON schema (types, ranges of the
   integers: seeds 0..2**32-1 as numpy and torch take them, counts within int32);
 * **numbers** the schema cannot express: k and ``head_scale`` within float32 (the head is divided
-  in it), the triplets drawn (``steps * batch_size``) within int32;
+  in it), the triplets drawn (``steps * batch_size``) within int32; an ``evaluate_only`` backbone
+  (a released checkpoint) without a k grid, other modes or a head scale;
 * **names** derived from config values: backbone, dataset and k names the Snakefile's wildcards
   match (:data:`lsrbench.names.K_PATTERN`, one definition for both) and short enough for a file
   name, one k text per k of a run (``1`` and ``1.0`` are the same run), no backbone named like a
@@ -27,8 +28,8 @@ from collections import deque
 from pathlib import Path
 
 from lsrbench.errors import InputError
-from lsrbench.names import (AUTO_K, BM25, COLLAPSED, DATASET_PATTERN, DOC_DIMS, FLOPS, POOLED, QUERY_DIMS,
-                            RESERVED_RUN_NAMES, format_k, k_text_problem, k_value, name_problem)
+from lsrbench.names import (AUTO_K, BM25, COLLAPSED, DATASET_PATTERN, DEFAULT_MODE, DOC_DIMS, FLOPS, POOLED,
+                            QUERY_DIMS, RESERVED_RUN_NAMES, format_k, k_text_problem, k_value, name_problem)
 from lsrbench.pipeline.config import ConfigOrigins, backbone_modes, load_datasets_file, runs, validate
 
 __all__ = ["check_config", "check_values", "produced_measures"]
@@ -62,6 +63,7 @@ def _check_config(config: dict, config_file, files: bool, record) -> dict:
     check_values(datasets, config["datasets_file"])
     _check_dataset_names(config, datasets, config_file)
     _check_numbers(config, config_file)
+    _check_evaluate_only(config, config_file)
     _check_names(config, config_file)
     produced = produced_measures(config, datasets, config_file)
     _check_auto_k(config, config_file)
@@ -158,6 +160,28 @@ def _check_numbers(config: dict, file) -> None:
     if n_triplets(config) > INT32_MAX:
         raise InputError(file, "recipe.steps", f"steps x batch_size = {n_triplets(config)} training triplets, "
                                                f"more than {INT32_MAX}")
+
+
+def _check_evaluate_only(config: dict, file) -> None:
+    """A released sparse encoder (``evaluate_only: true``) is evaluated as it is: k = 1 (its head
+    is not rescaled), the shared mode, no head scaling; a k grid does not apply to it."""
+    for name, entry in config["backbones"].items():
+        if not entry["evaluate_only"]:
+            continue
+        field = f"backbones.{name}"
+        if "k" in entry and [format_k(k) for k in entry["k"]] != ["1"]:
+            raise InputError(file, f"{field}.k", "an evaluate_only backbone is evaluated as released, at k = 1: "
+                                                 "remove k (or write [1])")
+        modes = entry.get("modes")
+        one_run = (modes is None or modes == [DEFAULT_MODE]
+                   or (isinstance(modes, dict) and list(modes) == [DEFAULT_MODE]
+                       and [format_k(k) for k in modes[DEFAULT_MODE]] == ["1"]))
+        if not one_run:
+            raise InputError(file, f"{field}.modes", "an evaluate_only backbone has one run, shared mode at k = 1: "
+                                                     "remove modes")
+        if entry.get("head_scale", 1) != 1:
+            raise InputError(file, f"{field}.head_scale", "an evaluate_only backbone is evaluated as released: "
+                                                          "head_scale must be 1")
 
 
 # --------------------------------------------------------------------------- names

@@ -70,13 +70,17 @@ def _dataset_checks(config: dict) -> list[tuple[Path, tuple, Callable]]:
 
 
 def _model_checks(config: dict, config_file) -> list[tuple[Path, tuple, Callable]]:
-    from lsrbench.model.checkpoint import check_checkpoint, local_model_folder
+    from lsrbench.model.checkpoint import check_checkpoint, local_model_folder, transformer_folder
 
     checks, seen = [], set()
     for name, entry in config["backbones"].items():
         folder = local_model_folder(entry, config.get("mirror"), config["cache_dir"], config_file, name)
+        if folder is None:
+            continue
+        # a released SparseEncoder folder (evaluate_only): its MLM checkpoint is its first module's
+        folder = transformer_folder(folder)
         key = (folder, entry.get("trust_remote_code", False), entry.get("revision"))
-        if folder is None or key in seen:
+        if key in seen:
             continue
         seen.add(key)
         field = f"backbones.{name}.model"

@@ -168,7 +168,9 @@ def _norm_best_k(ev, spec, s: Settings) -> Verdict:
     stat = spec.get("statistic", "frobenius_norm")
     runs = spec.get("backbones") or sorted({r for r in ev.metrics["backbone"].unique()
                                             if split_run_name(r)[1] == "shared" and r in ev.norms})
-    pts = [(r, ev.norms[r][stat], best_k(ev, s, r)) for r in runs if r in ev.norms]
+    # a run with one k (a released checkpoint, evaluate_only) has no sweep, so no best k to correlate
+    pts = [(r, ev.norms[r][stat], best_k(ev, s, r)) for r in runs
+           if r in ev.norms and len(numeric_ks(ev.metrics, r)) >= 2]
     pts = [(r, n, k_value(k)) for r, n, k in pts if k is not None]
     v = Verdict(spec["id"], spec["text"], "norm_best_k_correlation", NOT_MEASURED, "", datasets=s.select_datasets,
                 runs=[[r, str(k)] for r, _, k in pts])

@@ -224,7 +224,8 @@ def loss_figure(runs: dict[str, dict[str, list]], backbones: dict, key: str = "r
     """The loss-curves figure (see :func:`plot_loss_curves`); returns ``(figure, axes, window)``."""
     plt = _plt()
     order = {name: i for i, name in enumerate(backbones)}
-    names = sorted(runs, key=lambda r: (order.get(split_run_name(r)[0], len(order)), r))
+    # released (evaluate-only) runs have no training log: no panel
+    names = sorted((r for r in runs if any(runs[r].values())), key=lambda r: (order.get(split_run_name(r)[0], len(order)), r))
     colors = k_colors([k for r in runs.values() for k in r])
     values = [v for r in runs.values() for pts in r.values() for _, v in pts]
     steps = max((len(pts) for r in runs.values() for pts in r.values()), default=1)

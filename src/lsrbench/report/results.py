@@ -11,8 +11,8 @@ from lsrbench.atomic import atomic_open
 from lsrbench.names import (BM25, COLLAPSED, DEFAULT_MODE, DOC_DIMS, FLOPS, METRIC_COLUMNS, POOLED, QUERY_DIMS, k_order,
                             k_value, split_run_name)
 
-__all__ = ["OWN_COLUMNS", "collect_metrics", "read_metrics", "run_label", "flops_datasets", "run_table", "collapsed_runs",
-           "mean_score", "best_k", "best_ks", "pareto_front"]
+__all__ = ["OWN_COLUMNS", "collect_metrics", "read_metrics", "run_label", "label_notes", "flops_datasets", "run_table",
+           "collapsed_runs", "mean_score", "best_k", "best_ks", "pareto_front"]
 
 
 # Columns the tables make themselves (run_table's, Table 1's and table_beir's): a report column
@@ -38,14 +38,28 @@ def read_metrics(path: str) -> pd.DataFrame:
     return pd.read_csv(path, dtype={"backbone": str, "k": str, "dataset": str, "measure": str})
 
 
+SYNTHETIC_NOTE = "† synthetic backbone: a real checkpoint with its head scaled at load (see config)."
+RELEASED_NOTE = ("‡ released checkpoint (evaluate_only): a trained sparse encoder evaluated as released, at k = 1 "
+                 "(head not rescaled), not trained here.")
+
+
 def run_label(name: str, backbones: dict) -> str:
-    """How a run is named in tables and figures: its backbone's label, the mode, a dagger for synthetic backbones."""
+    """How a run is named in tables and figures: its backbone's label, the mode, a dagger for
+    synthetic backbones, a double dagger for released (evaluate-only) ones."""
     base, mode = split_run_name(name)
     entry = backbones.get(base, {})
     label = entry.get("label", base)
     if mode != "shared":
         label = f"{label} [{mode}]"
+    if entry.get("evaluate_only"):
+        label = f"{label} ‡"
     return f"{label} †" if entry.get("synthetic") else label
+
+
+def label_notes(backbones: dict) -> list[str]:
+    """The footnotes of the marks :func:`run_label` puts on the backbones of a table."""
+    return ([SYNTHETIC_NOTE] if any(e.get("synthetic") for e in backbones.values()) else []) + (
+        [RELEASED_NOTE] if any(e.get("evaluate_only") for e in backbones.values()) else [])
 
 
 def flops_datasets(metrics: pd.DataFrame, report_cfg: dict) -> list[str]:

@@ -17,7 +17,8 @@ from lsrbench.errors import InputError
 from lsrbench.hashing import sha256_file
 from lsrbench.model.auto_k import auto_k_ratio
 from lsrbench.names import BM25, COLLAPSED, DOC_DIMS, FLOPS, QUERY_DIMS, format_k, k_value, split_run_name
-from lsrbench.report.results import best_ks, flops_datasets, mean_score, read_metrics, run_label, run_table
+from lsrbench.report.results import (best_ks, flops_datasets, label_notes, mean_score, read_metrics, run_label,
+                                     run_table)
 
 __all__ = ["load_reference", "auto_k_values", "render_cell", "best_texts", "twin_notes", "table1_cells", "table1_markdown", "table1_record",
            "write_table1"]
@@ -212,8 +213,7 @@ def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, no
         "FLOPs: sum_j p_q(j) p_d(j), the expected number of multiplications per query-document pair; q / d dims: "
         "mean non-zero terms per query / document. collapsed: the run's status says it collapsed (see its status.json).",
     ]
-    if any(e.get("synthetic") for e in backbones.values()):
-        notes.append("† synthetic backbone: a real checkpoint with its head scaled at load (see config).")
+    notes += label_notes(backbones)
     shown_ks: dict[str, set[str]] = {}
     for row in cells["rows"]:
         shown_ks.setdefault(row["backbone"], set()).add(row["k"])
@@ -243,7 +243,7 @@ def table1_record(cells: dict, metrics_csv: str, report_cfg: dict, backbones: di
         "reference": ({**stamp(ref), "resolved": str(Path(ref).resolve())} if ref and Path(ref).is_file() else None),
         "norm_files": {b: str(p) for b, p in norm_files.items()},
         "settings": {"report": report_cfg, "auto_k": auto_cfg,
-                     "backbones": {b: {key: e[key] for key in ("label", "synthetic") if key in e}
+                     "backbones": {b: {key: e[key] for key in ("label", "synthetic", "evaluate_only") if key in e}
                                    for b, e in backbones.items()}},
         **cells,
     }

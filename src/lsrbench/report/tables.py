@@ -12,7 +12,7 @@ import pandas as pd
 from lsrbench.atomic import atomic_open
 from lsrbench.names import BM25, k_order, split_run_name
 from lsrbench.report.render import MISSING, markdown_table
-from lsrbench.report.results import best_ks, read_metrics, run_label, run_table
+from lsrbench.report.results import best_ks, label_notes, read_metrics, run_label, run_table
 from lsrbench.report.table1 import auto_k_values
 
 __all__ = ["beir_markdown", "write_table_beir", "norms_markdown", "auto_k_markdown"]
@@ -37,8 +37,9 @@ def beir_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> s
                                       if split_run_name(b)[0] in backbones else 99)
     rows = rows.sort_values(["_b", "backbone", "_k"]).drop(columns=["_k", "_b"])
     rows.insert(0, "Backbone", [("BM25 (bm25s)" if b == BM25 else run_label(b, backbones)) for b in rows.pop("backbone")])
+    notes = "".join(f"\n{note}\n" for note in label_notes(backbones))
     return (f"# Per-dataset {measure}\n\nEvery run on every evaluated dataset.\n\n"
-            + markdown_table(rows) + "\n")
+            + markdown_table(rows) + "\n" + notes)
 
 
 def write_table_beir(metrics_csv: str, report_cfg: dict, backbones: dict, out_md: str) -> None:
@@ -67,8 +68,7 @@ def norms_markdown(norm_files: dict[str, str], backbones: dict) -> str:
         "# MLM head norms\n\n"
         "Norms of the vocabulary projection W_head (rows w_j, one per vocabulary term) and its bias b, "
         "as loaded (before the rescale by k).\n\n" + body + "\n"
-        + ("\n† synthetic backbone: a real checkpoint with its head scaled at load (see config).\n"
-           if any(e.get("synthetic") for e in backbones.values()) else "")
+        + "".join(f"\n{note}\n" for note in label_notes(backbones))
     )
 
 

@@ -1,0 +1,88 @@
+"""How big each dataset of ``config/datasets.yaml`` is, for planning (``lsrbench plan``) before any
+of it is downloaded: the exact counts of a finished dataset or pool job (its ``info.json`` / ``eval.json``)
+or of a mirror's copy when present, else the published sizes below.
+
+Published sizes (documents in the corpus, test queries):
+
+* BEIR: Thakur et al., "BEIR: A Heterogeneous Benchmark for Zero-shot Evaluation of Information
+  Retrieval Models", NeurIPS 2021 Datasets and Benchmarks, Table 1 (Touché-2020: the v2 corpus).
+* MS MARCO passage: 8,841,823 passages; dev/small 6,980 queries (ir_datasets ``msmarco-passage``,
+  ``msmarco-passage/dev/small``); TREC DL 2019: the 43 judged queries
+  (``msmarco-passage/trec-dl-2019/judged``).
+* NanoBEIR (Zeta Alpha, ``zeta-alpha-ai/Nano*`` on the Hugging Face hub): the corpus and queries
+  row counts of each dataset card (``dataset_info``), 50 queries each, 49 for NanoTouche2020.
+* Vaswani: 11,429 documents, 93 queries (ir_datasets ``vaswani``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+__all__ = ["PUBLISHED_SIZES", "dataset_size"]
+
+MSMARCO_PASSAGES = 8_841_823
+
+# name in config/datasets.yaml -> (documents, queries)
+PUBLISHED_SIZES: dict[str, tuple[int, int]] = {
+    "vaswani": (11_429, 93),
+    "msmarco-dev": (MSMARCO_PASSAGES, 6_980),
+    "trec-dl-2019": (MSMARCO_PASSAGES, 43),
+    "trec-covid": (171_332, 50),
+    "nfcorpus": (3_633, 323),
+    "nq": (2_681_468, 3_452),
+    "hotpotqa": (5_233_329, 7_405),
+    "fiqa": (57_638, 648),
+    "arguana": (8_674, 1_406),
+    "webis-touche2020": (382_545, 49),
+    "dbpedia-entity": (4_635_922, 400),
+    "scidocs": (25_657, 1_000),
+    "fever": (5_416_568, 6_666),
+    "climate-fever": (5_416_593, 1_535),
+    "scifact": (5_183, 300),
+    "quora": (522_931, 10_000),
+    "NanoClimateFEVER": (3_408, 50),
+    "NanoDBPedia": (6_045, 50),
+    "NanoFEVER": (4_996, 50),
+    "NanoFiQA2018": (4_598, 50),
+    "NanoHotpotQA": (5_090, 50),
+    "NanoMSMARCO": (5_043, 50),
+    "NanoNFCorpus": (2_953, 50),
+    "NanoNQ": (5_035, 50),
+    "NanoQuoraRetrieval": (5_046, 50),
+    "NanoSCIDOCS": (2_210, 50),
+    "NanoArguAna": (3_635, 50),
+    "NanoSciFact": (2_919, 50),
+    "NanoTouche2020": (5_745, 49),
+}
+
+
+def dataset_size(name: str, mirror: str | os.PathLike | None = None, info_file: str | os.PathLike | None = None) -> dict:
+    """``{"documents", "queries", "evaluated_documents", "source"}`` of dataset ``name`` (None where
+    unknown): from ``info_file``, the record of a finished dataset or pool job (the dataset's
+    ``info.json``, its pooled subset's ``eval.json``: the only source of ``evaluated_documents``,
+    the pooled subset's size), the mirror's ``corpus.jsonl`` / ``queries.jsonl`` (lines counted),
+    or :data:`PUBLISHED_SIZES`."""
+    info = Path(info_file) if info_file else None
+    if info is not None and info.is_file():
+        record = json.loads(info.read_text(encoding="utf-8"))
+        return {"documents": record.get("full_documents", record["documents"]), "queries": record["queries"],
+                "evaluated_documents": record["documents"], "source": str(info)}
+    folder = Path(mirror) / "data" / name if mirror else None
+    if folder is not None and (folder / "corpus.jsonl").is_file() and (folder / "queries.jsonl").is_file():
+        return {"documents": _lines(folder / "corpus.jsonl"), "queries": _lines(folder / "queries.jsonl"),
+                "evaluated_documents": None, "source": str(folder)}
+    documents, queries = PUBLISHED_SIZES.get(name, (None, None))
+    return {"documents": documents, "queries": queries, "evaluated_documents": None,
+            "source": "published" if name in PUBLISHED_SIZES else "unknown"}
+
+
+def _lines(path: Path) -> int:
+    """Lines of a JSONL file, counted in 1 MiB blocks (MS MARCO's corpus is ~3 GB)."""
+    count, last = 0, b"\n"
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            count += block.count(b"\n")
+            last = block[-1:]
+    return count + (last != b"\n")

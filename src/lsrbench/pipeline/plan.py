@@ -1,0 +1,197 @@
+"""``lsrbench plan``: what a config's grid will cost, printed before anyone submits it.
+
+* Jobs per rule: Snakemake's own dry run of the Snakefile (:mod:`lsrbench.pipeline.dryrun`), the
+  whole grid (``--forceall``) or only what is left in a working directory.
+* Dataset sizes: a finished dataset job's counts, the mirror's files, or the published sizes
+  (:mod:`lsrbench.data.sizes`).
+* Compute per stage: each backbone calibrated on this device (:mod:`lsrbench.pipeline.calibrate`),
+  extrapolated linearly: train = steps x seconds per step (x recipe batch / timed batch); index =
+  documents and queries x seconds per text; evaluate = queries x documents x FLOPs x seconds per
+  posting, with an assumed FLOPs of a trained model (the calibration model is untrained).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from lsrbench.names import split_run_name
+
+log = logging.getLogger(__name__)
+
+__all__ = ["make_plan", "plan_text", "DEFAULT_FLOPS"]
+
+# FLOPs (expected multiplications per query-document pair) assumed for a trained run's evaluate:
+# trained SPLADE models sit around 1-4 on MS MARCO (SPLADE v2, Formal et al. 2021); an untrained
+# head activates far more terms, so the calibration's own FLOPs would overstate the search.
+DEFAULT_FLOPS = 4.0
+TRAIN_RULES, INDEX_RULES, EVALUATE_RULES = ("train",), ("index", "index_queries"), ("evaluate",)
+
+
+def make_plan(config: dict, config_files: list[str], *, mirror: str | None = None, snakefile: str | None = None,
+              workdir: str = ".", remaining: bool = False, calibrate_models: bool = True, steps: int = 3,
+              passages: int = 256, batch: int | None = None, assume_flops: float = DEFAULT_FLOPS) -> dict:
+    """The plan of the checked ``config`` loaded from ``config_files`` (with ``mirror`` as its
+    ``mirror``), as data (see :func:`plan_text`)."""
+    from lsrbench.pipeline.dryrun import dry_run, find_snakefile, job_counts, planned_jobs
+
+    output = dry_run(find_snakefile(snakefile), config_files, workdir, forceall=not remaining,
+                     config={"mirror": mirror} if mirror else None)
+    jobs = planned_jobs(output)
+    from lsrbench.pipeline.paths import Layout
+
+    layout = Layout(config, str(Path(workdir) / "results"))  # where finished dataset jobs put their records
+    datasets = _datasets(layout)
+    calibrations = _calibrations(config, config_files[-1], steps, passages, batch, layout) if calibrate_models else {}
+    backbones = {name: _estimate(config, name, jobs, datasets, calibrations.get(name), assume_flops)
+                 for name in config["backbones"]}
+    return {"config_files": list(config_files), "scope": "remaining jobs" if remaining else "whole grid",
+            "jobs": job_counts(output), "datasets": datasets, "backbones": backbones, "totals": _totals(backbones),
+            "assume_flops": assume_flops, "steps": config["recipe"]["steps"],
+            "recipe_batch": config["recipe"]["batch_size"]}
+
+
+def _totals(backbones: dict) -> dict:
+    """Hours per stage summed over the calibrated backbones (None when none is)."""
+    total = {}
+    for key in ("train", "index", "evaluate"):
+        hours = [b[f"{key}_hours"] for b in backbones.values() if b[f"{key}_hours"] is not None]
+        total[key] = sum(hours) if hours else None
+    return total
+
+
+def _datasets(layout) -> dict:
+    """Size of every evaluated dataset: documents, evaluated documents (the pooled subset when
+    ``pool_depth`` is set: counted by a finished dataset job, else estimated as queries x depth),
+    queries, and where the numbers come from."""
+    from lsrbench.data.sizes import dataset_size
+
+    config = layout.config
+    pool = config["evaluation"]["pool_depth"]
+    out = {}
+    for name in config["evaluation"]["datasets"]:
+        info = layout.pool(name).path("eval.json") if layout.pool_depth(name) else layout.data(name).path("info.json")
+        size = dataset_size(name, config.get("mirror"), info)
+        evaluated = size["evaluated_documents"]
+        if evaluated is None and size["documents"] is not None:
+            evaluated = min(size["documents"], size["queries"] * pool) if pool else size["documents"]
+        out[name] = {**size, "evaluated_documents": evaluated}
+    return out
+
+
+def _calibrations(config: dict, config_file: str, steps: int, passages: int, batch, layout) -> dict:
+    """Backbone -> calibration dict, or ``{"error": why}``; one calibration per model folder."""
+    from lsrbench.pipeline.calibrate import calibrate, calibration_texts, find_local_model
+
+    docs, queries, texts = calibration_texts(config, passages, lambda name: layout.data(name).path("full"))
+    done: dict[str, dict] = {}
+    out = {}
+    for name, entry in config["backbones"].items():
+        path, why = find_local_model(entry, config.get("mirror"), config["cache_dir"], name, config_file)
+        if path is None:
+            out[name] = {"error": why}
+            continue
+        if path not in done:
+            log.info("calibrating %s (%s)", name, path)
+            done[path] = calibrate(path, entry, config["recipe"], config["evaluation"], docs, queries, texts,
+                                   steps=steps, batch=batch).as_dict()
+        out[name] = done[path]
+    return out
+
+
+def _estimate(config: dict, backbone: str, jobs: list, datasets: dict, calibration: dict | None, flops: float) -> dict:
+    """Jobs, work and hours of one backbone's train, index and evaluate jobs."""
+    from lsrbench.pipeline.params import docs_dataset
+
+    mine = [(rule, w) for rule, w in jobs if "run" in w and split_run_name(w["run"])[0] == backbone]
+    train = [w for rule, w in mine if rule in TRAIN_RULES]
+    index = [(rule, w) for rule, w in mine if rule in INDEX_RULES]
+    evaluate = [w for rule, w in mine if rule in EVALUATE_RULES]
+    sizes = {name: (d["evaluated_documents"] or 0, d["queries"] or 0) for name, d in datasets.items()}
+    documents = sum(sizes[w["dataset"]][0] for rule, w in index if rule == "index")
+    queries = sum(sizes[w["dataset"]][1] for _, w in index)
+    postings = sum(sizes[docs_dataset(config, w["dataset"])][0] * sizes[w["dataset"]][1] for w in evaluate) * flops
+    out = {"train_jobs": len(train), "index_jobs": len(index), "evaluate_jobs": len(evaluate),
+           "documents": documents, "queries": queries, "postings": postings, "calibration": calibration,
+           "train_hours": None, "index_hours": None, "evaluate_hours": None}
+    if not calibration or "error" in calibration:
+        return out
+    recipe = config["recipe"]
+    if calibration["train_step_seconds"] is not None:
+        per_step = calibration["train_step_seconds"] * recipe["batch_size"] / calibration["train_batch"]
+        out["train_hours"] = len(train) * recipe["steps"] * per_step / 3600
+    out["index_hours"] = (documents * calibration["document_seconds"] + queries * calibration["query_seconds"]) / 3600
+    if calibration["posting_seconds"] is not None:
+        out["evaluate_hours"] = postings * calibration["posting_seconds"] / 3600
+    return out
+
+
+def plan_text(plan: dict) -> str:
+    """The plan as Markdown tables: jobs per rule, dataset sizes, compute per backbone, assumptions."""
+    lines = [f"# lsrbench plan: {', '.join(plan['config_files'])} ({plan['scope']})", "",
+             "## Jobs per rule (Snakemake's dry run)", ""]
+    jobs = pd.DataFrame(sorted(plan["jobs"].items(), key=lambda kv: kv[0] == "total"), columns=["rule", "jobs"])
+    lines += [jobs.to_markdown(index=False), "", "## Datasets", ""]
+    sizes = pd.DataFrame([{"dataset": n, "documents": d["documents"], "evaluated documents": d["evaluated_documents"],
+                           "queries": d["queries"], "from": d["source"]} for n, d in plan["datasets"].items()])
+    lines += [sizes.to_markdown(index=False, floatfmt=".0f"), "", "## Compute", ""]
+    lines += [_compute_table(plan), "", "## Assumptions", ""]
+    lines += [f"- {line}" for line in _assumptions(plan)]
+    return "\n".join(lines) + "\n"
+
+
+def _compute_table(plan: dict) -> str:
+    rows = []
+    for name, b in plan["backbones"].items():
+        c = b["calibration"] or {}
+        calibrated = bool(c) and "error" not in c
+        rows.append({
+            "backbone": name,
+            "calibrated on": (f"{c['device']}: {c['source']}" if calibrated else c.get("error", "not calibrated")),
+            "train jobs": b["train_jobs"],
+            "s/step": _num(c.get("train_step_seconds")) + (f" (batch {c['train_batch']})" if calibrated else ""),
+            "train h": _num(b["train_hours"]),
+            "index jobs": b["index_jobs"], "documents": f"{b['documents']:,}",
+            "docs/s": _num(1 / c["document_seconds"] if calibrated and c["document_seconds"] else None),
+            "index h": _num(b["index_hours"]),
+            "evaluate jobs": b["evaluate_jobs"], "evaluate CPU-h": _num(b["evaluate_hours"]),
+        })
+    total = plan["totals"]
+    rows.append({"backbone": "total (calibrated rows)", "calibrated on": "", "s/step": "", "docs/s": "",
+                 **{key: sum(r[key] for r in rows) for key in ("train jobs", "index jobs", "evaluate jobs")},
+                 "documents": f"{sum(b['documents'] for b in plan['backbones'].values()):,}",
+                 "train h": _num(total["train"]), "index h": _num(total["index"]),
+                 "evaluate CPU-h": _num(total["evaluate"])})
+    return pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True)
+
+
+def _num(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3g}" if value < 1000 else f"{value:,.0f}"
+
+
+def _assumptions(plan: dict) -> list[str]:
+    devices = sorted({b["calibration"]["device"] for b in plan["backbones"].values()
+                      if b["calibration"] and "error" not in b["calibration"]})
+    texts = sorted({b["calibration"]["texts"] for b in plan["backbones"].values()
+                    if b["calibration"] and "error" not in b["calibration"]})
+    return [
+        f"Hours are device-hours on the device the calibration ran on ({', '.join(devices) or 'none'}): run "
+        "`lsrbench plan` on a node like the ones that will run the jobs (train and index on a GPU: GPU-hours; "
+        "evaluate runs on CPUs).",
+        f"train: {plan['steps']} steps per run x seconds per step, measured over a few steps after a warm-up step and "
+        f"scaled linearly from the timed batch to the recipe's batch of {plan['recipe_batch']}; data-parallel "
+        "training divides the wall time, not the device-hours.",
+        "index: documents (the evaluated corpus of each index job) and queries x seconds per text measured on "
+        f"{'; '.join(texts) or 'no passages'}; real corpora differ in length (up to document_max_length tokens).",
+        f"evaluate: queries x documents x FLOPs x seconds per posting of the exact search, with FLOPs = "
+        f"{plan['assume_flops']:g} assumed for a trained model (--flops), the search timed on the untrained "
+        "calibration model's vectors.",
+        "Not estimated: dataset downloads and preparation, triplets, norm, bm25, pooled FLOPs and reports "
+        "(I/O-bound or seconds).",
+        "A backbone that is not on disk (no mirror copy, not in the hub cache) is not calibrated: "
+        "`lsrbench prefetch --configfile ... --mirror DIR`, then `lsrbench plan --mirror DIR`.",
+    ]

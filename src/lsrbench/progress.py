@@ -1,0 +1,126 @@
+"""Progress lines for log files: how far a long job is (done/total, rate, ETA), written at a
+cadence that suits a file followed with ``tail -f`` rather than a terminal's progress bar.
+
+A line is logged on the first update, on the last (done == total), and otherwise when either
+``every`` units (default: 5 % of the total) or ``seconds`` (default 60) have passed since the
+previous line, whichever comes first. Written here rather than taken from tqdm: tqdm redraws one
+terminal line (carriage returns in a file) and has no "every N % or 60 s" rule. The time stamp of
+each line comes from the log format (:func:`log_format`, UTC).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Callable
+
+__all__ = ["Progress", "format_duration", "log_format", "log_to_file", "log_file", "LOG_FORMAT", "LOG_DATEFMT"]
+
+# Every line of a job's log starts with its UTC time: ``2026-07-01T12:00:00Z INFO name: message``.
+LOG_FORMAT = "%(asctime)sZ %(levelname)s %(name)s: %(message)s"
+LOG_DATEFMT = "%Y-%m-%dT%H:%M:%S"
+
+
+def log_format() -> logging.Formatter:
+    """The formatter of a job's log file: UTC time stamps (:data:`LOG_FORMAT`)."""
+    formatter = logging.Formatter(LOG_FORMAT, LOG_DATEFMT)
+    formatter.converter = time.gmtime
+    return formatter
+
+
+def log_to_file(path: str) -> None:
+    """Send every ``logging`` record of INFO and above to ``path`` (appended), time-stamped in UTC:
+    a job's log file (the Snakemake bridge; each process of a data-parallel training)."""
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(log_format())
+    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+
+
+def log_file() -> str | None:
+    """The file the root logger writes to (set by :func:`log_to_file`), if any."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            return handler.baseFilename
+    return None
+
+
+def format_duration(seconds: float) -> str:
+    """``1h02m03s``, ``4m05s``, ``7s``; ``?`` when unknown."""
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return "?"
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m{secs:02d}s"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+class Progress:
+    """Reports ``done`` out of ``total`` units of one job to ``logger``.
+
+    ``update(done, **fields)`` sets the absolute count (e.g. a training step), ``advance(n)`` adds
+    to it (e.g. documents of a batch), ``skip(n)`` adds work that this process did not do (reused
+    shards, steps before a resumed checkpoint): it counts towards ``done`` but not towards the
+    rate, so the ETA reflects this process's speed. ``fields`` are shown after the count
+    (``loss=0.4213``). Returns the line when one was logged, else None.
+    """
+
+    def __init__(self, what: str, total: int, unit: str, *, every: int | None = None, seconds: float = 60.0,
+                 logger: logging.Logger | None = None, clock: Callable[[], float] = time.monotonic, done: int = 0):
+        self.what, self.total, self.unit = what, max(0, int(total)), unit
+        self.every = every if every is not None else max(1, self.total // 20)
+        self.seconds = seconds
+        self.logger = logger or logging.getLogger("lsrbench.progress")
+        self.clock = clock
+        self.done = self._start_done = int(done)
+        self._start = clock()
+        self._last_done: int | None = None
+        self._last_time = self._start
+
+    def skip(self, n: int) -> None:
+        self.done += int(n)
+        self._start_done += int(n)
+
+    def advance(self, n: int, **fields) -> str | None:
+        return self.update(self.done + int(n), **fields)
+
+    def update(self, done: int, **fields) -> str | None:
+        self.done = int(done)
+        now = self.clock()
+        due = (self._last_done is None or self.done >= self.total
+               or self.done - self._last_done >= self.every or now - self._last_time >= self.seconds)
+        if not due or self.done == self._last_done:
+            return None
+        self._last_done, self._last_time = self.done, now
+        line = self.line(now, **fields)
+        self.logger.info("%s", line)
+        return line
+
+    def rate(self, now: float | None = None) -> float | None:
+        """Units per second of this process so far (None before any time has passed)."""
+        elapsed = (self.clock() if now is None else now) - self._start
+        worked = self.done - self._start_done
+        return worked / elapsed if elapsed > 0 and worked > 0 else None
+
+    def line(self, now: float, **fields) -> str:
+        pct = 100.0 * self.done / self.total if self.total else 100.0
+        head = " ".join([f"{self.what}: {self.done}/{self.total} {self.unit} ({pct:.0f}%)"]
+                        + [f"{name} {_fmt(value)}" for name, value in fields.items() if value is not None])
+        rate = self.rate(now)
+        eta = (self.total - self.done) / rate if rate else (0.0 if self.done >= self.total else None)
+        return " | ".join([head, f"{_fmt_rate(rate)} {self.unit}/s", f"elapsed {format_duration(now - self._start)}",
+                           f"ETA {format_duration(eta)}"])
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _fmt_rate(rate: float | None) -> str:
+    if rate is None:
+        return "?"
+    return f"{rate:.3g}" if rate < 100 else f"{rate:.0f}"

@@ -1,0 +1,94 @@
+"""``lsrbench plan`` on the tiny default, as a user runs it: job counts from Snakemake's dry run,
+dataset sizes, and the compute extrapolated from a calibration on this CPU (exact algebra on the
+numbers it prints to JSON); a backbone that is not on disk is said not calibrated."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from helpers.paths import REPO, shared_or_skip
+from lsrbench.pipeline.config import runs
+
+
+def _plan(tmp_path, *args, config=REPO / "config/config.yaml"):
+    out = tmp_path / "plan.json"
+    proc = subprocess.run([sys.executable, "-m", "lsrbench.cli", "plan", "--configfile", str(config), "-d", str(tmp_path),
+                           "--json", str(out), *args], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout, json.loads(out.read_text())
+
+
+def test_job_counts_and_dataset_sizes_without_calibration(tmp_path):
+    mirror = shared_or_skip()
+    stdout, plan = _plan(tmp_path, "--mirror", str(mirror), "--no-calibration")
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    grid = runs(config)  # 2 backbones: 4 + 4 runs (splade-tiny's untie run included)
+    assert len(grid) == 8
+    jobs = plan["jobs"]
+    assert jobs["train"] == jobs["index"] == jobs["evaluate"] == len(grid)
+    assert jobs["norm"] == 2 and jobs["dataset"] == jobs["bm25"] == jobs["triplets"] == 1
+    assert jobs["total"] == sum(n for rule, n in jobs.items() if rule != "total")
+    # Vaswani in the mirror: 11,429 documents, 93 queries (../shared/README.md); pooled at depth 50
+    # and not yet built, the evaluated subset is estimated as 93 x 50 documents
+    assert plan["datasets"]["vaswani"] == {"documents": 11429, "queries": 93, "evaluated_documents": 93 * 50,
+                                           "source": str(mirror / "data" / "vaswani")}
+    b = plan["backbones"]["splade-tiny"]
+    assert (b["train_jobs"], b["index_jobs"], b["evaluate_jobs"]) == (4, 4, 4)
+    assert b["documents"] == 4 * 93 * 50 and b["queries"] == 4 * 93
+    assert b["train_hours"] is None and b["calibration"] is None
+    for header in ("## Jobs per rule", "## Datasets", "## Compute", "## Assumptions"):
+        assert header in stdout, stdout
+    assert re.search(r"^\| train +\| +8 \|$", stdout, re.M) and re.search(r"^\| vaswani +\| +11429 \|", stdout, re.M)
+
+
+def test_published_sizes_of_the_paper_grid(tmp_path):
+    stdout, plan = _plan(tmp_path, "--no-calibration", config=REPO / "config/paper.yaml")
+    jobs = plan["jobs"]
+    assert jobs["train"] == 7 * 5 and jobs["evaluate"] == 7 * 5 * 28
+    # MS MARCO's passages are encoded once per run (DL19 only gets its queries encoded)
+    assert jobs["index"] == 7 * 5 * 27 and jobs["index_queries"] == 7 * 5
+    sizes = plan["datasets"]
+    assert sizes["msmarco-dev"]["documents"] == 8_841_823 and sizes["trec-dl-2019"]["queries"] == 43
+    assert sizes["NanoTouche2020"] == {"documents": 5745, "queries": 49, "evaluated_documents": 5745, "source": "published"}
+    assert all(b["calibration"] is None and b["train_jobs"] == 5 and b["evaluate_jobs"] == 5 * 28
+               for b in plan["backbones"].values())
+    assert re.search(r"^\| total \(calibrated rows\) +\| +\| 35 ", stdout, re.M), stdout
+
+
+@pytest.mark.slow
+def test_calibrated_compute_is_the_extrapolation_of_the_measured_times(tmp_path):
+    mirror = shared_or_skip()
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    config["datasets_file"] = str(REPO / "config/datasets.yaml")
+    config["backbones"]["absent"] = {"model": "some-org/absent-mlm", "k": [1]}  # a hub id, not on disk
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    stdout, plan = _plan(tmp_path, "--mirror", str(mirror), "--train-steps", "2", "--passages", "24",
+                         "--train-batch", "2", config=path)
+    recipe = config["recipe"]
+    tiny, twin = plan["backbones"]["splade-tiny"], plan["backbones"]["splade-tiny-x10"]
+    cal = tiny["calibration"]
+    assert cal == twin["calibration"]  # one checkpoint, calibrated once
+    assert cal["train_batch"] == 2 and cal["device"].startswith("cpu")
+    assert cal["train_step_seconds"] > 0 and cal["document_seconds"] > 0 and cal["query_seconds"] > 0
+    assert cal["posting_seconds"] > 0 and "24 passages of vaswani" in cal["texts"]
+    for b in (tiny, twin):
+        n = b["train_jobs"]
+        assert b["train_hours"] == pytest.approx(n * recipe["steps"] * cal["train_step_seconds"] * recipe["batch_size"]
+                                                 / 2 / 3600, rel=1e-12)
+        assert b["index_hours"] == pytest.approx((b["documents"] * cal["document_seconds"]
+                                                  + b["queries"] * cal["query_seconds"]) / 3600, rel=1e-12)
+        assert b["postings"] == pytest.approx(b["evaluate_jobs"] * 93 * 50 * 93 * plan["assume_flops"], rel=1e-12)
+        assert b["evaluate_hours"] == pytest.approx(b["postings"] * cal["posting_seconds"] / 3600, rel=1e-12)
+    absent = plan["backbones"]["absent"]
+    assert absent["train_jobs"] == 1 and absent["train_hours"] is None
+    assert "not on disk" in absent["calibration"]["error"]
+    assert plan["totals"]["train"] == pytest.approx(tiny["train_hours"] + twin["train_hours"], rel=1e-12)
+    line = next(line for line in stdout.splitlines() if line.startswith("| absent"))
+    assert "not on disk (hub id some-org/absent-mlm" in line and "| -  " in line
