@@ -8,7 +8,7 @@ import sys
 from lsrbench.errors import InputError
 from lsrbench.names import DATASET_PATTERN, K_PATTERN, NAME_PATTERN, RUN_PATTERN
 from lsrbench.pipeline import params as dag
-from lsrbench.pipeline.config import check_mirror, grid_lines, load_config_files, locate_config_paths
+from lsrbench.pipeline.config import grid_lines, load_config_files, locate_config_paths
 from lsrbench.pipeline.paths import ID_REGEX, Layout, pattern
 from lsrbench.pipeline.validate import check_config
 from lsrbench.pipeline.validate_files import RECORD
@@ -31,13 +31,12 @@ try:
     merged, ORIGINS, READ = load_config_files(CONFIG_FILES, workflow.config_settings.config)
     config.clear()
     config.update(merged)
-    config = check_config(locate_config_paths(config, workflow.basedir), CONFIG_FILE, ORIGINS,
-                          files=workflow.is_main_process, record=RECORD)
     # A named mirror must exist (else datasets and models would silently be downloaded), except
     # for the prefetch target, which creates it. Snakemake tells a Snakefile nothing of its
     # targets, hence the command line.
-    if "prefetch" not in sys.argv[1:]:
-        check_mirror(config, ORIGINS.file_for("mirror"))
+    config = check_config(locate_config_paths(config, workflow.basedir), CONFIG_FILE, ORIGINS,
+                          files=workflow.is_main_process, record=RECORD,
+                          mirror_must_exist="prefetch" not in sys.argv[1:])
 except InputError as exc:
     print(f"lsrbench: error: {exc}", file=sys.stderr)
     sys.exit(1)

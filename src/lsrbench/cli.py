@@ -39,12 +39,12 @@ Bad input is one line: lsrbench: error: <file>: <field>: <message>. Documentatio
 def _load_config(files: list[str], check_files: bool = True, command_line: dict | None = None) -> tuple[dict, list[str]]:
     """The checked config of ``files`` (each with its ``base:`` chain, then ``command_line`` values as
     ``--config`` gives them), and every file read; ``check_files``: also the dataset and model
-    folders it names (lsrbench.pipeline.validate)."""
+    folders it names and the mirror, which must exist (lsrbench.pipeline.validate)."""
     from lsrbench.pipeline.config import load_config_files
     from lsrbench.pipeline.validate import check_config
 
     config, origins, read = load_config_files(files, command_line)
-    return check_config(config, files[-1], origins, files=check_files), read
+    return check_config(config, files[-1], origins, files=check_files, mirror_must_exist=check_files), read
 
 
 def _config_files(args) -> list[str]:
@@ -58,12 +58,11 @@ def _config_files(args) -> list[str]:
 
 
 def _check_config(args) -> int:
-    from lsrbench.pipeline.config import check_mirror, grid_lines, runs
+    from lsrbench.pipeline.config import grid_lines, runs
     from lsrbench.pipeline.validate_files import unchecked_inputs
 
     files = _config_files(args)
     config, read = _load_config(files)
-    check_mirror(config, files[-1])
     grid = runs(config)
     on = f" (on {', '.join(f for f in read if f not in files)})" if len(read) > len(files) else ""
     print(f"{', '.join(files)}{on}: ok: {len(config['backbones'])} backbones, {len(grid)} runs, "

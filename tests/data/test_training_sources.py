@@ -12,7 +12,8 @@ import yaml
 
 from helpers.paths import REPO
 from lsrbench.pipeline import params as dag
-from lsrbench.pipeline.config import check_config, locate_config_paths, validate
+from lsrbench.pipeline.config import locate_config_paths, validate
+from lsrbench.pipeline.validate import check_config
 from lsrbench.pipeline.fingerprint import FileDigests
 from lsrbench.pipeline.paths import Layout
 from lsrbench.errors import InputError

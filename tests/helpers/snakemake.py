@@ -73,7 +73,7 @@ def layout(config_path: Path):
     from lsrbench.pipeline.paths import Layout
 
     config = locate_config_paths(load_yaml(config_path), REPO)
-    return Layout(check_config(config, str(config_path)), "results", FileDigests(None))
+    return Layout(check_config(config, str(config_path), files=False, mirror_must_exist=False), "results", FileDigests(None))
 
 
 def train_dir(work: Path, config_path: Path, run: str, k: str) -> Path:

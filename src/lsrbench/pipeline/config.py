@@ -227,15 +227,6 @@ def locate_config_paths(config: dict, basedir: str | Path) -> dict:
     return config
 
 
-def check_mirror(config: dict, config_file: str | Path) -> None:
-    """A mirror that is named must be a folder: a misspelt one would otherwise silently fall back to
-    downloading (or fail deep inside a job on a machine without internet)."""
-    mirror = config.get("mirror")
-    if mirror is not None and not Path(str(mirror)).expanduser().is_dir():
-        raise InputError(config_file, "mirror", f"mirror folder '{mirror}' does not exist "
-                                                "(a folder laid out like ../shared: data/<dataset>/, models/<name>/)")
-
-
 # ---------------------------------------------------------------------------- layered config files
 # A config file may start with ``base: <file>`` (relative to its own folder): the base is loaded
 # first (it may have a base of its own), then this file's values are merged on top of it. Merge

@@ -40,15 +40,17 @@ def _workflow_dir() -> Path:
 def current_folders(config_files: list[str], overrides: dict, results: str) -> set[Path]:
     """Every addressed folder the configs' runs write, resolved. Each file is one current config
     (with its ``base:`` chain and the ``--config`` overrides, loaded as the Snakefile loads it)."""
-    from lsrbench.pipeline.config import check_config, load_config_files, locate_config_paths
+    from lsrbench.pipeline.config import load_config_files, locate_config_paths
     from lsrbench.pipeline.paths import Layout
+    from lsrbench.pipeline.validate import check_config
 
     if not Path(results).is_dir():
         raise InputError(results, None, "results folder not found")
     folders: set[Path] = set()
     for config_file in config_files:
         config, origins, _ = load_config_files([config_file], overrides)
-        config = check_config(locate_config_paths(config, _workflow_dir()), config_file, origins)
+        config = check_config(locate_config_paths(config, _workflow_dir()), config_file, origins, files=False,
+                              mirror_must_exist=False)
         folders |= {Path(item.folder).resolve() for item in Layout(config, results).all()}
     return folders
 

@@ -133,7 +133,7 @@ def docs_dataset(config: dict, dataset: str) -> str:
 
 
 class Layout:
-    """Every addressed output of one checked config (:func:`lsrbench.pipeline.config.check_config`),
+    """Every addressed output of one checked config (:func:`lsrbench.pipeline.validate.check_config`),
     built once: ``layout.train(run, k).path("model")``; ``layout.find(kind, wildcards)`` for the
     rules; :meth:`all` for ``lsrbench gc``. Local folders are fingerprinted through ``digests``
     (cached in ``<results>/.cache/file-digests.json`` unless given)."""
