@@ -162,7 +162,8 @@ def index_inputs(layout: Layout, w) -> dict:
 def index_kwargs(layout: Layout, w) -> dict:
     index = layout.find("index", w)
     encoding = layout.encoding()
-    return {"dataset_entry": layout.load_data(index.fields["dataset"]), "batch_size": encoding["batch_size"],
+    return {"dataset_name": index.fields["dataset"], "dataset_entry": layout.load_data(index.fields["dataset"]),
+            "batch_size": encoding["batch_size"],
             "precision": encoding["precision"], "query_max_length": encoding["query_max_length"],
             "document_max_length": encoding["document_max_length"]}
 

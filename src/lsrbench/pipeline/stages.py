@@ -208,7 +208,7 @@ def released(run: str, entry: dict, query_max_length: int, document_max_length: 
 def index(model_dir: str, data_dir: str, dataset_entry: dict, batch_size: int, docs_out: str | None = None,
           queries_out: str | None = None, shard_size: int | None = None, shard_dir: str | None = None,
           precision: str = "fp32", query_max_length: int | None = None,
-          document_max_length: int | None = None) -> dict:
+          document_max_length: int | None = None, dataset_name: str | None = None) -> dict:
     """Encode the evaluated corpus and its queries to CSR ``.npz`` files with their ids
     (:func:`lsrbench.index.indexing.index_dataset`), truncated at the evaluation's token lengths
     (``evaluation.query_max_length`` / ``document_max_length``), not the training ones. Without
@@ -219,7 +219,8 @@ def index(model_dir: str, data_dir: str, dataset_entry: dict, batch_size: int, d
         raise ValueError("index: queries_out is required")
     return index_dataset(model_dir, _load_beir(data_dir, dataset_entry), batch_size, queries_out, docs_out,
                          shard_size=shard_size, shard_dir=shard_dir, precision=precision,
-                         query_max_length=query_max_length, document_max_length=document_max_length)
+                         query_max_length=query_max_length, document_max_length=document_max_length,
+                         name=dataset_name)
 
 
 def evaluate(run: str, k: str, dataset_name: str, dataset_entry: dict, data_dir: str, docs_npz: str,
