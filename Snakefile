@@ -6,9 +6,10 @@ import os
 import sys
 
 from lsrbench.errors import InputError
-from lsrbench.names import DATASET_PATTERN, K_PATTERN, POOLED, RUN_PATTERN
+from lsrbench.names import DATASET_PATTERN, K_PATTERN, NAME_PATTERN, RUN_PATTERN
 from lsrbench.pipeline import params as dag
 from lsrbench.pipeline.config import grid_lines, load_config_files, locate_config_paths
+from lsrbench.pipeline.paths import ID_REGEX, Layout, pattern
 from lsrbench.pipeline.validate import check_config
 from lsrbench.pipeline.validate_files import RECORD
 
@@ -30,8 +31,12 @@ try:
     merged, ORIGINS, READ = load_config_files(CONFIG_FILES, workflow.config_settings.config)
     config.clear()
     config.update(merged)
+    # A named mirror must exist (else datasets and models would silently be downloaded), except
+    # for the prefetch target, which creates it. Snakemake tells a Snakefile nothing of its
+    # targets, hence the command line.
     config = check_config(locate_config_paths(config, workflow.basedir), CONFIG_FILE, ORIGINS,
-                          files=workflow.is_main_process, record=RECORD)
+                          files=workflow.is_main_process, record=RECORD,
+                          mirror_must_exist="prefetch" not in sys.argv[1:])
 except InputError as exc:
     print(f"lsrbench: error: {exc}", file=sys.stderr)
     sys.exit(1)
@@ -41,7 +46,9 @@ workflow.configfiles.extend(f for f in READ if os.path.abspath(f) not in KNOWN)
 # What the report's landing page (workflow/report/workflow.rst) shows of this run.
 config["_report"] = {"config_files": READ, "grid": grid_lines(config)}
 
-RUNS = dag.run_grid(config)
+# Every output in a folder named by the hash of what decides it (lsrbench.pipeline.paths): a config
+# edit plans new folders beside the finished ones, which Snakemake then never re-runs or deletes.
+L = Layout(config)
 DATASETS = config["evaluation"]["datasets"]
 
 # The same patterns the config check holds run names and k to (lsrbench.names).
@@ -49,6 +56,16 @@ wildcard_constraints:
     run=RUN_PATTERN,
     k=K_PATTERN,
     dataset=DATASET_PATTERN,
+    backbone=NAME_PATTERN,
+    pool_depth="[0-9]+",
+    data_id=ID_REGEX,
+    norms_id=ID_REGEX,
+    triplets_id=ID_REGEX,
+    train_id=ID_REGEX,
+    index_id=ID_REGEX,
+    eval_id=ID_REGEX,
+    pooled_id=ID_REGEX,
+    bm25_id=ID_REGEX,
 
 
 include: "workflow/rules/data.smk"

@@ -1,7 +1,7 @@
 """The lsrbench command line. The DAG itself runs through Snakemake (``snakemake --cores 2``, or
 ``lsrbench run``, which builds that command with the targets first); these subcommands check a
 config, inspect a checkpoint, verify finished results, prepare an offline mirror, plan a grid's
-compute and cross-check runs with mteb."""
+compute, cross-check runs with mteb, and list or remove the outputs no current config refers to (gc)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ examples:
   lsrbench verify results                         re-hash every artifact, trace every table cell
   lsrbench prefetch --configfile config/paper.yaml --mirror /data/mirror
   lsrbench mteb-check splade-tiny/k1 vaswani      score a run through mteb, compare with ours
+  lsrbench gc [--delete]                          list (remove) outputs no current config refers to
   lsrbench plan --configfile config/paper.yaml    jobs, dataset sizes and compute before submitting
 
 Bad input is one line: lsrbench: error: <file>: <field>: <message>. Documentation: README.md, docs/.
@@ -38,12 +39,12 @@ Bad input is one line: lsrbench: error: <file>: <field>: <message>. Documentatio
 def _load_config(files: list[str], check_files: bool = True, command_line: dict | None = None) -> tuple[dict, list[str]]:
     """The checked config of ``files`` (each with its ``base:`` chain, then ``command_line`` values as
     ``--config`` gives them), and every file read; ``check_files``: also the dataset and model
-    folders it names (lsrbench.pipeline.validate)."""
+    folders it names and the mirror, which must exist (lsrbench.pipeline.validate)."""
     from lsrbench.pipeline.config import load_config_files
     from lsrbench.pipeline.validate import check_config
 
     config, origins, read = load_config_files(files, command_line)
-    return check_config(config, files[-1], origins, files=check_files), read
+    return check_config(config, files[-1], origins, files=check_files, mirror_must_exist=check_files), read
 
 
 def _config_files(args) -> list[str]:
@@ -168,16 +169,16 @@ def _mteb_check(args) -> int:
     from lsrbench.atomic import atomic_open
     from lsrbench.evaluate.mteb_check import check_run
 
-    results = Path(args.results)
-    run_dir = Path(args.run) if Path(args.run).is_dir() else results / "runs" / args.run
-    if not (run_dir / "model").is_dir():
-        raise InputError(run_dir, None, "not a finished run (no model/ folder): give <run>/k<k>, e.g. splade-tiny/k1")
-    entry = _load_config(_config_files(args), check_files=False)[0]["_datasets"].get(args.dataset)
+    config = _load_config(_config_files(args), check_files=False)[0]
+    entry = config["_datasets"].get(args.dataset)
     if entry is None:
         raise InputError(_config_files(args)[-1], "evaluation.datasets", f"dataset '{args.dataset}' is not defined")
-    report = check_run(run_dir, args.dataset, results / "data" / args.dataset / "eval", tol=args.tolerance,
+    run_dir, data_dir, metrics_tsv = _mteb_paths(args, config)
+    if not (run_dir / "model").is_dir():
+        raise InputError(run_dir, None, "not a finished run (no model/ folder): give <run>/k<k>, e.g. splade-tiny/k1")
+    report = check_run(run_dir, args.dataset, data_dir, tol=args.tolerance, metrics_tsv=metrics_tsv,
                        ignore_identical_ids=entry.get("skip_identical_ids", False), results_root=args.mteb_results)
-    out = run_dir / args.dataset / "mteb_check.json"
+    out = metrics_tsv.parent / "mteb_check.json"
     with atomic_open(out, "w", encoding="utf-8") as fh:
         json.dump(report, fh, indent=1)
         fh.write("\n")
@@ -188,6 +189,72 @@ def _mteb_check(args) -> int:
     print(f"{run_dir} on {args.dataset}: {'agrees' if report['ok'] else 'differs'} with mteb "
           f"{report['mteb_version']} within {args.tolerance} ({out})")
     return 0 if report["ok"] else 1
+
+
+def _mteb_paths(args, config: dict) -> tuple[Path, Path, Path]:
+    """The trained model's folder, the evaluated data and the run's metrics.tsv: a run folder given
+    as a path (laid out ``<run>/model``, ``<run>/<dataset>/metrics.tsv``, data in
+    ``<results>/data/<dataset>/eval``), else ``<run>/k<k>`` of the config's content-addressed
+    outputs (:mod:`lsrbench.pipeline.paths`)."""
+    from lsrbench.pipeline.paths import Layout
+
+    results = Path(args.results)
+    given = Path(args.run) if Path(args.run).is_dir() else results / "runs" / args.run
+    if (given / "model").is_dir():
+        return given, results / "data" / args.dataset / "eval", given / args.dataset / "metrics.tsv"
+    run, _, k = args.run.rpartition("/k")
+    layout = Layout(config, str(results))
+    if (run, k) not in {(i.fields["run"], i.fields["k"]) for i in layout.all() if i.kind == "train"}:
+        raise InputError(_config_files(args)[-1], "backbones", f"'{args.run}' is not a run of this config "
+                                                               "(give <run>/k<k>, e.g. splade-tiny/k1)")
+    return (Path(layout.train(run, k).folder), Path(layout.eval_dir(args.dataset)),
+            Path(layout.evaluate(run, k, args.dataset).path("metrics.tsv")))
+
+
+def _overrides(pairs: list[str]) -> dict:
+    """``--config key=value`` as Snakemake reads it (an empty value is null)."""
+    import yaml
+
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InputError("--config", pair, "expected key=value")
+        out[key] = yaml.safe_load(value) if value else None
+    return out
+
+
+def _gc(args) -> int:
+    from lsrbench.pipeline.gc import current_folders, find_garbage, human, remove_garbage
+
+    files = _config_files(args)
+    keep = current_folders(files, _overrides(args.config), args.results)
+    garbage = find_garbage(args.results, keep)
+    verb = "removed" if args.delete else "would remove"
+    for item in garbage:
+        print(f"{verb}: {item.path} ({human(item.bytes)})")
+    if args.delete:
+        remove_garbage(args.results, garbage)
+    total = human(sum(item.bytes for item in garbage))
+    print(f"{args.results}: {len(garbage)} folder(s) no config of {', '.join(files)} refers to, {total}"
+          + ("" if args.delete or not garbage else "; run again with --delete to remove them"))
+    return 0
+
+
+def _add_gc_parser(sub) -> None:
+    p = sub.add_parser("gc", help="list (default) or remove (--delete) outputs no current config refers to",
+                       description="A config edit computes new outputs beside the finished ones (content-addressed "
+                                   "folders, docs/results-layout.md). List every output folder under the results "
+                                   "folder that no given config refers to, with sizes; --delete removes them. "
+                                   "Run it from the folder snakemake runs in.")
+    p.add_argument("--configfile", action="append", metavar="FILE",
+                   help=f"a current config (default: {DEFAULT_CONFIG}); repeat it for several configs, each kept "
+                        "(not merged, unlike the other subcommands)")
+    p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
+                   help="overrides on the configs, as given to snakemake --config (e.g. mirror=../shared)")
+    p.add_argument("--results", default="results", metavar="DIR", help="the results folder (default: results)")
+    p.add_argument("--delete", action="store_true", help="remove them (default: only list them)")
+    p.set_defaults(func=_gc)
 
 
 def _export_mteb(args) -> int:
@@ -317,6 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_plan_parser(sub)
     _add_mteb_parsers(sub)
+    _add_gc_parser(sub)
     return parser
 
 

@@ -86,11 +86,11 @@ def _vaswani_slice(tmp_path, request):  # conftest's fixture (the micro DAG's da
     return request.getfixturevalue("vaswani_slice")
 
 
-def _data_stage_full(tmp_path, request):  # what the dataset stage writes (results/data/<name>/full)
+def _data_stage_full(tmp_path, request):  # what the dataset stage writes (results/data/<name>/<id>/full)
     return write_beir_folder(load_beir_folder(_vaswani(tmp_path, request)), tmp_path / "full")
 
 
-def _data_stage_pooled(tmp_path, request):  # ... and its pooled subset (results/data/<name>/eval)
+def _data_stage_pooled(tmp_path, request):  # ... and its pooled subset (results/data/<name>/<id>/pool<depth>/eval)
     from lsrbench.data.bm25 import pooled_subset
 
     return write_beir_folder(pooled_subset(load_beir_folder(_vaswani_slice(tmp_path, request)), 5), tmp_path / "eval")

@@ -208,14 +208,15 @@ def test_shared_corpus_read_and_stored_once(msmarco_like, tmp_path):
     assert len(list(store.iterdir())) == 1 and os.path.samefile(next(store.iterdir()), tmp_path / "other" / "corpus.jsonl")
 
 
-def test_dataset_stage_links_full_and_eval(msmarco_like, tmp_path, monkeypatch):
+def test_dataset_stage_links_one_stored_corpus(msmarco_like, tmp_path, monkeypatch):
     from lsrbench.pipeline import stages
 
     monkeypatch.chdir(tmp_path)
+    store = "results/data/.corpora"
     for name in ("dev", "dl19"):
         entry = {"source": "ir_datasets", "id": f"{msmarco_like}/{name}", "split": "test"}
-        stages.dataset(name, entry, None, "d.yaml", "cache", None, f"results/data/{name}/full",
-                       f"results/data/{name}/eval", f"results/data/{name}/eval.json")
-    files = [tmp_path / f"results/data/{n}/{p}/corpus.jsonl" for n in ("dev", "dl19") for p in ("full", "eval")]
+        stages.dataset(name, entry, None, "d.yaml", "cache", f"results/data/{name}/full", f"results/data/{name}/info.json",
+                       corpus_store=store)
+    files = [tmp_path / f"results/data/{n}/full/corpus.jsonl" for n in ("dev", "dl19")]
     assert all(os.path.samefile(files[0], f) for f in files[1:])
-    assert len(list((tmp_path / "results/data/.corpora").iterdir())) == 1
+    assert len(list((tmp_path / store).iterdir())) == 1

@@ -12,7 +12,10 @@ import yaml
 
 from helpers.paths import REPO
 from lsrbench.pipeline import params as dag
-from lsrbench.pipeline.config import validate
+from lsrbench.pipeline.config import locate_config_paths, validate
+from lsrbench.pipeline.validate import check_config
+from lsrbench.pipeline.fingerprint import FileDigests
+from lsrbench.pipeline.paths import Layout
 from lsrbench.errors import InputError
 from lsrbench.data.triplets import (
     _reservoir,
@@ -161,12 +164,18 @@ def test_schema_and_dag_wiring():
     with pytest.raises(InputError, match=r"training_data.source: 'msmarco' is not one of"):
         validate(_config({"source": "msmarco"}), "config.schema.yaml", "c.yaml")
 
-    assert dag.triplets_inputs(config) == {}
-    assert dag.triplets_kwargs(config) == {"training_data": hf, "n": 1000, "seed": 7}
-    pseudo = _config({"source": "pseudo_queries", "dataset": "vaswani", "seed": 13})
-    pseudo["_datasets"] = {"vaswani": {"source": "ir_datasets", "id": "vaswani"}}
-    assert dag.triplets_inputs(pseudo) == {"full_dir": "results/data/vaswani/full"}
-    assert dag.triplets_kwargs(pseudo)["dataset_entry"] == {"source": "ir_datasets", "id": "vaswani"}
+    config = check_config(locate_config_paths(config, REPO), "c.yaml")
+    paths = Layout(config, digests=FileDigests(None))
+    assert dag.triplets_inputs(paths) == {}
+    assert dag.triplets_kwargs(paths) == {"n": 1000, "seed": 7}
+    assert dag.triplets_runtime(paths, "c.yaml")["training_data"] == hf  # as written, the mirror reads it
+    assert paths.triplets().identity == {"training_data": hf, "n": 1000, "seed": 7}
+    pseudo = check_config(locate_config_paths(_config({"source": "pseudo_queries", "dataset": "vaswani", "seed": 13}),
+                                              REPO), "c.yaml")
+    paths = Layout(pseudo, digests=FileDigests(None))
+    assert dag.triplets_inputs(paths) == {"full_dir": paths.data("vaswani").path("full")}
+    assert dag.triplets_runtime(paths, "c.yaml")["dataset_entry"] == pseudo["_datasets"]["vaswani"]
+    assert paths.triplets().identity["corpus"] == paths.data("vaswani").id
 
     assert training_name(hf) == "sentence-transformers--msmarco-bm25--triplet"
     assert training_name({"source": "ir_datasets", "id": "msmarco-passage/train/triples-small"}) == \

@@ -6,6 +6,10 @@ The micro run: a random 1-layer RoBERTa on a slice of Vaswani, k = 1 plus an abs
 (the head and, tied to it, the input embeddings multiplied by 1e30) whose training loss is NaN
 from step 1: the forced collapse, which must finish as a result while the other runs carry on.
 Tests must not modify it: a test that tampers with artifacts works on a copy (:func:`copy_run`).
+
+Where a run's outputs are comes from the package's one path builder
+(:class:`lsrbench.pipeline.paths.Layout`, content-addressed folders) through :func:`layout` and
+the ``*_dir`` helpers here: tests never spell a results path themselves.
 """
 
 from __future__ import annotations
@@ -60,18 +64,43 @@ def micro_config(tmp: Path, slice_dir: Path, model_dir: Path) -> Path:
     return path
 
 
+def layout(config_path: Path):
+    """The :class:`~lsrbench.pipeline.paths.Layout` of a config file, with results paths relative to
+    the working directory (``results/...``, as Snakemake and the manifests spell them)."""
+    from lsrbench.pipeline.config import load_yaml, locate_config_paths
+    from lsrbench.pipeline.fingerprint import FileDigests
+    from lsrbench.pipeline.validate import check_config
+    from lsrbench.pipeline.paths import Layout
+
+    config = locate_config_paths(load_yaml(config_path), REPO)
+    return Layout(check_config(config, str(config_path), files=False, mirror_must_exist=False), "results", FileDigests(None))
+
+
+def train_dir(work: Path, config_path: Path, run: str, k: str) -> Path:
+    """A run's training folder: model/, train_log.jsonl, status.json, train_provenance.json."""
+    return work / layout(config_path).train(run, k).folder
+
+
+def index_dir(work: Path, config_path: Path, run: str, k: str, dataset: str) -> Path:
+    """A run's vectors of one dataset: docs.npz, queries.npz."""
+    return work / layout(config_path).index(run, k, dataset).folder
+
+
+def eval_dir(work: Path, config_path: Path, run: str, k: str, dataset: str) -> Path:
+    """A run's evaluation on one dataset: run.trec, metrics.tsv, perquery.tsv, status.json, provenance.json."""
+    return work / layout(config_path).evaluate(run, k, dataset).folder
+
+
+def norms_json(work: Path, config_path: Path, backbone: str) -> Path:
+    return work / layout(config_path).norms(backbone).path("norms.json")
+
+
+def outputs_of(work: Path, config_path: Path) -> list[Path]:
+    """Every addressed output folder of a config (what ``lsrbench gc`` keeps)."""
+    return [work / item.folder for item in layout(config_path).all()]
+
+
 def copy_run(micro_run: dict, dest: Path) -> Path:
     """A copy of the finished run's workdir (with its .snakemake metadata); returns the copy's workdir."""
     shutil.copytree(micro_run["work"], dest, symlinks=True)
     return dest
-
-
-def run_dir(results: Path, run: str, k: str) -> Path:
-    """The folder of one run's outputs (model, vectors, metrics) under ``results``."""
-    return Path(results) / "runs" / run / f"k{k}"
-
-
-def job_log(results: Path, rule: str, run: str, k: str, dataset: str | None = None) -> Path:
-    """The log file of a train (or released) or index job of one run (``results/logs/...``)."""
-    name = f"{run}_k{k}" + (f"_{dataset}" if dataset else "")
-    return Path(results) / "logs" / ("train" if rule == "released" else rule) / f"{name}.log"

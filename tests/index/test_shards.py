@@ -339,7 +339,7 @@ def test_dag_index_jobs_run_in_shards(micro_run):
     """The micro DAG's config sets encode_shard_size: the index jobs get their shard folder through
     the rule's runtime param, encode in shards, and leave no shard folder behind. (The collapsed
     run's NaN model takes the plain path, whose shards are whole chunks of 4,096 texts: one shot.)"""
-    logs = {p: p.read_text() for p in sorted((micro_run["results"] / "logs" / "index").glob("*.log"))}
+    logs = {p: p.read_text() for p in sorted(micro_run["results"].rglob("index.log"))}
     sharded = [p for p, text in logs.items() if " shards of 64 rows: 0 reused, " in text]
     assert sharded, logs
     for p, text in logs.items():

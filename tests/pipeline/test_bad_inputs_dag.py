@@ -577,9 +577,7 @@ def _run_in_copy(micro_run, tmp_path, config: Path, *targets) -> tuple[str, dict
 
 def test_k_auto_with_a_zero_reference_norm_fails_its_train_job_in_one_line(micro_run, tmp_path):
     """Head norms exist only once the norm jobs ran: the train job of k auto names the norm file."""
-    from lsrbench.pipeline import params
-    from lsrbench.pipeline.config import load_yaml
-    from lsrbench.pipeline.validate import check_config
+    from helpers.snakemake import layout
 
     zero = _zero_head_model(Path(yaml.safe_load(micro_run["config"].read_text())["backbones"]["rand-roberta"]["model"]),
                             tmp_path / "zero-head")
@@ -589,9 +587,10 @@ def test_k_auto_with_a_zero_reference_norm_fails_its_train_job_in_one_line(micro
     config["auto_k"] = {"reference": "zero"}
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-    target = next(f for f in params.log_files(check_config(load_yaml(path), path, files=False)) if "/kauto/" in f)
+    target = layout(path).train("rand-roberta", "auto").path("train_log.jsonl")
     line, before, work = _run_in_copy(micro_run, tmp_path, path, target)
-    assert re.fullmatch(r"lsrbench: error: results/norms/zero\.json: frobenius_norm: 0\.0: k auto divides head norms.*", line), line
+    assert re.fullmatch(r"lsrbench: error: results/norms/zero/[0-9a-f]{12}/norms\.json: frobenius_norm: 0\.0: "
+                        r"k auto divides head norms.*", line), line
     _record("k: auto whose reference head is all zeros (real run: the train job)", line, tmp_path)
     assert_unchanged(before)
 
@@ -613,9 +612,9 @@ def test_a_dataset_only_its_job_can_read_fails_that_job_in_one_line(micro_run, t
     original = datasets_file.read_text()
     try:
         datasets_file.write_text(original + yaml.safe_dump({"nano": {"source": "hf", "repo": str(repo), "revision": None}}))
-        # the dataset job as target: adding a dataset also re-runs the slice's evaluate jobs (their
-        # params hold evaluation.datasets), which would rewrite their outputs before this one fails
-        line, before, _ = _run_in_copy(micro_run, tmp_path, path, "results/data/nano/eval.json")
+        # the whole DAG as target: adding a dataset plans only the new dataset's jobs (content-addressed
+        # outputs), so the slice's finished outputs are not re-run before this one fails
+        line, before, _ = _run_in_copy(micro_run, tmp_path, path)
     finally:
         datasets_file.write_text(original)
     assert re.fullmatch(rf"lsrbench: error: hf:{re.escape(str(repo))}: corpus\[train\] row 2: column '_id' 'd 2' contains whitespace.*",
@@ -640,10 +639,12 @@ def finished(micro_run, tmp_path_factory):
 
 def finished_files(work: Path) -> dict[Path, str]:
     """Every file of the run's results/ with its SHA-256 (Snakemake's own bookkeeping in .snakemake/
-    is not a result: it rewrites records there on any run)."""
+    is not a result: it rewrites records there on any run; nor is results/.cache/, the file-digest
+    cache that names local folders by their bytes, which learns each new folder it is shown)."""
     from lsrbench.hashing import sha256_file
 
-    return {p: sha256_file(p) for p in (work / "results").rglob("*") if p.is_file()}
+    return {p: sha256_file(p) for p in (work / "results").rglob("*")
+            if p.is_file() and ".cache" not in p.relative_to(work / "results").parts}
 
 
 def _record(name: str, outcome: str, tmp: Path) -> None:

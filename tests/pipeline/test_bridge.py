@@ -1,4 +1,4 @@
-"""What a job's log file (results/logs/...) says, as a user following a grid with ``tail -f`` reads
+"""What a job's log file (beside its outputs) says, as a user following a grid with ``tail -f`` reads
 it: UTC time stamps, train and index progress lines with their fields, and one summary line per
 job; read from the finished micro run (conftest.py's ``micro_run``)."""
 
@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from helpers.snakemake import COLLAPSE_K, job_log, run_dir
+from helpers.snakemake import COLLAPSE_K, index_dir, layout, train_dir
 
 pytestmark = pytest.mark.slow
 
@@ -18,14 +18,14 @@ RATE_ETA = r"\| [0-9.]+ {unit}/s \| elapsed \S+ \| ETA \S+"
 
 
 def test_train_log_has_a_progress_line_per_step_with_loss_rate_and_eta(micro_run):
-    res = micro_run["results"]
-    text = job_log(res, "train", "rand-roberta", "1").read_text()
+    run = train_dir(micro_run["work"], micro_run["config"], "rand-roberta", "1")
+    text = (run / "train.log").read_text()
     pattern = re.compile(rf"^{STAMP} INFO lsrbench\.model\.train_log: train: (\d+)/3 steps \(\d+%\) loss (\S+) "
                          + RATE_ETA.format(unit="steps") + "$")
     found = [m for m in map(pattern.match, text.splitlines()) if m]
     # 3 steps: every max(1, 3 // 20) = 1 step, so every step has its line
     assert [int(m.group(1)) for m in found] == [1, 2, 3], text
-    rows = [json.loads(line) for line in (run_dir(res, "rand-roberta", "1") / "train_log.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (run / "train_log.jsonl").read_text().splitlines()]
     assert [m.group(2) for m in found] == [f"{row['loss']:.4g}" for row in rows]
     assert re.search(rf"^{STAMP} INFO lsrbench\.job: train: done in \S+; read .*triplets\.jsonl .*; wrote "
                      r"\S+/model/ \(\d+ files, [0-9.]+ [kM]B\)", text, re.M), text
@@ -34,11 +34,11 @@ def test_train_log_has_a_progress_line_per_step_with_loss_rate_and_eta(micro_run
 def test_index_log_counts_documents_up_to_the_corpus_size(micro_run):
     from lsrbench.index.sparse import load_sparse
 
-    res = micro_run["results"]
-    n_docs = load_sparse(run_dir(res, "rand-roberta", "1") / "slice" / "docs.npz")[0].shape[0]
+    work, cfg = micro_run["work"], micro_run["config"]
+    n_docs = load_sparse(index_dir(work, cfg, "rand-roberta", "1", "slice") / "docs.npz")[0].shape[0]
     done = {}
     for k in ("1", COLLAPSE_K):  # the sharded fast path and the plain path of the collapsed model
-        text = job_log(res, "index", "rand-roberta", k, "slice").read_text()
+        text = (index_dir(work, cfg, "rand-roberta", k, "slice") / "index.log").read_text()
         pattern = re.compile(rf"^{STAMP} INFO lsrbench\.index\.indexing: index slice documents: (\d+)/{n_docs} docs "
                              r"\(\d+%\) " + RATE_ETA.format(unit="docs") + "$")
         done[k] = [int(m.group(1)) for m in map(pattern.match, text.splitlines()) if m]
@@ -54,13 +54,21 @@ def test_index_log_counts_documents_up_to_the_corpus_size(micro_run):
     assert done[COLLAPSE_K] == [n_docs]
 
 
+LOGS = {  # each job's log, beside its outputs (lsrbench.pipeline.paths)
+    "dataset": lambda lay: lay.data("slice").path("dataset.log"),
+    "norm": lambda lay: lay.norms("rand-roberta").path("norm.log"),
+    "evaluate": lambda lay: lay.evaluate("rand-roberta", "1", "slice").path("evaluate.log"),
+    "bm25": lambda lay: lay.bm25("slice").path("bm25.log"),
+}
+
+
 @pytest.mark.parametrize("log, says", [
-    (("dataset", "slice"), r"dataset slice: \d+ documents \(\d+ in the full corpus\), 20 queries, \d+ judgments"),
-    (("norm", "rand-roberta"), r"norm: rand-roberta \(RobertaForMaskedLM from .*\): head \d+ x 32, Frobenius norm"),
-    (("evaluate", "rand-roberta_k1_slice"), r"evaluate rand-roberta k=1 on slice: 20 queries x \d+ documents, search"),
-    (("bm25", "slice"), r"bm25 on slice: 20 queries x \d+ documents; nDCG@10 0\.\d+"),
+    ("dataset", r"dataset slice: \d+ documents, 20 queries, \d+ judgments"),
+    ("norm", r"norm: rand-roberta \(RobertaForMaskedLM from .*\): head \d+ x 32, Frobenius norm"),
+    ("evaluate", r"evaluate rand-roberta k=1 on slice: 20 queries x \d+ documents, search"),
+    ("bm25", r"bm25 on slice: 20 queries x \d+ documents; nDCG@10 0\.\d+"),
 ])
 def test_every_job_log_says_what_it_did(micro_run, log, says):
-    text = (micro_run["results"] / "logs" / log[0] / f"{log[1]}.log").read_text()
+    text = (micro_run["work"] / LOGS[log](layout(micro_run["config"]))).read_text()
     assert re.search(says, text), text
     assert re.search(rf"^{STAMP} INFO lsrbench\.job: \w+: done in \S+; read .*; wrote .*\(", text, re.M), text

@@ -12,13 +12,13 @@ import pytest
 import yaml
 
 from helpers.paths import REPO
-from helpers.snakemake import job_counts, jobs_of, run_snakemake as snakemake
+from helpers.snakemake import eval_dir, index_dir, job_counts, jobs_of, norms_json, run_snakemake as snakemake, train_dir
 from lsrbench.pipeline.config import runs
 
 
 def test_default_dry_run_lists_every_backbone_and_k(tmp_path):
     proc = snakemake("-n", "--cores", "1", "-d", str(tmp_path), "--configfile", str(REPO / "config/config.yaml"),
-                     "--config", f"datasets_file={REPO / 'config/datasets.yaml'}", "mirror=/nonexistent")
+                     "--config", f"datasets_file={REPO / 'config/datasets.yaml'}", "mirror=")
     out = proc.stdout + proc.stderr
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     expected = set(runs(config))
@@ -141,10 +141,10 @@ def test_micro_end_to_end_with_random_roberta(tmp_path, vaswani_slice, tiny_robe
     table = (res / "table1.md").read_text()
     assert table.count("random RoBERTa 1L") == 2
     assert (res / "tradeoff.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    norms = json.loads((res / "norms/rand-roberta.json").read_text())
+    norms = json.loads(norms_json(work, cfg_path, "rand-roberta").read_text())
     assert norms["architecture"] == "RobertaForMaskedLM" and norms["tied"] is True
 
-    run_dir = res / "runs/rand-roberta/k4"
+    run_dir = train_dir(work, cfg_path, "rand-roberta", "4")
     log = [json.loads(line) for line in (run_dir / "train_log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == [1, 2, 3]
     assert all(math.isfinite(r["loss"]) and r["document_active_dims"] is not None for r in log)
@@ -155,9 +155,9 @@ def test_micro_end_to_end_with_random_roberta(tmp_path, vaswani_slice, tiny_robe
 
     model = SparseEncoder(str(run_dir / "model"))
     assert model.get_embedding_dimension() == norms["vocab_size"]
-    docs, doc_ids = load_sparse(run_dir / "slice/docs.npz")
+    docs, doc_ids = load_sparse(index_dir(work, cfg_path, "rand-roberta", "4", "slice") / "docs.npz")
     assert docs.shape == (len(doc_ids), norms["vocab_size"])
-    run = read_trec_run(run_dir / "slice/run.trec")
+    run = read_trec_run(eval_dir(work, cfg_path, "rand-roberta", "4", "slice") / "run.trec")
     assert all(len(hits) <= 100 for hits in run.values())
     prov = json.loads((run_dir / "train_provenance.json").read_text())
     assert prov["seed"] == config["recipe"]["seed"] and prov["packages"]["torch"] and prov["config_hash"]

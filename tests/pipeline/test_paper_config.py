@@ -51,8 +51,9 @@ def test_paper_dry_run_on_slurm_profile(tmp_path):
     dl19 = [b for b in re.split(r"\n(?=\[\w{3} \w{3} )|\n\s*\n", out)
             if re.search(r"^\s*rule evaluate:", b, re.M) and "dataset=trec-dl-2019" in b]
     assert len(dl19) == 7 * 5
-    assert all(re.search(r"input: .*results/runs/[^/]+/k[^/]+/msmarco-dev/docs\.npz", b) for b in dl19)
-    assert not re.search(r"trec-dl-2019/docs\.npz", out)
+    assert all(re.search(r"input: .*results/runs/[^/]+/k[^/]+/[0-9a-f]{12}/msmarco-dev/[0-9a-f]{12}/docs\.npz", b)
+               for b in dl19)
+    assert not re.search(r"trec-dl-2019/[0-9a-f]{12}/docs\.npz", out)
     # the paper's reference values are an input of table1: editing them re-runs it
     table1 = [b for b in re.split(r"\n(?=\[\w{3} \w{3} )|\n\s*\n", out) if re.search(r"^\s*rule table1:", b, re.M)]
     assert len(table1) == 1 and str(REPO / "config/paper_reference.yaml") in table1[0]

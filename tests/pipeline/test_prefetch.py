@@ -16,6 +16,7 @@ import yaml
 
 from helpers.beir import write_beir
 from helpers.paths import REPO
+from helpers.snakemake import layout
 from lsrbench.pipeline.config import load_yaml
 from lsrbench.pipeline.validate import check_config
 from lsrbench.errors import InputError
@@ -201,8 +202,8 @@ def test_snakemake_prefetch_target(sources, tmp_path):
     assert (mirror / "data/msmarco-bm25--triplet/triplets.jsonl").is_file()
     log = (tmp_path / "work/results/logs/prefetch.log").read_text()
     assert "training msmarco-bm25--triplet: written" in log
-    proc = subprocess.run([*snakemake, "-n", "results/data/train/triplets.jsonl", "--configfile", str(path)],
-                          capture_output=True, text=True)
+    triplets = layout(path).triplets().path("triplets.jsonl")
+    proc = subprocess.run([*snakemake, "-n", triplets, "--configfile", str(path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "rule triplets:" in proc.stdout and "rule dataset:" not in proc.stdout
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from helpers.paths import shared_or_skip
-from helpers.snakemake import job_counts, micro_config, run_dir, run_snakemake
+from helpers.snakemake import job_counts, micro_config, norms_json, run_snakemake, train_dir
 
 
 def _released_config(tmp_path, vaswani_slice, tiny_roberta, *, trained=True) -> tuple:
@@ -72,7 +72,7 @@ def test_released_checkpoint_is_evaluated_beside_a_trained_run(tmp_path, vaswani
     res = work / "results"
 
     # the model is the checkpoint as released: every weight identical, no rescale, no training
-    out = run_dir(res, "released", "1")
+    out = train_dir(work, path, "released", "1")
     original = AutoModelForMaskedLM.from_pretrained(released).state_dict()
     saved = AutoModelForMaskedLM.from_pretrained(out / "model").state_dict()
     assert original.keys() == saved.keys() and all(torch.equal(original[k], saved[k]) for k in original)
@@ -83,7 +83,7 @@ def test_released_checkpoint_is_evaluated_beside_a_trained_run(tmp_path, vaswani
     assert prov["stage"] == "released" and prov["released"] is True and prov["trained"] is False
     assert prov["released_format"] == "mlm" and prov["resolved_path"] == str(released)
     # its head norm is measured like any backbone's
-    norms = json.loads((res / "norms" / "released.json").read_text())
+    norms = json.loads(norms_json(work, path, "released").read_text())
     expected = head_norms(AutoModelForMaskedLM.from_pretrained(released))
     assert norms["frobenius_norm"] == expected["frobenius_norm"] and norms["tied"] is True
 

@@ -14,27 +14,31 @@ import pandas as pd
 import pytest
 import yaml
 
-from helpers.snakemake import COLLAPSE_K, copy_run, job_counts, run_snakemake
+from helpers.snakemake import COLLAPSE_K, copy_run, eval_dir, index_dir, job_counts, layout, run_snakemake, train_dir
 
 pytestmark = pytest.mark.slow
 
 
-def _runs(results: Path) -> Path:
-    return results / "runs" / "rand-roberta"
+def _train(work: Path, micro_run: dict, k: str) -> Path:
+    return train_dir(work, micro_run["config"], "rand-roberta", k)
+
+
+def _eval(work: Path, micro_run: dict, k: str) -> Path:
+    return eval_dir(work, micro_run["config"], "rand-roberta", k, "slice")
 
 
 def test_forced_collapse_is_a_result_and_other_runs_continue(micro_run):
-    res = micro_run["results"]
-    trained = json.loads((_runs(res) / f"k{COLLAPSE_K}" / "status.json").read_text())
+    res, work = micro_run["results"], micro_run["work"]
+    trained = json.loads((_train(work, micro_run, COLLAPSE_K) / "status.json").read_text())
     assert trained["status"].startswith("collapsed: ")
     assert trained["step"] == 1 and trained["last_finite_loss"] is None  # NaN from the very first step
     assert trained["model_step"] == 0 and trained["model_finite"] is False
-    evaluated = json.loads((_runs(res) / f"k{COLLAPSE_K}" / "slice" / "status.json").read_text())
+    evaluated = json.loads((_eval(work, micro_run, COLLAPSE_K) / "status.json").read_text())
     assert evaluated["collapsed"] is True and evaluated["status"].startswith("collapsed: non-finite training loss")
     assert "all-zero document vectors" in evaluated["reasons"]
     for k in ("1",):
-        assert json.loads((_runs(res) / f"k{k}" / "status.json").read_text())["status"] == "ok"
-        assert json.loads((_runs(res) / f"k{k}" / "slice" / "status.json").read_text())["status"] == "ok"
+        assert json.loads((_train(work, micro_run, k) / "status.json").read_text())["status"] == "ok"
+        assert json.loads((_eval(work, micro_run, k) / "status.json").read_text())["status"] == "ok"
 
     metrics = pd.read_csv(res / "metrics.csv", dtype={"k": str})
     assert list(metrics.columns) == ["backbone", "k", "dataset", "measure", "value"]
@@ -51,24 +55,30 @@ def test_forced_collapse_is_a_result_and_other_runs_continue(micro_run):
 def test_manifests_hash_every_input_and_output(micro_run):
     from lsrbench.hashing import sha256_file
 
-    work, res = micro_run["work"], micro_run["results"]
-    prov = json.loads((_runs(res) / "k1" / "train_provenance.json").read_text())
+    work = micro_run["work"]
+    paths = layout(micro_run["config"])
+    train, index, evaluate = (paths.train("rand-roberta", "1"), paths.index("rand-roberta", "1", "slice"),
+                              paths.evaluate("rand-roberta", "1", "slice"))
+    prov = json.loads((work / train.path("train_provenance.json")).read_text())
     for key in ("config_hash", "packages", "git_commit", "seed", "device", "python"):
         assert key in prov
-    assert prov["seed"] == 42 and prov["packages"]["torch"] and len(prov["config_hash"]) == 64
+    assert prov["seed"] == 42 and prov["packages"]["torch"] and prov["config_hash"] == train.sha256
     ins, outs = prov["artifacts"]["inputs"], prov["artifacts"]["outputs"]
-    assert "results/norms/rand-roberta.json" in ins and "results/data/train/triplets.jsonl" in ins
+    assert paths.norms("rand-roberta").path("norms.json") in ins and paths.triplets().path("triplets.jsonl") in ins
     assert any(p.endswith("model.safetensors") and "tiny_roberta" in p for p in ins)  # the backbone itself
     for name in ("model/model.safetensors", "model/modules.json", "train_log.jsonl", "status.json"):
-        assert f"results/runs/rand-roberta/k1/{name}" in outs
+        assert train.path(name) in outs
     for rel, info in outs.items():
         assert sha256_file(work / rel) == info["sha256"]
 
-    ev = json.loads((_runs(res) / "k1" / "slice" / "provenance.json").read_text())
-    assert set(ev["artifacts"]["outputs"]) == {f"results/runs/rand-roberta/k1/slice/{n}" for n in
+    ev = json.loads((work / evaluate.path("provenance.json")).read_text())
+    assert set(ev["artifacts"]["outputs"]) == {evaluate.path(n) for n in
                                                ("run.trec", "metrics.tsv", "perquery.tsv", "status.json")}
-    assert {"results/runs/rand-roberta/k1/slice/docs.npz", "results/runs/rand-roberta/k1/slice/queries.npz",
-            "results/runs/rand-roberta/k1/status.json", "results/data/slice/eval/corpus.jsonl"} <= set(ev["artifacts"]["inputs"])
+    assert {index.path("docs.npz"), index.path("queries.npz"), train.path("status.json"),
+            paths.eval_dir("slice") + "/corpus.jsonl"} <= set(ev["artifacts"]["inputs"])
+    # every addressed folder says what its id stands for
+    params = json.loads((work / evaluate.path("params.json")).read_text())
+    assert params["id"] == evaluate.id and params["identity"]["queries"] == index.id
 
 
 def _verify(results: Path) -> subprocess.CompletedProcess:
@@ -84,9 +94,9 @@ def test_verify_passes_on_the_finished_run(micro_run):
 def test_verify_names_truncated_and_modified_artifacts(micro_run, tmp_path):
     work = copy_run(micro_run, tmp_path / "work")
     res = work / "results"
-    docs = _runs(res) / "k1" / "slice" / "docs.npz"
+    docs = index_dir(work, micro_run["config"], "rand-roberta", "1", "slice") / "docs.npz"
     docs.write_bytes(docs.read_bytes()[:100])  # truncated
-    model = _runs(res) / f"k{COLLAPSE_K}" / "model" / "model.safetensors"
+    model = _train(work, micro_run, COLLAPSE_K) / "model" / "model.safetensors"
     data = bytearray(model.read_bytes())
     data[-1] ^= 1  # one bit of one weight
     model.write_bytes(bytes(data))
@@ -164,9 +174,10 @@ def test_bad_artifact_during_a_real_run_fails_one_job_and_keeps_finished_outputs
     output stays, and the other runs' jobs are not touched."""
     work = copy_run(micro_run, tmp_path / "work")
     res = work / "results"
-    docs = _runs(res) / "k1" / "slice" / "docs.npz"
+    docs = index_dir(work, micro_run["config"], "rand-roberta", "1", "slice") / "docs.npz"
     docs.write_bytes(docs.read_bytes()[:100])
-    keep = {p: p.read_bytes() for p in res.rglob("*") if p.is_file() and "k1/slice" not in str(p)}
+    evaluated = _eval(work, micro_run, "1")
+    keep = {p: p.read_bytes() for p in res.rglob("*") if p.is_file() and evaluated not in p.parents}
     proc = run_snakemake("--cores", "1", "-d", str(work), "--configfile", str(micro_run["config"]), check=False)
     assert proc.returncode != 0
     errors = [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error: ")]
@@ -174,6 +185,6 @@ def test_bad_artifact_during_a_real_run_fails_one_job_and_keeps_finished_outputs
         or (len(errors) == 1 and str(docs.relative_to(work)) in errors[0]), proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
     for path, data in keep.items():
-        if path.name not in ("metrics.csv",) and "logs" not in path.parts and ".snakemake" not in path.parts:
+        if path.name not in ("metrics.csv", "metrics.sources.json") and "logs" not in path.parts:
             assert path.read_bytes() == data, path
     assert (res / "metrics.csv").read_bytes() == keep[res / "metrics.csv"]  # the report was not re-made

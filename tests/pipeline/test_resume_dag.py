@@ -15,7 +15,7 @@ import time
 import pytest
 import yaml
 
-from helpers.snakemake import SNAKEMAKE, micro_config
+from helpers.snakemake import SNAKEMAKE, micro_config, train_dir
 
 pytestmark = pytest.mark.slow
 STEPS = 100
@@ -28,8 +28,8 @@ def test_snakemake_killed_mid_training_resumes_from_checkpoint(tmp_path, vaswani
     cfg.write_text(yaml.safe_dump(config, sort_keys=False))
     work = tmp_path / "work"
     work.mkdir()
-    run_dir = work / "results/runs/rand-roberta/k1"
-    cmd = [*SNAKEMAKE, "results/runs/rand-roberta/k1/train_log.jsonl", "--cores", "2", "-d", str(work),
+    run_dir = train_dir(work, cfg, "rand-roberta", "1")
+    cmd = [*SNAKEMAKE, str((run_dir / "train_log.jsonl").relative_to(work)), "--cores", "2", "-d", str(work),
            "--configfile", str(cfg)]
 
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -55,4 +55,4 @@ def test_snakemake_killed_mid_training_resumes_from_checkpoint(tmp_path, vaswani
     log = [json.loads(line)["step"] for line in (run_dir / "train_log.jsonl").read_text().splitlines()]
     assert log == list(range(1, STEPS + 1))
     assert not (run_dir / "checkpoints").exists()  # removed once the outputs exist
-    assert re.search(r"resuming from .*checkpoint-\d+", (work / "results/logs/train/rand-roberta_k1.log").read_text())
+    assert re.search(r"resuming from .*checkpoint-\d+", (run_dir / "train.log").read_text())

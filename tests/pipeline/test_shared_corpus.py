@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.paths import SHARED
+from helpers.paths import REPO, SHARED
+from helpers.snakemake import layout
 from lsrbench.pipeline import params as dag, stages
 from lsrbench.pipeline.config import load_yaml
 from lsrbench.errors import InputError
@@ -24,7 +25,9 @@ def test_full_collections_share_documents_pooled_subsets_do_not():
     assert [dag.docs_dataset(full, d) for d in full["evaluation"]["datasets"]] == [
         "msmarco-dev", "msmarco-dev", "vaswani", "scifact"]
     assert dag.corpus_sharing_datasets(full) == ["trec-dl-2019"]
-    assert dag.docs_npz(full, "bert", "4", "trec-dl-2019") == "results/runs/bert/k4/msmarco-dev/docs.npz"
+    paper = layout(REPO / "config/paper.yaml")
+    assert paper.docs_npz("bert", "4", "trec-dl-2019") == paper.index("bert", "4", "msmarco-dev").path("docs.npz")
+    assert paper.index("bert", "4", "trec-dl-2019").folder != paper.index("bert", "4", "msmarco-dev").folder
     pooled = _config(50)  # each pooled subset has its own documents
     assert [dag.docs_dataset(pooled, d) for d in pooled["evaluation"]["datasets"]] == pooled["evaluation"]["datasets"]
     assert dag.corpus_sharing_datasets(pooled) == []

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from helpers.paths import REPO
-from helpers.snakemake import SNAKEMAKE, micro_config
+from helpers.snakemake import SNAKEMAKE, micro_config, norms_json
 
 pytestmark = pytest.mark.slurm
 PARTITION = "ci"  # .ci/slurm-up's partition
@@ -106,8 +106,8 @@ def slurm_runs(request, slurm_env, tmp_path_factory, vaswani_slice, tiny_roberta
     (bad_model / "config.json").write_text("{ not json")
     (tmp / "bad").mkdir()
     bad_cfg = micro_config(tmp / "bad", vaswani_slice, bad_model)
-    bad = SlurmRun(slurm_env, tmp / "bad" / "work", "results/norms/rand-roberta.json", "--configfile", str(bad_cfg),
-                   timeout=300)
+    bad_norms = str(norms_json(Path("."), bad_cfg, "rand-roberta"))
+    bad = SlurmRun(slurm_env, tmp / "bad" / "work", bad_norms, "--configfile", str(bad_cfg), timeout=300)
     try:
         local = request.getfixturevalue("micro_run")
         bad.finish()  # usually over by now: its time is the run's own
@@ -134,7 +134,7 @@ def test_failing_job_is_reported_not_waited_on(slurm_runs):
     assert run.returncode != 0, run.out[-4000:]
     assert "has been submitted with SLURM jobid" in run.out, run.out[-4000:]
     assert "Error in rule norm" in run.out and "failed, SLURM status is: 'FAILED'" in run.out, run.out[-4000:]
-    assert not (run.work / "results/norms/rand-roberta.json").exists()
+    assert not list((run.work / "results" / "norms").rglob("norms.json"))
     # the job's own error, in its SLURM log
     job_log = "".join(p.read_text() for p in (run.work / ".snakemake/slurm_logs").rglob("*.log"))
     assert "is not a valid JSON file" in job_log, job_log[-4000:]

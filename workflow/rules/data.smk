@@ -1,31 +1,67 @@
+# Data rules. Every output lives in a content-addressed folder (lsrbench.pipeline.paths): a
+# dataset by what its source holds (a local folder's bytes, else the source's own name), never by
+# where it is read from (mirror, cache folder), which go in the runtime params (functions of
+# `output`, outside Snakemake's params rerun trigger).
+
+
 rule dataset:
     output:
-        full_dir=directory("results/data/{dataset}/full"),
-        eval_dir=directory("results/data/{dataset}/eval"),
-        eval_info="results/data/{dataset}/eval.json",
+        full_dir=directory(pattern("data", "full")),
+        info=pattern("data", "info.json"),
+        params_json=pattern("data", "params.json"),
+    wildcard_constraints:
+        data_id=L.id_regex("data"),
     params:
         stage="dataset",
-        kwargs=lambda w: dag.dataset_kwargs(config, w.dataset),
+        identity=lambda w: dag.identity(L, "data", w),
+        kwargs=lambda w: dag.dataset_kwargs(L, w),
+        runtime=lambda w, output: dag.dataset_runtime(L, w, CONFIG_FILE),
     log:
-        "results/logs/dataset/{dataset}.log",
+        pattern("data", "dataset.log"),
+    script:
+        "../scripts/stage.py"
+
+
+# The evaluated subset of a dataset with evaluation.pool_depth (without it the full folder is
+# evaluated): its own rule, so a new pool depth never re-writes the full folder that the
+# training triplets are cropped from.
+rule pool:
+    input:
+        unpack(lambda w: dag.pool_inputs(L, w)),
+    output:
+        eval_dir=directory(pattern("pool", "eval")),
+        eval_info=pattern("pool", "eval.json"),
+        params_json=pattern("pool", "params.json"),
+    wildcard_constraints:
+        data_id=L.id_regex("data"),
+    params:
+        stage="pool",
+        identity=lambda w: dag.identity(L, "pool", w),
+        kwargs=lambda w: dag.pool_kwargs(L, w),
+        runtime=lambda w, output: {"corpus_store": L.corpus_store()},
+    log:
+        pattern("pool", "pool.log"),
     script:
         "../scripts/stage.py"
 
 
 rule triplets:
     input:
-        unpack(lambda w: dag.triplets_inputs(config)),
+        unpack(lambda w: dag.triplets_inputs(L)),
     output:
-        out="results/data/train/triplets.jsonl",
+        out=pattern("triplets", "triplets.jsonl"),
+        params_json=pattern("triplets", "params.json"),
+    wildcard_constraints:
+        triplets_id=L.id_regex("triplets"),
     params:
         stage="triplets",
-        kwargs=lambda w: dag.triplets_kwargs(config),
+        identity=lambda w: dag.identity(L, "triplets", w),
+        kwargs=lambda w: dag.triplets_kwargs(L),
         # Where the triplets are read from, not what they are (a mirror holds the same triplets,
-        # checked against training_data): a derived param, outside the params rerun trigger.
-        runtime=lambda w, output: {"mirror": config["mirror"], "cache_dir": config["cache_dir"],
-                                   "config_file": CONFIG_FILE},
+        # checked against training_data).
+        runtime=lambda w, output: dag.triplets_runtime(L, CONFIG_FILE),
     log:
-        "results/logs/triplets.log",
+        pattern("triplets", "triplets.log"),
     script:
         "../scripts/stage.py"
 

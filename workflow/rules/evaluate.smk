@@ -1,23 +1,23 @@
 rule evaluate:
     input:
-        data_dir="results/data/{dataset}/eval",
-        docs_npz=lambda w: dag.docs_npz(config, w.run, w.k, w.dataset),
-        queries_npz="results/runs/{run}/k{k}/{dataset}/queries.npz",
-        train_status="results/runs/{run}/k{k}/status.json",
+        unpack(lambda w: dag.evaluate_inputs(L, w)),
     output:
-        run_out="results/runs/{run}/k{k}/{dataset}/run.trec",
-        metrics_out="results/runs/{run}/k{k}/{dataset}/metrics.tsv",
-        perquery_out="results/runs/{run}/k{k}/{dataset}/perquery.tsv",
-        status_out="results/runs/{run}/k{k}/{dataset}/status.json",
-        prov_out="results/runs/{run}/k{k}/{dataset}/provenance.json",
+        run_out=pattern("evaluate", "run.trec"),
+        metrics_out=pattern("evaluate", "metrics.tsv"),
+        perquery_out=pattern("evaluate", "perquery.tsv"),
+        status_out=pattern("evaluate", "status.json"),
+        prov_out=pattern("evaluate", "provenance.json"),
+        params_json=pattern("evaluate", "params.json"),
+    wildcard_constraints:
+        train_id=L.id_regex("train"),
+        index_id=L.id_regex("index"),
+        eval_id=L.id_regex("evaluate"),
     params:
         stage="evaluate",
-        kwargs=lambda w: {
-            **dag.evaluate_kwargs(dag.results_config(config), w.run, w.k, w.dataset),
-            "collapse_max_active_share": config["evaluation"]["collapse_max_active_share"],
-        },
+        identity=lambda w: dag.identity(L, "evaluate", w),
+        kwargs=lambda w: dag.evaluate_kwargs(L, w),
     log:
-        "results/logs/evaluate/{run}_k{k}_{dataset}.log",
+        pattern("evaluate", "evaluate.log"),
     script:
         "../scripts/stage.py"
 
@@ -26,31 +26,40 @@ rule evaluate:
 # SparseNanoBEIREvaluator pools them; only when it names several datasets.
 rule pooled_flops:
     input:
-        unpack(lambda w: dag.pooled_inputs(config, w.run, w.k)),
+        unpack(lambda w: dag.pooled_inputs(L, w)),
     output:
-        metrics_out=f"results/runs/{{run}}/k{{k}}/{POOLED}/metrics.tsv",
-        prov_out=f"results/runs/{{run}}/k{{k}}/{POOLED}/provenance.json",
+        metrics_out=pattern("pooled", "metrics.tsv"),
+        prov_out=pattern("pooled", "provenance.json"),
+        params_json=pattern("pooled", "params.json"),
+    wildcard_constraints:
+        train_id=L.id_regex("train"),
+        pooled_id=L.id_regex("pooled"),
     params:
         stage="pooled_flops",
-        kwargs=lambda w: {"run": w.run, "k": w.k, "datasets": dag.pooled_flops_datasets(config)},
+        identity=lambda w: dag.identity(L, "pooled", w),
+        kwargs=lambda w: dag.pooled_kwargs(L, w),
     log:
-        "results/logs/evaluate/{run}_k{k}_pooled_flops.log",
+        pattern("pooled", "pooled_flops.log"),
     script:
         "../scripts/stage.py"
 
 
 rule bm25:
     input:
-        data_dir="results/data/{dataset}/eval",
+        unpack(lambda w: dag.bm25_inputs(L, w)),
     output:
-        run_out="results/bm25/{dataset}/run.trec",
-        metrics_out="results/bm25/{dataset}/metrics.tsv",
-        perquery_out="results/bm25/{dataset}/perquery.tsv",
-        prov_out="results/bm25/{dataset}/provenance.json",
+        run_out=pattern("bm25", "run.trec"),
+        metrics_out=pattern("bm25", "metrics.tsv"),
+        perquery_out=pattern("bm25", "perquery.tsv"),
+        prov_out=pattern("bm25", "provenance.json"),
+        params_json=pattern("bm25", "params.json"),
+    wildcard_constraints:
+        bm25_id=L.id_regex("bm25"),
     params:
         stage="bm25",
-        kwargs=lambda w: dag.bm25_kwargs(config, w.dataset),
+        identity=lambda w: dag.identity(L, "bm25", w),
+        kwargs=lambda w: dag.bm25_kwargs(L, w),
     log:
-        "results/logs/bm25/{dataset}.log",
+        pattern("bm25", "bm25.log"),
     script:
         "../scripts/stage.py"

@@ -1,5 +1,5 @@
 """How big each dataset of ``config/datasets.yaml`` is, for planning (``lsrbench plan``) before any
-of it is downloaded: the exact counts of a finished dataset job (``results/data/<name>/eval.json``)
+of it is downloaded: the exact counts of a finished dataset or pool job (its ``info.json`` / ``eval.json``)
 or of a mirror's copy when present, else the published sizes below.
 
 Published sizes (documents in the corpus, test queries):
@@ -58,15 +58,16 @@ PUBLISHED_SIZES: dict[str, tuple[int, int]] = {
 }
 
 
-def dataset_size(name: str, mirror: str | os.PathLike | None = None, results: str | os.PathLike = "results") -> dict:
+def dataset_size(name: str, mirror: str | os.PathLike | None = None, info_file: str | os.PathLike | None = None) -> dict:
     """``{"documents", "queries", "evaluated_documents", "source"}`` of dataset ``name`` (None where
-    unknown): from ``results/data/<name>/eval.json`` (a finished dataset job; the only source of
-    ``evaluated_documents``, the pooled subset's size), the mirror's ``corpus.jsonl`` /
-    ``queries.jsonl`` (lines counted), or :data:`PUBLISHED_SIZES`."""
-    info = Path(results) / "data" / name / "eval.json"
-    if info.is_file():
+    unknown): from ``info_file``, the record of a finished dataset or pool job (the dataset's
+    ``info.json``, its pooled subset's ``eval.json``: the only source of ``evaluated_documents``,
+    the pooled subset's size), the mirror's ``corpus.jsonl`` / ``queries.jsonl`` (lines counted),
+    or :data:`PUBLISHED_SIZES`."""
+    info = Path(info_file) if info_file else None
+    if info is not None and info.is_file():
         record = json.loads(info.read_text(encoding="utf-8"))
-        return {"documents": record["full_documents"], "queries": record["queries"],
+        return {"documents": record.get("full_documents", record["documents"]), "queries": record["queries"],
                 "evaluated_documents": record["documents"], "source": str(info)}
     folder = Path(mirror) / "data" / name if mirror else None
     if folder is not None and (folder / "corpus.jsonl").is_file() and (folder / "queries.jsonl").is_file():

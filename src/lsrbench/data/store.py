@@ -17,7 +17,7 @@ from lsrbench.atomic import atomic_dir
 from lsrbench.data.beir import Dataset
 from lsrbench.hashing import sha256_chunks
 
-__all__ = ["write_beir_folder", "corpus_sha256"]
+__all__ = ["write_beir_folder", "corpus_sha256", "prune_corpus_store"]
 
 
 def _corpus_lines(corpus: dict[str, str]) -> Iterator[bytes]:
@@ -43,10 +43,7 @@ def _write_corpus(corpus: dict[str, str], dest: Path, store: Path | None) -> Non
             fh.writelines(_corpus_lines(corpus))
         return
     store.mkdir(parents=True, exist_ok=True)
-    for old in store.glob("*.jsonl"):
-        with contextlib.suppress(OSError):
-            if old.stat().st_nlink == 1:
-                old.unlink()
+    prune_corpus_store(store)
     stored = store / f"{corpus_sha256(corpus)}.jsonl"
     try:
         os.link(stored, dest)
@@ -57,6 +54,17 @@ def _write_corpus(corpus: dict[str, str], dest: Path, store: Path | None) -> Non
         fh.writelines(_corpus_lines(corpus))
     with contextlib.suppress(OSError):  # FileExistsError: a concurrent job stored it first
         os.link(dest, stored)
+
+
+def prune_corpus_store(store: str | os.PathLike) -> list[Path]:
+    """Remove the stored corpus files no dataset folder links to any more (link count 1)."""
+    removed = []
+    for old in Path(store).glob("*.jsonl"):
+        with contextlib.suppress(OSError):
+            if old.stat().st_nlink == 1:
+                old.unlink()
+                removed.append(old)
+    return removed
 
 
 def write_beir_folder(dataset: Dataset, out_dir: str | os.PathLike, split: str = "test", *,

@@ -173,15 +173,16 @@ def _run_metrics(path: Path) -> tuple[str, str, dict[str, float]]:
 
 def check_run(run_dir: str | os.PathLike, dataset: str, data_dir: str | os.PathLike, *, split: str = "test",
               tol: float = TOLERANCE, ignore_identical_ids: bool = False, batch_size: int = 32,
-              device: str = "cpu", results_root: str | os.PathLike | None = None) -> dict[str, Any]:
+              device: str = "cpu", results_root: str | os.PathLike | None = None,
+              metrics_tsv: str | os.PathLike | None = None) -> dict[str, Any]:
     """Score ``<run_dir>/model`` on ``data_dir`` through mteb and compare every measure of
-    ``<run_dir>/<dataset>/metrics.tsv`` that mteb also computes. ``ok`` is True when all agree
-    within ``tol``. The mteb model is named ``lsrbench/<run>-k<k>``, its revision the run's
-    training config hash (train_provenance.json)."""
+    ``metrics_tsv`` (default ``<run_dir>/<dataset>/metrics.tsv``) that mteb also computes. ``ok`` is
+    True when all agree within ``tol``. The mteb model is named ``lsrbench/<run>-k<k>``, its
+    revision the run's training config hash (train_provenance.json)."""
     import json
 
     run_dir = Path(run_dir)
-    metrics_tsv = run_dir / dataset / "metrics.tsv"
+    metrics_tsv = Path(metrics_tsv) if metrics_tsv else run_dir / dataset / "metrics.tsv"
     if not metrics_tsv.is_file():
         raise InputError(metrics_tsv, None, "not found: evaluate the run on this dataset first")
     run, k, ours = _run_metrics(metrics_tsv)

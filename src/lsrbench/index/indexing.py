@@ -15,7 +15,8 @@ __all__ = ["index_dataset", "zero_non_finite"]
 
 def index_dataset(model_dir: str, dataset, batch_size: int, queries_out: str, docs_out: str | None = None,
                   shard_size: int | None = None, shard_dir: str | None = None, precision: str = "fp32",
-                  query_max_length: int | None = None, document_max_length: int | None = None) -> dict:
+                  query_max_length: int | None = None, document_max_length: int | None = None,
+                  name: str | None = None) -> dict:
     """Encode ``dataset`` (a :class:`lsrbench.data.beir.Dataset`) with the SparseEncoder in
     ``model_dir``. Without ``docs_out`` only the queries (a dataset scored against another
     dataset's documents).
@@ -29,7 +30,8 @@ def index_dataset(model_dir: str, dataset, batch_size: int, queries_out: str, do
     (:func:`lsrbench.model.encoder.encode_autocast`; bf16 vectors differ from fp32 ones at bf16
     rounding). ``query_max_length`` / ``document_max_length``: the evaluation's token lengths
     (:func:`lsrbench.model.encoder.set_encode_lengths`), not the training lengths saved with the
-    model; None keeps those. Returns ``{"documents": {"shards", "shard_rows", "reused", "encoded"},
+    model; None keeps those. ``name``: the dataset's name in the progress lines. Returns
+    ``{"documents": {"shards", "shard_rows", "reused", "encoded"},
     "precision": <resolved>, "lengths": {"query_length", "document_length"}}``.
     """
     from sentence_transformers import SparseEncoder
@@ -49,7 +51,7 @@ def index_dataset(model_dir: str, dataset, batch_size: int, queries_out: str, do
         doc_texts = [dataset.corpus[i] for i in doc_ids]
         plan = EncodePlan(model, doc_texts, "document", batch_size)
         shards = len(plan.shards(shard_size))
-        progress = Progress(f"index {Path(docs_out).parent.name} documents", len(doc_texts), "docs", logger=log)
+        progress = Progress(f"index {name or Path(docs_out).parent.name} documents", len(doc_texts), "docs", logger=log)
         log.info("encoding %d documents on %s (%s, %s path, batch %d, %d shard(s))", len(doc_texts), model.device,
                  precision, plan.path, batch_size, shards)
         if shards > 1:
@@ -66,7 +68,7 @@ def index_dataset(model_dir: str, dataset, batch_size: int, queries_out: str, do
             del docs
             stats = {"shards": 1, "shard_rows": len(doc_ids), "reused": 0, "encoded": 1}
         del plan
-    progress = Progress(f"index {Path(queries_out).parent.name} queries", len(query_ids), "queries", logger=log)
+    progress = Progress(f"index {name or Path(queries_out).parent.name} queries", len(query_ids), "queries", logger=log)
     with autocast:
         queries = encode_texts(model, [dataset.queries[i] for i in query_ids], "query", batch_size, progress=progress)
     save_sparse(queries_out, zero_non_finite(queries, queries_out), query_ids)

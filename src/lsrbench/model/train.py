@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lsrbench.atomic import atomic_dir
+from lsrbench.errors import InputError
 from lsrbench.model.checkpoints import (
     CHECKPOINT_LOG,
     checkpoint_step,
@@ -33,7 +34,11 @@ from lsrbench.model.train_log import read_train_log, train_log_callback, train_p
 
 log = logging.getLogger(__name__)
 
-__all__ = ["train_splade", "set_seed"]
+__all__ = ["train_splade", "set_seed", "check_batches_possible"]
+
+# The columns of a training example; the trainer's no-duplicates sampler keeps every text of a
+# batch (query, positive and negative alike) distinct.
+TRIPLET_COLUMNS = ("query", "positive", "negative")
 
 
 def set_seed(seed: int) -> None:
@@ -117,6 +122,7 @@ def train_splade(
     revision: str | None = None,
     checkpoint_dir: str | os.PathLike | None = None,
     checkpoint_steps: int | None = None,
+    config_file: str | os.PathLike | None = None,
     callbacks: list | None = None,
 ) -> dict:
     """Rescale ``W_head <- W_head / k`` and train SPLADE for ``recipe['steps']`` steps.
@@ -135,6 +141,11 @@ def train_splade(
     is then finished as ``collapsed`` (``summary['status']``) with the last weights that are all
     finite (the previous step's, else the latest checkpoint's, else the initial model's).
 
+    A run never does less than asked: triplets that cannot fill a batch without repeating a text
+    are refused before training (:func:`check_batches_possible`), and a trainer that took fewer
+    than ``steps`` steps otherwise is an :class:`~lsrbench.errors.InputError` naming
+    ``recipe.batch_size`` in ``config_file``, never an ``ok`` run.
+
     ``callbacks``: more ``transformers.TrainerCallback`` objects for the trainer (e.g. timing a few
     steps for ``lsrbench plan``).
     """
@@ -142,6 +153,7 @@ def train_splade(
     every = int((recipe["checkpoint_steps"] if checkpoint_steps is None else checkpoint_steps) or 0)
     if steps > 0:
         triplets = _cycled(triplets, steps * recipe["batch_size"])
+        check_batches_possible(triplets, recipe["batch_size"] // world()[1], config_file)
     run = _Run(model_path, triplets, recipe, k, mode, head_scale, trust_remote_code, revision)
     start = time.time()
     model = run.build()
@@ -149,6 +161,11 @@ def train_splade(
     outcome = {"status": {"status": "ok"}, "resumed_from": None, "fused_pooling": None}
     if steps > 0:
         model, outcome = _train(run, model, rows, checkpoint_dir if every > 0 else None, every, callbacks or [])
+        if outcome["status"]["status"] == "ok" and outcome["steps_taken"] != steps:
+            raise InputError(config_file, "recipe.batch_size", (
+                f"training took {outcome['steps_taken']} of its {steps} steps (recipe.steps): the trainer's "
+                f"no-duplicates sampler could not fill enough batches of {recipe['batch_size']} triplets without "
+                "repeating a text; give more distinct triplets (training_data.n_triplets) or a smaller batch"))
     status = outcome["status"]
     if status["status"] == "ok" and triplets and not run.all_finite(model):
         status = {**_last_finite(rows), "status": "collapsed: non-finite vectors",
@@ -176,6 +193,19 @@ def train_splade(
     }
 
 
+def check_batches_possible(triplets: list[dict], batch_size: int, config_file=None) -> None:
+    """Refuse, before any step, triplets from which the no-duplicates sampler cannot fill one
+    batch: its rows share no text, so a batch of ``batch_size`` rows needs that many distinct
+    queries, positives and negatives (with fewer, the trainer silently takes 0 steps)."""
+    distinct = {column: len({t[column] for t in triplets}) for column in TRIPLET_COLUMNS}
+    column, fewest = min(distinct.items(), key=lambda item: item[1])
+    if fewest < batch_size:
+        raise InputError(config_file, "recipe.batch_size", (
+            f"{batch_size} triplets per batch (per training process), but the training triplets have only "
+            f"{fewest} distinct {column} texts, and a batch may not repeat a text (in-batch negatives): "
+            "give more distinct triplets (training_data.n_triplets) or a smaller batch"))
+
+
 def _cycled(triplets: list[dict], need: int) -> list[dict]:
     """Exactly ``need`` triplets, cycling through the list rather than running out: steps, not
     epochs, define the recipe."""
@@ -196,12 +226,12 @@ def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callb
     from datasets import Dataset
 
     recipe = run.recipe
-    dataset = Dataset.from_list([{key: t[key] for key in ("query", "positive", "negative")} for t in run.triplets])
+    dataset = Dataset.from_list([{key: t[key] for key in TRIPLET_COLUMNS} for t in run.triplets])
     rank, size = world()
     if recipe["batch_size"] % size:
         raise ValueError(f"batch_size {recipe['batch_size']} is not a multiple of the {size} training processes")
     loss = recording_splade_loss(model, recipe["lambda_q"], recipe["lambda_d"], gather=size > 1)
-    outcome = {"status": {"status": "ok"}, "resumed_from": None, "fused_pooling": None}
+    outcome = {"status": {"status": "ok"}, "resumed_from": None, "fused_pooling": None, "steps_taken": 0}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(checkpoint_dir) if checkpoint_dir is not None else Path(tmp)
         key = run.key() if checkpoint_dir is not None else None
@@ -236,6 +266,7 @@ def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callb
         except NonFiniteLoss as exc:
             outcome["status"] = _collapsed(exc, trainer.state.global_step, rows)
             model = _roll_back(run, trainer, model, out, outcome["status"])
+        outcome["steps_taken"] = trainer.state.global_step
     return model, outcome
 
 

@@ -1,9 +1,11 @@
 """The one bridge from a Snakemake ``script:`` (``workflow/scripts/stage.py``) to a stage function of
 :mod:`lsrbench.pipeline.stages` or :mod:`lsrbench.pipeline.report_stages`: maps the rule's named
 inputs, outputs and params onto the function's arguments, turns bad input into one line on
-stderr, and makes the rule's log file (``results/logs/...``) the job's log: UTC time-stamped
-lines (:func:`lsrbench.progress.log_to_file`), the stage's own progress lines, and a last line
-saying what the job read and wrote (sizes) and how long it took."""
+stderr, writes an addressed output's ``params.json`` (its ``identity`` param: what the id in
+its path stands for, :mod:`lsrbench.pipeline.paths`) once the stage has succeeded, and makes the
+rule's log file the job's log: UTC time-stamped lines (:func:`lsrbench.progress.log_to_file`), the
+stage's own progress lines, and a last line saying what the job read and wrote (sizes) and how
+long it took."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 from lsrbench.errors import InputError
 from lsrbench.pipeline import report_stages, stages
 from lsrbench.progress import format_duration, log_to_file
+from lsrbench.provenance import write_json
 
 log = logging.getLogger("lsrbench.job")
 
@@ -36,7 +39,9 @@ def run(snakemake) -> None:
     # (e.g. checkpoint frequency). A rule computes it with a function of ``output``, which makes it
     # a derived param: Snakemake leaves it out of its params rerun trigger.
     kwargs.update(dict(getattr(snakemake.params, "runtime", None) or {}))
-    for source in (snakemake.input, snakemake.output):
+    outputs = dict(snakemake.output.items())
+    params_json = outputs.pop("params_json", None)
+    for source in (dict(snakemake.input.items()), outputs):
         kwargs.update({name: (value if isinstance(value, str) else list(value)) for name, value in source.items()})
     if snakemake.log:
         log_to_file(snakemake.log[0])
@@ -49,6 +54,8 @@ def run(snakemake) -> None:
         log.error("%s: %s", stage, exc)
         print(f"lsrbench: error: {exc}", file=sys.stderr)
         sys.exit(1)
+    if params_json:
+        write_json(params_json, dict(snakemake.params.identity))
     log.info("%s: done in %s; read %s; wrote %s", stage, format_duration(time.monotonic() - start),
              describe(list(snakemake.input)), describe(list(snakemake.output)))
 

@@ -69,15 +69,16 @@ def find_local_model(entry: dict, mirror, cache_dir: str, name: str, config_file
     return folder, f"hub cache {folder}"
 
 
-def calibration_texts(config: dict, n: int, results: str = "results") -> tuple[list[str], list[str], str]:
+def calibration_texts(config: dict, n: int, full_folder=None) -> tuple[list[str], list[str], str]:
     """Up to ``n`` documents and queries of the config's data: the training dataset's (pseudo-queries)
-    or the first evaluated dataset's, from ``results/data`` or the mirror; else synthetic passages
-    of ``document_max_length`` words (an upper bound)."""
+    or the first evaluated dataset's, from its finished dataset job's folder (``full_folder(name)``,
+    :meth:`lsrbench.pipeline.paths.Layout.data`) or the mirror; else synthetic passages of
+    ``document_max_length`` words (an upper bound)."""
     from lsrbench.data.beir import iter_jsonl, join_title
 
     names = [config["training_data"].get("dataset")] + list(config["evaluation"]["datasets"])
     for name in filter(None, names):
-        folders = [Path(results) / "data" / name / "full"]
+        folders = [Path(full_folder(name))] if full_folder else []
         folders += [Path(config["mirror"]) / "data" / name] if config.get("mirror") else []
         for folder in folders:
             if (folder / "corpus.jsonl").is_file() and (folder / "queries.jsonl").is_file():

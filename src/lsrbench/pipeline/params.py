@@ -1,32 +1,27 @@
-"""Rule parameters: the run grid and, for each rule, its inputs and the parameters its outputs
-depend on, derived from the checked config (the Snakefile and rule files only wire these).
+"""Rule parameters: the run grid and, for each rule, its inputs and the arguments of its stage
+function, derived from the checked config through its :class:`~lsrbench.pipeline.paths.Layout`
+(the Snakefile and rule files only wire these).
 
-Each rule's params carry exactly the config values its outputs depend on, so Snakemake's params
-rerun trigger re-runs only the affected jobs when a value changes; where a job runs (mirror,
-cache folder, threads, checkpoint cadence, shard size) goes in a rule's ``runtime`` params, which
-are functions of ``output`` and so outside that trigger.
+Every output a rule writes lives in a content-addressed folder (:mod:`lsrbench.pipeline.paths`)
+whose id covers everything the rule's ``kwargs`` carry, so Snakemake's params rerun trigger never
+fires on a finished output: an edit plans a new folder instead. Where a job runs and where it
+reads from (mirror, cache folder, config file, a local folder's path, threads, checkpoint
+cadence, shard size) goes in the ``runtime`` params, functions of ``output`` and so outside that
+trigger; a local folder's bytes are in the id instead of its path.
 """
 
 from __future__ import annotations
 
+import os
 import re
 
-from lsrbench.hashing import stable_hash
-from lsrbench.names import AUTO_K, POOLED, RUN_PATTERN, split_run_name
+from lsrbench.names import AUTO_K, split_run_name
 from lsrbench.pipeline.config import runs
+from lsrbench.pipeline.paths import (RUNTIME_EVALUATION_KEYS, RUNTIME_RECIPE_KEYS, Layout, docs_dataset, load_entry,
+                                     pooled_flops_datasets, results_recipe)
 
-# Settings that say how a job runs, not what it computes: left out of every rule's params.
-RUNTIME_RECIPE_KEYS = ("checkpoint_steps",)
-RUNTIME_EVALUATION_KEYS = ("encode_shard_size",)
-
-
-def results_config(config: dict) -> dict:
-    """The config as it determines results: ``recipe.checkpoint_steps`` only says how often training
-    saves a resumable checkpoint and ``evaluation.encode_shard_size`` how the index stage cuts its
-    work (the same docs.npz either way), so they are left out of the params (and their rerun trigger)."""
-    recipe = {key: value for key, value in config["recipe"].items() if key not in RUNTIME_RECIPE_KEYS}
-    evaluation = {key: value for key, value in config["evaluation"].items() if key not in RUNTIME_EVALUATION_KEYS}
-    return {**config, "recipe": recipe, "evaluation": evaluation}
+__all__ = ["RUNTIME_RECIPE_KEYS", "RUNTIME_EVALUATION_KEYS", "docs_dataset", "load_entry", "pooled_flops_datasets",
+           "results_recipe"]  # re-exported: the rule files and tests know them from here
 
 
 def released_runs(config: dict) -> list[str]:
@@ -35,56 +30,26 @@ def released_runs(config: dict) -> list[str]:
     return [name for name, entry in config["backbones"].items() if entry.get("evaluate_only")]
 
 
-def trained_run_regex(config: dict) -> str:
-    """The train rule's ``run`` constraint: every run name except the released ones (a lookahead on
-    the name and the ``/`` after it, so ``x`` is excluded but not ``x2`` or ``x+untie``)."""
-    released = released_runs(config)
-    return f"(?!(?:{dataset_regex(released)})/){RUN_PATTERN}" if released else RUN_PATTERN
+def released_inputs(layout: Layout, w) -> dict:
+    return {"norms_json": layout.norms(layout.find("train", w).fields["run"]).path("norms.json")}
 
 
-def released_kwargs(config: dict, run: str) -> dict:
-    """What a released run's ``model/`` depends on: the checkpoint and the recipe's max lengths (used
-    when it is a ``*ForMaskedLM`` checkpoint made into a SparseEncoder)."""
-    entry, recipe = load_entry(config, run), config["recipe"]
-    lengths = {key: recipe[key] for key in ("query_max_length", "document_max_length")}
-    return {"run": run, "entry": entry, **lengths, "config_hash": stable_hash({"entry": entry, "released": True, **lengths})}
+def released_kwargs(layout: Layout, w) -> dict:
+    """What a released run's ``model/`` depends on besides the checkpoint: the recipe's max lengths
+    (used when it is a ``*ForMaskedLM`` checkpoint made into a SparseEncoder)."""
+    train = layout.find("train", w)
+    return {"run": train.fields["run"], "query_max_length": train.identity["query_max_length"],
+            "document_max_length": train.identity["document_max_length"], "config_hash": train.sha256}
+
+
+def released_runtime(layout: Layout, w, config_file: str) -> dict:
+    """The checkpoint entry as written (a local folder's path) and where it is read from."""
+    return {"entry": load_entry(layout.config, w.run), **where(layout.config, config_file)}
 
 
 def run_grid(config: dict) -> list[dict]:
     """Every run as ``{"backbone": run name, "k": k}`` (run names carry a non-default mode)."""
     return [{"backbone": name, "k": k} for name, k in runs(config)]
-
-
-def train_inputs(config: dict, run: str, k: str) -> dict:
-    """The norms a train job reads: its backbone's, plus the reference's when ``k`` is ``auto``."""
-    base, _ = split_run_name(run)
-    inputs = {"norms_json": f"results/norms/{base}.json"}
-    if k == AUTO_K:
-        inputs["reference_norms_json"] = f"results/norms/{config['auto_k']['reference']}.json"
-    return inputs
-
-
-def docs_dataset(config: dict, dataset: str) -> str:
-    """The evaluated dataset whose ``docs.npz`` ``dataset`` is scored against: the first of
-    ``evaluation.datasets`` with the same corpus (:func:`lsrbench.data.corpus_key`) when full
-    collections are evaluated (``pool_depth: null``), so MS MARCO's 8.8M passages are encoded
-    once per run for MS MARCO Dev and TREC DL 2019; itself when each dataset is pooled (its own
-    subset of documents)."""
-    if config["evaluation"]["pool_depth"]:
-        return dataset
-    if "_docs_dataset" not in config:
-        from lsrbench.data.sources import corpus_key
-
-        first: dict = {}
-        for name in config["evaluation"]["datasets"]:
-            first.setdefault(corpus_key(config["_datasets"][name]), name)
-        config["_docs_dataset"] = {name: first[corpus_key(config["_datasets"][name])]
-                                   for name in config["evaluation"]["datasets"]}
-    return config["_docs_dataset"].get(dataset, dataset)
-
-
-def docs_npz(config: dict, run: str, k: str, dataset: str) -> str:
-    return f"results/runs/{run}/k{k}/{docs_dataset(config, dataset)}/docs.npz"
 
 
 def corpus_sharing_datasets(config: dict) -> list[str]:
@@ -103,68 +68,203 @@ def n_triplets(config: dict) -> int:
     return td.get("n_triplets") or max(1, recipe["steps"]) * recipe["batch_size"]
 
 
-# The backbone keys that decide what is loaded (labels, k lists and modes do not change a result).
-LOAD_KEYS = ("model", "revision", "trust_remote_code", "head_scale", "fetch")
+def where(config: dict, config_file: str) -> dict:
+    """Where jobs read from and name in errors: never part of a result."""
+    return {"mirror": config["mirror"], "cache_dir": config["cache_dir"], "config_file": config_file}
 
 
-def load_entry(config: dict, backbone: str) -> dict:
-    entry = config["backbones"][backbone]
-    return {k: entry[k] for k in LOAD_KEYS if k in entry}
+# -- data ------------------------------------------------------------------------------------
+
+def dataset_kwargs(layout: Layout, w) -> dict:
+    return {"name": layout.find("data", w).fields["dataset"]}
 
 
-def norm_kwargs(config: dict, backbone: str) -> dict:
-    return {"backbone": backbone, "entry": load_entry(config, backbone)}
+def dataset_runtime(layout: Layout, w, config_file: str) -> dict:
+    """The entry as written (a local folder's path) and where downloads go; ``datasets_file`` only names errors."""
+    place = where(layout.config, config_file)
+    return {"entry": layout.config["_datasets"][w.dataset], "mirror": place["mirror"],
+            "cache_dir": place["cache_dir"], "datasets_file": layout.config["datasets_file"],
+            "corpus_store": layout.corpus_store()}
 
 
-def dataset_kwargs(config: dict, name: str) -> dict:
-    pool = config["evaluation"]["pool_depth"] if name in config["evaluation"]["datasets"] else None
-    return {"name": name, "entry": config["_datasets"][name], "mirror": config.get("mirror"),
-            "datasets_file": config["datasets_file"], "cache_dir": config["cache_dir"],
-            "pool_depth": pool}
+def pool_inputs(layout: Layout, w) -> dict:
+    return {"full_dir": layout.data(layout.find("pool", w).fields["dataset"]).path("full")}
 
 
-def triplets_inputs(config: dict) -> dict:
+def pool_kwargs(layout: Layout, w) -> dict:
+    pool = layout.find("pool", w)
+    dataset = pool.fields["dataset"]
+    return {"name": dataset, "pool_depth": pool.identity["pool_depth"], "dataset_entry": layout.load_data(dataset)}
+
+
+def triplets_inputs(layout: Layout) -> dict:
     """The triplets rule's input: the corpus folder for pseudo-queries, nothing for hf / ir_datasets."""
-    td = config["training_data"]
-    return {"full_dir": f"results/data/{td['dataset']}/full"} if td["source"] == "pseudo_queries" else {}
+    td = layout.config["training_data"]
+    return {"full_dir": layout.data(td["dataset"]).path("full")} if td["source"] == "pseudo_queries" else {}
 
 
-def triplets_kwargs(config: dict) -> dict:
-    """What the triplets depend on (mirror, cache and config file go in the rule's runtime params)."""
-    td = config["training_data"]
-    kwargs = {"training_data": td, "n": n_triplets(config), "seed": td["seed"]}
-    if td["source"] == "pseudo_queries":
-        kwargs["dataset_entry"] = config["_datasets"][td["dataset"]]
-    return kwargs
+def triplets_kwargs(layout: Layout) -> dict:
+    return {"n": layout.triplets().identity["n"], "seed": layout.triplets().identity["seed"]}
 
 
-def train_kwargs(config: dict, run: str, k: str) -> dict:
-    """What a trained model depends on (``config`` as :func:`results_config` gives it)."""
-    backbone, mode = split_run_name(run)
-    entry, recipe = {**load_entry(config, backbone), "mode": mode}, config["recipe"]
-    extra = {"auto_k": config["auto_k"]} if k == AUTO_K else {}
-    return {"run": run, "entry": entry, "k": k, "recipe": recipe, **extra,
-            "config_hash": stable_hash({"entry": entry, "recipe": recipe, "k": k, **extra,
-                                        "training_data": config["training_data"]})}
+def triplets_runtime(layout: Layout, config_file: str) -> dict:
+    """The training data as written (its mirror folder name, a local repo's path)."""
+    td = layout.config["training_data"]
+    entry = {"dataset_entry": layout.config["_datasets"][td["dataset"]]} if td["source"] == "pseudo_queries" else {}
+    return {"training_data": td, **entry, **where(layout.config, config_file)}
 
 
-def index_kwargs(config: dict, dataset: str) -> dict:
-    ev = config["evaluation"]
-    return {"dataset_entry": config["_datasets"][dataset], "batch_size": ev["encode_batch_size"],
-            "precision": ev["encode_precision"], "query_max_length": ev["query_max_length"],
-            "document_max_length": ev["document_max_length"]}
+def norm_kwargs(layout: Layout, w) -> dict:
+    return {"backbone": layout.find("norms", w).fields["backbone"]}
 
 
-def evaluate_kwargs(config: dict, run: str, k: str, dataset: str) -> dict:
-    ev = config["evaluation"]
-    entry = config["_datasets"][dataset]
-    backbone, mode = split_run_name(run)
-    return {"run": run, "k": k, "dataset_name": dataset, "dataset_entry": entry,
-            "top_k": ev["top_k"], "measures": ev["measures"],
-            "config_hash": stable_hash({"entry": load_entry(config, backbone), "mode": mode,
-                                        "recipe": config["recipe"], "k": k,
-                                        "training_data": config["training_data"], "dataset": entry,
-                                        "evaluation": ev})}
+def norm_runtime(layout: Layout, w, config_file: str) -> dict:
+    return {"entry": load_entry(layout.config, w.backbone), **where(layout.config, config_file)}
+
+
+# -- train, index, evaluate -------------------------------------------------------------------
+
+def train_inputs(layout: Layout, w) -> dict:
+    """The norms a train job reads (its backbone's, plus the reference's for ``k: auto``) and the triplets."""
+    train = layout.find("train", w)
+    base, _ = split_run_name(train.fields["run"])
+    inputs = {"norms_json": layout.norms(base).path("norms.json"), "triplets_path": layout.triplets().path("triplets.jsonl")}
+    if train.fields["k"] == AUTO_K:
+        inputs["reference_norms_json"] = layout.norms(layout.config["auto_k"]["reference"]).path("norms.json")
+    return inputs
+
+
+def train_kwargs(layout: Layout, w) -> dict:
+    """What a trained model depends on besides its inputs; ``config_hash`` is its identity's SHA-256."""
+    train = layout.find("train", w)
+    extra = {"auto_k": train.identity["auto_k"]} if "auto_k" in train.identity else {}
+    return {"run": train.fields["run"], "k": train.fields["k"], "recipe": train.identity["recipe"],
+            "config_hash": train.sha256, **extra}
+
+
+def train_runtime(layout: Layout, w, output, config_file: str) -> dict:
+    """The backbone entry as written (a local folder's path), checkpoints and processes: they decide
+    where the job reads and how it runs, not what it computes (a restarted job must find its
+    checkpoints, which Snakemake's clean-up of a failed job's outputs would delete)."""
+    backbone, mode = split_run_name(w.run)
+    return {"entry": {**load_entry(layout.config, backbone), "mode": mode},
+            "checkpoint_dir": os.path.join(os.path.dirname(output.log_path), "checkpoints"),
+            "checkpoint_steps": layout.config["recipe"]["checkpoint_steps"],
+            "processes": layout.config["train_processes"], **where(layout.config, config_file)}
+
+
+def index_inputs(layout: Layout, w) -> dict:
+    index = layout.find("index", w)
+    run, k, dataset = (index.fields[key] for key in ("run", "k", "dataset"))
+    return {"model_dir": layout.train(run, k).path("model"), "data_dir": layout.eval_dir(dataset)}
+
+
+def index_kwargs(layout: Layout, w) -> dict:
+    index = layout.find("index", w)
+    encoding = layout.encoding()
+    return {"dataset_name": index.fields["dataset"], "dataset_entry": layout.load_data(index.fields["dataset"]),
+            "batch_size": encoding["batch_size"],
+            "precision": encoding["precision"], "query_max_length": encoding["query_max_length"],
+            "document_max_length": encoding["document_max_length"]}
+
+
+def index_runtime(layout: Layout, output) -> dict:
+    """Shards live beside the outputs but are not outputs (a restarted job resumes from them), and
+    docs.npz does not depend on the shard size."""
+    return {"shard_dir": os.path.join(os.path.dirname(output.queries_out), "doc_shards"),
+            "shard_size": layout.config["evaluation"]["encode_shard_size"] or 0}
+
+
+def evaluate_inputs(layout: Layout, w) -> dict:
+    ev = layout.find("evaluate", w)
+    run, k, dataset = (ev.fields[key] for key in ("run", "k", "dataset"))
+    return {"data_dir": layout.eval_dir(dataset), "docs_npz": layout.docs_npz(run, k, dataset),
+            "queries_npz": layout.index(run, k, dataset).path("queries.npz"),
+            "train_status": layout.train(run, k).path("status.json")}
+
+
+def evaluate_kwargs(layout: Layout, w) -> dict:
+    ev = layout.find("evaluate", w)
+    ident, dataset = ev.identity, ev.fields["dataset"]
+    return {"run": ident["run"], "k": ident["k"], "dataset_name": dataset,
+            "dataset_entry": {**layout.load_data(dataset), "skip_identical_ids": ident["skip_identical_ids"]},
+            "top_k": ident["top_k"], "measures": ident["measures"], "config_hash": ev.sha256,
+            "collapse_max_active_share": ident["collapse_max_active_share"]}
+
+
+def pooled_inputs(layout: Layout, w) -> dict:
+    pooled = layout.find("pooled", w)
+    run, k = pooled.fields["run"], pooled.fields["k"]
+    names = pooled.identity["datasets"]
+    return {"docs_npz": [layout.docs_npz(run, k, d) for d in names],
+            "queries_npz": [layout.index(run, k, d).path("queries.npz") for d in names]}
+
+
+def pooled_kwargs(layout: Layout, w) -> dict:
+    pooled = layout.find("pooled", w)
+    return {"run": pooled.fields["run"], "k": pooled.fields["k"], "datasets": pooled.identity["datasets"]}
+
+
+def bm25_inputs(layout: Layout, w) -> dict:
+    return {"data_dir": layout.eval_dir(layout.find("bm25", w).fields["dataset"])}
+
+
+def bm25_kwargs(layout: Layout, w) -> dict:
+    bm25 = layout.find("bm25", w)
+    ident, dataset = bm25.identity, bm25.fields["dataset"]
+    return {"dataset_name": dataset,
+            "dataset_entry": {**layout.load_data(dataset), "skip_identical_ids": ident["skip_identical_ids"]},
+            "top_k": ident["top_k"], "measures": ident["measures"], "settings": ident["settings"]}
+
+
+def identity(layout: Layout, kind: str, w) -> dict:
+    """What an addressed output's id stands for: written to its ``params.json`` by the bridge."""
+    item = layout.find(kind, w)
+    return {"kind": kind, "id": item.id, "sha256": item.sha256, "identity": item.identity}
+
+
+# -- reports: the current config's runs -------------------------------------------------------
+
+def metric_files(layout: Layout) -> list[str]:
+    config = layout.config
+    datasets = config["evaluation"]["datasets"]
+    files = [layout.evaluate(r, k, d).path("metrics.tsv") for r, k in runs(config) for d in datasets]
+    if pooled_flops_datasets(config):
+        files += [layout.pooled(r, k).path("metrics.tsv") for r, k in runs(config)]
+    if config["report"]["bm25"]:
+        files += [layout.bm25(d).path("metrics.tsv") for d in datasets]
+    return files
+
+
+def norm_files(layout: Layout) -> list[str]:
+    return [layout.norms(b).path("norms.json") for b in layout.config["backbones"]]
+
+
+def log_keys(config: dict) -> list[str]:
+    return [f"{r['backbone']}|{r['k']}" for r in run_grid(config)]
+
+
+def log_files(layout: Layout) -> list[str]:
+    return [layout.train(r, k).path("train_log.jsonl") for r, k in runs(layout.config)]
+
+
+def claims_datasets(config: dict) -> list[str]:
+    """Datasets whose per-query scores the claims read: the test datasets, and the tradeoff plot's
+    (report.flops_datasets) for a frontier claim."""
+    claims = config.get("claims") or {}
+    names = list(claims.get("datasets", []))
+    if any(c.get("type") == "frontier" for c in claims.get("list", [])):
+        names += [d for d in config["report"].get("flops_datasets") or [] if d not in names]
+    return names
+
+
+def perquery_keys(config: dict) -> list[list[str]]:
+    datasets = claims_datasets(config)
+    return [[r["backbone"], r["k"], d] for r in run_grid(config) for d in datasets]
+
+
+def perquery_files(layout: Layout) -> list[str]:
+    return [layout.evaluate(b, k, d).path("perquery.tsv") for b, k, d in perquery_keys(layout.config)]
 
 
 # What the reports read of a backbone entry: its label, synthetic and evaluate_only flags, and what tells a
@@ -191,68 +291,9 @@ def html_pages(config: dict) -> dict[str, str]:
     return {page: cat for page, cat in HTML_PAGES.items() if page != "claims" or config.get("claims")}
 
 
-def pooled_flops_datasets(config: dict) -> list[str]:
-    """The datasets whose FLOPs are pooled per run: report.flops_datasets when it names several
-    (one dataset's pooled FLOPs are its own, so then there is nothing to pool)."""
-    names = list(config["report"].get("flops_datasets") or [])
-    return names if len(names) > 1 else []
-
-
-def pooled_inputs(config: dict, run: str, k: str) -> dict:
-    names = pooled_flops_datasets(config)
-    return {"docs_npz": [docs_npz(config, run, k, d) for d in names],
-            "queries_npz": [f"results/runs/{run}/k{k}/{d}/queries.npz" for d in names]}
-
-
-def metric_files(config: dict) -> list[str]:
-    runs_ = [f"results/runs/{r['backbone']}/k{r['k']}/{d}/metrics.tsv" for r in run_grid(config) for d in config["evaluation"]["datasets"]]
-    if pooled_flops_datasets(config):
-        runs_ += [f"results/runs/{r['backbone']}/k{r['k']}/{POOLED}/metrics.tsv" for r in run_grid(config)]
-    if config["report"]["bm25"]:
-        runs_ += [f"results/bm25/{d}/metrics.tsv" for d in config["evaluation"]["datasets"]]
-    return runs_
-
-
-def norm_files(config: dict) -> list[str]:
-    return [f"results/norms/{b}.json" for b in config["backbones"]]
-
-
-def log_keys(config: dict) -> list[str]:
-    return [f"{r['backbone']}|{r['k']}" for r in run_grid(config)]
-
-
-def log_files(config: dict) -> list[str]:
-    return [f"results/runs/{r['backbone']}/k{r['k']}/train_log.jsonl" for r in run_grid(config)]
-
-
-def claims_datasets(config: dict) -> list[str]:
-    """Datasets whose per-query scores the claims read: the test datasets, and the tradeoff plot's
-    (report.flops_datasets) for a frontier claim."""
-    claims = config.get("claims") or {}
-    names = list(claims.get("datasets", []))
-    if any(c.get("type") == "frontier" for c in claims.get("list", [])):
-        names += [d for d in config["report"].get("flops_datasets") or [] if d not in names]
-    return names
-
-
-def perquery_keys(config: dict) -> list[list[str]]:
-    datasets = claims_datasets(config)
-    return [[r["backbone"], r["k"], d] for r in run_grid(config) for d in datasets]
-
-
-def perquery_files(config: dict) -> list[str]:
-    return [f"results/runs/{b}/k{k}/{d}/perquery.tsv" for b, k, d in perquery_keys(config)]
-
-
-def report_outputs(config: dict) -> list[str]:
-    out = ["results/table1.md", "results/table_beir.md", "results/metrics.csv", "results/norms.md",
-           "results/norms.png", "results/tradeoff.png", "results/tradeoff.pdf", "results/loss_curves.png"]
+def report_outputs(config: dict, results: str = "results") -> list[str]:
+    out = [f"{results}/{name}" for name in ("table1.md", "table_beir.md", "metrics.csv", "norms.md", "norms.png",
+                                             "tradeoff.png", "tradeoff.pdf", "loss_curves.png")]
     if config.get("claims"):
-        out += ["results/claims.md", "results/claims.json"]
-    return out + [f"results/html/{page}.html" for page in html_pages(config)]
-
-
-def bm25_kwargs(config: dict, dataset: str) -> dict:
-    ev = config["evaluation"]
-    return {"dataset_name": dataset, "dataset_entry": config["_datasets"][dataset], "top_k": ev["top_k"],
-            "measures": ev["measures"], "settings": config["report"]["bm25_settings"]}
+        out += [f"{results}/claims.md", f"{results}/claims.json"]
+    return out + [f"{results}/html/{page}.html" for page in html_pages(config)]

@@ -40,9 +40,11 @@ def make_plan(config: dict, config_files: list[str], *, mirror: str | None = Non
     output = dry_run(find_snakefile(snakefile), config_files, workdir, forceall=not remaining,
                      config={"mirror": mirror} if mirror else None)
     jobs = planned_jobs(output)
-    datasets = _datasets(config, Path(workdir) / "results")
-    calibrations = _calibrations(config, config_files[-1], steps, passages, batch, Path(workdir) / "results") \
-        if calibrate_models else {}
+    from lsrbench.pipeline.paths import Layout
+
+    layout = Layout(config, str(Path(workdir) / "results"))  # where finished dataset jobs put their records
+    datasets = _datasets(layout)
+    calibrations = _calibrations(config, config_files[-1], steps, passages, batch, layout) if calibrate_models else {}
     backbones = {name: _estimate(config, name, jobs, datasets, calibrations.get(name), assume_flops)
                  for name in config["backbones"]}
     return {"config_files": list(config_files), "scope": "remaining jobs" if remaining else "whole grid",
@@ -60,16 +62,18 @@ def _totals(backbones: dict) -> dict:
     return total
 
 
-def _datasets(config: dict, results: Path) -> dict:
+def _datasets(layout) -> dict:
     """Size of every evaluated dataset: documents, evaluated documents (the pooled subset when
     ``pool_depth`` is set: counted by a finished dataset job, else estimated as queries x depth),
     queries, and where the numbers come from."""
     from lsrbench.data.sizes import dataset_size
 
+    config = layout.config
     pool = config["evaluation"]["pool_depth"]
     out = {}
     for name in config["evaluation"]["datasets"]:
-        size = dataset_size(name, config.get("mirror"), results)
+        info = layout.pool(name).path("eval.json") if layout.pool_depth(name) else layout.data(name).path("info.json")
+        size = dataset_size(name, config.get("mirror"), info)
         evaluated = size["evaluated_documents"]
         if evaluated is None and size["documents"] is not None:
             evaluated = min(size["documents"], size["queries"] * pool) if pool else size["documents"]
@@ -77,11 +81,11 @@ def _datasets(config: dict, results: Path) -> dict:
     return out
 
 
-def _calibrations(config: dict, config_file: str, steps: int, passages: int, batch, results: Path) -> dict:
+def _calibrations(config: dict, config_file: str, steps: int, passages: int, batch, layout) -> dict:
     """Backbone -> calibration dict, or ``{"error": why}``; one calibration per model folder."""
     from lsrbench.pipeline.calibrate import calibrate, calibration_texts, find_local_model
 
-    docs, queries, texts = calibration_texts(config, passages, str(results))
+    docs, queries, texts = calibration_texts(config, passages, lambda name: layout.data(name).path("full"))
     done: dict[str, dict] = {}
     out = {}
     for name, entry in config["backbones"].items():

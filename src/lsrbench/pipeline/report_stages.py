@@ -10,10 +10,17 @@ from lsrbench.atomic import atomic_open
 from lsrbench.pipeline.stages import as_list
 
 
-def report_collect(metric_files, output: str) -> None:
+def report_collect(metric_files, output: str, sources: str | None = None) -> None:
+    """metrics.csv from the current config's run files, and beside it ``sources``
+    (metrics.sources.json): which files those were, since results/ also holds other configs' runs
+    (``lsrbench verify`` traces the rows to exactly these)."""
+    from lsrbench.provenance import write_json
     from lsrbench.report.results import collect_metrics
 
-    collect_metrics(as_list(metric_files), output)
+    files = as_list(metric_files)
+    collect_metrics(files, output)
+    if sources:
+        write_json(sources, {"manifest": sources, "metrics_csv": output, "sources": files})
 
 
 def report_table1(metrics_csv: str, norm_files, norm_names: list[str], report_cfg: dict, backbones: dict,

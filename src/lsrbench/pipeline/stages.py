@@ -52,31 +52,42 @@ def norm(backbone: str, entry: dict, mirror, cache_dir: str, config_file: str, o
     return result
 
 
-def dataset(name: str, entry: dict, mirror, datasets_file: str, cache_dir: str, pool_depth,
-            full_dir: str, eval_dir: str, eval_info: str) -> None:
-    """Bring a dataset into the canonical BEIR layout (``full_dir``) and the evaluated subset (``eval_dir``)."""
-    from lsrbench.data.bm25 import pooled_subset
+def dataset(name: str, entry: dict, mirror, datasets_file: str, cache_dir: str, full_dir: str, info: str,
+            corpus_store: str | None = None) -> None:
+    """Bring a dataset into the canonical BEIR layout (``full_dir``); ``info``: its counts."""
     from lsrbench.data.sources import resolve_dataset
     from lsrbench.data.store import write_beir_folder
 
     ds = resolve_dataset(name, entry, mirror, datasets_file, cache_dir, unknown_docs=entry.get("unknown_docs", "error"))
-    split = entry.get("split", "test")
-    # One copy of each distinct corpus file under results/data/.corpora, hard-linked into full/ and
-    # eval/ (the same file without pooling) and into every dataset sharing it (MS MARCO dev, DL19).
-    store = Path(full_dir).parent.parent / ".corpora"
-    write_beir_folder(ds, full_dir, split=split, corpus_store=store)
-    evaluated = pooled_subset(ds, pool_depth) if pool_depth else ds
-    write_beir_folder(evaluated, eval_dir, split=split, corpus_store=store)
-    info = {
-        "name": name, "split": split, "pool_depth": pool_depth,
-        "documents": len(evaluated.corpus), "full_documents": len(ds.corpus),
-        "queries": len(evaluated.queries), "dropped_queries": ds.dropped_queries,
-        "unknown_doc_qrels": ds.unknown_doc_qrels,
-        "judgments": sum(len(v) for v in evaluated.qrels.values()),
-    }
-    log.info("dataset %s: %d documents (%d in the full corpus), %d queries, %d judgments", name, info["documents"],
-             info["full_documents"], info["queries"], info["judgments"])
-    write_json(eval_info, info)
+    # One copy of each distinct corpus file in ``corpus_store``, hard-linked into every dataset
+    # folder that has it (MS MARCO dev and DL19, a pooled subset without pooling).
+    write_beir_folder(ds, full_dir, split=entry.get("split", "test"), corpus_store=corpus_store)
+    counts = _counts(name, ds)
+    log.info("dataset %s: %d documents, %d queries, %d judgments", name, counts["documents"], counts["queries"],
+             counts["judgments"])
+    write_json(info, counts | {"split": entry.get("split", "test")})
+
+
+def _counts(name: str, ds) -> dict:
+    return {"name": name, "documents": len(ds.corpus), "queries": len(ds.queries),
+            "dropped_queries": ds.dropped_queries, "unknown_doc_qrels": ds.unknown_doc_qrels,
+            "judgments": sum(len(v) for v in ds.qrels.values())}
+
+
+def pool(name: str, full_dir: str, pool_depth: int, dataset_entry: dict, eval_dir: str, eval_info: str,
+         corpus_store: str | None = None) -> None:
+    """The evaluated subset of a dataset: every judged document plus each query's top ``pool_depth``
+    BM25 candidates (:func:`lsrbench.data.bm25.pooled_subset`), in BEIR layout."""
+    from lsrbench.data.bm25 import pooled_subset
+    from lsrbench.data.store import write_beir_folder
+
+    ds = _load_beir(full_dir, dataset_entry)
+    evaluated = pooled_subset(ds, pool_depth)
+    write_beir_folder(evaluated, eval_dir, split=dataset_entry.get("split", "test"), corpus_store=corpus_store)
+    counts = _counts(name, evaluated)
+    log.info("pool %s: %d documents (%d in the full corpus, depth %d), %d queries, %d judgments", name,
+             counts["documents"], len(ds.corpus), pool_depth, counts["queries"], counts["judgments"])
+    write_json(eval_info, counts | {"pool_depth": pool_depth, "full_documents": len(ds.corpus)})
 
 
 def triplets(training_data: dict, n: int, seed: int, out: str, full_dir: str | None = None,
@@ -145,7 +156,7 @@ def _train_here(run, entry, k, recipe, mirror, cache_dir, config_file, norms_jso
         path, read_triplets(triplets_path), recipe, model_dir, log_path,
         k=k_value, mode=entry.get("mode", "shared"), head_scale=entry.get("head_scale", 1.0),
         trust_remote_code=entry.get("trust_remote_code", False), revision=entry.get("revision"),
-        checkpoint_dir=checkpoint_dir, checkpoint_steps=checkpoint_steps,
+        checkpoint_dir=checkpoint_dir, checkpoint_steps=checkpoint_steps, config_file=config_file,
     )
     return {"backbone": run, "k": k, **summary["status"]}, summary, path, k_value
 
@@ -197,7 +208,7 @@ def released(run: str, entry: dict, query_max_length: int, document_max_length: 
 def index(model_dir: str, data_dir: str, dataset_entry: dict, batch_size: int, docs_out: str | None = None,
           queries_out: str | None = None, shard_size: int | None = None, shard_dir: str | None = None,
           precision: str = "fp32", query_max_length: int | None = None,
-          document_max_length: int | None = None) -> dict:
+          document_max_length: int | None = None, dataset_name: str | None = None) -> dict:
     """Encode the evaluated corpus and its queries to CSR ``.npz`` files with their ids
     (:func:`lsrbench.index.indexing.index_dataset`), truncated at the evaluation's token lengths
     (``evaluation.query_max_length`` / ``document_max_length``), not the training ones. Without
@@ -208,7 +219,8 @@ def index(model_dir: str, data_dir: str, dataset_entry: dict, batch_size: int, d
         raise ValueError("index: queries_out is required")
     return index_dataset(model_dir, _load_beir(data_dir, dataset_entry), batch_size, queries_out, docs_out,
                          shard_size=shard_size, shard_dir=shard_dir, precision=precision,
-                         query_max_length=query_max_length, document_max_length=document_max_length)
+                         query_max_length=query_max_length, document_max_length=document_max_length,
+                         name=dataset_name)
 
 
 def evaluate(run: str, k: str, dataset_name: str, dataset_entry: dict, data_dir: str, docs_npz: str,

@@ -32,7 +32,7 @@ from lsrbench.names import (AUTO_K, BM25, COLLAPSED, DATASET_PATTERN, DEFAULT_MO
                             QUERY_DIMS, RESERVED_RUN_NAMES, format_k, k_text_problem, k_value, name_problem)
 from lsrbench.pipeline.config import ConfigOrigins, backbone_modes, load_datasets_file, runs, validate
 
-__all__ = ["check_config", "check_values", "produced_measures"]
+__all__ = ["check_config", "check_mirror", "check_values", "produced_measures"]
 
 # The float32 range the head is divided (k) and multiplied (head_scale) in: normal numbers only.
 FLOAT32_MAX = 3.4028234663852886e38
@@ -43,20 +43,22 @@ OWN_MEASURES = frozenset({FLOPS, QUERY_DIMS, DOC_DIMS, COLLAPSED})
 
 
 def check_config(config: dict, config_file: str | Path, origins: ConfigOrigins | None = None, *, files: bool = True,
-                 record: str | Path | None = None) -> dict:
+                 record: str | Path | None = None, mirror_must_exist: bool = True) -> dict:
     """Validate a (merged) run config, its cross-references and, with ``files``, the files it names
-    (``record``: see :func:`lsrbench.pipeline.validate_files.check_files`); returns it with the
-    schema's defaults filled and the dataset registry under ``_datasets``. With ``origins``
-    (:func:`lsrbench.pipeline.config.load_config_files`), an error names the file its field was set in."""
+    (``record``: see :func:`lsrbench.pipeline.validate_files.check_files`), a named mirror first
+    (:func:`check_mirror`; not for the prefetch target, which creates it: ``mirror_must_exist``);
+    returns it with the schema's defaults filled and the dataset registry under ``_datasets``. With
+    ``origins`` (:func:`lsrbench.pipeline.config.load_config_files`), an error names the file its
+    field was set in."""
     try:
-        return _check_config(config, config_file, files, record)
+        return _check_config(config, config_file, files, record, mirror_must_exist)
     except InputError as exc:
         if origins is None or exc.file != str(config_file):
             raise
         raise InputError(origins.file_for(exc.field), exc.field, exc.message) from None
 
 
-def _check_config(config: dict, config_file, files: bool, record) -> dict:
+def _check_config(config: dict, config_file, files: bool, record, mirror_must_exist: bool) -> dict:
     check_values(config, config_file)
     config = validate(config, "config.schema.yaml", config_file)
     datasets = load_datasets_file(config["datasets_file"])
@@ -70,11 +72,22 @@ def _check_config(config: dict, config_file, files: bool, record) -> dict:
     _check_report(config, produced, config_file)
     _check_claims(config, produced, config_file)
     config["_datasets"] = datasets
+    if mirror_must_exist:
+        check_mirror(config, config_file)
     if files:
         from lsrbench.pipeline.validate_files import check_files
 
         check_files(config, config_file, record)
     return config
+
+
+def check_mirror(config: dict, config_file: str | Path) -> None:
+    """A mirror that is named must be a folder: a misspelt one would otherwise silently fall back to
+    downloading (or fail deep inside a job on a machine without internet)."""
+    mirror = config.get("mirror")
+    if mirror is not None and not Path(str(mirror)).expanduser().is_dir():
+        raise InputError(config_file, "mirror", f"mirror folder '{mirror}' does not exist "
+                                                "(a folder laid out like ../shared: data/<dataset>/, models/<name>/)")
 
 
 # --------------------------------------------------------------------------- values

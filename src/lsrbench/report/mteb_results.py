@@ -90,6 +90,26 @@ def load_mteb_result(root: str | os.PathLike, model_name: str, task_name: str, m
     return found[0]
 
 
+def _train_provenances(results_dir: Path) -> dict[tuple[str, str], Path]:
+    """(run, k) -> the train_provenance.json of the runs metrics.csv was collected from: each
+    ``<train folder>/<dataset>/<index id>/<eval id>/metrics.tsv`` listed in metrics.sources.json
+    (content-addressed folders, :mod:`lsrbench.pipeline.paths`)."""
+    from lsrbench.report.trace import resolve_recorded, workdir_of
+
+    side = results_dir / "metrics.sources.json"
+    if not side.is_file():
+        return {}
+    record = json.loads(side.read_text(encoding="utf-8"))
+    workdir = workdir_of(side, record["manifest"])
+    found = {}
+    for source in record["sources"]:
+        path = resolve_recorded(workdir, source)
+        parts = path.relative_to(workdir).parts
+        if len(parts) == 9 and parts[1] == "runs":  # results/runs/<run>/k<k>/<train>/<dataset>/<index>/<eval>/metrics.tsv
+            found[(parts[2], parts[3][1:])] = path.parents[3] / "train_provenance.json"
+    return found
+
+
 def export_mteb_results(results_dir: str | os.PathLike, root: str | os.PathLike) -> list[Path]:
     """Every (run, k, dataset) of ``<results_dir>/metrics.csv`` as MTEB results under ``root``:
     model ``lsrbench/<run>-k<k>`` (BM25: ``lsrbench/bm25``), revision the run's training config hash."""
@@ -97,12 +117,13 @@ def export_mteb_results(results_dir: str | os.PathLike, root: str | os.PathLike)
 
     results_dir = Path(results_dir)
     metrics = read_metrics(str(results_dir / "metrics.csv"))
+    trained = _train_provenances(results_dir)
     written = []
     for (run, k, dataset), rows in metrics[metrics["dataset"] != POOLED].groupby(["backbone", "k", "dataset"], sort=False):
         values = dict(zip(rows["measure"], rows["value"]))
         if "nDCG@10" not in values:
             continue
-        provenance = results_dir / "runs" / run / f"k{k}" / "train_provenance.json"
+        provenance = trained.get((run, k), results_dir / "runs" / run / f"k{k}" / "train_provenance.json")
         revision = json.loads(provenance.read_text())["config_hash"][:16] if provenance.is_file() else "unknown"
         name = "lsrbench/bm25" if run == BM25 else "lsrbench/" + re.sub(r"[^A-Za-z0-9._-]", "_", f"{run}-k{k}")
         written.append(write_mteb_result(root, values, model_name=name, model_revision=revision, dataset=dataset))

@@ -124,14 +124,33 @@ def _artifact_problem(path: Path, info: dict, manifest: Path, role: str) -> str 
     return f"{how}: SHA-256 differs from {manifest} ({size} bytes now, {info['bytes']} recorded)"
 
 
+METRICS_SOURCES = "metrics.sources.json"
+
+
+def _collected(metrics_csv: Path, trace: Trace) -> dict[Path, dict]:
+    """The backed metrics files metrics.csv was collected from: those its ``metrics.sources.json``
+    lists (results/ also holds the runs of other configs), every backed one without it."""
+    side = metrics_csv.parent / METRICS_SOURCES
+    if not side.is_file():
+        return trace.backed
+    try:
+        record = json.loads(side.read_text(encoding="utf-8"))
+        workdir = workdir_of(side, record["manifest"])
+        listed = {resolve_recorded(workdir, p).resolve() for p in record["sources"]}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        trace.problems.append(f"{side}: unreadable ({' '.join(str(exc).split())}); every run file is traced instead")
+        return trace.backed
+    return {path: rows for path, rows in trace.backed.items() if path in listed}
+
+
 def _check_metrics_csv(metrics_csv: Path, trace: Trace) -> None:
-    """Every row of metrics.csv equals a row of a manifest-backed metrics.tsv, and every backed row
-    is in metrics.csv."""
+    """Every row of metrics.csv equals a row of a manifest-backed metrics.tsv it was collected
+    from, and every row of those is in metrics.csv."""
     if not metrics_csv.is_file():
         trace.problems.append(f"{metrics_csv}: missing")
         return
     by_run: dict[tuple[str, str, str], dict[str, float]] = {}
-    for rows in trace.backed.values():
+    for rows in _collected(metrics_csv, trace).values():
         for (b, k, d, m), v in rows.items():
             by_run.setdefault((b, k, d), {})[m] = v
     seen: set[tuple[str, str, str, str]] = set()

@@ -1,0 +1,253 @@
+"""Content-addressed outputs (issue 12): an output's folder is named by the hash of exactly what
+decides it, so a config edit never destroys a finished result, and only what changes a result
+re-runs a job. Fast: the ids of a config under location and result edits. Slow (through
+``snakemake`` on a copy of the finished micro run): an edit runs beside the old outputs, leaving
+every finished file byte-identical; reverting it plans no job that computes a result; a failing
+job after an edit keeps every earlier file; the mirror spelt three ways or dropped plans nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helpers.beir import write_beir
+from helpers.snakemake import copy_run, job_counts, layout, micro_config, run_snakemake
+from lsrbench.pipeline.paths import ID_WILDCARD
+
+# Rules that compute results; the report rules re-make the current config's reports from them.
+RESULT_RULES = {"dataset", "pool", "norm", "triplets", "train", "index", "index_queries", "evaluate",
+                "pooled_flops", "bm25"}
+REPORTS = {"metrics.csv", "metrics.sources.json", "table1.md", "table1.cells.json", "table_beir.md", "norms.md",
+           "norms.png", "tradeoff.png", "tradeoff.pdf", "loss_curves.png", "claims.md", "claims.json"}
+
+
+@pytest.fixture
+def toy(tmp_path) -> dict:
+    """A micro config over a toy dataset folder and a stand-in model folder (ids only: nothing runs)."""
+    data = write_beir(tmp_path / "data" / "slice", {f"d{i}": f"document {i}" for i in range(6)},
+                      {"q1": "query one", "q2": "query two"}, [("q1", "d1", 1), ("q2", "d2", 1)])
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{"model_type": "roberta"}')
+    (model / "model.safetensors").write_bytes(b"weights")
+    (tmp_path / "mirror" / "data").mkdir(parents=True)
+    return {"tmp": tmp_path, "data": data, "model": model, "config": micro_config(tmp_path, data, model)}
+
+
+def _edited(toy: dict, edit, name: str = "edited.yaml") -> Path:
+    config = yaml.safe_load(toy["config"].read_text())
+    edit(config, toy)
+    path = toy["tmp"] / name
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def _folders(config_path: Path) -> dict[tuple, str]:
+    """Each addressed output by what it is (kind and readable fields), with its folder."""
+    return {(item.kind, tuple(sorted((k, v) for k, v in item.fields.items()
+                                     if k not in ID_WILDCARD.values() and k != "data_id"))): item.folder
+            for item in layout(config_path).all()}
+
+
+def _changed(before: dict, after: dict) -> set[str]:
+    return {key[0] for key in before.keys() | after.keys() if before.get(key) != after.get(key)}
+
+
+def _copy_elsewhere(folder: Path, dest: Path) -> Path:
+    shutil.copytree(folder, dest)
+    return dest
+
+
+LOCATION_EDITS = {
+    "mirror": lambda c, t: c.update(mirror=str(t["tmp"] / "mirror")),
+    "mirror with a trailing slash": lambda c, t: c.update(mirror=str(t["tmp"] / "mirror") + "/"),
+    "cache folder": lambda c, t: c.update(cache_dir=str(t["tmp"] / "elsewhere")),
+    "checkpoint cadence": lambda c, t: c["recipe"].update(checkpoint_steps=7),
+    "shard size": lambda c, t: c["evaluation"].update(encode_shard_size=1000),
+    "training processes": lambda c, t: c.update(train_processes=3),
+    "triplets' mirror folder name": lambda c, t: c["training_data"].update(name="my-triplets"),
+    "model folder copied elsewhere": lambda c, t: c["backbones"]["rand-roberta"].update(
+        model=str(_copy_elsewhere(t["model"], t["tmp"] / "copy" / "model")) + "/"),
+    "datasets file moved, dataset folder copied": lambda c, t: c.update(datasets_file=str(_moved_registry(t))),
+    "report caption and label": lambda c, t: (c["report"].update(caption="x"),
+                                              c["backbones"]["rand-roberta"].update(label="y")),
+}
+
+
+def _moved_registry(toy: dict) -> Path:
+    copy = _copy_elsewhere(toy["data"], toy["tmp"] / "moved" / "slice")
+    registry = toy["tmp"] / "moved" / "datasets.yaml"
+    registry.write_text(yaml.safe_dump({"slice": {"source": "beir", "path": str(copy)}}))
+    return registry
+
+
+@pytest.mark.parametrize("edit", LOCATION_EDITS.values(), ids=LOCATION_EDITS.keys())
+def test_where_things_come_from_and_how_jobs_run_change_no_output_folder(toy, edit):
+    assert _folders(_edited(toy, edit)) == _folders(toy["config"])
+
+
+def test_a_relative_spelling_of_the_same_folders_changes_nothing(toy, monkeypatch):
+    monkeypatch.chdir(toy["tmp"])
+    relative = _edited(toy, lambda c, t: (c.update(mirror="mirror/"), c["backbones"]["rand-roberta"].update(model="./model")))
+    assert _folders(relative) == _folders(toy["config"])
+
+
+def _poke(path: Path) -> None:
+    path.write_bytes(path.read_bytes() + b" ")
+
+
+RESULT_EDITS = {
+    "learning rate": (lambda c, t: c["recipe"].update(learning_rate=3e-5), {"train", "index", "evaluate"}),
+    "top_k": (lambda c, t: c["evaluation"].update(top_k=50), {"evaluate", "bm25"}),
+    "collapse threshold": (lambda c, t: c["evaluation"].update(collapse_max_active_share=0.5), {"evaluate"}),
+    "encode batch size": (lambda c, t: c["evaluation"].update(encode_batch_size=8), {"index", "evaluate"}),
+    "pool depth": (lambda c, t: c["evaluation"].update(pool_depth=20), {"pool", "index", "evaluate", "bm25"}),
+    "triplet seed": (lambda c, t: c["training_data"].update(seed=2), {"triplets", "train", "index", "evaluate"}),
+    "a new k": (lambda c, t: c.update(k_grid=c["k_grid"] + [2]), {"train", "index", "evaluate"}),
+    "the dataset's bytes": (lambda c, t: _poke(t["data"] / "corpus.jsonl"),
+                            {"data", "triplets", "train", "index", "evaluate", "bm25"}),
+    "the model's bytes": (lambda c, t: _poke(t["model"] / "model.safetensors"), {"norms", "train", "index", "evaluate"}),
+}
+
+
+@pytest.mark.parametrize("edit, kinds", RESULT_EDITS.values(), ids=RESULT_EDITS.keys())
+def test_a_result_setting_moves_exactly_the_outputs_it_decides(toy, edit, kinds):
+    before = _folders(toy["config"])
+    assert _changed(before, _folders(_edited(toy, edit))) == kinds
+
+
+def test_every_rule_argument_is_in_the_id(toy):
+    """The params of a rule (Snakemake's params rerun trigger) are part of its folder's identity:
+    an edit that changes them moves the folder, so no finished output is re-run in place."""
+    from lsrbench.pipeline import params as dag
+
+    paths = layout(toy["config"])
+    rules = {"data": dag.dataset_kwargs, "pool": dag.pool_kwargs, "norms": dag.norm_kwargs, "train": dag.train_kwargs,
+             "index": dag.index_kwargs, "evaluate": dag.evaluate_kwargs, "pooled": dag.pooled_kwargs,
+             "bm25": dag.bm25_kwargs, "triplets": lambda layout, w: dag.triplets_kwargs(layout)}
+    for item in paths.all():
+        data = [paths.data(item.fields["dataset"]).identity] if "dataset" in item.fields else []
+        decided = json.dumps([item.identity, item.fields, *data], sort_keys=True)  # by the folder's path
+        for key, value in rules[item.kind](paths, item.fields).items():
+            if key == "config_hash":
+                assert value == item.sha256
+            else:
+                parts = value.values() if isinstance(value, dict) else [value]
+                assert all(json.dumps(v, sort_keys=True) in decided for v in parts), (item.kind, key, value)
+
+
+def test_a_target_of_another_configs_id_is_not_an_output_of_this_one(toy):
+    paths = layout(toy["config"])
+    train = paths.train("rand-roberta", "1")
+    assert paths.find("train", train.fields) is train
+    with pytest.raises(ValueError, match="not an output of the current config"):
+        paths.find("train", {**train.fields, "train_id": "0" * 12})
+    with pytest.raises(ValueError):
+        paths.find("train", {**train.fields, "k": "1e-30"})  # another run's id under this one's name
+
+
+def test_the_mirror_must_exist(toy, capsys):
+    from lsrbench.cli import main
+
+    config = _edited(toy, lambda c, t: c.update(mirror=str(t["tmp"] / "no-such-mirror")))
+    assert main(["check-config", "--configfile", str(config)]) == 2
+    assert capsys.readouterr().err == (f"lsrbench: error: {config}: mirror: mirror folder '{toy['tmp'] / 'no-such-mirror'}' "
+                                       "does not exist (a folder laid out like ../shared: data/<dataset>/, models/<name>/)\n")
+    proc = run_snakemake("-n", "--cores", "1", "-d", str(toy["tmp"] / "work"), "--configfile", str(toy["config"]),
+                         "--config", f"mirror={toy['tmp'] / 'gone'}", check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert f"lsrbench: error: command line (--config): mirror: mirror folder '{toy['tmp'] / 'gone'}' does not exist" \
+        in proc.stderr
+
+
+# -- through snakemake, on a copy of the finished micro run --------------------------------------
+
+def _snapshot(results: Path) -> dict[str, bytes]:
+    """Every finished file below the results folder except the current config's reports (and
+    their HTML pages, results/html/)."""
+    return {str(p.relative_to(results)): p.read_bytes() for p in results.rglob("*")
+            if p.is_file() and not (p.parent == results and p.name in REPORTS) and ".cache" not in p.parts
+            and p.parent != results / "html"}
+
+
+def _planned(work: Path, config: Path, *config_args: str) -> dict[str, int]:
+    extra = ["--config", *config_args] if config_args else []
+    out = run_snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(config), *extra).stdout
+    return {k: v for k, v in job_counts(out).items() if k not in ("all", "total")}
+
+
+def _edit_file(micro_run: dict, tmp: Path, edit) -> Path:
+    config = yaml.safe_load(micro_run["config"].read_text())
+    edit(config)
+    path = tmp / "edited.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+@pytest.mark.slow
+def test_an_edit_runs_beside_the_old_outputs_and_reverting_it_recomputes_nothing(micro_run, tmp_path):
+    work = copy_run(micro_run, tmp_path / "work")
+    results = work / "results"
+    finished, reports = _snapshot(results), {name: (results / name).read_bytes() for name in ("metrics.csv", "table1.md")}
+    edited = _edit_file(micro_run, tmp_path, lambda c: c["recipe"].update(learning_rate=3e-5))
+    assert {k: v for k, v in _planned(work, edited).items() if k in RESULT_RULES} == {"train": 2, "index": 2, "evaluate": 2}
+    run_snakemake("--cores", "2", "-d", str(work), "--configfile", str(edited))
+    after = _snapshot(results)
+    assert {name: after[name] for name in finished} == finished  # every finished file, byte for byte
+    new_runs = {str(Path(layout(edited).train("rand-roberta", k).folder).relative_to("results")) for k in ("1", "1e-30")}
+    assert {name.split("/model/")[0] for name in set(after) - set(finished) if "/model/" in name} == new_runs
+    assert all(f in (results / "metrics.sources.json").read_text() for f in new_runs)  # the reports show the edit
+
+    planned = _planned(work, micro_run["config"])  # the edit reverted
+    assert planned and set(planned).isdisjoint(RESULT_RULES), planned
+    run_snakemake("--cores", "2", "-d", str(work), "--configfile", str(micro_run["config"]))
+    assert {name: (results / name).read_bytes() for name in reports} == reports
+    assert _planned(work, micro_run["config"]) == {}
+    assert set(_planned(work, edited)).isdisjoint(RESULT_RULES)  # the edit again: its reports only
+
+
+@pytest.mark.slow
+def test_a_job_failing_after_an_edit_keeps_every_earlier_output(micro_run, tmp_path):
+    """The issue's case: the backbone's model folder, edited to an empty folder (which exists, so the
+    config passes), fails its norm job with one line; with --keep-going, as both profiles run."""
+    work = copy_run(micro_run, tmp_path / "work")
+    results = work / "results"
+    empty = tmp_path / "empty-model"
+    empty.mkdir()
+    before = {**_snapshot(results), **{n: (results / n).read_bytes() for n in REPORTS if (results / n).is_file()}}
+    edited = _edit_file(micro_run, tmp_path, lambda c: c["backbones"]["rand-roberta"].update(model=str(empty)))
+    proc = run_snakemake("--cores", "2", "--keep-going", "-d", str(work), "--configfile", str(edited), check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error: ")], proc.stderr[-2000:]
+    after = {**_snapshot(results), **{n: (results / n).read_bytes() for n in REPORTS if (results / n).is_file()}}
+    assert {name: after.get(name) for name in before} == before
+    assert _planned(work, micro_run["config"]) == {}
+
+
+def _mirror_with_the_slice(tmp: Path, micro_run: dict) -> Path:
+    """A mirror folder holding the micro run's dataset, the same bytes as its own folder."""
+    slice_dir = Path(yaml.safe_load(Path(yaml.safe_load(micro_run["config"].read_text())["datasets_file"])
+                                    .read_text())["slice"]["path"])
+    mirror = tmp / "mirror"
+    shutil.copytree(slice_dir, mirror / "data" / "slice")
+    return mirror
+
+
+@pytest.mark.slow
+def test_the_mirror_spelt_three_ways_or_dropped_plans_nothing(micro_run, tmp_path):
+    work = copy_run(micro_run, tmp_path / "work")
+    mirror = _mirror_with_the_slice(tmp_path, micro_run)
+    (tmp_path / "link").symlink_to(mirror)
+    for spelling in (str(mirror), str(mirror) + "/", os.path.relpath(mirror, work), str(tmp_path / "link")):
+        assert _planned(work, micro_run["config"], f"mirror={spelling}") == {}, spelling
+    assert _planned(work, micro_run["config"], "mirror=") == {}
+    # other bytes under the dataset's name in the mirror are other data: that re-runs what reads it
+    _poke(mirror / "data" / "slice" / "queries.jsonl")
+    planned = _planned(work, micro_run["config"], f"mirror={mirror}")
+    assert {"dataset", "triplets", "train", "index", "evaluate", "bm25"} <= set(planned), planned
+    assert "norm" not in planned
