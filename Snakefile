@@ -50,6 +50,8 @@ config["_report"] = {"config_files": READ, "grid": grid_lines(config)}
 # edit plans new folders beside the finished ones, which Snakemake then never re-runs or deletes.
 L = Layout(config)
 DATASETS = config["evaluation"]["datasets"]
+# Threads of each train and index job (lsrbench.pipeline.params.job_threads).
+JOB_THREADS = dag.job_threads(workflow.remote_exec, workflow.resource_settings.cores)
 
 # The same patterns the config check holds run names and k to (lsrbench.names).
 wildcard_constraints:

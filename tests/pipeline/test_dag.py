@@ -35,6 +35,27 @@ def test_default_dry_run_lists_every_backbone_and_k(tmp_path):
     assert counts["norm"] == len(config["backbones"])
 
 
+def test_train_and_index_jobs_take_one_thread_each_locally(tmp_path):
+    """Two one-thread jobs side by side beat one all-cores job on 2 cores (params.job_threads);
+    --set-threads still gives a rule more."""
+    from lsrbench.pipeline.params import job_threads
+
+    def threads(*extra: str) -> dict[str, set[str]]:
+        out = snakemake("-n", "--cores", "2", "-d", str(tmp_path), "--configfile", str(REPO / "config/config.yaml"),
+                        *extra, "--config", f"datasets_file={REPO / 'config/datasets.yaml'}", "mirror=").stdout
+        found: dict[str, set[str]] = {}
+        for block in re.split(r"\n(?=(?:local)?rule )", out):
+            name = re.match(r"(?:local)?rule (\w+):", block)
+            if name and name.group(1) in ("train", "index", "index_queries"):
+                found.setdefault(name.group(1), set()).update(re.findall(r"^\s+threads: (\d+)$", block, re.M))
+        return found
+
+    # a dry run prints a job's threads only above 1 (all-cores jobs printed "threads: 2" here)
+    assert threads() == {"train": set(), "index": set()}
+    assert threads("--set-threads", "train=2") == {"train": {"2"}, "index": set()}
+    assert (job_threads(False, 16), job_threads(True, 16), job_threads(True, None)) == (1, 16, 1)
+
+
 def _copy_config(tmp_path: Path, edit) -> Path:
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     config["datasets_file"] = str(REPO / "config/datasets.yaml")

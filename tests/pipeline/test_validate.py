@@ -73,7 +73,7 @@ def test_numbers(tiny, edit, says):
     (lambda c: c["backbones"].update(BM25={"model": "x"}), "backbones.BM25: 'BM25' names the reference row"),
     (lambda c: c["backbones"]["splade-tiny-x10"].update(label="SPLADE-tiny (BERT 2L, tied head)", synthetic=False),
      "backbones.splade-tiny-x10.label: 'SPLADE-tiny (BERT 2L, tied head)' is also how splade-tiny is shown"),
-    (lambda c: c["backbones"]["splade-tiny"].update(label="BM25 (bm25s)"), "is also how BM25 is shown"),
+    (lambda c: c["backbones"]["splade-tiny"].update(label="BM25 (Anserini, k1=0.9, b=0.4)"), "is also how BM25 is shown"),
     (lambda c: c["report"]["columns"][1].update(name="k"), "report.columns[1].name: column 'k' is already a column"),
     (lambda c: c["report"]["columns"][1].update(name="a\nb"), "report.columns[1].name: 'a\\nb' cannot be a table cell"),
     (lambda c: c["claims"]["list"].append(dict(c["claims"]["list"][0])), "claims.list[9].id: claim id"),

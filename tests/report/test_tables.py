@@ -79,11 +79,11 @@ def test_table1_best_k_collapsed_bm25_and_reference(metrics, tmp_path):
     assert "**0.470** (paper 0.405)" in lines[("Large †", "4")]
     assert "**0.450**" in lines[("Small", "1")]
     assert "collapsed" in lines[("Small", "16")] and "0.030" not in lines[("Small", "16")]
-    assert "0.250" in lines[("BM25 (bm25s)", "-")]
+    assert "0.250" in lines[("BM25 (Anserini, k1=0.9, b=0.4)", "-")]
     assert "Small [untie]" in md
     assert md.count("**") == 2 * 3  # one bold per backbone: small, large, small+untie
     order = [key for key in lines if key[0] not in ("Backbone",) and not key[0].startswith(":")]
-    assert order[0] == ("BM25 (bm25s)", "-")
+    assert order[0] == ("BM25 (Anserini, k1=0.9, b=0.4)", "-")
     assert order.index(("Small", "1")) < order.index(("Small", "4")) < order.index(("Small", "16"))
 
 
@@ -242,3 +242,14 @@ def test_released_run_is_labelled_and_has_no_k_sweep_to_correlate(metrics, evide
     without = evaluate_claims(evidence, cfg)[0]  # the same claim on the swept backbones alone
     assert (verdict.verdict, verdict.details, verdict.runs) == (without.verdict, without.details, without.runs)
     assert "rel" not in verdict.details and all(run != "rel" for run, _ in verdict.runs)
+
+
+def test_bm25_row_is_named_by_its_settings(metrics):
+    """The reference row says how BM25 was computed (report.bm25_settings), in every table."""
+    from lsrbench.report.results import bm25_label
+
+    settings = {**REPORT, "bm25_settings": {"analyzer": "bm25s", "k1": 1.2, "b": 0.75}}
+    assert bm25_label(settings) == "BM25 (bm25s, unstemmed, k1=1.2, b=0.75)"
+    assert bm25_label(REPORT) == "BM25 (Anserini, k1=0.9, b=0.4)"  # the schema's defaults
+    assert "| BM25 (bm25s, unstemmed, k1=1.2, b=0.75) |" in table1.table1_markdown(metrics, settings, BACKBONES)
+    assert "| BM25 (bm25s, unstemmed, k1=1.2, b=0.75) |" in tables.beir_markdown(metrics, settings, BACKBONES)

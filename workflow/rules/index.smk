@@ -21,9 +21,8 @@ rule index:
         # job; a restarted job must find them to resume), and docs.npz does not depend on the
         # shard size, so changing encode_shard_size re-runs nothing.
         runtime=lambda w, output: dag.index_runtime(L, output),
-    # All cores of the run (--cores N; inside a cluster job, the cores it sees). Submitting to a
-    # cluster defines no cores (workflow.cores raises): 1, the job's CPUs are the profile's resources.
-    threads: workflow.resource_settings.cores or 1
+    # One thread locally, jobs side by side; inside a cluster job the cores it was given (params.job_threads).
+    threads: JOB_THREADS
     # One GPU per index job, its own (lsrbench.pipeline.gpus), with `use_gpu: true`.
     resources:
         gpu=1 if config["use_gpu"] else 0,
@@ -47,7 +46,7 @@ rule index_queries:
         stage="index",
         identity=lambda w: dag.identity(L, "index", w),
         kwargs=lambda w: dag.index_kwargs(L, w),
-    threads: workflow.resource_settings.cores or 1
+    threads: JOB_THREADS
     resources:
         gpu=1 if config["use_gpu"] else 0,
     log:

@@ -18,9 +18,8 @@ rule train:
         # a restarted job must find them to resume); changing checkpoint_steps re-runs nothing, and
         # neither does the config file's name (only used to name it in error messages).
         runtime=lambda w, output: dag.train_runtime(L, w, output, CONFIG_FILE),
-    # All cores of the run (--cores N; inside a cluster job, the cores it sees). Submitting to a
-    # cluster defines no cores (workflow.cores raises): 1, the job's CPUs are the profile's resources.
-    threads: workflow.resource_settings.cores or 1
+    # One thread locally, jobs side by side; inside a cluster job the cores it was given (params.job_threads).
+    threads: JOB_THREADS
     resources:
         gpu=1 if config["use_gpu"] else 0,
     log:

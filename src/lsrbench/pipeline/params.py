@@ -24,6 +24,17 @@ __all__ = ["RUNTIME_RECIPE_KEYS", "RUNTIME_EVALUATION_KEYS", "docs_dataset", "lo
            "results_recipe"]  # re-exported: the rule files and tests know them from here
 
 
+def job_threads(remote_exec: bool, cores: int | None) -> int:
+    """Threads of a train or index job. Locally one: on 2 cores, two one-thread jobs side by side
+    ran the tiny default 1.22x faster than one all-cores job at a time (310 s vs 379 s,
+    benchmark/results/dag_schedule.json: each job's start-up is paid in parallel), and a job's
+    numbers then do not depend on how many cores the machine has (intra-op reductions split by
+    thread count change the last float digits, which training carries on). ``--set-threads
+    train=N index=N`` gives more. Inside a cluster job: the cores it was given (the profile's
+    resources), since there it runs alone."""
+    return max(1, int(cores or 1)) if remote_exec else 1
+
+
 def released_runs(config: dict) -> list[str]:
     """The runs of ``evaluate_only`` backbones (released sparse encoders): their ``model/`` comes
     from the checkpoint as released (rule ``released``), not from training."""

@@ -202,7 +202,7 @@ def _check_evaluate_only(config: dict, file) -> None:
 
 def _check_names(config: dict, file) -> None:
     """Backbone names usable as run names, distinct run labels, column names and claim ids."""
-    from lsrbench.report.results import OWN_COLUMNS, run_label
+    from lsrbench.report.results import OWN_COLUMNS, bm25_label, run_label
 
     for name in config["backbones"]:
         if name in RESERVED_RUN_NAMES:
@@ -210,7 +210,7 @@ def _check_names(config: dict, file) -> None:
         problem = name_problem(name)
         if problem:
             raise InputError(file, f"backbones.{name}", problem)
-    labels: dict[str, str] = {"BM25 (bm25s)": BM25}
+    labels: dict[str, str] = {bm25_label(config["report"]): BM25}
     for run, _ in runs(config):
         label = run_label(run, config["backbones"])
         base = run.split("+")[0]

@@ -13,7 +13,7 @@ from lsrbench.atomic import atomic_path
 from lsrbench.model.train_log import log_losses, read_train_log
 from lsrbench.names import BM25, COLLAPSED, FLOPS, POOLED, k_order, k_value, split_run_name
 from lsrbench.report.render import MISSING
-from lsrbench.report.results import best_ks, flops_datasets, pareto_front, read_metrics, run_label
+from lsrbench.report.results import best_ks, bm25_label, flops_datasets, pareto_front, read_metrics, run_label
 
 __all__ = ["tradeoff_points", "tradeoff_figure", "plot_tradeoff", "k_colors", "rolling_mean", "loss_figure",
            "plot_loss_curves", "norms_figure", "plot_norms"]
@@ -106,7 +106,8 @@ def _break_marks(upper, lower) -> None:
     lower.plot([0, 1], [1, 1], transform=lower.transAxes, **kw)
 
 
-def _draw_runs(axes, pts: pd.DataFrame, names: list[str], colors: dict, backbones: dict, bm25: float | None):
+def _draw_runs(axes, pts: pd.DataFrame, names: list[str], colors: dict, backbones: dict, bm25: float | None,
+               bm25_name: str):
     """Markers (coincident ones concentric), the Pareto frontier and the BM25 line on every panel;
     returns the legend handles and each panel's frontier line."""
     plt = _plt()
@@ -132,7 +133,7 @@ def _draw_runs(axes, pts: pd.DataFrame, names: list[str], colors: dict, backbone
         handles.append(frontier[ax])
     if bm25 is not None:
         for a in axes:
-            line = a.axhline(bm25, color="black", linewidth=0.8, linestyle=":", label="BM25 (bm25s)")
+            line = a.axhline(bm25, color="black", linewidth=0.8, linestyle=":", label=bm25_name)
         handles.append(line)
     return handles, frontier
 
@@ -158,7 +159,7 @@ def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict):
     else:
         ax = fig.subplots()
         axes = [ax]
-    handles, frontier = _draw_runs(axes, pts, names, colors, backbones, bm25)
+    handles, frontier = _draw_runs(axes, pts, names, colors, backbones, bm25, bm25_label(report_cfg))
     ax.set_ylim(*upper_range)
     if lower_range:
         low.set_ylim(*lower_range)

@@ -11,7 +11,7 @@ from lsrbench.atomic import atomic_open
 from lsrbench.names import (BM25, COLLAPSED, DEFAULT_MODE, DOC_DIMS, FLOPS, METRIC_COLUMNS, POOLED, QUERY_DIMS, k_order,
                             k_value, split_run_name)
 
-__all__ = ["OWN_COLUMNS", "collect_metrics", "read_metrics", "run_label", "label_notes", "flops_datasets", "run_table",
+__all__ = ["OWN_COLUMNS", "collect_metrics", "read_metrics", "run_label", "bm25_label", "label_notes", "flops_datasets", "run_table",
            "collapsed_runs", "mean_score", "best_k", "best_ks", "pareto_front"]
 
 
@@ -60,6 +60,13 @@ def label_notes(backbones: dict) -> list[str]:
     """The footnotes of the marks :func:`run_label` puts on the backbones of a table."""
     return ([SYNTHETIC_NOTE] if any(e.get("synthetic") for e in backbones.values()) else []) + (
         [RELEASED_NOTE] if any(e.get("evaluate_only") for e in backbones.values()) else [])
+
+
+def bm25_label(report_cfg: dict) -> str:
+    """How the BM25 reference row is named: its analyzer and parameters (report.bm25_settings)."""
+    settings = report_cfg.get("bm25_settings") or {}
+    analyzer = {"anserini": "Anserini", "bm25s": "bm25s, unstemmed"}.get(settings.get("analyzer", "anserini"))
+    return f"BM25 ({analyzer}, k1={settings.get('k1', 0.9):g}, b={settings.get('b', 0.4):g})"
 
 
 def flops_datasets(metrics: pd.DataFrame, report_cfg: dict) -> list[str]:

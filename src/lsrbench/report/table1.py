@@ -17,7 +17,7 @@ from lsrbench.errors import InputError
 from lsrbench.hashing import sha256_file
 from lsrbench.model.auto_k import auto_k_ratio
 from lsrbench.names import BM25, COLLAPSED, DOC_DIMS, FLOPS, QUERY_DIMS, format_k, k_value, split_run_name
-from lsrbench.report.results import (best_ks, flops_datasets, label_notes, mean_score, read_metrics, run_label,
+from lsrbench.report.results import (best_ks, bm25_label, flops_datasets, label_notes, mean_score, read_metrics, run_label,
                                      run_table)
 
 __all__ = ["load_reference", "auto_k_values", "render_cell", "best_texts", "twin_notes", "table1_cells", "table1_markdown", "table1_record",
@@ -161,7 +161,7 @@ def table1_cells(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms
             k_cell = {"column": "k", "template": "auto ({})", "numbers": [
                 {"norms": {"backbone": base, "reference": auto_cfg["reference"], "statistic": stat},
                  "format": ".3g", "value": float(autos[base]), "text": format(autos[base], ".3g")}]}
-        cells = [{"column": "Backbone", "text": run_label(b, backbones) if b != BM25 else "BM25 (bm25s)"}, k_cell]
+        cells = [{"column": "Backbone", "text": run_label(b, backbones) if b != BM25 else bm25_label(report_cfg)}, k_cell]
         for col in report_cfg["columns"]:
             name = col["name"]
             cell = {"column": name, "numbers": [_number(run, col["measure"], col["datasets"], ".3f", True)],

@@ -12,7 +12,7 @@ import pandas as pd
 from lsrbench.atomic import atomic_open
 from lsrbench.names import BM25, k_order, split_run_name
 from lsrbench.report.render import MISSING, markdown_table
-from lsrbench.report.results import best_ks, label_notes, read_metrics, run_label, run_table
+from lsrbench.report.results import best_ks, bm25_label, label_notes, read_metrics, run_label, run_table
 from lsrbench.report.table1 import auto_k_values
 
 __all__ = ["beir_markdown", "write_table_beir", "norms_markdown", "auto_k_markdown"]
@@ -36,7 +36,7 @@ def beir_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> s
     rows["_b"] = rows["backbone"].map(lambda b: -1 if b == BM25 else list(backbones).index(split_run_name(b)[0])
                                       if split_run_name(b)[0] in backbones else 99)
     rows = rows.sort_values(["_b", "backbone", "_k"]).drop(columns=["_k", "_b"])
-    rows.insert(0, "Backbone", [("BM25 (bm25s)" if b == BM25 else run_label(b, backbones)) for b in rows.pop("backbone")])
+    rows.insert(0, "Backbone", [(bm25_label(report_cfg) if b == BM25 else run_label(b, backbones)) for b in rows.pop("backbone")])
     notes = "".join(f"\n{note}\n" for note in label_notes(backbones))
     return (f"# Per-dataset {measure}\n\nEvery run on every evaluated dataset.\n\n"
             + markdown_table(rows) + "\n" + notes)
