@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import uuid
 import zipfile
 from pathlib import Path
@@ -112,3 +113,17 @@ def write_wheel(path: Path, model_dir: Path, folder: str = "pkg/model") -> dict:
                 zf.write(f, f"{folder}/{f.name}")
                 digests[f.name] = hashlib.sha256(f.read_bytes()).hexdigest()
     return {"pypi": "tiny-model-pkg==0.0.1", "folder": folder, "wheel": str(path), "sha256": digests}
+
+
+def write_zero_head_model(model_dir: Path, out: Path) -> Path:
+    """The micro run's backbone with an all-zero MLM head (tied: input embeddings too): head norm 0."""
+    import torch
+    from transformers import AutoModelForMaskedLM
+
+    shutil.copytree(model_dir, out)
+    model = AutoModelForMaskedLM.from_pretrained(out)
+    with torch.no_grad():
+        for p in model.get_output_embeddings().parameters():
+            p.zero_()
+    model.save_pretrained(out)
+    return out

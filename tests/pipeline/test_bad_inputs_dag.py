@@ -547,20 +547,6 @@ def _(ctx):
 # --------------------------------------------------------------------------- inputs only a job reads
 
 
-def _zero_head_model(model_dir: Path, out: Path) -> Path:
-    """The micro run's backbone with an all-zero MLM head (tied: input embeddings too): head norm 0."""
-    import torch
-    from transformers import AutoModelForMaskedLM
-
-    shutil.copytree(model_dir, out)
-    model = AutoModelForMaskedLM.from_pretrained(out)
-    with torch.no_grad():
-        for p in model.get_output_embeddings().parameters():
-            p.zero_()
-    model.save_pretrained(out)
-    return out
-
-
 def _run_in_copy(micro_run, tmp_path, config: Path, *targets) -> tuple[str, dict, Path]:
     """A real run on its own copy of the finished run; returns the error line, the files that
     existed before with their SHA-256, and the copy."""
@@ -577,10 +563,11 @@ def _run_in_copy(micro_run, tmp_path, config: Path, *targets) -> tuple[str, dict
 
 def test_k_auto_with_a_zero_reference_norm_fails_its_train_job_in_one_line(micro_run, tmp_path):
     """Head norms exist only once the norm jobs ran: the train job of k auto names the norm file."""
+    from helpers.miniatures import write_zero_head_model
     from helpers.snakemake import layout
 
-    zero = _zero_head_model(Path(yaml.safe_load(micro_run["config"].read_text())["backbones"]["rand-roberta"]["model"]),
-                            tmp_path / "zero-head")
+    zero = write_zero_head_model(Path(yaml.safe_load(micro_run["config"].read_text())["backbones"]["rand-roberta"]["model"]),
+                                 tmp_path / "zero-head")
     config = yaml.safe_load(micro_run["config"].read_text())
     config["backbones"]["rand-roberta"]["k"] = [1, 1e-30, "auto"]
     config["backbones"]["zero"] = {"model": str(zero), "k": [1]}

@@ -22,7 +22,8 @@ import pytest
 import yaml
 
 from helpers.paths import REPO
-from helpers.snakemake import SNAKEMAKE, micro_config, norms_json
+from helpers.miniatures import write_zero_head_model
+from helpers.snakemake import SNAKEMAKE, layout, micro_config
 
 pytestmark = pytest.mark.slurm
 PARTITION = "ci"  # .ci/slurm-up's partition
@@ -97,21 +98,24 @@ def slurm_runs(request, slurm_env, tmp_path_factory, vaswani_slice, tiny_roberta
     # cluster run can start before the local one.
     cfg = micro_config(tmp, vaswani_slice, tiny_roberta)
     good = SlurmRun(slurm_env, tmp / "work", "--configfile", str(cfg), timeout=RUN_TIMEOUT)
-    # A model folder whose config.json is broken: the config and the DAG are fine, the norm job fails
-    # inside SLURM (the target goes before --configfile, which takes every value after it).
-    bad_model = tmp / "bad_model"
-    bad_model.mkdir()
-    for f in tiny_roberta.iterdir():
-        (bad_model / f.name).write_bytes(f.read_bytes())
-    (bad_model / "config.json").write_text("{ not json")
+    # A backbone whose head is all zeros as the `k: auto` reference: the config and every file pass
+    # the checks before the DAG (a zero head is a valid checkpoint), the norm jobs run, and the
+    # train job of k auto fails inside SLURM (it divides by the reference's norm). The target goes
+    # before --configfile, which takes every value after it.
     (tmp / "bad").mkdir()
-    bad_cfg = micro_config(tmp / "bad", vaswani_slice, bad_model)
-    bad_norms = str(norms_json(Path("."), bad_cfg, "rand-roberta"))
-    bad = SlurmRun(slurm_env, tmp / "bad" / "work", bad_norms, "--configfile", str(bad_cfg), timeout=300)
+    zero = write_zero_head_model(tiny_roberta, tmp / "zero-head")
+    bad_cfg = micro_config(tmp / "bad", vaswani_slice, tiny_roberta)
+    config = yaml.safe_load(bad_cfg.read_text())
+    config["backbones"]["rand-roberta"]["k"] = [*config["backbones"]["rand-roberta"].get("k", config["k_grid"]), "auto"]
+    config["backbones"]["zero"] = {"model": str(zero), "k": [1]}
+    config["auto_k"] = {"reference": "zero"}
+    bad_cfg.write_text(yaml.safe_dump(config, sort_keys=False))
+    bad_target = layout(bad_cfg).train("rand-roberta", "auto").path("train_log.jsonl")
+    bad = SlurmRun(slurm_env, tmp / "bad" / "work", bad_target, "--configfile", str(bad_cfg), timeout=300)
     try:
         local = request.getfixturevalue("micro_run")
         bad.finish()  # usually over by now: its time is the run's own
-        yield {"good": good.finish(), "bad": bad, "local": local}
+        yield {"good": good.finish(), "bad": bad, "bad_target": bad_target, "local": local}
     finally:
         for run in (good, bad):  # a run left behind by a failure above
             if run.proc.poll() is None:
@@ -133,9 +137,9 @@ def test_failing_job_is_reported_not_waited_on(slurm_runs):
     run = slurm_runs["bad"]
     assert run.returncode != 0, run.out[-4000:]
     assert "has been submitted with SLURM jobid" in run.out, run.out[-4000:]
-    assert "Error in rule norm" in run.out and "failed, SLURM status is: 'FAILED'" in run.out, run.out[-4000:]
-    assert not list((run.work / "results" / "norms").rglob("norms.json"))
-    # the job's own error, in its SLURM log
+    assert "Error in rule train" in run.out and "failed, SLURM status is: 'FAILED'" in run.out, run.out[-4000:]
+    assert not (run.work / slurm_runs["bad_target"]).exists() and list((run.work / "results" / "norms").rglob("norms.json"))
+    # the job's own one-line error, in its SLURM log
     job_log = "".join(p.read_text() for p in (run.work / ".snakemake/slurm_logs").rglob("*.log"))
-    assert "is not a valid JSON file" in job_log, job_log[-4000:]
+    assert "k auto divides head norms" in job_log, job_log[-4000:]
     print(f"failing job on SLURM reported, run over within {run.took:.0f} s")
