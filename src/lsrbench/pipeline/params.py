@@ -35,12 +35,6 @@ def job_threads(remote_exec: bool, cores: int | None) -> int:
     return max(1, int(cores or 1)) if remote_exec else 1
 
 
-def released_runs(config: dict) -> list[str]:
-    """The runs of ``evaluate_only`` backbones (released sparse encoders): their ``model/`` comes
-    from the checkpoint as released (rule ``released``), not from training."""
-    return [name for name, entry in config["backbones"].items() if entry.get("evaluate_only")]
-
-
 def released_inputs(layout: Layout, w) -> dict:
     return {"norms_json": layout.norms(layout.find("train", w).fields["run"]).path("norms.json")}
 
