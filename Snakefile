@@ -5,13 +5,12 @@
 import os
 import sys
 
+from lsrbench.config.grid import grid_lines
+from lsrbench.config.layers import load_config_files, locate_config_paths
+from lsrbench.dag.reports import report_outputs
+from lsrbench.dag.validate import check_config
+from lsrbench.dag.validate_files import RECORD
 from lsrbench.errors import InputError
-from lsrbench.names import DATASET_PATTERN, K_PATTERN, NAME_PATTERN, RUN_PATTERN
-from lsrbench.pipeline import params as dag
-from lsrbench.pipeline.config import grid_lines, load_config_files, locate_config_paths
-from lsrbench.pipeline.paths import ID_REGEX, Layout, pattern
-from lsrbench.pipeline.validate import check_config
-from lsrbench.pipeline.validate_files import RECORD
 
 # A --configfile replaces the embedded default instead of being deep-merged into it, so one
 # config's backbones never leak into another's run; a file that wants the default under it says
@@ -34,9 +33,11 @@ try:
     # A named mirror must exist (else datasets and models would silently be downloaded), except
     # for the prefetch target, which creates it. Snakemake tells a Snakefile nothing of its
     # targets, hence the command line.
-    config = check_config(locate_config_paths(config, workflow.basedir), CONFIG_FILE, ORIGINS,
-                          files=workflow.is_main_process, record=RECORD,
-                          mirror_must_exist="prefetch" not in sys.argv[1:])
+    checked = check_config(locate_config_paths(config, workflow.basedir), CONFIG_FILE, ORIGINS,
+                           files=workflow.is_main_process, record=RECORD,
+                           mirror_must_exist="prefetch" not in sys.argv[1:])
+    config.clear()
+    config.update(checked)  # canonical (the schema's key order), defaults filled, registry under _datasets
 except InputError as exc:
     print(f"lsrbench: error: {exc}", file=sys.stderr)
     sys.exit(1)
@@ -46,30 +47,9 @@ workflow.configfiles.extend(f for f in READ if os.path.abspath(f) not in KNOWN)
 # What the report's landing page (workflow/report/workflow.rst) shows of this run.
 config["_report"] = {"config_files": READ, "grid": grid_lines(config)}
 
-# Every output in a folder named by the hash of what decides it (lsrbench.pipeline.paths): a config
-# edit plans new folders beside the finished ones, which Snakemake then never re-runs or deletes.
-L = Layout(config)
-DATASETS = config["evaluation"]["datasets"]
-# Threads of each train and index job (lsrbench.pipeline.params.job_threads).
-JOB_THREADS = dag.job_threads(workflow.remote_exec, workflow.resource_settings.cores)
-
-# The same patterns the config check holds run names and k to (lsrbench.names).
-wildcard_constraints:
-    run=RUN_PATTERN,
-    k=K_PATTERN,
-    dataset=DATASET_PATTERN,
-    backbone=NAME_PATTERN,
-    pool_depth="[0-9]+",
-    data_id=ID_REGEX,
-    norms_id=ID_REGEX,
-    triplets_id=ID_REGEX,
-    train_id=ID_REGEX,
-    index_id=ID_REGEX,
-    eval_id=ID_REGEX,
-    pooled_id=ID_REGEX,
-    bm25_id=ID_REGEX,
-
-
+# The stage declarations made into rules (lsrbench.dag): the layout of this config's outputs,
+# the rules' outputs, inputs and params, the wildcard constraints; checks before any job.
+include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/norm.smk"
 include: "workflow/rules/train.smk"
@@ -83,4 +63,4 @@ report: "workflow/report/workflow.rst"
 
 rule all:
     input:
-        dag.report_outputs(config),
+        report_outputs(config),

@@ -39,9 +39,9 @@ Bad input is one line: lsrbench: error: <file>: <field>: <message>. Documentatio
 def _load_config(files: list[str], check_files: bool = True, command_line: dict | None = None) -> tuple[dict, list[str]]:
     """The checked config of ``files`` (each with its ``base:`` chain, then ``command_line`` values as
     ``--config`` gives them), and every file read; ``check_files``: also the dataset and model
-    folders it names and the mirror, which must exist (lsrbench.pipeline.validate)."""
-    from lsrbench.pipeline.config import load_config_files
-    from lsrbench.pipeline.validate import check_config
+    folders it names and the mirror, which must exist (lsrbench.dag.validate)."""
+    from lsrbench.config.layers import load_config_files
+    from lsrbench.dag.validate import check_config
 
     config, origins, read = load_config_files(files, command_line)
     return check_config(config, files[-1], origins, files=check_files, mirror_must_exist=check_files), read
@@ -58,8 +58,8 @@ def _config_files(args) -> list[str]:
 
 
 def _check_config(args) -> int:
-    from lsrbench.pipeline.config import grid_lines, runs
-    from lsrbench.pipeline.validate_files import unchecked_inputs
+    from lsrbench.config.grid import grid_lines, runs
+    from lsrbench.dag.validate_files import unchecked_inputs
 
     files = _config_files(args)
     config, read = _load_config(files)
@@ -100,7 +100,7 @@ def _verify(args) -> int:
 
 
 def _prefetch(args) -> int:
-    from lsrbench.pipeline.prefetch import prefetch
+    from lsrbench.ops.prefetch import prefetch
 
     files = _config_files(args)
     # not the folders: the mirror is what prefetch writes (a broken copy there is fetched again with --force)
@@ -117,8 +117,8 @@ def _plan(args) -> int:
     # stdout is the plan: the calibration's progress bars off, its messages to stderr
     os.environ.setdefault("TQDM_DISABLE", "1")
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="lsrbench plan: %(message)s")
-    logging.getLogger("lsrbench.pipeline.plan").setLevel(logging.INFO)
-    from lsrbench.pipeline.plan import make_plan, plan_text
+    logging.getLogger("lsrbench.ops.plan").setLevel(logging.INFO)
+    from lsrbench.ops.plan import make_plan, plan_text
 
     files = _config_files(args)
     config = _load_config(files, command_line={"mirror": args.mirror} if args.mirror else None)[0]
@@ -169,15 +169,17 @@ def _mteb_check(args) -> int:
     from lsrbench.atomic import atomic_open
     from lsrbench.evaluate.mteb_check import check_run
 
+    from lsrbench.config.entries import dataset_entry
+
     config = _load_config(_config_files(args), check_files=False)[0]
-    entry = config["_datasets"].get(args.dataset)
-    if entry is None:
+    if args.dataset not in config["_datasets"]:
         raise InputError(_config_files(args)[-1], "evaluation.datasets", f"dataset '{args.dataset}' is not defined")
+    entry = dataset_entry(config, args.dataset)
     run_dir, data_dir, metrics_tsv = _mteb_paths(args, config)
     if not (run_dir / "model").is_dir():
         raise InputError(run_dir, None, "not a finished run (no model/ folder): give <run>/k<k>, e.g. splade-tiny/k1")
     report = check_run(run_dir, args.dataset, data_dir, tol=args.tolerance, metrics_tsv=metrics_tsv,
-                       ignore_identical_ids=entry.get("skip_identical_ids", False), results_root=args.mteb_results)
+                       ignore_identical_ids=entry.skip_identical_ids, results_root=args.mteb_results)
     out = metrics_tsv.parent / "mteb_check.json"
     with atomic_open(out, "w", encoding="utf-8") as fh:
         json.dump(report, fh, indent=1)
@@ -195,8 +197,9 @@ def _mteb_paths(args, config: dict) -> tuple[Path, Path, Path]:
     """The trained model's folder, the evaluated data and the run's metrics.tsv: a run folder given
     as a path (laid out ``<run>/model``, ``<run>/<dataset>/metrics.tsv``, data in
     ``<results>/data/<dataset>/eval``), else ``<run>/k<k>`` of the config's content-addressed
-    outputs (:mod:`lsrbench.pipeline.paths`)."""
-    from lsrbench.pipeline.paths import Layout
+    outputs (:mod:`lsrbench.dag.layout`)."""
+    from lsrbench.dag.declarations import eval_dir
+    from lsrbench.dag.layout import Layout
 
     results = Path(args.results)
     given = Path(args.run) if Path(args.run).is_dir() else results / "runs" / args.run
@@ -207,8 +210,8 @@ def _mteb_paths(args, config: dict) -> tuple[Path, Path, Path]:
     if (run, k) not in {(i.fields["run"], i.fields["k"]) for i in layout.all() if i.kind == "train"}:
         raise InputError(_config_files(args)[-1], "backbones", f"'{args.run}' is not a run of this config "
                                                                "(give <run>/k<k>, e.g. splade-tiny/k1)")
-    return (Path(layout.train(run, k).folder), Path(layout.eval_dir(args.dataset)),
-            Path(layout.evaluate(run, k, args.dataset).path("metrics.tsv")))
+    return (Path(layout.get("train", run=run, k=k).folder), Path(eval_dir(layout, args.dataset)),
+            Path(layout.get("evaluate", run=run, k=k, dataset=args.dataset).path("metrics.tsv")))
 
 
 def _overrides(pairs: list[str]) -> dict:
@@ -225,10 +228,16 @@ def _overrides(pairs: list[str]) -> dict:
 
 
 def _gc(args) -> int:
-    from lsrbench.pipeline.gc import current_folders, find_garbage, human, remove_garbage
+    from lsrbench.ops.gc import current_folders, find_garbage, human, remove_garbage, report_folders
 
     files = _config_files(args)
     keep = current_folders(files, _overrides(args.config), args.results)
+    if not args.ignore_reports:
+        reported = report_folders(args.results) - keep
+        if reported:
+            print(f"keeping {len(reported)} folder(s) the reports in {args.results} were made from (another config's "
+                  "runs): --ignore-reports to treat them as the others")
+        keep |= reported
     garbage = find_garbage(args.results, keep)
     verb = "removed" if args.delete else "would remove"
     for item in garbage:
@@ -254,6 +263,9 @@ def _add_gc_parser(sub) -> None:
                    help="overrides on the configs, as given to snakemake --config (e.g. mirror=../shared)")
     p.add_argument("--results", default="results", metavar="DIR", help="the results folder (default: results)")
     p.add_argument("--delete", action="store_true", help="remove them (default: only list them)")
+    p.add_argument("--ignore-reports", action="store_true",
+                   help="do not keep what the reports in the results folder were made from (kept by default, "
+                        "whichever configs are given, so that lsrbench verify keeps passing on them)")
     p.set_defaults(func=_gc)
 
 
@@ -300,7 +312,7 @@ def _add_run_parser(parser, sub) -> None:
 
 
 def _add_plan_parser(sub) -> None:
-    from lsrbench.pipeline.plan import DEFAULT_FLOPS
+    from lsrbench.ops.plan import DEFAULT_FLOPS
 
     p = sub.add_parser("plan", help="jobs per rule, dataset sizes and compute of a grid, before it is submitted",
                        description="Count the grid's jobs per rule (Snakemake's dry run), the sizes of its datasets, "

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from helpers.paths import REPO
-from lsrbench.pipeline.config import load_datasets_file
+from lsrbench.config.entries import load_datasets_file
 from lsrbench.data.beir import load_beir_folder
 from lsrbench.data.hf import load_hf_dataset
 from lsrbench.data.ir_datasets_source import load_ir_datasets
@@ -215,8 +215,33 @@ def test_dataset_stage_links_one_stored_corpus(msmarco_like, tmp_path, monkeypat
     store = "results/data/.corpora"
     for name in ("dev", "dl19"):
         entry = {"source": "ir_datasets", "id": f"{msmarco_like}/{name}", "split": "test"}
-        stages.dataset(name, entry, None, "d.yaml", "cache", f"results/data/{name}/full", f"results/data/{name}/info.json",
-                       corpus_store=store)
+        stages.dataset(name, "test", entry, None, "d.yaml", "cache", f"results/data/{name}/full",
+                       f"results/data/{name}/info.json", corpus_store=store)
     files = [tmp_path / f"results/data/{n}/full/corpus.jsonl" for n in ("dev", "dl19")]
     assert all(os.path.samefile(files[0], f) for f in files[1:])
     assert len(list((tmp_path / store).iterdir())) == 1
+
+
+def test_a_source_is_one_class_and_one_registry_line():
+    """The registries are the sources (the schemas list their names for the reader, and must agree)."""
+    from lsrbench.config.schema import load_schema
+    from lsrbench.data.sources import SOURCES
+    from lsrbench.data.training_sources import TRAINING_SOURCES
+
+    registry = load_schema("datasets.schema.yaml")["additionalProperties"]["properties"]
+    assert registry["source"]["enum"] == list(SOURCES)
+    config = load_schema("config.schema.yaml")["properties"]["training_data"]["properties"]
+    assert config["source"]["enum"] == list(TRAINING_SOURCES)
+    for source in SOURCES.values():  # every key a source reads is a key of the registry's schema
+        assert set(source.keys) <= set(registry), source.name
+
+
+def test_a_dataset_entry_has_the_schemas_defaults_and_nothing_else_sets_them():
+    from lsrbench.config.entries import DatasetEntry
+
+    entry = DatasetEntry.from_dict("x", {"source": "beir", "path": "/data/x"})
+    assert (entry.split, entry.unknown_docs, entry.skip_identical_ids, entry.hf_split) == ("test", "error", False, "train")
+    assert entry.as_dict() == {"source": "beir", "split": "test", "unknown_docs": "error", "skip_identical_ids": False,
+                               "hf_split": "train", "path": "/data/x"}
+    named = DatasetEntry.from_dict("sf", {"source": "beir", "name": "scifact"})
+    assert named.download == "scifact" and named.has("name") and not named.has("path")

@@ -11,24 +11,17 @@ import pytest
 import yaml
 
 from helpers.paths import REPO
-from lsrbench.pipeline import params as dag
-from lsrbench.pipeline.config import locate_config_paths, validate
-from lsrbench.pipeline.validate import check_config
-from lsrbench.pipeline.fingerprint import FileDigests
-from lsrbench.pipeline.paths import Layout
+from lsrbench.config.layers import locate_config_paths
+from lsrbench.config.schema import validate
+from lsrbench.dag.validate import check_config
+from lsrbench.dag.fingerprint import FileDigests
+from lsrbench.dag.layout import Layout
+from lsrbench.dag.stage import call_settings
+from lsrbench.pipeline import JOBS
 from lsrbench.errors import InputError
-from lsrbench.data.triplets import (
-    _reservoir,
-    build_triplets,
-    check_training_data,
-    hf_triplets,
-    ir_datasets_triplets,
-    mirrored_triplets,
-    read_triplets,
-    sample_indices,
-    training_name,
-    write_mirror_triplets,
-)
+from lsrbench.data.training_sources import (build_triplets, check_training_data, mirrored_triplets, training_name,
+                                            write_mirror_triplets)
+from lsrbench.data.triplets import _reservoir, hf_triplets, ir_datasets_triplets, read_triplets, sample_indices
 from helpers.miniatures import register_ir_datasets, triplet_rows, write_hf_repo
 
 REV = "0123456789abcdef0123456789abcdef01234567"
@@ -165,17 +158,18 @@ def test_schema_and_dag_wiring():
         validate(_config({"source": "msmarco"}), "config.schema.yaml", "c.yaml")
 
     config = check_config(locate_config_paths(config, REPO), "c.yaml")
-    paths = Layout(config, digests=FileDigests(None))
-    assert dag.triplets_inputs(paths) == {}
-    assert dag.triplets_kwargs(paths) == {"n": 1000, "seed": 7}
-    assert dag.triplets_runtime(paths, "c.yaml")["training_data"] == hf  # as written, the mirror reads it
-    assert paths.triplets().identity == {"training_data": hf, "n": 1000, "seed": 7}
+    paths = Layout(config, digests=FileDigests(None), config_file="c.yaml")
+    triplets, stage = paths.get("triplets"), paths.stages["triplets"]
+    assert stage.inputs(paths, triplets) == {}
+    assert call_settings(JOBS["triplets"], triplets) == {"n": 1000, "seed": 7}
+    assert stage.runtime(paths, triplets)["entry"] == hf  # as written: the mirror's copy is checked against it
+    assert triplets.identity == {"training_data": hf, "n": 1000, "seed": 7}
     pseudo = check_config(locate_config_paths(_config({"source": "pseudo_queries", "dataset": "vaswani", "seed": 13}),
                                               REPO), "c.yaml")
     paths = Layout(pseudo, digests=FileDigests(None))
-    assert dag.triplets_inputs(paths) == {"full_dir": paths.data("vaswani").path("full")}
-    assert dag.triplets_runtime(paths, "c.yaml")["dataset_entry"] == pseudo["_datasets"]["vaswani"]
-    assert paths.triplets().identity["corpus"] == paths.data("vaswani").id
+    triplets = paths.get("triplets")
+    assert stage.inputs(paths, triplets) == {"full_dir": paths.get("data", dataset="vaswani").path("full")}
+    assert triplets.identity["corpus"] == paths.get("data", dataset="vaswani").id
 
     assert training_name(hf) == "sentence-transformers--msmarco-bm25--triplet"
     assert training_name({"source": "ir_datasets", "id": "msmarco-passage/train/triples-small"}) == \

@@ -129,7 +129,7 @@ def test_read_triplets_errors(tmp_path):
 def test_pseudo_queries_from_a_corpus_of_one_distinct_document_is_one_line(tmp_path):
     """Before: pseudo_query_triplets' ValueError, a traceback from the triplets job."""
     from helpers.beir import write_beir
-    from lsrbench.data.triplets import build_triplets
+    from lsrbench.data.training_sources import build_triplets
     from lsrbench.errors import InputError
 
     folder = write_beir(tmp_path / "same", {"d1": "one text", "d2": "one text", "d3": ""}, {"q1": "x"}, [("q1", "d1", 1)])

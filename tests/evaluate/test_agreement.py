@@ -79,7 +79,7 @@ def agreement(tmp_path_factory):
 
     # The zero-training-steps path: k = 1, steps = 0, saved in SparseEncoder format and reloaded.
     tmp = tmp_path_factory.mktemp("agreement")
-    from lsrbench.pipeline.config import with_defaults
+    from lsrbench.config.schema import with_defaults
 
     recipe = with_defaults("recipe", {
         "steps": 0, "batch_size": 16, "learning_rate": 2e-5, "warmup_steps": 0,

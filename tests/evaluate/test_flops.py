@@ -130,8 +130,8 @@ def test_report_uses_pooled_flops_for_several_datasets():
 
 
 def test_pooled_dataset_name_is_reserved():
-    from lsrbench.pipeline.config import load_yaml
-    from lsrbench.pipeline.validate import check_config
+    from lsrbench.config.strict_yaml import load_yaml
+    from lsrbench.dag.validate import check_config
     from lsrbench.names import POOLED
     from lsrbench.errors import InputError
 

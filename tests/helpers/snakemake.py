@@ -8,7 +8,7 @@ from step 1: the forced collapse, which must finish as a result while the other 
 Tests must not modify it: a test that tampers with artifacts works on a copy (:func:`copy_run`).
 
 Where a run's outputs are comes from the package's one path builder
-(:class:`lsrbench.pipeline.paths.Layout`, content-addressed folders) through :func:`layout` and
+(:class:`lsrbench.dag.layout.Layout`, content-addressed folders) through :func:`layout` and
 the ``*_dir`` helpers here: tests never spell a results path themselves.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from helpers.paths import REPO
-from lsrbench.pipeline.dryrun import job_counts, jobs_of  # noqa: F401 (the tests' parsers of a dry run)
+from lsrbench.dag.dryrun import job_counts, jobs_of  # noqa: F401 (the tests' parsers of a dry run)
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 COLLAPSE_K = "1e-30"
@@ -65,12 +65,13 @@ def micro_config(tmp: Path, slice_dir: Path, model_dir: Path) -> Path:
 
 
 def layout(config_path: Path):
-    """The :class:`~lsrbench.pipeline.paths.Layout` of a config file, with results paths relative to
+    """The :class:`~lsrbench.dag.layout.Layout` of a config file, with results paths relative to
     the working directory (``results/...``, as Snakemake and the manifests spell them)."""
-    from lsrbench.pipeline.config import load_yaml, locate_config_paths
-    from lsrbench.pipeline.fingerprint import FileDigests
-    from lsrbench.pipeline.validate import check_config
-    from lsrbench.pipeline.paths import Layout
+    from lsrbench.config.layers import locate_config_paths
+    from lsrbench.config.strict_yaml import load_yaml
+    from lsrbench.dag.fingerprint import FileDigests
+    from lsrbench.dag.validate import check_config
+    from lsrbench.dag.layout import Layout
 
     config = locate_config_paths(load_yaml(config_path), REPO)
     return Layout(check_config(config, str(config_path), files=False, mirror_must_exist=False), "results", FileDigests(None))
@@ -78,21 +79,21 @@ def layout(config_path: Path):
 
 def train_dir(work: Path, config_path: Path, run: str, k: str) -> Path:
     """A run's training folder: model/, train_log.jsonl, status.json, train_provenance.json."""
-    return work / layout(config_path).train(run, k).folder
+    return work / layout(config_path).get("train", run=run, k=k).folder
 
 
 def index_dir(work: Path, config_path: Path, run: str, k: str, dataset: str) -> Path:
     """A run's vectors of one dataset: docs.npz, queries.npz."""
-    return work / layout(config_path).index(run, k, dataset).folder
+    return work / layout(config_path).get("index", run=run, k=k, dataset=dataset).folder
 
 
 def eval_dir(work: Path, config_path: Path, run: str, k: str, dataset: str) -> Path:
     """A run's evaluation on one dataset: run.trec, metrics.tsv, perquery.tsv, status.json, provenance.json."""
-    return work / layout(config_path).evaluate(run, k, dataset).folder
+    return work / layout(config_path).get("evaluate", run=run, k=k, dataset=dataset).folder
 
 
 def norms_json(work: Path, config_path: Path, backbone: str) -> Path:
-    return work / layout(config_path).norms(backbone).path("norms.json")
+    return work / layout(config_path).get("norms", backbone=backbone).path("norms.json")
 
 
 def outputs_of(work: Path, config_path: Path) -> list[Path]:

@@ -59,8 +59,8 @@ def _index(encoder, data, out: Path, shard_size, **kw) -> dict:
     from lsrbench.pipeline.stages import index
 
     out.mkdir(parents=True, exist_ok=True)
-    return index(str(encoder), str(data), {}, BATCH, str(out / "docs.npz"), str(out / "queries.npz"),
-                 shard_size=shard_size, shard_dir=str(out / "doc_shards"), **kw)
+    return index("slice", str(encoder), str(data), BATCH, "fp32", None, None, str(out / "queries.npz"),
+                 str(out / "docs.npz"), shard_size=shard_size, shard_dir=str(out / "doc_shards"), **kw)
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +157,7 @@ def write_shard(path, rows, matrix):
     calls["written"] += 1
 
 shards.write_shard = write_shard
-stats = stages.index(model, data, {}, 16, out + "/docs.npz", out + "/queries.npz",
+stats = stages.index("slice", model, data, 16, "fp32", None, None, out + "/queries.npz", out + "/docs.npz",
                      shard_size=int(shard_size), shard_dir=out + "/doc_shards")
 print("RESULT " + json.dumps(stats))
 '''

@@ -24,7 +24,7 @@ DRIVER = r'''
 import json, os, signal, sys
 import transformers
 from lsrbench.model.train import train_splade
-from lsrbench.pipeline.config import with_defaults
+from lsrbench.config.schema import with_defaults
 from lsrbench.data.triplets import read_triplets
 
 mode, model, triplets, out, ckpt = sys.argv[1:6]

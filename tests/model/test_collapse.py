@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from helpers.beir import write_beir
 from lsrbench.pipeline import stages
 from lsrbench.index.sparse import save_sparse
-from lsrbench.pipeline.config import with_defaults
+from lsrbench.config.schema import with_defaults
 
 RECIPE = dict(steps=4, batch_size=4, warmup_steps=1, lambda_q=5e-5, lambda_d=3e-5, seed=42,
               query_max_length=16, document_max_length=48)  # + learning_rate, per test
@@ -60,10 +60,10 @@ def _eval_fixture(tmp_path, docs: np.ndarray, queries: np.ndarray, train_status:
     save_sparse(tmp_path / "queries.npz", sp.csr_matrix(queries), [f"q{i}" for i in range(len(queries))])
     (tmp_path / "train_status.json").write_text(json.dumps(train_status))
     out = {n: str(tmp_path / "out" / n) for n in ("run.trec", "metrics.tsv", "perquery.tsv", "status.json", "provenance.json")}
-    kwargs = dict(run="b", k="4", dataset_name="toy", dataset_entry={}, data_dir=str(data),
+    kwargs = dict(run="b", k="4", dataset="toy", skip_identical_ids=False, data_dir=str(data),
                   docs_npz=str(tmp_path / "docs.npz"), queries_npz=str(tmp_path / "queries.npz"), top_k=10,
-                  measures=["nDCG@10"], run_out=out["run.trec"], metrics_out=out["metrics.tsv"],
-                  perquery_out=out["perquery.tsv"], status_out=out["status.json"], prov_out=out["provenance.json"],
+                  measures=["nDCG@10"], run_trec=out["run.trec"], metrics_tsv=out["metrics.tsv"],
+                  perquery_tsv=out["perquery.tsv"], status_json=out["status.json"], provenance_json=out["provenance.json"],
                   config_hash="x", train_status=str(tmp_path / "train_status.json"), collapse_max_active_share=0.5)
     return kwargs, out
 

@@ -105,7 +105,7 @@ def _train(tmp_path, fused: bool, name: str):
     rows = [json.loads(line) for line in open(SHARED / "data" / "vaswani" / "corpus.jsonl")][:64]
     triplets = [{"query": r["text"][:40], "positive": r["text"], "negative": rows[(i + 7) % len(rows)]["text"]}
                 for i, r in enumerate(rows)]
-    from lsrbench.pipeline.config import with_defaults
+    from lsrbench.config.schema import with_defaults
 
     recipe = with_defaults("recipe", {"steps": 4, "batch_size": 8, "learning_rate": 1e-4, "lambda_q": 5e-5,
                                       "lambda_d": 3e-5, "seed": 3, "query_max_length": 16,

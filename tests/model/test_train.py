@@ -11,7 +11,7 @@ import pytest
 
 from lsrbench.errors import InputError
 from lsrbench.model.train import check_batches_possible, train_splade
-from lsrbench.pipeline.config import with_defaults
+from lsrbench.config.schema import with_defaults
 
 RECIPE = dict(steps=2, batch_size=4, learning_rate=2e-5, lambda_q=5e-5, lambda_d=3e-5, seed=42,
               query_max_length=16, document_max_length=48)

@@ -186,19 +186,19 @@ class Named(dict):
         return self[name]
 
 run(SimpleNamespace(threads=1, log=[], input=Named(spec["input"]), output=Named(spec["output"]),
-                    params=SimpleNamespace(stage=spec["stage"], kwargs=spec["kwargs"])))
+                    params=SimpleNamespace(stage=spec["stage"], settings=spec["settings"])))
 print("stage finished")
 '''
 
 
-def _bridge(tmp_path: Path, stage: str, kwargs: dict, inputs: dict, outputs: dict) -> str:
+def _bridge(tmp_path: Path, stage: str, settings: dict, inputs: dict, outputs: dict) -> str:
     """Run one stage through the job bridge with every output pre-filled as finished; return the
     error line after checking that no output was touched."""
     for path in outputs.values():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(FINISHED)
     spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps({"stage": stage, "kwargs": kwargs, "input": inputs, "output": outputs}))
+    spec.write_text(json.dumps({"stage": stage, "settings": settings, "input": inputs, "output": outputs}))
     driver = tmp_path / "bridge.py"
     driver.write_text(BRIDGE)
     proc = subprocess.run([sys.executable, str(driver), str(spec)], capture_output=True, text=True, cwd=tmp_path)
@@ -221,13 +221,14 @@ def _toy(tmp_path: Path) -> Path:
 def _evaluate_stage(tmp_path: Path, docs: Path, queries: Path) -> str:
     folder = _toy(tmp_path)
     run_dir = tmp_path / "run"
-    outputs = {n: str(run_dir / f) for n, f in (("run_out", "run.trec"), ("metrics_out", "metrics.tsv"),
-                                                ("perquery_out", "perquery.tsv"), ("status_out", "status.json"),
-                                                ("prov_out", "provenance.json"))}
+    outputs = {n: str(run_dir / f) for n, f in (("run_trec", "run.trec"), ("metrics_tsv", "metrics.tsv"),
+                                                ("perquery_tsv", "perquery.tsv"), ("status_json", "status.json"),
+                                                ("provenance_json", "provenance.json"))}
     return _bridge(tmp_path, "evaluate",
-                   {"run": "b", "k": "1", "dataset_name": "toy", "dataset_entry": {}, "top_k": 10,
+                   {"run": "b", "k": "1", "dataset": "toy", "skip_identical_ids": False, "top_k": 10,
                     "measures": ["nDCG@10"], "config_hash": "x", "collapse_max_active_share": 0.5},
-                   {"data_dir": str(folder), "docs_npz": str(docs), "queries_npz": str(queries)}, outputs)
+                   {"data_dir": str(folder), "docs_npz": str(docs), "queries_npz": str(queries), "train_status": None},
+                   outputs)
 
 
 def _npz(tmp_path: Path, name: str, n: int, ids: str) -> Path:

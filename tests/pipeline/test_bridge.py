@@ -54,11 +54,11 @@ def test_index_log_counts_documents_up_to_the_corpus_size(micro_run):
     assert done[COLLAPSE_K] == [n_docs]
 
 
-LOGS = {  # each job's log, beside its outputs (lsrbench.pipeline.paths)
-    "dataset": lambda lay: lay.data("slice").path("dataset.log"),
-    "norm": lambda lay: lay.norms("rand-roberta").path("norm.log"),
-    "evaluate": lambda lay: lay.evaluate("rand-roberta", "1", "slice").path("evaluate.log"),
-    "bm25": lambda lay: lay.bm25("slice").path("bm25.log"),
+LOGS = {  # each job's log, beside its outputs (lsrbench.dag.layout)
+    "dataset": lambda lay: lay.get("data", dataset="slice").path("dataset.log"),
+    "norm": lambda lay: lay.get("norms", backbone="rand-roberta").path("norm.log"),
+    "evaluate": lambda lay: lay.get("evaluate", run="rand-roberta", k="1", dataset="slice").path("evaluate.log"),
+    "bm25": lambda lay: lay.get("bm25", dataset="slice").path("bm25.log"),
 }
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from lsrbench.pipeline import stages
 from lsrbench.errors import InputError
-from lsrbench.pipeline.config import with_defaults
+from lsrbench.config.schema import with_defaults
 
 RECIPE = with_defaults("recipe", dict(steps=4, batch_size=4, learning_rate=1e-3, warmup_steps=0.1, lambda_q=5e-5,
                                       lambda_d=3e-5, seed=42, query_max_length=16, document_max_length=48,
@@ -28,11 +28,11 @@ def inputs(tmp_path, vaswani_slice, tiny_roberta):
     norms = tmp_path / "norms.json"
     stages.norm("tiny", entry, None, str(tmp_path / "cache"), "cfg.yaml", str(norms))
     run = tmp_path / "run"
-    return dict(run="tiny", entry=entry, k="1", mirror=None, cache_dir=str(tmp_path / "cache"),
-                config_file="cfg.yaml", norms_json=str(norms), triplets_path=str(triplets),
-                model_dir=str(run / "model"), log_path=str(run / "train_log.jsonl"),
-                prov_path=str(run / "train_provenance.json"), config_hash="h",
-                status_path=str(run / "status.json"), checkpoint_dir=str(run / "checkpoints"))
+    return dict(run="tiny", entry=entry, k="1", mode="shared", mirror=None, cache_dir=str(tmp_path / "cache"),
+                config_file="cfg.yaml", norms_json=str(norms), triplets_jsonl=str(triplets),
+                model_dir=str(run / "model"), train_log=str(run / "train_log.jsonl"),
+                provenance_json=str(run / "train_provenance.json"), config_hash="h",
+                status_json=str(run / "status.json"), checkpoint_dir=str(run / "checkpoints"))
 
 
 def test_two_processes_train_one_run(inputs, monkeypatch):
@@ -43,12 +43,12 @@ def test_two_processes_train_one_run(inputs, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     status = stages.train(recipe=RECIPE, processes=2, **inputs)
     assert status["status"] == "ok"
-    prov = json.loads(open(inputs["prov_path"]).read())
+    prov = json.loads(open(inputs["provenance_json"]).read())
     assert prov["summary"]["processes"] == 2 and prov["summary"]["steps"] == 4
-    rows = read_train_log(inputs["log_path"])
+    rows = read_train_log(inputs["train_log"])
     assert [r["step"] for r in rows] == [1, 2, 3, 4]
     assert all(r["loss"] > 0 for r in rows)
-    assert json.loads(open(inputs["status_path"]).read())["status"] == "ok"
+    assert json.loads(open(inputs["status_json"]).read())["status"] == "ok"
     model = SparseEncoder(inputs["model_dir"], device="cpu")
     vec = model.encode_document(["sparse retrieval of documents"], convert_to_tensor=True).to_dense()
     assert vec.shape[1] == model[0].auto_model.config.vocab_size and float(vec.sum()) > 0
@@ -94,13 +94,13 @@ def deterministic_inputs(inputs, tmp_path, vaswani_slice, tiny_roberta):
     entry = {"model": str(model_dir)}
     norms = tmp_path / "norms_nd.json"
     stages.norm("tiny", entry, None, str(tmp_path / "cache"), "cfg.yaml", str(norms))
-    return {**inputs, "entry": entry, "triplets_path": str(path), "norms_json": str(norms)}
+    return {**inputs, "entry": entry, "triplets_jsonl": str(path), "norms_json": str(norms)}
 
 
 def _run(inputs, tmp_path, name, processes):
     run = tmp_path / name
-    paths = dict(model_dir=str(run / "model"), log_path=str(run / "train_log.jsonl"),
-                 prov_path=str(run / "train_provenance.json"), status_path=str(run / "status.json"),
+    paths = dict(model_dir=str(run / "model"), train_log=str(run / "train_log.jsonl"),
+                 provenance_json=str(run / "train_provenance.json"), status_json=str(run / "status.json"),
                  checkpoint_dir=str(run / "checkpoints"))
     recipe = {**RECIPE, "lambda_q": 0.05, "lambda_d": 0.03}  # strong regularisers: a per-process FLOPS term shows
     assert stages.train(recipe=recipe, processes=processes, **{**inputs, **paths})["status"] == "ok"

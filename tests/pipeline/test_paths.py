@@ -7,7 +7,6 @@ job after an edit keeps every earlier file; the mirror spelt three ways or dropp
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -17,7 +16,7 @@ import yaml
 
 from helpers.beir import write_beir
 from helpers.snakemake import copy_run, job_counts, layout, micro_config, run_snakemake
-from lsrbench.pipeline.paths import ID_WILDCARD
+from lsrbench.dag.layout import ID_WILDCARD
 
 # Rules that compute results; the report rules re-make the current config's reports from them.
 RESULT_RULES = {"dataset", "pool", "norm", "triplets", "train", "index", "index_queries", "evaluate",
@@ -48,10 +47,15 @@ def _edited(toy: dict, edit, name: str = "edited.yaml") -> Path:
 
 
 def _folders(config_path: Path) -> dict[tuple, str]:
-    """Each addressed output by what it is (kind and readable fields), with its folder."""
+    """Each addressed output that costs compute by what it is (kind and readable fields), with its
+    folder (the config snapshot, which changes with every report setting too, is tested below)."""
     return {(item.kind, tuple(sorted((k, v) for k, v in item.fields.items()
                                      if k not in ID_WILDCARD.values() and k != "data_id"))): item.folder
-            for item in layout(config_path).all()}
+            for item in layout(config_path).all() if item.kind != "configs"}
+
+
+def _snapshot_id(config_path: Path) -> str:
+    return layout(config_path).get("configs").id
 
 
 def _changed(before: dict, after: dict) -> set[str]:
@@ -91,6 +95,20 @@ def test_where_things_come_from_and_how_jobs_run_change_no_output_folder(toy, ed
     assert _folders(_edited(toy, edit)) == _folders(toy["config"])
 
 
+def test_the_config_snapshot_changes_with_every_setting_of_a_result_or_report_and_no_other(toy):
+    """results/configs/<id>/config.yaml, an input of every report: a label re-makes the reports (and
+    so does a path written in the config, which it shows as written), a mirror or a key order does
+    not (the same file name in each case: the file is named in it)."""
+    same = _snapshot_id(_edited(toy, lambda c, t: None, "same.yaml"))
+    shown = {"report caption and label", "model folder copied elsewhere", "datasets file moved, dataset folder copied"}
+    for name, edit in LOCATION_EDITS.items():
+        edited = _snapshot_id(_edited(toy, edit, "same.yaml"))
+        assert (edited != same) == (name in shown), name
+    assert _snapshot_id(_edited(toy, lambda c, t: c["recipe"].update(learning_rate=3e-5), "same.yaml")) != same
+    reordered = _edited(toy, lambda c, t: c.update({"recipe": dict(reversed(list(c["recipe"].items())))}), "same.yaml")
+    assert _snapshot_id(reordered) == same
+
+
 def test_a_relative_spelling_of_the_same_folders_changes_nothing(toy, monkeypatch):
     monkeypatch.chdir(toy["tmp"])
     relative = _edited(toy, lambda c, t: (c.update(mirror="mirror/"), c["backbones"]["rand-roberta"].update(model="./model")))
@@ -121,29 +139,42 @@ def test_a_result_setting_moves_exactly_the_outputs_it_decides(toy, edit, kinds)
     assert _changed(before, _folders(_edited(toy, edit))) == kinds
 
 
-def test_every_rule_argument_is_in_the_id(toy):
-    """The params of a rule (Snakemake's params rerun trigger) are part of its folder's identity:
-    an edit that changes them moves the folder, so no finished output is re-run in place."""
-    from lsrbench.pipeline import params as dag
+def test_every_stage_function_binds_to_its_declaration(toy):
+    """Each declared stage's job function takes exactly what its declaration gives it (outputs,
+    inputs, runtime settings by name; the rest from the identity): checked when the Snakefile is
+    parsed, so a misspelt argument fails there, naming the stage, not inside a job."""
+    from lsrbench.dag.stage import StageRules, call_settings
+    from lsrbench.pipeline import JOBS
 
     paths = layout(toy["config"])
-    rules = {"data": dag.dataset_kwargs, "pool": dag.pool_kwargs, "norms": dag.norm_kwargs, "train": dag.train_kwargs,
-             "index": dag.index_kwargs, "evaluate": dag.evaluate_kwargs, "pooled": dag.pooled_kwargs,
-             "bm25": dag.bm25_kwargs, "triplets": lambda layout, w: dag.triplets_kwargs(layout)}
-    for item in paths.all():
-        data = [paths.data(item.fields["dataset"]).identity] if "dataset" in item.fields else []
-        decided = json.dumps([item.identity, item.fields, *data], sort_keys=True)  # by the folder's path
-        for key, value in rules[item.kind](paths, item.fields).items():
-            if key == "config_hash":
-                assert value == item.sha256
-            else:
-                parts = value.values() if isinstance(value, dict) else [value]
-                assert all(json.dumps(v, sort_keys=True) in decided for v in parts), (item.kind, key, value)
+    StageRules(paths, JOBS).check()
+    evaluate = paths.get("evaluate", run="rand-roberta", k="1", dataset="slice")
+    settings = call_settings(JOBS["evaluate"], evaluate)
+    assert settings == {"run": "rand-roberta", "k": "1", "dataset": "slice", "top_k": 100,
+                        "measures": ["nDCG@10", "RR@10", "R@100"], "skip_identical_ids": False,
+                        "collapse_max_active_share": 1.0, "config_hash": evaluate.sha256}
+    assert all(settings[k] == evaluate.identity.get(k, settings[k]) for k in settings)
+
+    def evaluate_with_a_new_setting(new_setting, **kwargs):  # a setting no declaration gives
+        pass
+
+    with pytest.raises(ValueError, match="stage evaluate: nothing provides new_setting"):
+        StageRules(paths, {**JOBS, "evaluate": evaluate_with_a_new_setting}).check()
+
+    def train_without_its_log(run, k, mode, recipe, config_hash, entry, mirror, cache_dir, config_file, norms_json,
+                              triplets_jsonl, model_dir, provenance_json, status_json, checkpoint_dir,
+                              checkpoint_steps, processes):
+        pass
+
+    with pytest.raises(ValueError, match="stage train: outputs train_log are not arguments of"):
+        StageRules(paths, {**JOBS, "train": train_without_its_log}).check()
+    with pytest.raises(ValueError, match="stage bm25: no job function registered"):
+        StageRules(paths, {k: v for k, v in JOBS.items() if k != "bm25"}).check()
 
 
 def test_a_target_of_another_configs_id_is_not_an_output_of_this_one(toy):
     paths = layout(toy["config"])
-    train = paths.train("rand-roberta", "1")
+    train = paths.get("train", run="rand-roberta", k="1")
     assert paths.find("train", train.fields) is train
     with pytest.raises(ValueError, match="not an output of the current config"):
         paths.find("train", {**train.fields, "train_id": "0" * 12})
@@ -199,7 +230,8 @@ def test_an_edit_runs_beside_the_old_outputs_and_reverting_it_recomputes_nothing
     run_snakemake("--cores", "2", "-d", str(work), "--configfile", str(edited))
     after = _snapshot(results)
     assert {name: after[name] for name in finished} == finished  # every finished file, byte for byte
-    new_runs = {str(Path(layout(edited).train("rand-roberta", k).folder).relative_to("results")) for k in ("1", "1e-30")}
+    new_runs = {str(Path(layout(edited).get("train", run="rand-roberta", k=k).folder).relative_to("results"))
+                for k in ("1", "1e-30")}
     assert {name.split("/model/")[0] for name in set(after) - set(finished) if "/model/" in name} == new_runs
     assert all(f in (results / "metrics.sources.json").read_text() for f in new_runs)  # the reports show the edit
 

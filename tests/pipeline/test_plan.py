@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from helpers.paths import REPO, shared_or_skip
-from lsrbench.pipeline.config import runs
+from lsrbench.config.grid import runs
 
 
 def _plan(tmp_path, *args, config=REPO / "config/config.yaml"):

@@ -17,8 +17,8 @@ import yaml
 from helpers.beir import write_beir
 from helpers.paths import REPO
 from helpers.snakemake import layout
-from lsrbench.pipeline.config import load_yaml
-from lsrbench.pipeline.validate import check_config
+from lsrbench.config.strict_yaml import load_yaml
+from lsrbench.dag.validate import check_config
 from lsrbench.errors import InputError
 from helpers.miniatures import register_ir_datasets, triplet_rows, write_hf_repo, write_nano_repo, write_tiny_mlm, write_wheel
 
@@ -92,10 +92,10 @@ def fake_hub(sources, monkeypatch):
 
 
 def test_prefetch_end_to_end_then_offline(sources, fake_hub, tmp_path, monkeypatch):
-    from lsrbench.data import hf, ir_datasets_source, triplets
+    from lsrbench.data import hf, ir_datasets_source, training_sources, triplets
     from lsrbench.data.sources import resolve_dataset
     from lsrbench.model.checkpoint import load_mlm, resolve_model
-    from lsrbench.pipeline.prefetch import prefetch
+    from lsrbench.ops.prefetch import prefetch
 
     config_file = str(sources["config_file"])
     config = check_config(load_yaml(config_file), config_file)
@@ -135,13 +135,13 @@ def test_prefetch_end_to_end_then_offline(sources, fake_hub, tmp_path, monkeypat
         fail = lambda *a, **k: pytest.fail("a source was read instead of the mirror")  # noqa: E731
         offline.setattr(hf, "load_hf_dataset", fail)
         offline.setattr(ir_datasets_source, "load_ir_datasets", fail)
-        offline.setattr(triplets, "hf_triplets", fail)
+        offline.setattr(training_sources, "hf_triplets", fail)
         for name, ds in direct.items():
             entry = config["_datasets"][name]
             got = resolve_dataset(name, entry, mirror, config["datasets_file"], config["cache_dir"],
                                   unknown_docs=entry.get("unknown_docs", "error"))
             assert (got.corpus, got.queries, got.qrels) == (ds.corpus, ds.queries, ds.qrels), name
-        out = triplets.build_triplets(config["training_data"], 5, 3, tmp_path / "t.jsonl", mirror=mirror)
+        out = training_sources.build_triplets(config["training_data"], 5, 3, tmp_path / "t.jsonl", mirror=mirror)
         assert triplets.read_triplets(out) == direct_triplets
         for name in ("hubby", "wheely"):
             path = resolve_model(config["backbones"][name], str(mirror), tmp_path / "no-cache", config_file, name)
@@ -175,7 +175,7 @@ def test_cli_prefetch_and_errors(sources, tmp_path, capsys):
 
 
 def test_prefetch_needs_a_mirror(sources):
-    from lsrbench.pipeline.prefetch import prefetch
+    from lsrbench.ops.prefetch import prefetch
 
     config = check_config(load_yaml(sources["config_file"]), str(sources["config_file"]))
     with pytest.raises(InputError, match="mirror: prefetch needs a mirror folder"):

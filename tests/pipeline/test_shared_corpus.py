@@ -8,8 +8,10 @@ import pytest
 
 from helpers.paths import REPO, SHARED
 from helpers.snakemake import layout
-from lsrbench.pipeline import params as dag, stages
-from lsrbench.pipeline.config import load_yaml
+from lsrbench.dag.declarations import docs_dataset, docs_npz
+from lsrbench.dag.reports import corpus_sharing_datasets
+from lsrbench.pipeline import stages
+from lsrbench.config.strict_yaml import load_yaml
 from lsrbench.errors import InputError
 
 
@@ -22,16 +24,16 @@ def _config(pool_depth):
 
 def test_full_collections_share_documents_pooled_subsets_do_not():
     full = _config(None)
-    assert [dag.docs_dataset(full, d) for d in full["evaluation"]["datasets"]] == [
+    assert [docs_dataset(full, d) for d in full["evaluation"]["datasets"]] == [
         "msmarco-dev", "msmarco-dev", "vaswani", "scifact"]
-    assert dag.corpus_sharing_datasets(full) == ["trec-dl-2019"]
+    assert corpus_sharing_datasets(full) == ["trec-dl-2019"]
     paper = layout(REPO / "config/paper.yaml")
-    assert paper.docs_npz("bert", "4", "trec-dl-2019") == paper.index("bert", "4", "msmarco-dev").path("docs.npz")
-    assert paper.index("bert", "4", "trec-dl-2019").folder != paper.index("bert", "4", "msmarco-dev").folder
+    dev, dl19 = (paper.get("index", run="bert", k="4", dataset=d) for d in ("msmarco-dev", "trec-dl-2019"))
+    assert docs_npz(paper, "bert", "4", "trec-dl-2019") == dev.path("docs.npz")
+    assert dl19.folder != dev.folder
     pooled = _config(50)  # each pooled subset has its own documents
-    assert [dag.docs_dataset(pooled, d) for d in pooled["evaluation"]["datasets"]] == pooled["evaluation"]["datasets"]
-    assert dag.corpus_sharing_datasets(pooled) == []
-    assert dag.dataset_regex([]) == "(?!)" and dag.dataset_regex(["a.b", "c"]) == r"a\.b|c"
+    assert [docs_dataset(pooled, d) for d in pooled["evaluation"]["datasets"]] == pooled["evaluation"]["datasets"]
+    assert corpus_sharing_datasets(pooled) == []
 
 
 def test_queries_only_and_foreign_documents_refused(tmp_path, vaswani_slice):
@@ -49,7 +51,7 @@ def test_queries_only_and_foreign_documents_refused(tmp_path, vaswani_slice):
     encoder = tmp_path / "encoder"
     build_sparse_encoder(str(model), 64, device="cpu").save(str(encoder))
     out = tmp_path / "run"
-    stats = stages.index(str(encoder), str(vaswani_slice), {}, 16, None, str(out / "queries.npz"))
+    stats = stages.index("slice", str(encoder), str(vaswani_slice), 16, "fp32", None, None, str(out / "queries.npz"))
     assert stats["documents"] is None and not (out / "docs.npz").exists()
     queries, qids = load_sparse(out / "queries.npz")
     ds = load_beir_folder(vaswani_slice)
@@ -58,8 +60,8 @@ def test_queries_only_and_foreign_documents_refused(tmp_path, vaswani_slice):
     ids = list(ds.corpus)[:-1]
     save_sparse(out / "docs.npz", sp.csr_matrix((len(ids), queries.shape[1]), dtype=np.float32), ids)
     with pytest.raises(InputError) as err:
-        stages.evaluate("b", "1", "slice", {}, str(vaswani_slice), str(out / "docs.npz"), str(out / "queries.npz"),
-                        10, ["nDCG@10"], str(out / "run.trec"), str(out / "m.tsv"), str(out / "pq.tsv"),
-                        str(out / "prov.json"), "h")
+        stages.evaluate("b", "1", "slice", 10, ["nDCG@10"], False, 0.5, "h", str(vaswani_slice), str(out / "docs.npz"),
+                        str(out / "queries.npz"), None, str(out / "run.trec"), str(out / "m.tsv"), str(out / "pq.tsv"),
+                        str(out / "status.json"), str(out / "prov.json"))
     assert str(err.value).startswith(f"{out / 'docs.npz'}: ids: its {len(ids)} documents are not the {len(ds.corpus)} of")
     assert not (out / "m.tsv").exists()

@@ -1,4 +1,4 @@
-"""The checks made before the first job (lsrbench.pipeline.validate), on config dicts: each refusal
+"""The checks made before the first job (lsrbench.dag.validate), on config dicts: each refusal
 is one InputError naming the file and the field; the shipped configs pass. The same checks through
 ``snakemake`` on a finished run: tests/pipeline/test_bad_inputs_dag.py."""
 
@@ -10,8 +10,8 @@ import yaml
 
 from helpers.paths import REPO
 from lsrbench.errors import InputError
-from lsrbench.pipeline.config import load_yaml
-from lsrbench.pipeline.validate import check_config, check_values, produced_measures
+from lsrbench.config.strict_yaml import load_yaml
+from lsrbench.dag.validate import check_config, check_values, produced_measures
 
 FILE = "my.yaml"
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from lsrbench.names import COLLAPSED, FLOPS, POOLED
-from lsrbench.pipeline.config import with_defaults
+from lsrbench.config.schema import with_defaults
 from lsrbench.report.claims import evaluate_claims
 from lsrbench.report.claims_evidence import Evidence
 from lsrbench.report.claims_output import claims_markdown, write_claims

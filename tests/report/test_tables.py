@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from lsrbench.names import FLOPS, METRIC_COLUMNS, POOLED
-from lsrbench.pipeline.config import with_defaults
+from lsrbench.config.schema import with_defaults
 from lsrbench.report import plots, results, table1, tables
 from lsrbench.report.claims import Evidence, evaluate_claims
 from lsrbench.report.results import pareto_front
@@ -152,7 +152,7 @@ def test_report_files_render(metrics, evidence, tmp_path):
     for (run, k), rows in evidence.train_logs.items():
         path = tmp_path / f"{run}-{k}.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        logs[f"{run}|{k}"] = str(path)
+        logs[(run, k)] = str(path)
     plots.plot_loss_curves(logs, BACKBONES, str(tmp_path / "loss.png"))
     norms = {}
     for name, n in evidence.norms.items():

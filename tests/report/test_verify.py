@@ -79,10 +79,10 @@ def _build(work: Path) -> None:
             write_json(f"{out}/provenance.json", _manifest(f"{out}/provenance.json", [],
                                                            [f"{out}/metrics.tsv", f"{out}/perquery.tsv"]))
             metric_files.append(f"{out}/metrics.tsv")
-        report_stages.report_collect(metric_files, "results/metrics.csv")
-        report_stages.report_table1("results/metrics.csv", ["results/norms/small.json", "results/norms/large.json"],
-                             ["small", "large"], REPORT, BACKBONES, AUTO_K, "results/table1.md",
-                             cells=f"results/{TABLE1_CELLS}")
+        report_stages.report_collect(metric_files, "results/metrics.csv", "results/metrics.sources.json")
+        report_stages.report_table1("results/metrics.csv",
+                                    [["small", "results/norms/small.json"], ["large", "results/norms/large.json"]],
+                                    REPORT, BACKBONES, AUTO_K, "results/table1.md", cells=f"results/{TABLE1_CELLS}")
     finally:
         os.chdir(cwd)
 

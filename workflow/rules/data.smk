@@ -1,23 +1,17 @@
-# Data rules. Every output lives in a content-addressed folder (lsrbench.pipeline.paths): a
-# dataset by what its source holds (a local folder's bytes, else the source's own name), never by
-# where it is read from (mirror, cache folder), which go in the runtime params (functions of
-# `output`, outside Snakemake's params rerun trigger).
+# Data rules: each output in a content-addressed folder (lsrbench.dag.declarations says what decides
+# it): a dataset by what its source holds (a local folder's bytes, else the source's own name),
+# never by where it is read from (mirror, cache folder), which go in its runtime params.
 
 
 rule dataset:
     output:
-        full_dir=directory(pattern("data", "full")),
-        info=pattern("data", "info.json"),
-        params_json=pattern("data", "params.json"),
+        **S.outputs("dataset"),
     wildcard_constraints:
-        data_id=L.id_regex("data"),
+        **S.constraints("dataset"),
     params:
-        stage="dataset",
-        identity=lambda w: dag.identity(L, "data", w),
-        kwargs=lambda w: dag.dataset_kwargs(L, w),
-        runtime=lambda w, output: dag.dataset_runtime(L, w, CONFIG_FILE),
+        **S.params("dataset"),
     log:
-        pattern("data", "dataset.log"),
+        S.log("dataset"),
     script:
         "../scripts/stage.py"
 
@@ -27,41 +21,41 @@ rule dataset:
 # training triplets are cropped from.
 rule pool:
     input:
-        unpack(lambda w: dag.pool_inputs(L, w)),
+        unpack(S.inputs("pool")),
     output:
-        eval_dir=directory(pattern("pool", "eval")),
-        eval_info=pattern("pool", "eval.json"),
-        params_json=pattern("pool", "params.json"),
-    wildcard_constraints:
-        data_id=L.id_regex("data"),
+        **S.outputs("pool"),
     params:
-        stage="pool",
-        identity=lambda w: dag.identity(L, "pool", w),
-        kwargs=lambda w: dag.pool_kwargs(L, w),
-        runtime=lambda w, output: {"corpus_store": L.corpus_store()},
+        **S.params("pool"),
     log:
-        pattern("pool", "pool.log"),
+        S.log("pool"),
     script:
         "../scripts/stage.py"
 
 
 rule triplets:
     input:
-        unpack(lambda w: dag.triplets_inputs(L)),
+        unpack(S.inputs("triplets")),
     output:
-        out=pattern("triplets", "triplets.jsonl"),
-        params_json=pattern("triplets", "params.json"),
+        **S.outputs("triplets"),
     wildcard_constraints:
-        triplets_id=L.id_regex("triplets"),
+        **S.constraints("triplets"),
     params:
-        stage="triplets",
-        identity=lambda w: dag.identity(L, "triplets", w),
-        kwargs=lambda w: dag.triplets_kwargs(L),
-        # Where the triplets are read from, not what they are (a mirror holds the same triplets,
-        # checked against training_data).
-        runtime=lambda w, output: dag.triplets_runtime(L, CONFIG_FILE),
+        **S.params("triplets"),
     log:
-        pattern("triplets", "triplets.log"),
+        S.log("triplets"),
+    script:
+        "../scripts/stage.py"
+
+
+# The config the reports are made with (results/configs/<id>/config.yaml): an input of every report.
+rule config_snapshot:
+    localrule: True
+    output:
+        **S.outputs("config_snapshot"),
+    wildcard_constraints:
+        **S.constraints("config_snapshot"),
+    params:
+        **S.params("config_snapshot"),
     script:
         "../scripts/stage.py"
 
@@ -75,6 +69,6 @@ rule prefetch:
     log:
         "results/logs/prefetch.log",
     run:
-        from lsrbench.pipeline.prefetch import prefetch_or_exit
+        from lsrbench.ops.prefetch import prefetch_or_exit
 
         prefetch_or_exit(config, CONFIG_FILE, config["mirror"], log[0])

@@ -1,23 +1,14 @@
 rule evaluate:
     input:
-        unpack(lambda w: dag.evaluate_inputs(L, w)),
+        unpack(S.inputs("evaluate")),
     output:
-        run_out=pattern("evaluate", "run.trec"),
-        metrics_out=pattern("evaluate", "metrics.tsv"),
-        perquery_out=pattern("evaluate", "perquery.tsv"),
-        status_out=pattern("evaluate", "status.json"),
-        prov_out=pattern("evaluate", "provenance.json"),
-        params_json=pattern("evaluate", "params.json"),
+        **S.outputs("evaluate"),
     wildcard_constraints:
-        train_id=L.id_regex("train"),
-        index_id=L.id_regex("index"),
-        eval_id=L.id_regex("evaluate"),
+        **S.constraints("evaluate"),
     params:
-        stage="evaluate",
-        identity=lambda w: dag.identity(L, "evaluate", w),
-        kwargs=lambda w: dag.evaluate_kwargs(L, w),
+        **S.params("evaluate"),
     log:
-        pattern("evaluate", "evaluate.log"),
+        S.log("evaluate"),
     script:
         "../scripts/stage.py"
 
@@ -26,40 +17,29 @@ rule evaluate:
 # SparseNanoBEIREvaluator pools them; only when it names several datasets.
 rule pooled_flops:
     input:
-        unpack(lambda w: dag.pooled_inputs(L, w)),
+        unpack(S.inputs("pooled_flops")),
     output:
-        metrics_out=pattern("pooled", "metrics.tsv"),
-        prov_out=pattern("pooled", "provenance.json"),
-        params_json=pattern("pooled", "params.json"),
+        **S.outputs("pooled_flops"),
     wildcard_constraints:
-        train_id=L.id_regex("train"),
-        pooled_id=L.id_regex("pooled"),
+        **S.constraints("pooled_flops"),
     params:
-        stage="pooled_flops",
-        identity=lambda w: dag.identity(L, "pooled", w),
-        kwargs=lambda w: dag.pooled_kwargs(L, w),
+        **S.params("pooled_flops"),
     log:
-        pattern("pooled", "pooled_flops.log"),
+        S.log("pooled_flops"),
     script:
         "../scripts/stage.py"
 
 
 rule bm25:
     input:
-        unpack(lambda w: dag.bm25_inputs(L, w)),
+        unpack(S.inputs("bm25")),
     output:
-        run_out=pattern("bm25", "run.trec"),
-        metrics_out=pattern("bm25", "metrics.tsv"),
-        perquery_out=pattern("bm25", "perquery.tsv"),
-        prov_out=pattern("bm25", "provenance.json"),
-        params_json=pattern("bm25", "params.json"),
+        **S.outputs("bm25"),
     wildcard_constraints:
-        bm25_id=L.id_regex("bm25"),
+        **S.constraints("bm25"),
     params:
-        stage="bm25",
-        identity=lambda w: dag.identity(L, "bm25", w),
-        kwargs=lambda w: dag.bm25_kwargs(L, w),
+        **S.params("bm25"),
     log:
-        pattern("bm25", "bm25.log"),
+        S.log("bm25"),
     script:
         "../scripts/stage.py"

@@ -1,17 +1,11 @@
 rule norm:
     output:
-        out_json=pattern("norms", "norms.json"),
-        params_json=pattern("norms", "params.json"),
+        **S.outputs("norm"),
     wildcard_constraints:
-        norms_id=L.id_regex("norms"),
+        **S.constraints("norm"),
     params:
-        stage="norm",
-        identity=lambda w: dag.identity(L, "norms", w),
-        kwargs=lambda w: dag.norm_kwargs(L, w),
-        # The entry as written (a local folder's path), where errors point and where downloads go:
-        # not part of the result (outside the rerun trigger; the folder's bytes are in the id).
-        runtime=lambda w, output: dag.norm_runtime(L, w, CONFIG_FILE),
+        **S.params("norm"),
     log:
-        pattern("norms", "norm.log"),
+        S.log("norm"),
     script:
         "../scripts/stage.py"

@@ -1,108 +1,89 @@
-# Report rules: each reads cached run outputs only, so deleting a report re-runs just its rule.
-# In `snakemake --report`, the Markdown reports appear as their HTML pages (results/html/), which
-# it shows inline; the figures as they are; metrics.csv as a download.
+# Report rules (lsrbench.dag.reports declares what each reads and is made with): each reads cached
+# run outputs and the config snapshot only, so deleting a report re-runs just its rule, and a
+# settings change re-runs the reports. In `snakemake --report`, the Markdown reports appear as their
+# HTML pages (results/html/), which it shows inline; the figures as they are; metrics.csv as a download.
 
 
 rule collect:
     input:
-        metric_files=dag.metric_files(L),
+        **R.inputs("collect"),
     output:
-        output=report("results/metrics.csv", category="Tables", caption="../report/metrics.rst"),
+        metrics_csv=report("results/metrics.csv", category="Tables", caption="../report/metrics.rst"),
         # the run files metrics.csv was made from (results/ also holds other configs' runs)
-        sources="results/metrics.sources.json",
+        sources_json="results/metrics.sources.json",
     params:
-        stage="report_collect",
-        kwargs={},
+        **R.params("collect"),
     script:
         "../scripts/stage.py"
 
 
 rule table1:
     input:
-        metrics_csv="results/metrics.csv",
-        norm_files=dag.norm_files(L),
-        # the paper's values printed beside ours: editing them re-runs this rule
-        reference_file=[config["report"]["reference"]] if config["report"]["reference"] else [],
+        **R.inputs("table1"),
     output:
-        output="results/table1.md",
+        table1_md="results/table1.md",
         # every cell of table1.md with the metrics.csv rows it comes from (checked by lsrbench verify)
-        cells="results/table1.cells.json",
+        cells_json="results/table1.cells.json",
     params:
-        stage="report_table1",
-        kwargs=lambda w: {**dag.report_kwargs(config), "norm_names": list(config["backbones"]),
-                          "auto_k": config.get("auto_k")},
+        **R.params("table1"),
     script:
         "../scripts/stage.py"
 
 
 rule table_beir:
     input:
-        metrics_csv="results/metrics.csv",
+        **R.inputs("table_beir"),
     output:
-        output="results/table_beir.md",
+        table_beir_md="results/table_beir.md",
     params:
-        stage="report_table_beir",
-        kwargs=lambda w: dag.report_kwargs(config),
+        **R.params("table_beir"),
     script:
         "../scripts/stage.py"
 
 
 rule norms_report:
     input:
-        norm_files=dag.norm_files(L),
-        metrics_csv="results/metrics.csv",
+        **R.inputs("norms_report"),
     output:
-        out_md="results/norms.md",
-        out_png=report("results/norms.png", category="Head norms", caption="../report/norms.rst"),
+        norms_md="results/norms.md",
+        norms_png=report("results/norms.png", category="Head norms", caption="../report/norms.rst"),
     params:
-        stage="report_norms",
-        kwargs=lambda w: {**dag.report_kwargs(config), "norm_names": list(config["backbones"]),
-                          "auto_k": config.get("auto_k")},
+        **R.params("norms_report"),
     script:
         "../scripts/stage.py"
 
 
 rule tradeoff:
     input:
-        metrics_csv="results/metrics.csv",
+        **R.inputs("tradeoff"),
     output:
-        out_png=report("results/tradeoff.png", category="Figures", caption="../report/tradeoff.rst"),
-        out_pdf="results/tradeoff.pdf",
+        tradeoff_png=report("results/tradeoff.png", category="Figures", caption="../report/tradeoff.rst"),
+        tradeoff_pdf="results/tradeoff.pdf",
     params:
-        stage="report_tradeoff",
-        kwargs=lambda w: dag.report_kwargs(config),
+        **R.params("tradeoff"),
     script:
         "../scripts/stage.py"
 
 
 rule loss_curves:
     input:
-        log_files=dag.log_files(L),
+        **R.inputs("loss_curves"),
     output:
-        output=report("results/loss_curves.png", category="Figures", caption="../report/loss_curves.rst"),
+        loss_curves_png=report("results/loss_curves.png", category="Figures", caption="../report/loss_curves.rst"),
     params:
-        stage="report_loss_curves",
-        kwargs=lambda w: {"log_keys": dag.log_keys(config), "backbones": dag.report_backbones(config)},
+        **R.params("loss_curves"),
     script:
         "../scripts/stage.py"
 
 
 rule claims:
     input:
-        metrics_csv="results/metrics.csv",
-        perquery_files=dag.perquery_files(L),
-        norm_files=dag.norm_files(L),
-        log_files=dag.log_files(L),
-        # the paper's numbers and best k, shown beside ours: editing them re-runs this rule
-        reference_file=[config["report"]["reference"]] if config["report"]["reference"] else [],
+        **R.inputs("claims"),
     output:
-        output="results/claims.md",
-        out_json="results/claims.json",
+        claims_md="results/claims.md",
+        claims_json="results/claims.json",
     params:
-        stage="report_claims",
-        kwargs=lambda w: {**dag.report_kwargs(config), "perquery_keys": dag.perquery_keys(config),
-                          "norm_names": list(config["backbones"]), "log_keys": dag.log_keys(config),
-                          "claims_cfg": config.get("claims")},
+        **R.params("claims"),
     # The randomization tests hold one batch of resamples x queries at a time (lsrbench.report.stats):
     # under 2 GB for BEIR-13's 33k queries (tests/report/test_stats.py measures it).
     resources:
@@ -112,7 +93,7 @@ rule claims:
 
 
 # One HTML page per Markdown report (Snakemake's report shows .md files only as download links).
-for page, category in dag.html_pages(config).items():
+for page, category in html_pages(config).items():
 
     rule:
         name:
@@ -120,9 +101,8 @@ for page, category in dag.html_pages(config).items():
         input:
             markdown=f"results/{page}.md",
         output:
-            output=report(f"results/html/{page}.html", category=category, caption=f"../report/{page}.rst"),
+            html=report(f"results/html/{page}.html", category=category, caption=f"../report/{page}.rst"),
         params:
             stage="report_html",
-            kwargs={},
         script:
             "../scripts/stage.py"

@@ -1,29 +1,18 @@
 rule train:
     input:
-        unpack(lambda w: dag.train_inputs(L, w)),
+        unpack(S.inputs("train")),
     output:
-        model_dir=directory(pattern("train", "model")),
-        log_path=pattern("train", "train_log.jsonl"),
-        prov_path=pattern("train", "train_provenance.json"),
-        status_path=pattern("train", "status.json"),
-        params_json=pattern("train", "params.json"),
+        **S.outputs("train"),
     wildcard_constraints:
-        train_id=L.id_regex("train", released=False),
+        **S.constraints("train"),
     params:
-        stage="train",
-        identity=lambda w: dag.identity(L, "train", w),
-        kwargs=lambda w: dag.train_kwargs(L, w),
-        # A function of `output`, so a derived param: outside the params rerun trigger. Checkpoints
-        # live beside the outputs but are not outputs (Snakemake deletes the outputs of a failed job;
-        # a restarted job must find them to resume); changing checkpoint_steps re-runs nothing, and
-        # neither does the config file's name (only used to name it in error messages).
-        runtime=lambda w, output: dag.train_runtime(L, w, output, CONFIG_FILE),
-    # One thread locally, jobs side by side; inside a cluster job the cores it was given (params.job_threads).
+        **S.params("train"),
+    # One thread locally, jobs side by side; inside a cluster job the cores it was given.
     threads: JOB_THREADS
     resources:
-        gpu=1 if config["use_gpu"] else 0,
+        gpu=GPUS,
     log:
-        pattern("train", "train.log"),
+        S.log("train"),
     script:
         "../scripts/stage.py"
 
@@ -33,22 +22,15 @@ rule train:
 # index, evaluate and every report treat it like a trained run.
 rule released:
     input:
-        unpack(lambda w: dag.released_inputs(L, w)),
+        unpack(S.inputs("released")),
     output:
-        model_dir=directory(pattern("train", "model")),
-        log_path=pattern("train", "train_log.jsonl"),
-        prov_path=pattern("train", "train_provenance.json"),
-        status_path=pattern("train", "status.json"),
-        params_json=pattern("train", "params.json"),
+        **S.outputs("released"),
     wildcard_constraints:
-        train_id=L.id_regex("train", released=True),
+        **S.constraints("released"),
         k="1",
     params:
-        stage="released",
-        identity=lambda w: dag.identity(L, "train", w),
-        kwargs=lambda w: dag.released_kwargs(L, w),
-        runtime=lambda w, output: dag.released_runtime(L, w, CONFIG_FILE),
+        **S.params("released"),
     log:
-        pattern("train", "train.log"),
+        S.log("released"),
     script:
         "../scripts/stage.py"

@@ -44,7 +44,7 @@ from typing import Iterable, Iterator
 
 from lsrbench.errors import InputError
 
-__all__ = ["Dataset", "UNKNOWN_DOCS_POLICIES", "RELEVANCE_RANGE", "iter_jsonl", "id_problem", "join_title",
+__all__ = ["read_written_folder", "written_split", "Dataset", "UNKNOWN_DOCS_POLICIES", "RELEVANCE_RANGE", "iter_jsonl", "id_problem", "join_title",
            "read_qrels_tsv", "assemble", "load_beir_folder", "check_beir_folder"]
 
 UNKNOWN_DOCS_POLICIES = ("error", "keep", "drop")
@@ -307,6 +307,23 @@ def load_beir_folder(path: str | os.PathLike, split: str = "test", name: str | N
 # will); beyond it only their first lines (the jobs read the rest, with the same one-line errors).
 FULL_CHECK_BYTES = 64 * 2**20
 HEAD_LINES = 1000
+
+
+def read_written_folder(path: str | os.PathLike, name: str | None = None) -> Dataset:
+    """A BEIR folder this pipeline wrote (the dataset and pool stages, :mod:`lsrbench.data.store`):
+    it holds the one qrels split it was written with, and the entry's policy for judgments of
+    unknown documents was applied when it was written (refused, dropped, or kept, as here), so it
+    reads the same whatever the entry says."""
+    return load_beir_folder(path, split=written_split(path), name=name, unknown_docs="keep")
+
+
+def written_split(path: str | os.PathLike) -> str:
+    """The qrels split a dataset folder was written with (its one ``qrels/<split>.tsv``)."""
+    splits = sorted(p.stem for p in (Path(path) / "qrels").glob("*.tsv"))
+    if len(splits) != 1:
+        raise InputError(Path(path) / "qrels", None, f"expected the one qrels split a dataset folder is written "
+                                                     f"with, found {len(splits)} ({', '.join(splits) or 'none'})")
+    return splits[0]
 
 
 def check_beir_folder(path: str | os.PathLike, split: str = "test", *, unknown_docs: str = "error",

@@ -22,17 +22,24 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+from lsrbench.config.entries import DatasetEntry
+from lsrbench.config.schema import validate
 from lsrbench.data.beir import Dataset, load_beir_folder
 from lsrbench.errors import InputError
 from lsrbench.names import SAFE_NAME, is_commit
 
-__all__ = ["Source", "SOURCES", "check_entry", "corpus_key", "resolve_dataset", "mirrored_folder"]
+__all__ = ["Source", "SOURCES", "check_entry", "typed_entry", "corpus_key", "resolve_dataset", "mirrored_folder",
+           "source_identity", "data_folder_on_disk"]
 
 Bad = Callable[[str | None, str], InputError]
+# A local folder's content fingerprint, ``{"folder_sha256": ...}`` (lsrbench.dag.fingerprint), for identities.
+Fingerprint = Callable[..., dict]
 
 
 class Source:
-    """One ``source:`` of the dataset registry."""
+    """One ``source:`` of the dataset registry: how an entry is checked, identified, found on disk
+    and loaded. A new source is one subclass and one line in :data:`SOURCES` (and its keys in
+    ``config/schemas/datasets.schema.yaml``)."""
 
     name: str = ""
     keys: tuple[str, ...] = ()  # the entry keys this source reads (besides source, split, ...)
@@ -40,13 +47,27 @@ class Source:
     def check(self, entry: dict, bad: Bad) -> None:
         """Raise ``bad(key, message)`` for an entry this source cannot load."""
 
-    def corpus_key(self, entry: dict) -> tuple:
+    def corpus_key(self, entry: DatasetEntry) -> tuple:
         """What identifies the entry's documents: equal keys, equal corpus."""
         raise NotImplementedError
 
-    def load(self, name: str, entry: dict, *, cache_dir, unknown_docs: str, corpus=None) -> Dataset:
+    def load(self, entry: DatasetEntry, *, cache_dir, unknown_docs: str, corpus=None) -> Dataset:
         """The dataset itself, validated (see :mod:`lsrbench.data.beir`)."""
         raise NotImplementedError
+
+    def local_folder(self, entry: DatasetEntry) -> Path | None:
+        """The BEIR folder on this machine the entry names (a local dataset), else None."""
+        return None
+
+    def identity(self, entry: DatasetEntry, folder: Path | None, fingerprint: Fingerprint) -> dict:
+        """What the entry's data is, for the dataset stage's id: the bytes of ``folder`` (the BEIR
+        folder the dataset job reads, the mirror's copy first) when there is one, else the
+        source's own name for it (its keys)."""
+        return {"source": self.name, **self.describe(entry)}
+
+    def describe(self, entry: DatasetEntry) -> dict:
+        """The entry's own keys (as the registry gives them): what prefetch records."""
+        return {k: getattr(entry, "download" if k == "name" else k) for k in self.keys if entry.has(k)}
 
 
 def _required_str(entry: dict, key: str, source: str, bad: Bad) -> str:
@@ -74,15 +95,23 @@ class BeirSource(Source):
             raise bad("name", f"'{value}' is not a valid BEIR dataset name")
 
     def corpus_key(self, entry):
-        return ("beir", "path", str(Path(entry["path"]).resolve())) if "path" in entry else ("beir", "name", entry["name"])
+        return ("beir", "path", str(Path(entry.path).resolve())) if entry.path else ("beir", "name", entry.download)
 
-    def load(self, name, entry, *, cache_dir, unknown_docs, corpus=None):
-        split = entry.get("split", "test")
-        if "path" in entry:
-            return load_beir_folder(entry["path"], split=split, name=name, unknown_docs=unknown_docs)
+    def load(self, entry, *, cache_dir, unknown_docs, corpus=None):
+        if entry.path:
+            return load_beir_folder(entry.path, split=entry.split, name=entry.name, unknown_docs=unknown_docs)
         from lsrbench.data.beir_download import load_beir_download
 
-        return replace(load_beir_download(entry["name"], cache_dir, split=split, unknown_docs=unknown_docs), name=name)
+        return replace(load_beir_download(entry.download, cache_dir, split=entry.split, unknown_docs=unknown_docs),
+                       name=entry.name)
+
+    def local_folder(self, entry):
+        return Path(entry.path) if entry.path else None
+
+    def identity(self, entry, folder, fingerprint):
+        if folder is None:
+            return super().identity(entry, folder, fingerprint)
+        return {"source": self.name, **fingerprint(folder, ["corpus.jsonl", "queries.jsonl", f"qrels/{entry.split}.tsv"])}
 
 
 class IrDatasetsSource(Source):
@@ -97,12 +126,12 @@ class IrDatasetsSource(Source):
         # every msmarco-passage/... id has the docs of msmarco-passage
         from lsrbench.data.ir_datasets_source import docs_parent_id
 
-        return ("ir_datasets", docs_parent_id(entry["id"]))
+        return ("ir_datasets", docs_parent_id(entry.id))
 
-    def load(self, name, entry, *, cache_dir, unknown_docs, corpus=None):
+    def load(self, entry, *, cache_dir, unknown_docs, corpus=None):
         from lsrbench.data.ir_datasets_source import load_ir_datasets
 
-        return load_ir_datasets(entry["id"], name=name, unknown_docs=unknown_docs, corpus=corpus)
+        return load_ir_datasets(entry.id, name=entry.name, unknown_docs=unknown_docs, corpus=corpus)
 
 
 class HfSource(Source):
@@ -123,8 +152,8 @@ class HfSource(Source):
                                       "pin the hub dataset's commit (40 hex digits)")
         elif not is_commit(revision):
             raise bad("revision", f"must be a full commit hash (40 hex digits), got {revision!r}")
-        hf_split = entry.get("hf_split", "train")
-        if not isinstance(hf_split, str) or not SAFE_NAME.match(hf_split):
+        hf_split = entry.get("hf_split")
+        if hf_split is not None and (not isinstance(hf_split, str) or not SAFE_NAME.match(hf_split)):
             raise bad("hf_split", f"must be a split name such as 'train', got {hf_split!r}")
         subsets = entry.get("subsets", {})
         if not isinstance(subsets, dict) or any(k not in HF_SUBSETS or not isinstance(v, str) or not v
@@ -132,15 +161,19 @@ class HfSource(Source):
             raise bad("subsets", f"must map some of {', '.join(HF_SUBSETS)} to config names, got {subsets!r}")
 
     def corpus_key(self, entry):
-        return ("hf", entry["repo"], entry.get("revision"), entry.get("hf_split", "train"),
-                (entry.get("subsets") or {}).get("corpus", "corpus"))
+        return ("hf", entry.repo, entry.revision, entry.hf_split, (entry.subsets or {}).get("corpus", "corpus"))
 
-    def load(self, name, entry, *, cache_dir, unknown_docs, corpus=None):
+    def load(self, entry, *, cache_dir, unknown_docs, corpus=None):
         from lsrbench.data.hf import load_hf_dataset
 
-        return load_hf_dataset(entry["repo"], revision=entry["revision"], hf_split=entry.get("hf_split", "train"),
-                               name=name, subsets=entry.get("subsets"), unknown_docs=unknown_docs,
-                               cache_dir=Path(cache_dir) / "hf-datasets")
+        return load_hf_dataset(entry.repo, revision=entry.revision, hf_split=entry.hf_split, name=entry.name,
+                               subsets=entry.subsets, unknown_docs=unknown_docs, cache_dir=Path(cache_dir) / "hf-datasets")
+
+    def identity(self, entry, folder, fingerprint):
+        # a local repository folder (revision null) by its bytes; a hub repository by its pinned revision
+        if entry.revision is None and Path(entry.repo).is_dir():
+            return {"source": self.name, "hf_split": entry.hf_split, "subsets": entry.subsets, **fingerprint(entry.repo)}
+        return super().identity(entry, folder, fingerprint)
 
 
 SOURCES: dict[str, Source] = {s.name: s for s in (BeirSource(), IrDatasetsSource(), HfSource())}
@@ -153,8 +186,8 @@ def check_entry(name: str, entry, datasets_file) -> Source:
 
     if not isinstance(entry, dict):
         raise bad(None, f"entry must be a mapping, got {type(entry).__name__}")
-    split = entry.get("split", "test")
-    if not isinstance(split, str) or not SAFE_NAME.match(split):
+    split = entry.get("split")
+    if split is not None and (not isinstance(split, str) or not SAFE_NAME.match(split)):
         raise bad("split", f"must be a split name such as 'test', got {split!r}")
     if "source" not in entry:
         raise bad("source", f"missing; expected one of: {', '.join(SOURCES)}")
@@ -165,9 +198,18 @@ def check_entry(name: str, entry, datasets_file) -> Source:
     return source
 
 
-def corpus_key(entry: dict) -> tuple:
+def typed_entry(name: str, entry: dict, datasets_file) -> DatasetEntry:
+    """One registry entry checked (:func:`check_entry`) and typed, its defaults from the schema."""
+    check_entry(name, entry, datasets_file)
+    validated = validate({name: dict(entry)}, "datasets.schema.yaml", datasets_file)[name]
+    return DatasetEntry.from_dict(name, validated)
+
+
+def corpus_key(entry: DatasetEntry | dict, name: str = "") -> tuple:
     """What identifies a (valid) dataset entry's documents: equal keys, equal corpus."""
-    return SOURCES[entry["source"]].corpus_key(entry)
+    if isinstance(entry, dict):
+        entry = typed_entry(name or "dataset", entry, "datasets")
+    return SOURCES[entry.source].corpus_key(entry)
 
 
 def mirrored_folder(mirror: str | os.PathLike | None, name: str) -> Path | None:
@@ -178,19 +220,42 @@ def mirrored_folder(mirror: str | os.PathLike | None, name: str) -> Path | None:
     return folder if folder.is_dir() else None
 
 
+def data_folder_on_disk(entry: DatasetEntry, mirror, datasets_file) -> Path | None:
+    """The BEIR folder the dataset job reads when it is on disk (the mirror's copy first), else None;
+    a local folder the entry names that does not exist is an error."""
+    folder = mirrored_folder(mirror, entry.name)
+    if folder is not None:
+        return folder
+    local = SOURCES[entry.source].local_folder(entry)
+    if local is not None and not local.is_dir():
+        raise InputError(datasets_file, f"{entry.name}.path", f"dataset folder '{local}' does not exist")
+    return local
+
+
+def source_identity(entry: DatasetEntry, mirror, fingerprint: Fingerprint) -> dict:
+    """What an entry's data is (:meth:`Source.identity`), as the dataset stage's id records it."""
+    # a local dataset by the bytes the job reads (the mirror's copy first); a named one by its name,
+    # wherever it is read from
+    local = SOURCES[entry.source].local_folder(entry)
+    folder = (mirrored_folder(mirror, entry.name) or local) if local is not None else None
+    return SOURCES[entry.source].identity(entry, folder, fingerprint)
+
+
 def resolve_dataset(name: str, entry: dict, mirror: str | os.PathLike | None, datasets_file: str | os.PathLike,
-                    cache_dir: str | os.PathLike, *, unknown_docs: str = "error",
+                    cache_dir: str | os.PathLike, *, unknown_docs: str | None = None,
                     corpus: dict[str, str] | None = None) -> Dataset:
     """Load dataset ``name`` described by one entry of ``config/datasets.yaml``: from the mirror
-    when it has it (offline machines), else from its source. ``corpus``: documents already loaded
-    for an entry with the same :func:`corpus_key` (ir_datasets only; others ignore it)."""
+    when it has it (offline machines), else from its source. ``unknown_docs`` overrides the
+    entry's policy; ``corpus``: documents already loaded for an entry with the same
+    :func:`corpus_key` (ir_datasets only; others ignore it)."""
     from lsrbench.data.ir_datasets_source import UnknownDatasetId
 
-    source = check_entry(name, entry, datasets_file)
+    typed = typed_entry(name, entry, datasets_file)
+    policy = unknown_docs or typed.unknown_docs
     folder = mirrored_folder(mirror, name)
     if folder is not None:
-        return load_beir_folder(folder, split=entry.get("split", "test"), name=name, unknown_docs=unknown_docs)
+        return load_beir_folder(folder, split=typed.split, name=name, unknown_docs=policy)
     try:
-        return source.load(name, entry, cache_dir=cache_dir, unknown_docs=unknown_docs, corpus=corpus)
+        return SOURCES[typed.source].load(typed, cache_dir=cache_dir, unknown_docs=policy, corpus=corpus)
     except UnknownDatasetId as e:
         raise InputError(datasets_file, f"{name}.id", e.message) from None

@@ -1,6 +1,7 @@
-"""Training triplets: the sources of ``training_data`` and the triplet file format.
+"""Training triplets: how they are drawn from each source of ``training_data`` and the triplet
+file format (the sources themselves, as a registry: :mod:`lsrbench.data.training_sources`).
 
-Sources (``training_data.source`` of a run config, dispatched by :func:`build_triplets`):
+Sources (``training_data.source`` of a run config):
 
 * ``pseudo_queries`` (the tiny default): cropped pseudo-queries from a corpus, below;
 * ``hf``: (query, positive, negative) text columns of a Hugging Face dataset
@@ -15,10 +16,7 @@ Sources (``training_data.source`` of a run config, dispatched by :func:`build_tr
   through the id's queries and docs store.
 
 ``n`` triplets are drawn with ``seed``: the same source, ``n`` and seed give the same list, in
-the same order. With a mirror (``lsrbench prefetch``), ``<mirror>/data/<name>/triplets.jsonl``
-holds the drawn triplets and ``source.json`` what they were drawn from; the triplets stage reads
-them instead of the source when ``source.json`` matches the run's ``training_data``, ``n`` and
-seed (:func:`mirrored_triplets`).
+the same order.
 
 Pseudo-queries
 --------------
@@ -37,7 +35,6 @@ import itertools
 import json
 import math
 import os
-import re
 from pathlib import Path
 
 import numpy as np
@@ -46,19 +43,13 @@ from lsrbench.atomic import atomic_open
 from lsrbench.data.beir import iter_jsonl
 from lsrbench.data.bm25 import bm25_topk
 from lsrbench.errors import InputError
-from lsrbench.names import SAFE_NAME, is_commit
 
 __all__ = [
-    "TRIPLET_KEYS", "TRAINING_SOURCES", "pseudo_query_triplets", "write_triplets", "read_triplets",
-    "hf_triplets", "ir_datasets_triplets", "check_training_data", "training_name", "build_triplets",
-    "mirrored_triplets", "write_mirror_triplets", "sample_indices",
+    "TRIPLET_KEYS", "pseudo_query_triplets", "write_triplets", "read_triplets", "hf_triplets",
+    "ir_datasets_triplets", "sample_indices",
 ]
 
 TRIPLET_KEYS = ("query", "positive", "negative")
-TRAINING_SOURCES = ("pseudo_queries", "hf", "ir_datasets")
-# training_data keys that decide which triplets are drawn (besides n and seed)
-_SOURCE_KEYS = {"pseudo_queries": ("dataset",), "hf": ("repo", "subset", "split", "revision", "columns"),
-                "ir_datasets": ("id",)}
 
 
 def pseudo_query_triplets(
@@ -164,60 +155,7 @@ def read_triplets(path: str | os.PathLike) -> list[dict]:
     return triplets
 
 
-# --------------------------------------------------------------------------- configured sources
-
-
-def check_training_data(td: dict, config_file: str | os.PathLike) -> None:
-    """Validate ``training_data`` beyond its schema; errors name ``training_data.<key>``."""
-    def bad(key: str, message: str) -> InputError:
-        return InputError(config_file, f"training_data.{key}", message)
-
-    if not isinstance(td, dict):
-        raise InputError(config_file, "training_data", "must be a mapping")
-    source = td.get("source")
-    if source not in TRAINING_SOURCES:
-        raise bad("source", f"unknown source {source!r}; expected one of: {', '.join(TRAINING_SOURCES)}")
-    for key in ("name", "dataset", "repo", "subset", "split", "id"):
-        if key in td and (not isinstance(td[key], str) or not td[key].strip()):
-            raise bad(key, f"must be a non-empty string, got {td[key]!r}")
-    if "name" in td and not SAFE_NAME.match(td["name"]):
-        raise bad("name", f"'{td['name']}' is not a valid folder name (letters, digits, '.', '_', '-')")
-    required = {"pseudo_queries": ("dataset",), "hf": ("repo",), "ir_datasets": ("id",)}[source]
-    for key in required:
-        if key not in td:
-            raise bad(key, f"missing (required for source '{source}')")
-    for key in ("repo", "subset", "split", "revision", "columns", "id", "dataset"):
-        if key in td and key not in _SOURCE_KEYS[source]:
-            raise bad(key, f"not used by source '{source}'")
-    if source == "hf":
-        if "revision" not in td:
-            raise bad("revision", "missing: pin the dataset's commit (40 hex digits), or null for a local folder")
-        rev = td["revision"]
-        if rev is None and not Path(td["repo"]).is_dir():
-            raise bad("revision", f"null is only allowed for a local folder, and '{td['repo']}' is not one: "
-                                  "pin the hub dataset's commit (40 hex digits)")
-        if rev is not None and not is_commit(rev):
-            raise bad("revision", f"must be a full commit hash (40 hex digits), got {rev!r}")
-        columns = td.get("columns", {})
-        if not isinstance(columns, dict) or any(k not in TRIPLET_KEYS or not isinstance(v, str) or not v
-                                                for k, v in columns.items()):
-            raise bad("columns", f"must map some of {', '.join(TRIPLET_KEYS)} to column names, got {columns!r}")
-
-
-def training_name(td: dict) -> str:
-    """The folder name of the training triplets in a mirror: ``name``, or one derived from the
-    source (``sentence-transformers--msmarco-bm25--triplet``, ``msmarco-passage--train--triples-small``)."""
-    if td.get("name"):
-        return td["name"]
-    if td["source"] == "pseudo_queries":
-        return f"pseudo-queries--{td['dataset']}"
-    if td["source"] == "hf":
-        base = Path(td["repo"]).name if Path(td["repo"]).is_dir() else td["repo"]
-        parts = [base] + ([td["subset"]] if td.get("subset") else [])
-    else:
-        parts = [td["id"]]
-    name = re.sub(r"[^A-Za-z0-9._-]+", "--", "--".join(parts)).strip(".-_") or "training"
-    return name if SAFE_NAME.match(name) else f"t{name}"
+# --------------------------------------------------------------------------- drawing from the sources
 
 
 def sample_indices(total: int, n: int, seed: int) -> np.ndarray:
@@ -328,80 +266,3 @@ def ir_datasets_triplets(dataset_id: str, *, n: int, seed: int) -> list[dict]:
     return triplets
 
 
-def _source_record(td: dict, n: int, seed: int) -> dict:
-    return {"source": td["source"], **{k: td[k] for k in _SOURCE_KEYS[td["source"]] if k in td},
-            "n": int(n), "seed": int(seed)}
-
-
-def mirrored_triplets(td: dict, n: int, seed: int, mirror: str | os.PathLike | None) -> list[dict] | None:
-    """The prefetched triplets of ``<mirror>/data/<training_name>/``, or None when there are none.
-
-    A folder whose ``source.json`` names another source, ``n`` or seed is an error (a stale
-    mirror silently training on other data would be worse): re-run ``lsrbench prefetch``."""
-    if not mirror:
-        return None
-    folder = Path(mirror) / "data" / training_name(td)
-    path, meta_path = folder / "triplets.jsonl", folder / "source.json"
-    if not path.is_file():
-        return None
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise InputError(meta_path, None, f"unreadable prefetch record ({e}); re-run lsrbench prefetch") from None
-    wanted = _source_record(td, n, seed)
-    if meta != wanted:
-        diff = sorted(k for k in set(meta) | set(wanted) if meta.get(k) != wanted.get(k))
-        raise InputError(meta_path, ", ".join(diff),
-                         f"the mirror's triplets were drawn from {meta}, the config asks for {wanted}: "
-                         "re-run lsrbench prefetch for this config")
-    triplets = read_triplets(path)
-    if len(triplets) != n:
-        raise InputError(path, None, f"{len(triplets)} triplets, {n} expected; re-run lsrbench prefetch")
-    return triplets
-
-
-def write_mirror_triplets(td: dict, n: int, seed: int, mirror: str | os.PathLike, triplets: list[dict]) -> Path:
-    """Write drawn triplets and their ``source.json`` to ``<mirror>/data/<training_name>/``."""
-    folder = Path(mirror) / "data" / training_name(td)
-    write_triplets(folder / "triplets.jsonl", triplets)
-    with atomic_open(folder / "source.json", "w", encoding="utf-8") as fh:
-        json.dump(_source_record(td, n, seed), fh, indent=1, sort_keys=True)
-        fh.write("\n")
-    return folder
-
-
-def draw_source_triplets(td: dict, n: int, seed: int, cache_dir: str | os.PathLike) -> list[dict]:
-    """Triplets of an ``hf`` or ``ir_datasets`` source, from the source itself."""
-    if td["source"] == "hf":
-        return hf_triplets(td["repo"], subset=td.get("subset"), split=td.get("split", "train"),
-                           revision=td.get("revision"), columns=td.get("columns"), n=n, seed=seed,
-                           cache_dir=Path(cache_dir) / "hf-datasets")
-    if td["source"] == "ir_datasets":
-        return ir_datasets_triplets(td["id"], n=n, seed=seed)
-    raise ValueError(f"draw_source_triplets: source {td['source']!r} is built from a dataset folder")
-
-
-def build_triplets(training_data: dict, n: int, seed: int, out: str | os.PathLike, *,
-                   mirror: str | os.PathLike | None = None, cache_dir: str | os.PathLike = "cache",
-                   config_file: str | os.PathLike = "config", full_dir: str | os.PathLike | None = None,
-                   dataset_entry: dict | None = None) -> Path:
-    """The triplets stage: write ``n`` triplets (``seed``) of ``training_data`` to ``out``.
-
-    ``pseudo_queries`` crops them from the BEIR folder ``full_dir`` (``dataset_entry`` gives its
-    split); the other sources read the mirror when it holds them (:func:`mirrored_triplets`),
-    their source otherwise.
-    """
-    check_training_data(training_data, config_file)
-    if training_data["source"] == "pseudo_queries":
-        from lsrbench.data.beir import load_beir_folder
-
-        entry = dataset_entry or {}
-        ds = load_beir_folder(full_dir, split=entry.get("split", "test"), unknown_docs=entry.get("unknown_docs", "error"))
-        if len({text for text in ds.corpus.values() if text.split()}) < 2:
-            raise InputError(Path(full_dir) / "corpus.jsonl", None, "pseudo-queries need at least two distinct "
-                             "documents with words (training_data.dataset)")
-        return write_triplets(out, pseudo_query_triplets(ds.corpus, n, seed))
-    triplets = mirrored_triplets(training_data, n, seed, mirror)
-    if triplets is None:
-        triplets = draw_source_triplets(training_data, n, seed, cache_dir)
-    return write_triplets(out, triplets)

@@ -1,8 +1,9 @@
-"""The one bridge from a Snakemake ``script:`` (``workflow/scripts/stage.py``) to a stage function of
-:mod:`lsrbench.pipeline.stages` or :mod:`lsrbench.pipeline.report_stages`: maps the rule's named
-inputs, outputs and params onto the function's arguments, turns bad input into one line on
-stderr, writes an addressed output's ``params.json`` (its ``identity`` param: what the id in
-its path stands for, :mod:`lsrbench.pipeline.paths`) once the stage has succeeded, and makes the
+"""The one bridge from a Snakemake ``script:`` (``workflow/scripts/stage.py``) to a job function of
+:data:`lsrbench.pipeline.JOBS` (the rule's ``stage`` param): calls it with the rule's ``settings``
+and ``runtime`` params, its named inputs (report rules: their ``keyed`` run files) and outputs, by
+name (:mod:`lsrbench.dag.stage` binds them when the Snakefile is parsed), turns bad input into one
+line on stderr, writes an addressed output's ``params.json`` (its ``identity`` param: what the id
+in its path stands for, :mod:`lsrbench.dag.layout`) once the stage has succeeded, and makes the
 rule's log file the job's log: UTC time-stamped lines (:func:`lsrbench.progress.log_to_file`), the
 stage's own progress lines, and a last line saying what the job read and wrote (sizes) and how
 long it took."""
@@ -16,7 +17,6 @@ import time
 from pathlib import Path
 
 from lsrbench.errors import InputError
-from lsrbench.pipeline import report_stages, stages
 from lsrbench.progress import format_duration, log_to_file
 from lsrbench.provenance import write_json
 
@@ -33,29 +33,33 @@ def run(snakemake) -> None:
     from lsrbench.pipeline.gpus import claim_gpus
 
     claim_gpus(int(getattr(getattr(snakemake, "resources", None), "gpu", 0) or 0))
-    stage = snakemake.params.stage
-    kwargs = dict(snakemake.params.kwargs)
+    from lsrbench.pipeline import JOBS
+
+    params = snakemake.params
+    stage = params.stage
+    kwargs = dict(getattr(params, "settings", None) or {})
     # params.runtime (optional): settings that change how a job runs, never what it computes
     # (e.g. checkpoint frequency). A rule computes it with a function of ``output``, which makes it
     # a derived param: Snakemake leaves it out of its params rerun trigger.
-    kwargs.update(dict(getattr(snakemake.params, "runtime", None) or {}))
+    kwargs.update(dict(getattr(params, "runtime", None) or {}))
     outputs = dict(snakemake.output.items())
     params_json = outputs.pop("params_json", None)
     for source in (dict(snakemake.input.items()), outputs):
-        kwargs.update({name: (value if isinstance(value, str) else list(value)) for name, value in source.items()})
+        kwargs.update({name: (value if isinstance(value, str) or value is None else list(value))
+                       for name, value in source.items()})
+    kwargs.update(dict(getattr(params, "keyed", None) or {}))  # run files by key, not by position
     if snakemake.log:
         log_to_file(snakemake.log[0])
     start = time.monotonic()
     log.info("%s: started (%s threads)", stage, threads)
     try:
-        function = getattr(stages, stage, None) or getattr(report_stages, stage)
-        function(**kwargs)
+        JOBS[stage](**kwargs)
     except InputError as exc:
         log.error("%s: %s", stage, exc)
         print(f"lsrbench: error: {exc}", file=sys.stderr)
         sys.exit(1)
     if params_json:
-        write_json(params_json, dict(snakemake.params.identity))
+        write_json(params_json, dict(params.identity))
     log.info("%s: done in %s; read %s; wrote %s", stage, format_duration(time.monotonic() - start),
              describe(list(snakemake.input)), describe(list(snakemake.output)))
 

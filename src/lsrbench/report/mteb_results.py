@@ -93,7 +93,7 @@ def load_mteb_result(root: str | os.PathLike, model_name: str, task_name: str, m
 def _train_provenances(results_dir: Path) -> dict[tuple[str, str], Path]:
     """(run, k) -> the train_provenance.json of the runs metrics.csv was collected from: each
     ``<train folder>/<dataset>/<index id>/<eval id>/metrics.tsv`` listed in metrics.sources.json
-    (content-addressed folders, :mod:`lsrbench.pipeline.paths`)."""
+    (content-addressed folders, :mod:`lsrbench.dag.layout`)."""
     from lsrbench.report.trace import resolve_recorded, workdir_of
 
     side = results_dir / "metrics.sources.json"

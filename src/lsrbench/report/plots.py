@@ -268,14 +268,14 @@ def loss_figure(runs: dict[str, dict[str, list]], backbones: dict, key: str = "r
     return fig, list(axes[:len(names)]), window
 
 
-def plot_loss_curves(log_files: dict[str, str], backbones: dict, out_png: str, key: str = "ranking_loss") -> None:
+def plot_loss_curves(log_files: dict[tuple[str, str], str], backbones: dict, out_png: str,
+                     key: str = "ranking_loss") -> None:
     """Training loss per step, one panel per run name, one colour per k (the same in every panel),
     one shared y axis (log when every value is positive), each curve raw (thin) and smoothed (thick),
     the legend below the panels."""
     plt = _plt()
     runs: dict[str, dict[str, list]] = {}
-    for run_k, path in log_files.items():
-        run, k = run_k.rsplit("|", 1)
+    for (run, k), path in log_files.items():
         runs.setdefault(run, {})[k] = log_losses(read_train_log(path), key)
     fig, _, _ = loss_figure(runs, backbones, key)
     _save(fig, [out_png])

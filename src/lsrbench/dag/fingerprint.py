@@ -1,5 +1,5 @@
 """The content fingerprint of a local folder (a BEIR dataset folder, a model checkpoint): what
-identifies it in an output's id (:mod:`lsrbench.pipeline.paths`) instead of its spelling, so a
+identifies it in an output's id (:mod:`lsrbench.dag.layout`) instead of its spelling, so a
 relative path, a trailing slash or a copy of the same bytes elsewhere re-runs nothing, and new
 bytes under the same path re-run what reads them.
 

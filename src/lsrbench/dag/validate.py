@@ -18,7 +18,7 @@ Checked here, each refusal one :class:`~lsrbench.errors.InputError` naming the f
 * **references** from ``evaluation``, ``training_data``, ``report`` and ``claims`` to datasets,
   backbones, k values and measures the config actually produces; measure names parsed by
   ir_measures; the paper-reference file;
-* **files** it names (:mod:`lsrbench.pipeline.validate_files`): datasets and model folders.
+* **files** it names (:mod:`lsrbench.dag.validate_files`): datasets and model folders.
 """
 
 from __future__ import annotations
@@ -27,10 +27,13 @@ import math
 from collections import deque
 from pathlib import Path
 
+from lsrbench.config.entries import load_datasets_file
+from lsrbench.config.grid import backbone_modes, k_lists, n_triplets, runs
+from lsrbench.config.layers import ConfigOrigins
+from lsrbench.config.schema import canonical_order, load_schema, validate
 from lsrbench.errors import InputError
 from lsrbench.names import (AUTO_K, BM25, COLLAPSED, DATASET_PATTERN, DEFAULT_MODE, DOC_DIMS, FLOPS, POOLED,
                             QUERY_DIMS, RESERVED_RUN_NAMES, format_k, k_text_problem, k_value, name_problem)
-from lsrbench.pipeline.config import ConfigOrigins, backbone_modes, load_datasets_file, runs, validate
 
 __all__ = ["check_config", "check_mirror", "check_values", "produced_measures"]
 
@@ -45,10 +48,10 @@ OWN_MEASURES = frozenset({FLOPS, QUERY_DIMS, DOC_DIMS, COLLAPSED})
 def check_config(config: dict, config_file: str | Path, origins: ConfigOrigins | None = None, *, files: bool = True,
                  record: str | Path | None = None, mirror_must_exist: bool = True) -> dict:
     """Validate a (merged) run config, its cross-references and, with ``files``, the files it names
-    (``record``: see :func:`lsrbench.pipeline.validate_files.check_files`), a named mirror first
+    (``record``: see :func:`lsrbench.dag.validate_files.check_files`), a named mirror first
     (:func:`check_mirror`; not for the prefetch target, which creates it: ``mirror_must_exist``);
     returns it with the schema's defaults filled and the dataset registry under ``_datasets``. With
-    ``origins`` (:func:`lsrbench.pipeline.config.load_config_files`), an error names the file its
+    ``origins`` (:func:`lsrbench.config.load_config_files`), an error names the file its
     field was set in."""
     try:
         return _check_config(config, config_file, files, record, mirror_must_exist)
@@ -60,9 +63,11 @@ def check_config(config: dict, config_file: str | Path, origins: ConfigOrigins |
 
 def _check_config(config: dict, config_file, files: bool, record, mirror_must_exist: bool) -> dict:
     check_values(config, config_file)
-    config = validate(config, "config.schema.yaml", config_file)
+    # in the schema's order: a config whose keys are written in another order is the same config
+    config = canonical_order(validate(config, "config.schema.yaml", config_file), load_schema("config.schema.yaml"))
     datasets = load_datasets_file(config["datasets_file"])
     check_values(datasets, config["datasets_file"])
+    datasets = canonical_order(datasets, load_schema("datasets.schema.yaml"))
     _check_dataset_names(config, datasets, config_file)
     _check_numbers(config, config_file)
     _check_evaluate_only(config, config_file)
@@ -75,7 +80,7 @@ def _check_config(config: dict, config_file, files: bool, record, mirror_must_ex
     if mirror_must_exist:
         check_mirror(config, config_file)
     if files:
-        from lsrbench.pipeline.validate_files import check_files
+        from lsrbench.dag.validate_files import check_files
 
         check_files(config, config_file, record)
     return config
@@ -115,7 +120,7 @@ def check_values(data, file) -> None:
 
 def _check_dataset_names(config: dict, datasets: dict, file) -> None:
     """Evaluated and training datasets exist in the registry and can name a folder."""
-    from lsrbench.data.triplets import check_training_data
+    from lsrbench.data.training_sources import check_training_data
 
     datasets_file = config["datasets_file"]
     for i, name in enumerate(config["evaluation"]["datasets"]):
@@ -131,16 +136,6 @@ def _check_dataset_names(config: dict, datasets: dict, file) -> None:
     check_training_data(td, file)
     if td["source"] == "pseudo_queries" and td["dataset"] not in datasets:
         raise InputError(file, "training_data.dataset", f"dataset '{td['dataset']}' is not defined in {datasets_file}")
-
-
-def _k_lists(config: dict, backbone: str) -> dict[str, tuple[str, list]]:
-    """Mode -> (the field its k list is read from, the list as written), for one backbone."""
-    entry = config["backbones"][backbone]
-    modes = entry.get("modes", config["modes"])
-    if isinstance(modes, dict):
-        return {m: (f"backbones.{backbone}.modes.{m}", ks) for m, ks in modes.items()}
-    field, ks = (f"backbones.{backbone}.k", entry["k"]) if "k" in entry else ("k_grid", config["k_grid"])
-    return {m: (field, ks) for m in modes}
 
 
 def _check_ks(field: str, ks: list, file) -> None:
@@ -166,10 +161,8 @@ def _check_numbers(config: dict, file) -> None:
         if not FLOAT32_MIN_NORMAL <= scale <= FLOAT32_MAX:
             raise InputError(file, f"backbones.{backbone}.head_scale",
                              f"{scale!r} is outside float32, the type the head is multiplied in")
-        for field, ks in _k_lists(config, backbone).values():
+        for field, ks in k_lists(config, backbone).values():
             _check_ks(field, ks, file)
-    from lsrbench.pipeline.params import n_triplets
-
     if n_triplets(config) > INT32_MAX:
         raise InputError(file, "recipe.steps", f"steps x batch_size = {n_triplets(config)} training triplets, "
                                                f"more than {INT32_MAX}")

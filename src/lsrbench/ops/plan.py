@@ -1,10 +1,10 @@
 """``lsrbench plan``: what a config's grid will cost, printed before anyone submits it.
 
-* Jobs per rule: Snakemake's own dry run of the Snakefile (:mod:`lsrbench.pipeline.dryrun`), the
+* Jobs per rule: Snakemake's own dry run of the Snakefile (:mod:`lsrbench.dag.dryrun`), the
   whole grid (``--forceall``) or only what is left in a working directory.
 * Dataset sizes: a finished dataset job's counts, the mirror's files, or the published sizes
   (:mod:`lsrbench.data.sizes`).
-* Compute per stage: each backbone calibrated on this device (:mod:`lsrbench.pipeline.calibrate`),
+* Compute per stage: each backbone calibrated on this device (:mod:`lsrbench.ops.calibrate`),
   extrapolated linearly: train = steps x seconds per step (x recipe batch / timed batch); index =
   documents and queries x seconds per text; evaluate = queries x documents x FLOPs x seconds per
   posting, with an assumed FLOPs of a trained model (the calibration model is untrained).
@@ -35,12 +35,12 @@ def make_plan(config: dict, config_files: list[str], *, mirror: str | None = Non
               passages: int = 256, batch: int | None = None, assume_flops: float = DEFAULT_FLOPS) -> dict:
     """The plan of the checked ``config`` loaded from ``config_files`` (with ``mirror`` as its
     ``mirror``), as data (see :func:`plan_text`)."""
-    from lsrbench.pipeline.dryrun import dry_run, find_snakefile, job_counts, planned_jobs
+    from lsrbench.dag.dryrun import dry_run, find_snakefile, job_counts, planned_jobs
 
     output = dry_run(find_snakefile(snakefile), config_files, workdir, forceall=not remaining,
                      config={"mirror": mirror} if mirror else None)
     jobs = planned_jobs(output)
-    from lsrbench.pipeline.paths import Layout
+    from lsrbench.dag.layout import Layout
 
     layout = Layout(config, str(Path(workdir) / "results"))  # where finished dataset jobs put their records
     datasets = _datasets(layout)
@@ -72,7 +72,8 @@ def _datasets(layout) -> dict:
     pool = config["evaluation"]["pool_depth"]
     out = {}
     for name in config["evaluation"]["datasets"]:
-        info = layout.pool(name).path("eval.json") if layout.pool_depth(name) else layout.data(name).path("info.json")
+        info = (layout.get("pool", dataset=name).path("eval.json") if pool
+                else layout.get("data", dataset=name).path("info.json"))
         size = dataset_size(name, config.get("mirror"), info)
         evaluated = size["evaluated_documents"]
         if evaluated is None and size["documents"] is not None:
@@ -83,9 +84,9 @@ def _datasets(layout) -> dict:
 
 def _calibrations(config: dict, config_file: str, steps: int, passages: int, batch, layout) -> dict:
     """Backbone -> calibration dict, or ``{"error": why}``; one calibration per model folder."""
-    from lsrbench.pipeline.calibrate import calibrate, calibration_texts, find_local_model
+    from lsrbench.ops.calibrate import calibrate, calibration_texts, find_local_model
 
-    docs, queries, texts = calibration_texts(config, passages, lambda name: layout.data(name).path("full"))
+    docs, queries, texts = calibration_texts(config, passages, lambda name: layout.get("data", dataset=name).path("full"))
     done: dict[str, dict] = {}
     out = {}
     for name, entry in config["backbones"].items():
@@ -103,7 +104,7 @@ def _calibrations(config: dict, config_file: str, steps: int, passages: int, bat
 
 def _estimate(config: dict, backbone: str, jobs: list, datasets: dict, calibration: dict | None, flops: float) -> dict:
     """Jobs, work and hours of one backbone's train, index and evaluate jobs."""
-    from lsrbench.pipeline.params import docs_dataset
+    from lsrbench.dag.declarations import docs_dataset
 
     mine = [(rule, w) for rule, w in jobs if "run" in w and split_run_name(w["run"])[0] == backbone]
     train = [w for rule, w in mine if rule in TRAIN_RULES]

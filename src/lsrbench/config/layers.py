@@ -1,0 +1,112 @@
+"""A run config as files: layered config files (``base: <file>`` chains, merged in order, then the
+``--config`` values on top), where each merged value was set (for errors that name the right
+file), and the relative paths a config names, located as the Snakefile reads them."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from lsrbench.config.strict_yaml import load_yaml
+from lsrbench.errors import InputError
+
+__all__ = ["BASE_KEY", "COMMAND_LINE", "ConfigOrigins", "merge_config", "load_config_files", "locate_config_paths"]
+
+
+def locate_config_paths(config: dict, basedir: str | Path) -> dict:
+    """Relative ``datasets_file`` and ``report.reference`` are read from the working directory, or,
+    when they are not there, from the workflow's folder (``snakemake -d elsewhere`` with the
+    repository's own config/ files)."""
+
+    def locate(value):
+        if not isinstance(value, str) or Path(value).is_absolute() or Path(value).exists():
+            return value
+        beside = Path(basedir) / value
+        return str(beside) if beside.exists() else value
+
+    if "datasets_file" in config:
+        config["datasets_file"] = locate(config["datasets_file"])
+    report = config.get("report")
+    if isinstance(report, dict) and report.get("reference"):
+        report["reference"] = locate(report["reference"])
+    return config
+
+
+# ---------------------------------------------------------------------------- layered config files
+# A config file may start with ``base: <file>`` (relative to its own folder): the base is loaded
+# first (it may have a base of its own), then this file's values are merged on top of it. Merge
+# rule: mappings are merged key by key; a list or a scalar replaces the base's value; ``null``
+# over a mapping removes it (``splade-tiny-x10: null`` drops that backbone), over anything else it
+# is the value null (``mirror: null``).
+BASE_KEY = "base"
+COMMAND_LINE = "command line (--config)"
+
+
+class ConfigOrigins(dict):
+    """Where each value of a merged config was set: ``{field: file}`` (fields spelled as in error
+    messages, ``recipe.steps``, ``evaluation.datasets[0]``), for errors that name the right file."""
+
+    def __init__(self, default: str):
+        super().__init__()
+        self.default = default
+
+    def file_for(self, field: str | None) -> str:
+        """The file that set ``field`` or the nearest mapping above it."""
+        best = None
+        for key in self:
+            if field and (field == key or field.startswith((key + ".", key + "["))):
+                best = key if best is None or len(key) > len(best) else best
+        return self[best] if best is not None else self.default
+
+
+def _join(prefix: str, key) -> str:
+    return f"{prefix}[{key}]" if isinstance(key, int) else f"{prefix}.{key}" if prefix else str(key)
+
+
+def merge_config(base: dict, layer: dict, origin: str, origins: ConfigOrigins, prefix: str = "") -> dict:
+    """Merge ``layer`` into ``base`` in place (the rule above) and record ``origin`` for what it set."""
+    for key, value in layer.items():
+        field = _join(prefix, key)
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            merge_config(base[key], value, origin, origins, field)
+            continue
+        for known in [k for k in origins if k.startswith((field + ".", field + "["))]:
+            del origins[known]  # replaced as a whole: nothing below it comes from the base any more
+        if value is None and isinstance(base.get(key), dict):
+            del base[key]
+        else:
+            base[key] = copy.deepcopy(value)
+        origins[field] = origin
+    return base
+
+
+def _load_layers(path: Path, seen: tuple[Path, ...]) -> list[tuple[str, dict]]:
+    data = load_yaml(path)
+    base = data.pop(BASE_KEY, None)
+    if base is None:
+        return [(str(path), data)]
+    if not isinstance(base, str) or not base:
+        raise InputError(path, BASE_KEY, "expected the path of a base config file (relative to this file's folder)")
+    base_path = Path(base) if Path(base).is_absolute() else path.parent / base
+    if not base_path.is_file():
+        raise InputError(path, BASE_KEY, f"base config '{base}' not found (looked for {base_path})")
+    if base_path.resolve() in seen:
+        raise InputError(path, BASE_KEY, f"base config '{base}' leads back to this file (a cycle)")
+    return _load_layers(base_path, (*seen, base_path.resolve())) + [(str(path), data)]
+
+
+def load_config_files(paths, command_line: dict | None = None) -> tuple[dict, ConfigOrigins, list[str]]:
+    """The run config of one or more config files (each with its ``base:`` chain), merged in order,
+    then ``command_line`` (Snakemake's ``--config`` values) on top: ``(config, origins, files read)``.
+    Every file is parsed strictly (:func:`load_yaml`)."""
+    paths = [Path(p) for p in paths]
+    config: dict = {}
+    origins = ConfigOrigins(str(paths[-1]))
+    files = []
+    for path in paths:
+        for file, layer in _load_layers(path, (path.resolve(),)):
+            merge_config(config, layer, file, origins)
+            files.append(file)
+    if command_line:
+        merge_config(config, dict(command_line), COMMAND_LINE, origins)
+    return config, origins, files

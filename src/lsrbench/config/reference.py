@@ -1,0 +1,55 @@
+"""The paper's reported numbers (``config/paper_reference.yaml``, ``report.reference``): its values
+per (backbone, k, table column), shown beside ours, and its best k per backbone, which the claims
+compare with ours. Read with the strict loader like every other file of a config."""
+
+from __future__ import annotations
+
+import math
+
+from lsrbench.config.strict_yaml import load_yaml
+from lsrbench.errors import InputError
+from lsrbench.names import format_k, k_value
+
+__all__ = ["load_reference", "read_reference"]
+
+
+def load_reference(path: str | None, columns: list[str] | None = None) -> dict:
+    """The paper's reported values: {backbone: {k: {column name: value}}} (config/paper_reference.yaml:
+    ``values:``), each a finite number; with ``columns``, each column one of them (a misspelt column
+    would leave its values out of the table). Bad files raise a one-line InputError."""
+    if not path:
+        return {}
+    values = load_yaml(path).get("values", {})
+    if not isinstance(values, dict):
+        raise InputError(path, "values", "must map backbones to {k: {column: value}}")
+    out: dict[str, dict[str, dict]] = {}
+    for backbone, ks in values.items():
+        if not isinstance(ks, dict):
+            raise InputError(path, f"values.{backbone}", "must map k to {column: value}")
+        for k, cells in ks.items():
+            field = f"values.{backbone}.{k}"
+            if not isinstance(cells, dict):
+                raise InputError(path, field, "must map table column names to the paper's values")
+            for column, value in cells.items():
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                    raise InputError(path, f"{field}.{column}", f"must be a finite number, got {value!r}")
+                if columns is not None and column not in columns:
+                    raise InputError(path, f"{field}.{column}", f"not a column of the table (report.columns: {', '.join(columns)})")
+            out.setdefault(str(backbone), {})[format_k(k) if k_value(k) is not None else str(k)] = cells
+    return out
+
+
+def read_reference(path: str | None) -> dict:
+    """The whole reference file for the claims: ``values`` (as :func:`load_reference` checks them)
+    and ``optimal_k`` ({backbone: k}, each a positive number); empty without a file."""
+    if not path:
+        return {}
+    data = load_yaml(path)
+    optimal = data.get("optimal_k", {}) or {}
+    if not isinstance(optimal, dict):
+        raise InputError(path, "optimal_k", "must map backbones to the paper's best k")
+    for backbone, k in optimal.items():
+        if k_value(k) is None or k_value(k) <= 0:
+            raise InputError(path, f"optimal_k.{backbone}", f"must be a positive number, got {k!r}")
+    load_reference(path)
+    return {**data, "values": data.get("values", {}) or {}, "optimal_k": optimal}

@@ -1,0 +1,429 @@
+"""Every addressed stage of the DAG, declared once (:class:`lsrbench.dag.stage.Stage`): what decides
+its output (its identity, hence its folder id), the inputs it reads, the outputs it writes, its
+runtime-only settings and, through its name, the job function it runs
+(:data:`lsrbench.pipeline.JOBS`). The rule files, the folder ids, ``params.json`` and the job's
+call are all derived from these (:class:`lsrbench.dag.stage.StageRules`).
+
+Per (backbone, k), as the paper's experiment runs: norm -> train -> index -> evaluate; before them
+the datasets (BEIR layout), their pooled subsets and the training triplets; beside them BM25 and
+the FLOPs pooled over NanoBEIR. A new setting of a stage goes into its identity here and into its
+job function's signature, nowhere else.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsrbench.config.entries import dataset_entry
+from lsrbench.config.grid import n_triplets, runs
+from lsrbench.dag.stage import Stage
+from lsrbench.names import AUTO_K, split_run_name
+
+__all__ = ["STAGES", "RUNTIME_RECIPE_KEYS", "RUNTIME_EVALUATION_KEYS", "LOAD_KEYS", "load_entry", "results_recipe",
+           "results_config",
+           "pooled_flops_datasets", "docs_dataset", "used_datasets", "eval_dir", "docs_npz"]
+
+# Settings that say how a job runs, not what it computes: in no identity.
+RUNTIME_RECIPE_KEYS = ("checkpoint_steps",)
+RUNTIME_EVALUATION_KEYS = ("encode_shard_size",)
+# The backbone keys that decide what is loaded (labels, k lists and modes do not change a result).
+LOAD_KEYS = ("model", "revision", "trust_remote_code", "head_scale", "fetch")
+
+
+# ------------------------------------------------------------------------------ shared helpers
+
+def load_entry(config: dict, backbone: str) -> dict:
+    """A backbone entry's keys that decide what is loaded, as written in the config."""
+    entry = config["backbones"][backbone]
+    return {k: entry[k] for k in LOAD_KEYS if k in entry}
+
+
+def results_recipe(config: dict) -> dict:
+    """The recipe as it determines results (``checkpoint_steps`` only says how often to save)."""
+    return {k: v for k, v in config["recipe"].items() if k not in RUNTIME_RECIPE_KEYS}
+
+
+def pooled_flops_datasets(config: dict) -> list[str]:
+    """The datasets whose FLOPs are pooled per run: report.flops_datasets when it names several
+    (one dataset's pooled FLOPs are its own, so then there is nothing to pool)."""
+    names = list(config["report"].get("flops_datasets") or [])
+    return names if len(names) > 1 else []
+
+
+def used_datasets(config: dict) -> list[str]:
+    """Every dataset the run reads: the evaluated ones, then the pseudo-queries' corpus."""
+    td = config["training_data"]
+    extra = [td["dataset"]] if td["source"] == "pseudo_queries" else []
+    return list(dict.fromkeys(list(config["evaluation"]["datasets"]) + extra))
+
+
+def docs_dataset(config: dict, dataset: str) -> str:
+    """The evaluated dataset whose ``docs.npz`` ``dataset`` is scored against: the first of
+    ``evaluation.datasets`` with the same corpus (:func:`lsrbench.data.sources.corpus_key`) when
+    full collections are evaluated (``pool_depth: null``), so MS MARCO's 8.8M passages are encoded
+    once per run for MS MARCO Dev and TREC DL 2019; itself when each dataset is pooled (its own
+    subset of documents)."""
+    if config["evaluation"]["pool_depth"] or dataset not in config["_datasets"]:
+        return dataset
+    from lsrbench.data.sources import corpus_key
+
+    first: dict = {}
+    for name in config["evaluation"]["datasets"]:
+        first.setdefault(corpus_key(dataset_entry(config, name)), name)
+    return first.get(corpus_key(dataset_entry(config, dataset)), dataset)
+
+
+def _pool_depth(config: dict, dataset: str):
+    """The pool depth of an evaluated dataset (None: the full collection, or not evaluated)."""
+    return config["evaluation"]["pool_depth"] if dataset in config["evaluation"]["datasets"] else None
+
+
+def eval_dir(layout, dataset: str) -> str:
+    """The BEIR folder a dataset is indexed and evaluated on: pooled, or the full one."""
+    if _pool_depth(layout.config, dataset):
+        return layout.get("pool", dataset=dataset).path("eval")
+    return layout.get("data", dataset=dataset).path("full")
+
+
+def _eval_data(layout, dataset: str) -> str:
+    """The identity of the evaluated data: ``<data id>`` or ``<data id>/pool<depth>``."""
+    data = layout.get("data", dataset=dataset)
+    depth = _pool_depth(layout.config, dataset)
+    return f"{data.id}/pool{depth}" if depth else data.id
+
+
+def docs_npz(layout, run: str, k: str, dataset: str) -> str:
+    """The docs.npz ``dataset`` is scored against (another dataset's on a shared corpus)."""
+    return layout.get("index", run=run, k=k, dataset=docs_dataset(layout.config, dataset)).path("docs.npz")
+
+
+def _where(layout) -> dict:
+    """Where jobs read from and name in errors: never part of a result."""
+    return {"mirror": layout.config["mirror"], "cache_dir": layout.config["cache_dir"], "config_file": layout.config_file}
+
+
+def _load_identity(layout, backbone: str) -> dict:
+    """What a backbone loads: a local checkpoint folder's bytes, else the hub id / wheel digests."""
+    entry = load_entry(layout.config, backbone)
+    if Path(str(entry["model"])).expanduser().is_dir():
+        entry["model"] = layout.fingerprint(entry["model"])
+    return entry
+
+
+def _measures(config: dict, dataset: str) -> list[str]:
+    """The measures of a dataset: its entry's own, else ``evaluation.measures``."""
+    return list(dataset_entry(config, dataset).measures or config["evaluation"]["measures"])
+
+
+def _scoring(config: dict, dataset: str) -> dict:
+    """The settings that decide a dataset's run file and metrics from its vectors."""
+    return {"top_k": config["evaluation"]["top_k"], "measures": _measures(config, dataset),
+            "skip_identical_ids": dataset_entry(config, dataset).skip_identical_ids}
+
+
+def _evaluated(config: dict) -> list[str]:
+    return list(config["evaluation"]["datasets"])
+
+
+def _released(config: dict, run: str) -> bool:
+    return bool(config["backbones"][split_run_name(run)[0]].get("evaluate_only"))
+
+
+def _train(layout, key: dict):
+    return layout.get("train", run=key["run"], k=key["k"])
+
+
+# ------------------------------------------------------------------------------ data
+
+def _dataset_identity(layout, key: dict) -> dict:
+    from lsrbench.data.sources import source_identity
+
+    entry = dataset_entry(layout.config, key["dataset"])
+    return {"dataset": entry.name, "source": source_identity(entry, layout.config.get("mirror"), layout.fingerprint),
+            "split": entry.split, "unknown_docs": entry.unknown_docs}
+
+
+DATASET = Stage(
+    name="dataset", kind="data",
+    grid=lambda c: [{"dataset": d} for d in used_datasets(c)],
+    identity=_dataset_identity,
+    outputs={"full_dir": "full/", "info": "info.json"},
+    # the entry as written (a local folder's path) and where downloads go; datasets_file only names errors
+    runtime=lambda layout, item: {"entry": layout.config["_datasets"][item.fields["dataset"]],
+                                  "mirror": layout.config["mirror"], "cache_dir": layout.config["cache_dir"],
+                                  "datasets_file": layout.config["datasets_file"], "corpus_store": _corpus_store(layout)},
+)
+
+
+def _corpus_store(layout) -> str:
+    """One copy of each distinct corpus file, hard-linked into the dataset folders."""
+    return f"{layout.results}/data/.corpora"
+
+
+POOL = Stage(
+    name="pool", kind="pool",
+    grid=lambda c: [{"dataset": d} for d in _evaluated(c) if _pool_depth(c, d)],
+    folder_fields=lambda layout, key: {**layout.get("data", **key).fields,
+                                       "pool_depth": str(_pool_depth(layout.config, key["dataset"]))},
+    identity=lambda layout, key: {"data": layout.get("data", **key).id,
+                                  "pool_depth": _pool_depth(layout.config, key["dataset"])},
+    inputs=lambda layout, item: {"full_dir": layout.get("data", dataset=item.fields["dataset"]).path("full")},
+    outputs={"eval_dir": "eval/", "eval_info": "eval.json"},
+    runtime=lambda layout, item: {"corpus_store": _corpus_store(layout)},
+)
+
+
+def _triplets_identity(layout, key: dict) -> dict:
+    from lsrbench.data.training_sources import TRAINING_SOURCES
+
+    td = layout.config["training_data"]
+    source = TRAINING_SOURCES[td["source"]]
+    corpus = {"corpus": layout.get("data", dataset=td["dataset"]).id} if source.needs_corpus else {}
+    return {"training_data": source.identity(td, layout.fingerprint), "n": n_triplets(layout.config),
+            "seed": td["seed"], **corpus}
+
+
+def _triplets_inputs(layout, item) -> dict:
+    """The corpus folder for pseudo-queries, nothing for hf / ir_datasets."""
+    td = layout.config["training_data"]
+    return {"full_dir": layout.get("data", dataset=td["dataset"]).path("full")} if td["source"] == "pseudo_queries" else {}
+
+
+TRIPLETS = Stage(
+    name="triplets", kind="triplets",
+    grid=lambda c: [{}],
+    identity=_triplets_identity,
+    inputs=_triplets_inputs,
+    outputs={"triplets_jsonl": "triplets.jsonl"},
+    # the training data as written (its mirror folder name, a local repo's path): a mirror holds the
+    # same triplets, checked against it
+    runtime=lambda layout, item: {"entry": layout.config["training_data"], **_where(layout)},
+)
+
+
+# ------------------------------------------------------------------------------ norm, train
+
+NORM = Stage(
+    name="norm", kind="norms",
+    grid=lambda c: [{"backbone": b} for b in c["backbones"]],
+    identity=lambda layout, key: {"backbone": key["backbone"], "load": _load_identity(layout, key["backbone"])},
+    outputs={"norms_json": "norms.json"},
+    # the entry as written (a local folder's path), where errors point and downloads go
+    runtime=lambda layout, item: {"entry": load_entry(layout.config, item.fields["backbone"]), **_where(layout)},
+)
+
+
+def _train_identity(layout, key: dict) -> dict:
+    run, k = key["run"], key["k"]
+    base, mode = split_run_name(run)
+    identity = {"run": run, "k": k, "load": _load_identity(layout, base), "mode": mode,
+                "recipe": results_recipe(layout.config), "triplets": layout.get("triplets").id,
+                "norms": layout.get("norms", backbone=base).id}
+    if k == AUTO_K:
+        auto = layout.config["auto_k"]
+        identity.update(auto_k=auto, reference_norms=layout.get("norms", backbone=auto["reference"]).id)
+    return identity
+
+
+def _train_inputs(layout, item) -> dict:
+    """Its backbone's norms (plus the reference's for ``k: auto``) and the triplets."""
+    base, _ = split_run_name(item.fields["run"])
+    inputs = {"norms_json": layout.get("norms", backbone=base).path("norms.json"),
+              "triplets_jsonl": layout.get("triplets").path("triplets.jsonl")}
+    if item.fields["k"] == AUTO_K:
+        inputs["reference_norms_json"] = layout.get("norms", backbone=layout.config["auto_k"]["reference"]).path("norms.json")
+    return inputs
+
+
+def _train_runtime(layout, item) -> dict:
+    """The backbone entry as written, checkpoints and processes: where the job reads and how it
+    runs, not what it computes (a restarted job must find its checkpoints, which are no outputs:
+    Snakemake's clean-up of a failed job's outputs would delete them)."""
+    return {"entry": load_entry(layout.config, split_run_name(item.fields["run"])[0]),
+            "checkpoint_dir": item.path("checkpoints"), "checkpoint_steps": layout.config["recipe"]["checkpoint_steps"],
+            "processes": layout.config["train_processes"], **_where(layout)}
+
+
+TRAINED_OUTPUTS = {"model_dir": "model/", "train_log": "train_log.jsonl", "provenance_json": "train_provenance.json",
+                   "status_json": "status.json"}
+
+TRAIN = Stage(
+    name="train", kind="train",
+    grid=lambda c: [{"run": r, "k": k} for r, k in runs(c) if not _released(c, r)],
+    identity=_train_identity,
+    inputs=_train_inputs,
+    outputs=TRAINED_OUTPUTS,
+    runtime=_train_runtime,
+    log="train.log",
+)
+
+
+def _released_identity(layout, key: dict) -> dict:
+    """A released checkpoint as it is: no triplets, no recipe but the max lengths an MLM checkpoint
+    is made into a SparseEncoder with."""
+    base, _ = split_run_name(key["run"])
+    recipe = layout.config["recipe"]
+    return {"run": key["run"], "k": key["k"], "load": _load_identity(layout, base), "released": True,
+            "query_max_length": recipe["query_max_length"], "document_max_length": recipe["document_max_length"],
+            "norms": layout.get("norms", backbone=base).id}
+
+
+# A backbone with `evaluate_only: true`: the same outputs as train, made from the released checkpoint.
+RELEASED = Stage(
+    name="released", kind="train",
+    grid=lambda c: [{"run": r, "k": k} for r, k in runs(c) if _released(c, r)],
+    identity=_released_identity,
+    inputs=lambda layout, item: {"norms_json": layout.get("norms", backbone=item.fields["run"]).path("norms.json")},
+    outputs=TRAINED_OUTPUTS,
+    runtime=lambda layout, item: {"entry": load_entry(layout.config, item.fields["run"]), **_where(layout)},
+    log="train.log",
+)
+
+
+# ------------------------------------------------------------------------------ index, evaluate
+
+def _encoding(config: dict) -> dict:
+    """The index stage's settings (``evaluation`` keys that decide the vectors)."""
+    ev = config["evaluation"]
+    return {"batch_size": ev["encode_batch_size"], "precision": ev["encode_precision"],
+            "query_max_length": ev["query_max_length"], "document_max_length": ev["document_max_length"]}
+
+
+def _index_grid(config: dict, shares_corpus: bool) -> list[dict]:
+    return [{"run": r, "k": k, "dataset": d} for r, k in runs(config) for d in _evaluated(config)
+            if (docs_dataset(config, d) != d) == shares_corpus]
+
+
+def _index_identity(layout, key: dict) -> dict:
+    return {"train": _train(layout, key).id, "data": _eval_data(layout, key["dataset"]), **_encoding(layout.config)}
+
+
+def _index_inputs(layout, item) -> dict:
+    return {"model_dir": _train(layout, item.fields).path("model"), "data_dir": eval_dir(layout, item.fields["dataset"])}
+
+
+def _index_folder(layout, key: dict) -> dict:
+    return {**_train(layout, key).fields, "dataset": key["dataset"]}
+
+
+INDEX = Stage(
+    name="index", kind="index",
+    grid=lambda c: _index_grid(c, shares_corpus=False),
+    folder_fields=_index_folder,
+    identity=_index_identity,
+    inputs=_index_inputs,
+    outputs={"docs_npz": "docs.npz", "queries_npz": "queries.npz"},
+    # shards live beside the outputs but are no outputs (a restarted job resumes from them), and
+    # docs.npz does not depend on the shard size
+    runtime=lambda layout, item: {"shard_dir": item.path("doc_shards"),
+                                  "shard_size": layout.config["evaluation"]["encode_shard_size"] or 0},
+)
+
+# A dataset sharing another's corpus (MS MARCO Dev and TREC DL 2019 on full collections): its
+# queries only, scored against the other's docs.npz.
+INDEX_QUERIES = Stage(
+    name="index_queries", kind="index",
+    grid=lambda c: _index_grid(c, shares_corpus=True),
+    folder_fields=_index_folder,
+    identity=_index_identity,
+    inputs=_index_inputs,
+    outputs={"queries_npz": "queries.npz"},
+)
+
+
+def _evaluate_identity(layout, key: dict) -> dict:
+    queries = layout.get("index", **key)
+    docs = layout.get("index", run=key["run"], k=key["k"], dataset=docs_dataset(layout.config, key["dataset"]))
+    return {"run": key["run"], "k": key["k"], "dataset": key["dataset"], "train": queries.fields["train_id"],
+            "docs": docs.id, "queries": queries.id, **_scoring(layout.config, key["dataset"]),
+            "collapse_max_active_share": layout.config["evaluation"]["collapse_max_active_share"]}
+
+
+def _evaluate_inputs(layout, item) -> dict:
+    run, k, dataset = (item.fields[key] for key in ("run", "k", "dataset"))
+    return {"data_dir": eval_dir(layout, dataset), "docs_npz": docs_npz(layout, run, k, dataset),
+            "queries_npz": layout.get("index", run=run, k=k, dataset=dataset).path("queries.npz"),
+            "train_status": layout.get("train", run=run, k=k).path("status.json")}
+
+
+EVALUATE = Stage(
+    name="evaluate", kind="evaluate",
+    grid=lambda c: [{"run": r, "k": k, "dataset": d} for r, k in runs(c) for d in _evaluated(c)],
+    folder_fields=lambda layout, key: dict(layout.get("index", **key).fields),
+    identity=_evaluate_identity,
+    inputs=_evaluate_inputs,
+    outputs={"run_trec": "run.trec", "metrics_tsv": "metrics.tsv", "perquery_tsv": "perquery.tsv",
+             "status_json": "status.json", "provenance_json": "provenance.json"},
+)
+
+
+def _pooled_identity(layout, key: dict) -> dict:
+    names = pooled_flops_datasets(layout.config)
+    run, k = key["run"], key["k"]
+    return {"run": run, "k": k, "datasets": names,
+            "docs": [layout.get("index", run=run, k=k, dataset=docs_dataset(layout.config, d)).id for d in names],
+            "queries": [layout.get("index", run=run, k=k, dataset=d).id for d in names]}
+
+
+def _pooled_inputs(layout, item) -> dict:
+    run, k = item.fields["run"], item.fields["k"]
+    names = item.identity["datasets"]
+    return {"docs_npz": [docs_npz(layout, run, k, d) for d in names],
+            "queries_npz": [layout.get("index", run=run, k=k, dataset=d).path("queries.npz") for d in names]}
+
+
+# FLOPs and active dims pooled over report.flops_datasets (NanoBEIR) as sentence-transformers'
+# SparseNanoBEIREvaluator pools them; only when it names several datasets.
+POOLED_FLOPS = Stage(
+    name="pooled_flops", kind="pooled",
+    grid=lambda c: [{"run": r, "k": k} for r, k in runs(c)] if pooled_flops_datasets(c) else [],
+    folder_fields=lambda layout, key: dict(_train(layout, key).fields),
+    identity=_pooled_identity,
+    inputs=_pooled_inputs,
+    outputs={"metrics_tsv": "metrics.tsv", "provenance_json": "provenance.json"},
+)
+
+BM25 = Stage(
+    name="bm25", kind="bm25",
+    grid=lambda c: [{"dataset": d} for d in _evaluated(c)] if c["report"]["bm25"] else [],
+    identity=lambda layout, key: {"dataset": key["dataset"], "data": _eval_data(layout, key["dataset"]),
+                                  **_scoring(layout.config, key["dataset"]),
+                                  "settings": layout.config["report"]["bm25_settings"]},
+    inputs=lambda layout, item: {"data_dir": eval_dir(layout, item.fields["dataset"])},
+    outputs={"run_trec": "run.trec", "metrics_tsv": "metrics.tsv", "perquery_tsv": "perquery.tsv",
+             "provenance_json": "provenance.json"},
+)
+
+
+# ------------------------------------------------------------------------------ the config itself
+
+# Top-level keys that say where things are read from or how jobs run: in no result.
+RUNTIME_CONFIG_KEYS = ("mirror", "cache_dir", "datasets_file", "use_gpu", "train_processes")
+
+
+def results_config(config: dict) -> dict:
+    """The config as it decides results (every report's settings among them): its runtime-only
+    settings left out, the dataset registry reduced to the entries it uses."""
+    out = {k: v for k, v in config.items() if k not in RUNTIME_CONFIG_KEYS and not k.startswith("_")}
+    out["recipe"] = results_recipe(config)
+    out["training_data"] = {k: v for k, v in config["training_data"].items() if k != "name"}  # a mirror folder name
+    out["evaluation"] = {k: v for k, v in config["evaluation"].items() if k not in RUNTIME_EVALUATION_KEYS}
+    out["datasets"] = {name: config["_datasets"][name] for name in used_datasets(config)}
+    return out
+
+
+# The config every report of the results folder was made with, in its canonical form: an input
+# of every report rule, so that a settings change re-runs the reports (and only that: a config
+# whose keys are merely written in another order is the same folder), and the folder every
+# report names as its config (results/configs/<id>/config.yaml).
+CONFIG = Stage(
+    name="config_snapshot", kind="configs",
+    grid=lambda c: [{}],
+    # the backbones' order too: it is the tables' row order, which no hash of a mapping keeps
+    identity=lambda layout, key: {"config": results_config(layout.config), "files": layout.config_files,
+                                  "backbone_order": list(layout.config["backbones"])},
+    outputs={"config_yaml": "config.yaml"},
+)
+
+# The registry: one line per stage (the Layout builds outputs in this order).
+STAGES = (NORM, TRIPLETS, DATASET, POOL, TRAIN, RELEASED, INDEX, INDEX_QUERIES, EVALUATE, POOLED_FLOPS, BM25, CONFIG)

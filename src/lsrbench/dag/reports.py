@@ -1,0 +1,170 @@
+"""The report rules (``workflow/rules/report.smk``), declared once each: the run files a report reads
+(the current config's addressed outputs, from the :class:`~lsrbench.dag.layout.Layout`), the
+settings it is made with, and its job function (:data:`lsrbench.pipeline.JOBS`). Each reads
+cached run outputs only, so deleting a report re-runs just its rule.
+
+Files that belong to a run are passed *by key*, never by position: ``params.keyed[name]`` holds
+``[key..., path]`` rows (``[backbone, path]``, ``[run, k, path]``, ``[run, k, dataset, path]``),
+the one encoding of a run key the report jobs read (:func:`lsrbench.pipeline.report_stages.keyed`);
+the same paths are the rule's inputs, for the DAG.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from lsrbench.config.grid import runs
+from lsrbench.dag.declarations import pooled_flops_datasets
+
+__all__ = ["REPORTS", "ReportRules", "report_outputs", "html_pages", "claims_datasets", "job_threads",
+           "corpus_sharing_datasets", "REPORT_BACKBONE_KEYS"]
+
+
+def job_threads(remote_exec: bool, cores: int | None) -> int:
+    """Threads of a train or index job. Locally one: on 2 cores, two one-thread jobs side by side
+    ran the tiny default 1.22x faster than one all-cores job at a time (310 s vs 379 s,
+    benchmark/results/dag_schedule.json: each job's start-up is paid in parallel), and a job's
+    numbers then do not depend on how many cores the machine has (intra-op reductions split by
+    thread count change the last float digits, which training carries on). ``--set-threads
+    train=N index=N`` gives more. Inside a cluster job: the cores it was given (the profile's
+    resources), since there it runs alone."""
+    return max(1, int(cores or 1)) if remote_exec else 1
+
+
+def corpus_sharing_datasets(config: dict) -> list[str]:
+    """Evaluated datasets that reuse another dataset's ``docs.npz`` (only their queries are encoded)."""
+    from lsrbench.dag.declarations import docs_dataset
+
+    return [d for d in config["evaluation"]["datasets"] if docs_dataset(config, d) != d]
+
+
+# -- the run files the reports read -------------------------------------------------------------
+
+def _metric_files(layout) -> list[str]:
+    config = layout.config
+    files = [layout.get("evaluate", run=r, k=k, dataset=d).path("metrics.tsv")
+             for r, k in runs(config) for d in config["evaluation"]["datasets"]]
+    if pooled_flops_datasets(config):
+        files += [layout.get("pooled", run=r, k=k).path("metrics.tsv") for r, k in runs(config)]
+    if config["report"]["bm25"]:
+        files += [layout.get("bm25", dataset=d).path("metrics.tsv") for d in config["evaluation"]["datasets"]]
+    return files
+
+
+def _norm_files(layout) -> list[list[str]]:
+    return [[b, layout.get("norms", backbone=b).path("norms.json")] for b in layout.config["backbones"]]
+
+
+def _log_files(layout) -> list[list[str]]:
+    return [[r, k, layout.get("train", run=r, k=k).path("train_log.jsonl")] for r, k in runs(layout.config)]
+
+
+def claims_datasets(config: dict) -> list[str]:
+    """Datasets whose per-query scores the claims read: the test datasets, and the tradeoff plot's
+    (report.flops_datasets) for a frontier claim."""
+    claims = config.get("claims") or {}
+    names = list(claims.get("datasets", []))
+    if any(c.get("type") == "frontier" for c in claims.get("list", [])):
+        names += [d for d in config["report"].get("flops_datasets") or [] if d not in names]
+    return names
+
+
+def _perquery_files(layout) -> list[list[str]]:
+    return [[r, k, d, layout.get("evaluate", run=r, k=k, dataset=d).path("perquery.tsv")]
+            for r, k in runs(layout.config) for d in claims_datasets(layout.config)]
+
+
+def _reference(config: dict) -> list[str]:
+    """The paper's values shown beside ours, as an input: editing the file re-runs the report."""
+    return [config["report"]["reference"]] if config["report"]["reference"] else []
+
+
+# What the reports read of a backbone entry: its label, synthetic and evaluate_only flags, and what
+# tells a synthetic twin's original (Table 1's note). The rest (fetch digests, k lists) stays out.
+REPORT_BACKBONE_KEYS = ("label", "synthetic", "evaluate_only", "head_scale", "model", "revision")
+
+
+def _backbones(config: dict) -> dict:
+    return {name: {key: entry[key] for key in REPORT_BACKBONE_KEYS if key in entry}
+            for name, entry in config["backbones"].items()}
+
+
+def _report_settings(config: dict) -> dict:
+    return {"report_cfg": config["report"], "backbones": _backbones(config)}
+
+
+# -- the report rules ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Report:
+    """One report rule: its job function, the run files it reads (``files``: plain lists; ``keyed``:
+    ``[key..., path]`` rows) and its settings (from the config)."""
+
+    job: str
+    files: Callable = lambda layout: {}
+    keyed: Callable = lambda layout: {}
+    settings: Callable = lambda config: {}
+
+
+def _config(layout) -> dict:
+    """The config snapshot every report is made with (:data:`lsrbench.dag.declarations.CONFIG`)."""
+    return {"config_yaml": layout.get("configs").path("config.yaml")}
+
+
+def _metrics(layout) -> dict:
+    return {"metrics_csv": f"{layout.results}/metrics.csv", **_config(layout)}
+
+
+REPORTS = {
+    "collect": Report("report_collect", files=lambda L: {"metric_files": _metric_files(L), **_config(L)}),
+    "table1": Report("report_table1", files=lambda L: {**_metrics(L), "reference_file": _reference(L.config)},
+                     keyed=lambda L: {"norm_files": _norm_files(L)},
+                     settings=lambda c: {**_report_settings(c), "auto_k": c.get("auto_k")}),
+    "table_beir": Report("report_table_beir", files=_metrics, settings=_report_settings),
+    "norms_report": Report("report_norms", files=_metrics, keyed=lambda L: {"norm_files": _norm_files(L)},
+                           settings=lambda c: {**_report_settings(c), "auto_k": c.get("auto_k")}),
+    "tradeoff": Report("report_tradeoff", files=_metrics, settings=_report_settings),
+    "loss_curves": Report("report_loss_curves", files=_config, keyed=lambda L: {"log_files": _log_files(L)},
+                          settings=lambda c: {"backbones": _backbones(c)}),
+    "claims": Report("report_claims", files=lambda L: {**_metrics(L), "reference_file": _reference(L.config)},
+                     keyed=lambda L: {"perquery_files": _perquery_files(L), "norm_files": _norm_files(L),
+                                      "log_files": _log_files(L)},
+                     settings=lambda c: {**_report_settings(c), "claims_cfg": c.get("claims")}),
+}
+
+
+class ReportRules:
+    """The Snakemake side of :data:`REPORTS` for one layout: each report rule's ``input`` (every file
+    it reads, by name) and ``params`` (its job, settings and keyed files, canonical)."""
+
+    def __init__(self, layout):
+        self.layout = layout
+
+    def inputs(self, name: str) -> dict:
+        report = REPORTS[name]
+        keyed = {n: [row[-1] for row in rows] for n, rows in report.keyed(self.layout).items()}
+        return {**report.files(self.layout), **keyed}
+
+    def params(self, name: str) -> dict:
+        report = REPORTS[name]
+        # the config is in its canonical (schema) order already (lsrbench.config.schema.canonical_order),
+        # whose backbones keep the order the tables show them in: not sorted again here
+        return {"stage": report.job, "settings": report.settings(self.layout.config), "keyed": report.keyed(self.layout)}
+
+
+# The Markdown reports shown as HTML pages in `snakemake --report` (page -> report category).
+HTML_PAGES = {"table1": "Tables", "table_beir": "Tables", "norms": "Head norms", "claims": "Claims"}
+
+
+def html_pages(config: dict) -> dict[str, str]:
+    """The HTML renderings this config's report has (claims only when the config states claims)."""
+    return {page: cat for page, cat in HTML_PAGES.items() if page != "claims" or config.get("claims")}
+
+
+def report_outputs(config: dict, results: str = "results") -> list[str]:
+    out = [f"{results}/{name}" for name in ("table1.md", "table_beir.md", "metrics.csv", "norms.md", "norms.png",
+                                             "tradeoff.png", "tradeoff.pdf", "loss_curves.png")]
+    if config.get("claims"):
+        out += [f"{results}/claims.md", f"{results}/claims.json"]
+    return out + [f"{results}/html/{page}.html" for page in html_pages(config)]

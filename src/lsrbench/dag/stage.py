@@ -1,0 +1,153 @@
+"""One addressed stage, declared once (:class:`Stage`), and what the Snakemake rule of it is made of,
+derived from that declaration only (:class:`StageRules`): its outputs, inputs, wildcard
+constraints, log and params, and the call of its job function.
+
+A declaration says what decides the stage's output (its *identity*, which names its folder), the
+inputs it reads and the outputs it writes, the runtime-only settings (where a job reads from, how
+it runs: never in the identity) and the job function it runs (registered in
+:data:`lsrbench.pipeline.JOBS`). The job function is called with arguments bound *by name*: its
+outputs and inputs (the rule's named files), its runtime settings, and, for every other argument,
+the identity's value of that name (or the folder's wildcard value, or ``config_hash``: the
+identity's SHA-256). :meth:`StageRules.check` binds every stage's function when the Snakefile is
+parsed, so a misspelt argument fails there, in one line, not inside a job.
+
+Params are built in one canonical form (mappings sorted by key), and everything that is no
+setting of the result (runtime, the identity record) is a function of ``output``, which Snakemake
+leaves out of its params comparison: the folder id already says what changed.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Callable
+
+from lsrbench.dag.folders import ID_WILDCARD, PARAMS_JSON, pattern
+
+__all__ = ["Stage", "StageRules", "call_settings", "canonical"]
+
+
+def _nothing(*args) -> dict:
+    return {}
+
+
+def _own_key(layout, key: dict) -> dict:
+    return dict(key)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """The declaration of one addressed stage (see the module doc).
+
+    ``grid(config)`` gives the key of every output of the stage in a config (``{"run", "k"}`` for
+    a training), ``identity(layout, key)`` what decides it, ``folder_fields(layout, key)`` the
+    wildcard values of its folder besides its own id (its parent folder's, for a nested kind),
+    ``inputs(layout, item)`` / ``runtime(layout, item)`` its named input paths / runtime settings.
+    ``outputs`` maps the job function's arguments to names in the folder (a trailing ``/``: a folder).
+    """
+
+    name: str
+    kind: str
+    grid: Callable[[dict], list[dict]]
+    identity: Callable
+    outputs: dict[str, str]
+    inputs: Callable = _nothing
+    runtime: Callable = _nothing
+    folder_fields: Callable = _own_key
+    log: str = ""
+    doc: str = field(default="", repr=False)
+
+
+def canonical(value):
+    """``value`` with every mapping sorted by key (recursively): one form for params that two
+    configs differing only in key order share."""
+    if isinstance(value, dict):
+        return {k: canonical(value[k]) for k in sorted(value, key=str)}
+    if isinstance(value, (list, tuple)):
+        return [canonical(v) for v in value]
+    return value
+
+
+def _parameters(function) -> dict[str, inspect.Parameter]:
+    return {n: p for n, p in inspect.signature(function).parameters.items()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def call_settings(function, item) -> dict:
+    """The arguments of ``function`` that come from an addressed output's identity (or its folder's
+    wildcards, or ``config_hash``): those the function names, nothing else."""
+    available = {**item.fields, **item.identity, "config_hash": item.sha256}
+    return {name: available[name] for name in _parameters(function) if name in available}
+
+
+class StageRules:
+    """The Snakemake side of the declarations of one :class:`~lsrbench.dag.layout.Layout`: what each
+    rule's ``output``, ``input``, ``params``, ``wildcard_constraints`` and ``log`` are."""
+
+    def __init__(self, layout, jobs: dict[str, Callable]):
+        self.layout, self.jobs = layout, jobs
+
+    def _stage(self, name: str) -> Stage:
+        return self.layout.stages[name]
+
+    def outputs(self, name: str) -> dict:
+        from snakemake.io import directory
+
+        stage = self._stage(name)
+        out = {arg: directory(pattern(stage.kind, file[:-1])) if file.endswith("/") else pattern(stage.kind, file)
+               for arg, file in stage.outputs.items()}
+        return {**out, "params_json": pattern(stage.kind, PARAMS_JSON)}
+
+    def log(self, name: str) -> str:
+        return pattern(self._stage(name).kind, self._stage(name).log or f"{name}.log")
+
+    def _item(self, name: str, wildcards):
+        return self.layout.find(self._stage(name).kind, wildcards)
+
+    def inputs(self, name: str) -> Callable:
+        """An input function (use with ``unpack``): the named inputs of the output the wildcards name."""
+        return lambda w: self._stage(name).inputs(self.layout, self._item(name, w))
+
+    def params(self, name: str) -> dict:
+        """``stage`` (the job function), ``settings`` (its arguments from the identity, canonical),
+        and, as functions of ``output`` (outside Snakemake's params comparison), ``identity`` (the
+        ``params.json`` record) and ``runtime``."""
+        function = self.jobs[name]
+        return {
+            "stage": name,
+            "settings": lambda w: canonical(call_settings(function, self._item(name, w))),
+            "identity": lambda w, output: canonical(self._item(name, w).record()),
+            "runtime": lambda w, output: self._stage(name).runtime(self.layout, self._item(name, w)),
+        }
+
+    def constraints(self, name: str) -> dict:
+        """The rule's own id wildcard matches exactly the ids of the outputs this stage makes."""
+        kind = self._stage(name).kind
+        return {ID_WILDCARD[kind]: self.layout.id_regex(name)} if kind in ID_WILDCARD else {}
+
+    def check(self) -> None:
+        """Bind every declared stage's job function to its first output (if the config has one):
+        a job function that is not registered, an argument nothing provides, or an output, input
+        or runtime setting the function does not take is a ValueError naming both."""
+        for name, stage in self.layout.stages.items():
+            if name not in self.jobs:
+                raise ValueError(f"stage {name}: no job function registered (lsrbench.pipeline.JOBS)")
+            items = self.layout.of_stage(name)
+            if items:
+                _check_binding(name, self.jobs[name], stage, self.layout, items[0])
+
+
+def _check_binding(name: str, function, stage: Stage, layout, item) -> None:
+    params = _parameters(function)
+    takes_any = any(p.kind == p.VAR_KEYWORD for p in inspect.signature(function).parameters.values())
+    given = {"outputs": set(stage.outputs), "inputs": set(stage.inputs(layout, item)),
+             "runtime": set(stage.runtime(layout, item))}
+    for what, names in given.items():
+        unknown = [] if takes_any else sorted(names - set(params))
+        if unknown:
+            raise ValueError(f"stage {name}: {what} {', '.join(unknown)} are not arguments of {function.__qualname__}")
+    provided = set().union(*given.values()) | set(call_settings(function, item))
+    missing = [n for n, p in params.items() if n not in provided and p.default is inspect.Parameter.empty]
+    if missing:
+        raise ValueError(f"stage {name}: nothing provides {', '.join(missing)} of {function.__qualname__}")
+

@@ -1,0 +1,122 @@
+"""Nothing a user does to a config's formatting, and no damaged input, costs a finished file
+(issue 22, family 0), through ``snakemake`` on a copy of the finished micro run: every mapping of
+the config (and of its dataset registry) written in another order plans no job; a finished
+``docs.npz`` truncated with a fresh mtime is refused in one line before Snakemake re-runs (and so
+deletes) the evaluation made from it; ``lsrbench gc --delete`` with another config keeps what the
+reports in the results folder were made from, so ``lsrbench verify`` still passes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helpers.snakemake import SNAKEMAKE, copy_run, eval_dir, index_dir, job_counts
+
+pytestmark = pytest.mark.slow
+LSRBENCH = [sys.executable, "-m", "lsrbench.cli"]
+
+
+def _reversed(value):
+    """Every mapping with its keys in the reverse order, recursively (lists keep theirs)."""
+    if isinstance(value, dict):
+        return {k: _reversed(value[k]) for k in reversed(list(value))}
+    if isinstance(value, list):
+        return [_reversed(v) for v in value]
+    return value
+
+
+def _files(results: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(results)): p.read_bytes() for p in sorted(results.rglob("*"))
+            if p.is_file() and ".cache" not in p.parts}
+
+
+def _dry_run(work: Path, config: Path) -> dict[str, int]:
+    proc = subprocess.run([*SNAKEMAKE, "-n", "--cores", "1", "-d", str(work), "--configfile", str(config)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {k: v for k, v in job_counts(proc.stdout).items() if k not in ("all", "total")}
+
+
+REPORT_RULES = {"config_snapshot", "collect", "table1", "table_beir", "norms_report", "tradeoff", "loss_curves",
+                "html_table1", "html_table_beir", "html_norms"}
+
+
+def test_every_mapping_reordered_runs_no_job_that_computes_a_result(micro_run, tmp_path):
+    """Every mapping of the config and of its dataset registry in the reverse order, in a new file:
+    no job that computes a result (the reports name the config file, so they are re-made, with the
+    same tables), and every finished run file byte-identical."""
+    work = copy_run(micro_run, tmp_path / "work")
+    config = yaml.safe_load(micro_run["config"].read_text())
+    registry = tmp_path / "datasets.yaml"
+    registry.write_text(yaml.safe_dump(_reversed(yaml.safe_load(Path(config["datasets_file"]).read_text())),
+                                       sort_keys=False))
+    reordered = {**_reversed(config), "datasets_file": str(registry)}
+    assert list(reordered["recipe"]) == list(reversed(list(config["recipe"])))  # really another order
+    path = tmp_path / "reordered.yaml"
+    path.write_text(yaml.safe_dump(reordered, sort_keys=False))
+    assert set(_dry_run(work, path)) <= REPORT_RULES
+    before = _files(work / "results")
+    subprocess.run([*SNAKEMAKE, "--cores", "2", "-d", str(work), "--configfile", str(path)], check=True,
+                   capture_output=True)
+    after = _files(work / "results")
+    for name in before:
+        if name.startswith(("runs/", "data/", "norms/", "triplets/", "bm25/")) or name in ("metrics.csv", "table1.md"):
+            assert after[name] == before[name], name
+    assert _dry_run(work, path) == {}
+
+
+def test_every_mapping_reordered_in_the_same_file_plans_nothing(micro_run, tmp_path):
+    """The same config file rewritten with every mapping in another order: not one job."""
+    work = copy_run(micro_run, tmp_path / "work")
+    config_copy = tmp_path / "cfg" / micro_run["config"].name
+    config_copy.parent.mkdir()
+    config_copy.write_text(micro_run["config"].read_text())
+    subprocess.run([*SNAKEMAKE, "--cores", "2", "-d", str(work), "--configfile", str(config_copy)], check=True,
+                   capture_output=True)  # the copy's own reports (its file is another path)
+    assert _dry_run(work, config_copy) == {}
+    config = yaml.safe_load(config_copy.read_text())
+    config_copy.write_text(yaml.safe_dump(_reversed(config), sort_keys=False))
+    assert _dry_run(work, config_copy) == {}
+
+
+def test_a_truncated_finished_docs_npz_is_refused_before_anything_is_deleted(micro_run, tmp_path):
+    work = copy_run(micro_run, tmp_path / "work")
+    docs = index_dir(work, micro_run["config"], "rand-roberta", "1", "slice") / "docs.npz"
+    docs.write_bytes(docs.read_bytes()[:1000])
+    future = time.time() + 5
+    os.utime(docs, (future, future))  # a fresh mtime: Snakemake's mtime trigger would re-run the evaluation
+    before = _files(work / "results")
+    for dry in (True, False):
+        proc = subprocess.run([*SNAKEMAKE, *(["-n"] if dry else []), "--cores", "1", "-d", str(work),
+                               "--configfile", str(micro_run["config"])], capture_output=True, text=True)
+        assert proc.returncode != 0 and "Traceback" not in proc.stderr
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error: ")]
+        assert len(errors) == 1, proc.stderr[-2000:]
+        relative = docs.relative_to(work)
+        assert errors[0].startswith(f"lsrbench: error: {relative}: ") and "restore the file" in errors[0], errors[0]
+        assert _files(work / "results") == before  # the finished evaluation is still there
+    assert (eval_dir(work, micro_run["config"], "rand-roberta", "1", "slice") / "metrics.tsv").is_file()
+
+
+def test_gc_with_another_config_keeps_what_the_reports_were_made_from(micro_run, tmp_path):
+    work = copy_run(micro_run, tmp_path / "work")
+    config = yaml.safe_load(micro_run["config"].read_text())
+    config["recipe"]["learning_rate"] = 3e-5  # another config: none of the micro run's trainings
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump(config, sort_keys=False))
+    gc = subprocess.run([*LSRBENCH, "gc", "--delete", "--configfile", str(other)], cwd=work, capture_output=True,
+                        text=True)
+    assert gc.returncode == 0, gc.stderr
+    assert "keeping" in gc.stdout and "the reports in results were made from" in gc.stdout, gc.stdout
+    verify = subprocess.run([*LSRBENCH, "verify", "results"], cwd=work, capture_output=True, text=True)
+    assert verify.returncode == 0, verify.stdout[-2000:] + verify.stderr[-2000:]
+    assert (eval_dir(work, micro_run["config"], "rand-roberta", "1", "slice") / "metrics.tsv").is_file()
+    ignoring = subprocess.run([*LSRBENCH, "gc", "--ignore-reports", "--configfile", str(other)], cwd=work,
+                              capture_output=True, text=True)
+    assert ignoring.returncode == 0 and "would remove" in ignoring.stdout

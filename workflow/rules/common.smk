@@ -1,0 +1,51 @@
+# What every rule file uses, built once from the checked config (the Snakemake workflow template's
+# common.smk): the content-addressed layout of this config's outputs (lsrbench.dag.layout), its
+# stage declarations as rule parts (S: lsrbench.dag.stage.StageRules; R: the report rules,
+# lsrbench.dag.reports.ReportRules), and the wildcard constraints.
+from lsrbench.dag.fingerprint import FileDigests
+from lsrbench.dag.freshness import check_finished_inputs
+from lsrbench.dag.layout import ID_REGEX, Layout
+from lsrbench.dag.reports import ReportRules, html_pages, job_threads
+from lsrbench.dag.stage import StageRules
+from lsrbench.names import DATASET_PATTERN, K_PATTERN, NAME_PATTERN, RUN_PATTERN
+from lsrbench.pipeline import JOBS
+
+# Every output in a folder named by the hash of what decides it: a config edit plans new folders
+# beside the finished ones, which Snakemake then never re-runs or deletes. Local folders are
+# fingerprinted through a cache of file digests (by path, size and mtime), saved here.
+DIGESTS = FileDigests("results/.cache/file-digests.json")
+L = Layout(config, "results", DIGESTS, config_file=CONFIG_FILE)
+S = StageRules(L, JOBS)
+R = ReportRules(L)
+try:
+    S.check()  # every job function takes what its declaration gives it
+    if workflow.is_main_process:
+        # a damaged input of a finished output is refused before Snakemake re-runs (and so
+        # deletes) what was computed from it
+        check_finished_inputs(L)
+except InputError as exc:
+    print(f"lsrbench: error: {exc}", file=sys.stderr)
+    sys.exit(1)
+DIGESTS.save()
+# Threads of each train and index job (lsrbench.dag.reports.job_threads); one GPU each with use_gpu.
+JOB_THREADS = job_threads(workflow.remote_exec, workflow.resource_settings.cores)
+GPUS = 1 if config["use_gpu"] else 0
+
+
+# The same patterns the config check holds run names and k to (lsrbench.names); each rule
+# narrows its own id wildcard to the ids of the outputs its stage makes (S.constraints).
+wildcard_constraints:
+    run=RUN_PATTERN,
+    k=K_PATTERN,
+    dataset=DATASET_PATTERN,
+    backbone=NAME_PATTERN,
+    pool_depth="[0-9]+",
+    data_id=ID_REGEX,
+    norms_id=ID_REGEX,
+    triplets_id=ID_REGEX,
+    train_id=ID_REGEX,
+    index_id=ID_REGEX,
+    eval_id=ID_REGEX,
+    pooled_id=ID_REGEX,
+    bm25_id=ID_REGEX,
+    config_id=ID_REGEX,
