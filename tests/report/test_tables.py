@@ -14,6 +14,7 @@ from lsrbench.pipeline.config import with_defaults
 from lsrbench.report import plots, results, table1, tables
 from lsrbench.report.claims import Evidence, evaluate_claims
 from lsrbench.report.results import pareto_front
+from lsrbench.report.tradeoff import tradeoff_points
 
 BACKBONES = {
     "small": {"model": "x", "label": "Small"},
@@ -146,7 +147,7 @@ def test_report_files_render(metrics, evidence, tmp_path):
     metrics.to_csv(csv, index=False)
     plots.plot_tradeoff(str(csv), REPORT, BACKBONES, str(tmp_path / "t.png"), str(tmp_path / "t.pdf"))
     assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG" and (tmp_path / "t.pdf").read_bytes()[:4] == b"%PDF"
-    pts = plots.tradeoff_points(metrics, REPORT)
+    pts = tradeoff_points(metrics, REPORT)
     assert ("small", "16") not in set(zip(pts["backbone"], pts["k"]))  # collapsed runs are not plotted
     logs = {}
     for (run, k), rows in evidence.train_logs.items():
