@@ -1,7 +1,9 @@
 """Claims on hand-made evidence: three-valued verdicts after Holm, non-inferiority with a margin, best k
-chosen on select_on and tested elsewhere, by-construction twins, correlation needing three distinct
-checkpoints, the paper's best k, the frontier on pooled FLOPs, and claims.json carrying what
-claims.md shows (means equal to the table's numbers)."""
+chosen on select_on and tested elsewhere, by-construction twins (from the config only), correlation
+needing three distinct checkpoints, the paper's best k (ours must be it), the frontier as Pareto
+dominance on pooled FLOPs, the descriptive loss claim, claims.json carrying what claims.md shows
+(means equal to the table's numbers), and the registry of claim types the validator, the claims
+rule's inputs and the docs follow."""
 
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ import pytest
 
 from lsrbench.names import COLLAPSED, FLOPS, POOLED
 from lsrbench.config.schema import with_defaults
-from lsrbench.report.claims import evaluate_claims
-from lsrbench.report.claims_evidence import Evidence
+from lsrbench.report.claims import CLAIM_TYPES, evaluate_claims, perquery_datasets
+from lsrbench.report.claims_evidence import VERDICTS, Evidence
 from lsrbench.report.claims_output import claims_markdown, write_claims
 from lsrbench.report.results import mean_score
 
@@ -28,8 +30,9 @@ def _scores(base: float, spread: float, seed: int, n: int = N) -> np.ndarray:
     return np.clip(base + spread * (rng.random(n) - 0.5), 0, 1)
 
 
-def evidence(runs: dict[tuple[str, str, str], np.ndarray], flops: dict | None = None, **extra) -> Evidence:
-    """Per-query nDCG@10 arrays per (run, k, dataset) -> metrics.csv rows (their means) and perquery frames."""
+def evidence(runs: dict[tuple[str, str, str], np.ndarray], flops: dict | None = None, collapsed=(), **extra) -> Evidence:
+    """Per-query nDCG@10 arrays per (run, k, dataset) -> metrics.csv rows (their means) and perquery
+    frames; ``collapsed``: the (run, k) whose ``collapsed`` row is set."""
     rows, perquery = [], {}
     for (run, k, ds), values in runs.items():
         rows.append((run, k, ds, "nDCG@10", float(np.mean(values))))
@@ -38,7 +41,7 @@ def evidence(runs: dict[tuple[str, str, str], np.ndarray], flops: dict | None = 
     for (run, k, ds), value in (flops or {}).items():
         rows.append((run, k, ds, FLOPS, value))
     for run, k in {(r, k) for r, k, _ in runs}:
-        rows.append((run, k, "d1", COLLAPSED, 0.0))
+        rows.append((run, k, "d1", COLLAPSED, float((run, k) in collapsed)))
     metrics = pd.DataFrame(rows, columns=["backbone", "k", "dataset", "measure", "value"])
     return Evidence(metrics, perquery, backbones=BACKBONES, **extra)
 
@@ -146,7 +149,7 @@ def test_best_k_matches_the_paper_reference():
     assert v.verdict == "holds" and v.paper == "other: k=2" and v.runs == [["other", "2"]]
     ev = evidence(runs, reference={"optimal_k": {"other": 4}})
     v = evaluate_claims(ev, claims(spec))[0]
-    assert v.verdict == "fails" and "best k = 2, paper 4" in v.details
+    assert v.verdict == "fails" and "our best k = 2, the paper's k = 4" in v.details
 
 
 def test_frontier_uses_pooled_flops_and_the_tradeoff_datasets():
@@ -158,7 +161,7 @@ def test_frontier_uses_pooled_flops_and_the_tradeoff_datasets():
     report = {"tradeoff_measure": "nDCG@10", "flops_datasets": ["d1", "d2"], "columns": []}
     spec = {"id": "front", "text": "front", "type": "frontier", "backbones": ["other"]}
     v = evaluate_claims(evidence(runs, flops, report=report), claims(spec))[0]
-    assert v.verdict == "fails" and "no rescaled run has fewer FLOPs" in v.details and v.datasets == ["d1", "d2"]
+    assert v.verdict == "fails" and "no rescaled run has at most k=1's FLOPs" in v.details and v.datasets == ["d1", "d2"]
     flops[("other", "4", POOLED)] = 0.5
     v = evaluate_claims(evidence(runs, flops, report=report), claims(spec))[0]
     assert v.verdict == "holds" and v.runs == [["other", "4"], ["other", "1"]]
@@ -207,7 +210,162 @@ def test_claims_rule_on_a_finished_run(micro_run, tmp_path):
     assert {k: v for k, v in job_counts(out.stdout + out.stderr).items() if k != "total"} == {"claims": 1}
     record = json.loads((work / "results" / "claims.json").read_text())
     verdicts = {c["id"]: c for c in record["claims"]}
-    assert verdicts["best"]["verdict"] == "by construction" and verdicts["best"]["runs"][0] == ["rand-roberta", "1"]
+    # best k = 1 (the collapse is never a best k): the results, not the config, make both sides one run, so the
+    # non-inferiority claim is tested (a difference of 0 is within the margin), not `by construction`
+    assert verdicts["best"]["verdict"] == "holds" and verdicts["best"]["runs"] == [["rand-roberta", "1"]] * 2
+    assert any("one run" in n for n in verdicts["best"]["notes"])
     assert verdicts["corr"]["verdict"] == "not measured"
     assert verdicts["k1_beats_collapsed"]["p_value"] is not None and verdicts["k1_beats_collapsed"]["datasets"] == ["slice"]
     assert "| k1_beats_collapsed " in (work / "results" / "claims.md").read_text()
+
+
+# ---------------------------------------------------------------------------------- issue 18, items 1-4
+def test_sides_made_one_run_by_the_results_are_evidence_against_not_by_construction():
+    """RoBERTa's "k=16 hurts (vs its best k)" when its best k *is* 16: the data made the two sides one
+    run, which contradicts the claim (fails); only the config's twins are `by construction`."""
+    ev = evidence({("other", "1", "d1"): _scores(0.3, 0.2, 20), ("other", "2", "d1"): _scores(0.4, 0.2, 21),
+                   ("other", "16", "d1"): _scores(0.6, 0.2, 22)})
+    v = evaluate_claims(ev, claims(compare("over", ("other", "max"), ("other", "best"), "less")))[0]
+    assert v.verdict == "fails" and v.p_value is None and v.runs == [["other", "16"], ["other", "16"]]
+    assert "the best k of other is 16" in v.details and "one run" in v.details
+    # a non-inferiority claim whose sides the data make one run is tested as usual (difference 0 is within
+    # the margin), never `by construction`
+    v = evaluate_claims(ev, claims(compare("ni", ("other", "best"), ("other", "16"), "not_less")))[0]
+    assert v.verdict == "holds" and v.diff == 0 and v.p_adjusted is not None
+    assert any("one run" in n for n in v.notes)
+
+
+def test_best_k_matches_paper_cannot_hold_when_our_selected_k_is_another():
+    """Selected on `sel`: our best k is 4, the paper's 2. On the test set k=2 beats k=4 (today's test:
+    "holds"), but k=8 beats both: the claim fails; without k=8 it is inconclusive, never holds."""
+    sel = {"1": 0.3, "2": 0.5, "4": 0.7, "8": 0.4}
+    test = {"1": 0.3, "2": 0.6, "4": 0.4, "8": 0.8}
+    runs = {("other", k, ds): _scores(m, 0.05, 30 + i + 10 * (ds == "d1"))
+            for ds, means in (("sel", sel), ("d1", test)) for i, (k, m) in enumerate(means.items())}
+    spec = {"id": "k2", "text": "k2", "type": "best_k_matches_paper", "backbones": ["other"]}
+    cfg = claims(spec, select_on={"datasets": ["sel"]})
+    v = evaluate_claims(evidence(runs, reference={"optimal_k": {"other": 2}}), cfg)[0]
+    assert v.verdict == "fails" and v.runs == [["other", "4"]]
+    assert "our best k = 4" in v.details and "paper's k = 2" in v.details and "k=8" in v.details
+    for k in ("2", "4"):  # both ks with their numbers, on the selection and the test set
+        assert f"k={k}: {np.mean(runs[('other', k, 'sel')]):.4f}" in v.details
+        assert f"k={k}: {np.mean(runs[('other', k, 'd1')]):.4f}" in v.details
+    without_8 = {key: val for key, val in runs.items() if key[1] != "8"}
+    v = evaluate_claims(evidence(without_8, reference={"optimal_k": {"other": 2}}), cfg)[0]
+    assert v.verdict == "inconclusive" and v.p_adjusted < 0.05  # k=2 is significantly best on d1, yet not selected
+
+
+def _frontier(runs: dict[str, tuple[float, float]], collapsed=()):
+    """One backbone's runs k -> (mean nDCG@10, pooled FLOPs) on the tradeoff datasets d1, d2."""
+    scores = {("other", k, ds): _scores(m, 0.2, 40 + i + 20 * (ds == "d2"), n=100)
+              for i, (k, (m, _)) in enumerate(runs.items()) for ds in ("d1", "d2")}
+    flops = {("other", k, POOLED): f for k, (_, f) in runs.items()}
+    report = {"tradeoff_measure": "nDCG@10", "flops_datasets": ["d1", "d2"], "columns": []}
+    spec = {"id": "front", "text": "front", "type": "frontier", "backbones": ["other"]}
+    return evaluate_claims(evidence(scores, flops, collapsed={("other", k) for k in collapsed}, report=report),
+                           claims(spec))[0]
+
+
+def test_frontier_is_pareto_dominance_of_k1_by_some_rescaled_run():
+    # k=4 is cheaper and better than k=1; a degenerate, even cheaper k=16 (near 0, not flagged collapsed) is
+    # strongly worse: it must not make the claim fail (today: the smallest p whatever its direction)
+    v = _frontier({"1": (0.50, 1.0), "4": (0.60, 0.5), "16": (0.05, 0.1)})
+    assert v.verdict == "holds" and v.runs == [["other", "4"], ["other", "1"]]
+    assert "Holm over 2 candidate runs" in v.details
+    # a run with slightly more FLOPs is no candidate (it does not dominate) and does not make it fail
+    v = _frontier({"1": (0.50, 1.0), "4": (0.70, 1.05), "16": (0.55, 0.8)})
+    assert v.verdict == "holds" and v.runs == [["other", "16"], ["other", "1"]]
+    # a collapsed k=1 (ModernBERT's likely case) is dominated by any run that is not collapsed
+    v = _frontier({"1": (0.01, 0.2), "4": (0.40, 3.0)}, collapsed=["1"])
+    assert v.verdict == "holds" and "k=1 collapsed" in v.details and v.p_value is None
+    # every cheaper run is significantly worse: fails
+    v = _frontier({"1": (0.50, 1.0), "4": (0.30, 0.5), "16": (0.20, 0.1)})
+    assert v.verdict == "fails"
+
+
+def test_loss_claim_is_descriptive_start_end_at_one_step_and_roughness(tmp_path):
+    steps = range(1, 41)
+    wiggle = [0.3 * (-1) ** s for s in steps]
+    k1 = [{"step": s, "ranking_loss": (6.0 - 0.05 * s + w) if s <= 30 else float("nan")} for s, w in zip(steps, wiggle)]
+    k4 = [{"step": s, "ranking_loss": 1.0 - 0.01 * s} for s in steps]
+    x = _scores(0.5, 0.4, 50)
+    ev = evidence({("other", "1", "d1"): x, ("other", "4", "d1"): x + 0.1, ("orig", "1", "d1"): x},
+                  train_logs={("other", "1"): k1, ("other", "4"): k4})
+    spec = {"id": "loss", "text": "loss", "type": "loss", "backbone": "other", "a_k": "best", "b_k": 1}
+    cfg = claims(spec, compare("c", ("other", 4), ("orig", 1), "greater"))
+    v, c = evaluate_claims(ev, cfg)
+    assert v.verdict == "descriptive" and v.p_value is None and v.p_adjusted is None
+    assert c.p_adjusted == c.p_value  # descriptive claims are not in Holm's correction
+    # the end is compared at step 30, k=1's last finite step, and the claim says so
+    assert "step 30" in v.details and "last finite" in v.details
+    end_k4 = np.mean([r["ranking_loss"] for r in k4 if 26 <= r["step"] <= 30])
+    assert f"{end_k4:.4f}" in v.details
+    rough_k1 = np.std(np.diff([r["ranking_loss"] for r in k1[:30]]))
+    assert f"{rough_k1:.4f}" in v.details and "smoother" in v.details
+    write_claims([v, c], cfg, str(tmp_path / "claims.md"), str(tmp_path / "claims.json"))
+    assert json.loads((tmp_path / "claims.json").read_text())["claims"][0]["verdict"] == "descriptive"
+    assert "| loss    | descriptive |" in (tmp_path / "claims.md").read_text()
+
+
+# ---------------------------------------------------------------------------------- the registry (issue 20, finding 4)
+def test_the_registry_is_the_schema_enum_and_the_docs_table():
+    from pathlib import Path
+
+    import yaml
+
+    from lsrbench.config.schema import SCHEMA_DIR
+
+    schema = yaml.safe_load((SCHEMA_DIR / "config.schema.yaml").read_text(encoding="utf-8"))
+    item = schema["properties"]["claims"]["properties"]["list"]["items"]
+    assert sorted(item["properties"]["type"]["enum"]) == sorted(CLAIM_TYPES)
+    assert all(t.name == name for name, t in CLAIM_TYPES.items())
+    docs = (Path(__file__).parents[2] / "docs" / "claims.md").read_text(encoding="utf-8")
+    rows = {line.split("`")[1] for line in docs.splitlines() if line.startswith("| `")}
+    assert rows == set(CLAIM_TYPES)
+
+
+def test_every_verdict_word_is_listed_in_the_docs_the_readme_and_claims_md():
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    docs = (root / "docs" / "claims.md").read_text(encoding="utf-8")
+    section = docs.split("## Verdicts")[1].split("\n\n")[1]  # the bullet list: "- `holds` / `fails`: ..."
+    listed = [w.strip() for line in section.splitlines() if line.startswith("- `")
+              for w in line.split(":")[0].replace("`", "").lstrip("- ").split("/")]
+    assert listed == list(VERDICTS)
+    readme = next(line for line in (root / "README.md").read_text(encoding="utf-8").splitlines() if "`claims.md`, `claims.json`" in line)
+    assert " / ".join(VERDICTS) in readme
+    header = claims_markdown([], claims())
+    assert all(f"`{w}`" in header for w in VERDICTS if w not in ("holds", "fails", "inconclusive"))
+
+
+def test_each_claim_type_names_its_runs_and_the_per_query_files_it_reads():
+    loss = {"id": "l", "text": "l", "type": "loss", "backbone": "other", "b_k": 4}
+    corr = {"id": "r", "text": "r", "type": "norm_best_k_correlation"}
+    cmp_ = {**compare("c", ("other", "best"), ("orig", 1), "greater"), "datasets": ["d2"]}
+    above = {"id": "a", "text": "a", "type": "best_k_above", "backbones": ["other", "orig"]}
+    front = {"id": "f", "text": "f", "type": "frontier", "backbones": ["other"]}
+    assert [tuple(r) for r in CLAIM_TYPES["loss"].runs(loss)] == [("backbone", "other", "a_k", "best"),
+                                                                   ("backbone", "other", "b_k", 4)]
+    assert [tuple(r) for r in CLAIM_TYPES["compare"].runs(cmp_)] == [("a.backbone", "other", "a.k", "best"),
+                                                                      ("b.backbone", "orig", "b.k", 1.0)]
+    assert [r.run_field for r in CLAIM_TYPES["best_k_above"].runs(above)] == ["backbones[0]", "backbones[1]"]
+    config = {"evaluation": {"datasets": ["d1", "d2", "n1", "n2", "n3"]}, "report": {"flops_datasets": ["n1", "n2"]},
+              "claims": {"datasets": ["d1"], "list": [loss, corr]}}
+    assert perquery_datasets(config) == []  # training logs, norms and metrics.csv only
+    config["claims"]["list"] += [cmp_, above, front]
+    assert perquery_datasets(config) == ["d2", "d1", "n1", "n2"]
+    config["report"]["flops_datasets"] = None  # the tradeoff plot then averages every evaluated dataset
+    assert perquery_datasets(config) == ["d2", "d1", "n1", "n2", "n3"]
+
+
+def test_only_absent_evidence_is_not_measured_other_errors_propagate():
+    x = _scores(0.5, 0.3, 60)
+    ev = evidence({("other", "1", "d1"): x, ("other", "4", "d1"): x + 0.1},
+                  norms={"other": {"frobenius_norm": 1.0}, "orig": {"frobenius_norm": 2.0}})
+    v = evaluate_claims(ev, claims(compare("c", ("other", 4), ("orig", 1), "greater")))[0]
+    assert v.verdict == "not measured" and v.details == "no per-query scores of orig k=1 on d1"
+    # a statistic norms.json does not have is a bug (the validator's or the norms stage's), not absent evidence
+    spec = {"id": "r", "text": "r", "type": "norm_best_k_correlation", "statistic": "mean_row_norm"}
+    with pytest.raises(KeyError, match="mean_row_norm"):
+        evaluate_claims(ev, claims(spec))

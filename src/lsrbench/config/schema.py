@@ -14,7 +14,8 @@ import yaml
 
 from lsrbench.errors import InputError
 
-__all__ = ["SCHEMA_DIR", "load_schema", "property_defaults", "validate", "with_defaults", "canonical_order"]
+__all__ = ["SCHEMA_DIR", "load_schema", "property_defaults", "validate", "with_defaults", "canonical_order",
+           "integral_floats_to_ints"]
 
 # Package data (a non-editable install has it too); the workflow's schemas/ folder links here.
 SCHEMA_DIR = resources.files("lsrbench.config") / "schemas"
@@ -74,8 +75,45 @@ def _first_error(errors) -> jsonschema.ValidationError | None:
     return err
 
 
+def _is_integer_schema(schema: dict, root: dict) -> bool:
+    schema = _resolve(schema, root)
+    types = schema.get("type")
+    types = [types] if isinstance(types, str) else list(types or [])
+    if "integer" in types and "number" not in types:
+        return True
+    return any(_is_integer_schema(alt, root) for alt in schema.get("anyOf", []) + schema.get("oneOf", []))
+
+
+def integral_floats_to_ints(value, schema: dict, root: dict | None = None):
+    """``value`` with every integral float (``5.0``) where its schema asks for an integer made that
+    integer, recursively: YAML reads ``5.0`` as a float, JSON Schema's ``integer`` accepts it, and
+    everything after the loader would otherwise see two spellings of one value (``steps: 5.0`` and
+    ``5`` hashed as different runs, ``top_k: 100.0`` failing a job). Other floats stay as they are,
+    for the schema to refuse."""
+    root = root if root is not None else schema
+    schema = _resolve(schema, root)
+    if isinstance(value, float) and value.is_integer() and _is_integer_schema(schema, root):
+        return int(value)
+    if isinstance(value, list):
+        items = schema.get("items", {})
+        for alt in schema.get("anyOf", []) + schema.get("oneOf", []):
+            items = _resolve(alt, root).get("items", items)
+        return [integral_floats_to_ints(v, items, root) for v in value]
+    if isinstance(value, dict):
+        props, extra = dict(schema.get("properties", {})), schema.get("additionalProperties")
+        for alt in schema.get("anyOf", []) + schema.get("oneOf", []) + schema.get("allOf", []):
+            props.update(_resolve(alt, root).get("properties", {}))
+        extra = extra if isinstance(extra, dict) else {}
+        return {k: integral_floats_to_ints(v, props.get(k, extra), root) for k, v in value.items()}
+    return value
+
+
 def validate(data: dict, schema_name: str, file) -> dict:
-    """Validate ``data`` against a schema of ``schemas/`` (filling defaults) or raise InputError."""
+    """Validate ``data`` against a schema of ``schemas/`` (filling defaults, integral floats of
+    integer fields made integers) or raise InputError."""
+    normalised = integral_floats_to_ints(data, _read_schema(schema_name))
+    data.clear()
+    data.update(normalised)
     err = _first_error(_Validator(_read_schema(schema_name)).iter_errors(data))
     if err is not None:
         msg = err.message
@@ -91,7 +129,7 @@ def with_defaults(section: str, values: dict) -> dict:
     not go through a whole config (tests, notebooks)."""
     schema = load_schema("config.schema.yaml")
     sub = {**schema["properties"][section], "definitions": schema.get("definitions", {})}
-    values = copy.deepcopy(values)
+    values = integral_floats_to_ints(copy.deepcopy(values), sub)
     err = _first_error(_Validator(sub).iter_errors(values))
     if err is not None:
         raise InputError(None, f"{section}.{_field(err)}", err.message)

@@ -68,9 +68,16 @@ def _expanded_size(node, sizes: dict) -> int:
     return size
 
 
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 def _construct_mapping(loader, node, deep=False):
+    """A mapping whose own keys are distinct; YAML 1.1 merge keys (``<<: *anchor``, which PyYAML and
+    Snakemake read) are merged as PyYAML merges them: a key written here overrides a merged one."""
     seen = {}
     for key_node, _ in node.value:
+        if key_node.tag == MERGE_TAG:
+            continue
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise yaml.constructor.ConstructorError(

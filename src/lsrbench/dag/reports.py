@@ -61,13 +61,10 @@ def _log_files(layout) -> list[list[str]]:
 
 
 def claims_datasets(config: dict) -> list[str]:
-    """Datasets whose per-query scores the claims read: the test datasets, and the tradeoff plot's
-    (report.flops_datasets) for a frontier claim."""
-    claims = config.get("claims") or {}
-    names = list(claims.get("datasets", []))
-    if any(c.get("type") == "frontier" for c in claims.get("list", [])):
-        names += [d for d in config["report"].get("flops_datasets") or [] if d not in names]
-    return names
+    """Datasets whose per-query scores the claims read: what each claim type says it needs."""
+    from lsrbench.report.claims import perquery_datasets
+
+    return perquery_datasets(config)
 
 
 def _perquery_files(layout) -> list[list[str]]:

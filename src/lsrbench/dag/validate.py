@@ -327,20 +327,13 @@ def _run_ks(config: dict) -> dict[str, set[str]]:
     return out
 
 
-def _claim_runs(spec: dict) -> list[tuple[str, str, str, object]]:
-    """(field of the run, run name, field of the k, k selector or None) of every run a claim names."""
-    if spec["type"] == "compare":
-        return [(f"{side}.backbone", spec[side]["backbone"], f"{side}.k", spec[side]["k"]) for side in ("a", "b")]
-    if spec["type"] == "loss":
-        return [("backbone", spec["backbone"], key, spec.get(key, default)) for key, default in (("a_k", "best"), ("b_k", 1))]
-    return [(f"backbones[{j}]", run, "", None) for j, run in enumerate(spec.get("backbones") or [])]
-
-
 def _check_claims(config: dict, produced: dict, file) -> None:
     """Every claim names runs, k values, datasets and a measure the config produces."""
     claims = config.get("claims")
     if not claims:
         return
+    from lsrbench.report.claims import claim_type
+
     evaluated, run_ks = set(config["evaluation"]["datasets"]), _run_ks(config)
     _check_datasets(claims["datasets"], evaluated, file, "claims.datasets")
     _check_measure(claims["measure"], claims["datasets"], produced, file, "claims.measure")
@@ -354,7 +347,7 @@ def _check_claims(config: dict, produced: dict, file) -> None:
         datasets = spec.get("datasets", claims["datasets"])
         _check_datasets(datasets, evaluated, file, f"{field}.datasets")
         _check_measure(spec.get("measure", claims["measure"]), datasets, produced, file, f"{field}.measure")
-        for run_field, run, k_field, k in _claim_runs(spec):
+        for run_field, run, k_field, k in claim_type(spec["type"]).runs(spec):
             if run not in run_ks:
                 raise InputError(file, f"{field}.{run_field}", f"run '{run}' is not in this config's grid "
                                                                f"(runs: {', '.join(sorted(run_ks))})")

@@ -6,6 +6,7 @@ number for a run)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 
@@ -14,11 +15,19 @@ import pandas as pd
 from lsrbench.names import AUTO_K, format_k, k_value, split_run_name
 from lsrbench.report import results
 
-__all__ = ["HOLDS", "FAILS", "INCONCLUSIVE", "BY_CONSTRUCTION", "NOT_MEASURED", "Evidence", "Settings", "Verdict",
-           "checkpoint_key", "effective_k", "is_synthetic", "numeric_ks", "best_k", "resolve_k", "paired_scores",
+__all__ = ["HOLDS", "FAILS", "INCONCLUSIVE", "BY_CONSTRUCTION", "DESCRIPTIVE", "NOT_MEASURED", "VERDICTS", "NotMeasured",
+           "Evidence", "Settings", "Verdict", "checkpoint_key", "effective_k", "is_synthetic", "numeric_ks", "best_k", "resolve_k", "paired_scores",
            "run_text", "paper_value", "paper_k", "paper_compare"]
 
-HOLDS, FAILS, INCONCLUSIVE, BY_CONSTRUCTION, NOT_MEASURED = "holds", "fails", "inconclusive", "by construction", "not measured"
+HOLDS, FAILS, INCONCLUSIVE = "holds", "fails", "inconclusive"
+BY_CONSTRUCTION, DESCRIPTIVE, NOT_MEASURED = "by construction", "descriptive", "not measured"
+# Every verdict word, in the order docs/claims.md lists them (tests/report/test_claims.py checks the docs).
+VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, BY_CONSTRUCTION, DESCRIPTIVE, NOT_MEASURED)
+
+
+class NotMeasured(Exception):
+    """A run, per-query file, training log or reference value a claim needs is absent: the one
+    condition that makes a claim ``not measured`` (its message says what is missing)."""
 
 
 @dataclass
@@ -55,6 +64,11 @@ class Settings:
                    list(select.get("datasets", cfg["datasets"])), cfg["alpha"], cfg["resamples"], cfg["seed"],
                    cfg["margin"] / 100.0)
 
+    def for_claim(self, spec: dict) -> "Settings":
+        """These settings with a claim's own ``measure`` and ``datasets`` (where it gives them)."""
+        return dataclasses.replace(self, measure=spec.get("measure", self.measure),
+                                   datasets=list(spec.get("datasets", self.datasets)))
+
     @property
     def selects_on_test_set(self) -> bool:
         return set(self.select_datasets) == set(self.datasets) and self.select_measure == self.measure
@@ -62,15 +76,17 @@ class Settings:
 
 @dataclass
 class Verdict:
-    """One claim's outcome. ``p_value`` (raw) enters Holm's correction when not None; ``sign_ok``
-    says whether the observed direction is the claim's; :func:`evaluate_claims` then sets
-    ``p_adjusted`` and the verdict of tested claims."""
+    """One claim's outcome. A claim type sets ``verdict`` itself only where no test decides it (by
+    construction, descriptive, a measured fact); otherwise it leaves it None and gives ``p_value``
+    (raw), ``sign_ok`` (whether the observed direction is the claim's) and ``can_hold`` (False: the
+    claim may fail or be inconclusive, never hold); :func:`lsrbench.report.claims.evaluate_claims`
+    then sets ``p_adjusted`` by Holm's correction over the tested claims and the verdict from it."""
 
     id: str
     text: str
     type: str
-    verdict: str
-    details: str
+    verdict: str | None = None
+    details: str = ""
     statistic: str = "descriptive (no test)"
     estimate: str = ""
     diff: float | None = None
@@ -78,6 +94,7 @@ class Verdict:
     p_value: float | None = None
     p_adjusted: float | None = None
     sign_ok: bool | None = None
+    can_hold: bool = True
     margin: float | None = None
     runs: list[list[str]] = field(default_factory=list)
     datasets: list[str] = field(default_factory=list)
@@ -126,17 +143,18 @@ def resolve_k(ev: Evidence, s: Settings, run: str, k) -> str | None:
 
 
 def paired_scores(ev: Evidence, a: tuple[str, str], b: tuple[str, str], measure: str, datasets: list[str]):
-    """Per-query scores of two runs on each dataset, paired on query id; None when one is missing."""
+    """Per-query scores of two runs on each dataset, paired on query id; :class:`NotMeasured` when
+    a run's per-query file or the measure's scores are absent."""
     xs, ys = [], []
     for ds in datasets:
         pa, pb = ev.perquery.get((*a, ds)), ev.perquery.get((*b, ds))
         if pa is None or pb is None:
-            return None
+            raise NotMeasured(f"no per-query scores of {run_text(*(a if pa is None else b))} on {ds}")
         sa = pa[pa["measure"] == measure].set_index("query_id")["value"]
         sb = pb[pb["measure"] == measure].set_index("query_id")["value"]
         common = sorted(set(sa.index) & set(sb.index))
         if not common:
-            return None
+            raise NotMeasured(f"no {measure} scores of one query in both {run_text(*a)} and {run_text(*b)} on {ds}")
         xs.append(sa.loc[common].to_numpy(float))
         ys.append(sb.loc[common].to_numpy(float))
     return xs, ys

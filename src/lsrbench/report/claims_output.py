@@ -32,9 +32,11 @@ def _header(claims_cfg: dict, s: Settings, verdicts: list[Verdict]) -> list[str]
         f"test of the macro-mean difference (each query weighted 1/(datasets x its dataset's queries); "
         f"{s.resamples} resamples or exact, seed {s.seed}), 95% stratified bootstrap interval. "
         f"\"Matches or beats\": non-inferiority, margin {s.margin:.4f} (claims.margin: {claims_cfg['margin']:g} points of the measure x 100). "
-        f"Holm's correction over the {n_tested} tested claims at alpha = {s.alpha}: a claim holds or fails only when "
-        f"its adjusted p-value is below alpha, in its direction or against it; otherwise it is inconclusive. "
-        f"`by construction`: the config makes the claim true whatever training does; `descriptive`: no test.", ""]
+        f"Holm's correction over the {n_tested} tested claims at alpha = {s.alpha}: a tested claim holds or fails only "
+        f"when its adjusted p-value is below alpha, in its direction or against it; otherwise it is inconclusive. "
+        f"An untested claim holds or fails on a measured fact its details name. "
+        f"`by construction`: the config makes the claim true whatever training does; `descriptive`: no test; "
+        f"`not measured`: evidence the claim needs is absent.", ""]
     if any(v.verdict == BY_CONSTRUCTION for v in verdicts) or any("synthetic twin" in " ".join(v.notes) for v in verdicts):
         lines += ["This config compares twins of one checkpoint (a synthetic large-norm head): only the claims "
                   "about the rescale itself carry evidence here; claims about backbones whose heads are large from "

@@ -11,11 +11,12 @@ import pandas as pd
 
 from lsrbench.atomic import atomic_path
 from lsrbench.model.train_log import log_losses, read_train_log
-from lsrbench.names import BM25, COLLAPSED, FLOPS, POOLED, k_order, k_value, split_run_name
+from lsrbench.names import BM25, POOLED, k_order, k_value, split_run_name
 from lsrbench.report.render import MISSING
 from lsrbench.report.results import best_ks, bm25_label, flops_datasets, pareto_front, read_metrics, run_label
+from lsrbench.report.tradeoff import tradeoff_datasets, tradeoff_points
 
-__all__ = ["tradeoff_points", "tradeoff_figure", "plot_tradeoff", "k_colors", "rolling_mean", "loss_figure",
+__all__ = ["tradeoff_figure", "plot_tradeoff", "k_colors", "rolling_mean", "loss_figure",
            "plot_loss_curves", "norms_figure", "plot_norms"]
 
 
@@ -32,23 +33,6 @@ def _save(fig, outputs: list[str]) -> None:
     for out in outputs:
         with atomic_path(out) as tmp:
             fig.savefig(tmp, format=Path(out).suffix.lstrip("."), metadata={"Software": None, "CreationDate": None} if out.endswith(".pdf") else {"Software": None})
-
-
-def tradeoff_points(metrics: pd.DataFrame, report_cfg: dict) -> pd.DataFrame:
-    """One point per finished, non-collapsed run: the tradeoff measure averaged over
-    ``flops_datasets``, FLOPs from :func:`flops_datasets` (pooled when there are several)."""
-    measure = report_cfg["tradeoff_measure"]
-    datasets = report_cfg.get("flops_datasets") or sorted(set(metrics["dataset"].unique()) - {POOLED})
-    runs = metrics[metrics["backbone"] != BM25]
-    sel = runs[runs["dataset"].isin(datasets) & (runs["measure"] != FLOPS)]
-    sel = pd.concat([sel, runs[runs["dataset"].isin(flops_datasets(metrics, report_cfg)) & (runs["measure"] == FLOPS)]])
-    pivot = sel.pivot_table(index=["backbone", "k"], columns="measure", values="value", aggfunc="mean")
-    if measure not in pivot.columns or FLOPS not in pivot.columns:
-        return pd.DataFrame(columns=["backbone", "k", "flops", "score"])
-    pts = pivot.reset_index()
-    if COLLAPSED in pts.columns:
-        pts = pts[~(pts[COLLAPSED] > 0)]
-    return pd.DataFrame({"backbone": pts["backbone"], "k": pts["k"], "flops": pts[FLOPS], "score": pts[measure]}).dropna()
 
 
 # The tradeoff plot's upper panel shows the runs within this share of the best score; runs below
@@ -144,7 +128,7 @@ def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict):
 
     plt = _plt()
     measure = report_cfg["tradeoff_measure"]
-    datasets = report_cfg.get("flops_datasets") or sorted(set(metrics["dataset"].unique()) - {POOLED})
+    datasets = tradeoff_datasets(metrics, report_cfg)
     pts = tradeoff_points(metrics, report_cfg).reset_index(drop=True)
     pts = pts.assign(_k=pts["k"].map(k_order)).sort_values(["backbone", "_k"], kind="stable").drop(columns="_k")
     names = list(dict.fromkeys(pts["backbone"]))

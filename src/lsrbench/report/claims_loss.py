@@ -1,0 +1,82 @@
+"""The ``loss`` claim as arXiv 2606.18811 states it: unrescaled large-norm models start with very
+high loss and converge to poor minima, rescaled ones have smoother curves and lower final loss.
+Descriptive (the training losses of one seed, no test): start, end at one step, roughness."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from lsrbench.report.claim_type import ClaimRun, ClaimType, selection_notes
+from lsrbench.report.claims_evidence import DESCRIPTIVE, Evidence, NotMeasured, Settings, Verdict, resolve_k, run_text
+
+__all__ = ["Loss", "finite_curve", "roughness"]
+
+
+def finite_curve(rows: list[dict], key: str) -> tuple[list[int], list[float]]:
+    """(steps, values) of the log rows whose ``key`` is a finite number, up to the first that is not:
+    a run whose loss turned NaN or infinite stops there (it collapsed)."""
+    steps, values = [], []
+    for row in rows:
+        value = row.get(key)
+        if value is None or not math.isfinite(value):
+            break
+        steps.append(row["step"])
+        values.append(float(value))
+    return steps, values
+
+
+def roughness(values: list[float]) -> float:
+    """The standard deviation of the step-to-step changes of a curve (NaN under three points)."""
+    return float(np.std(np.diff(values))) if len(values) >= 3 else math.nan
+
+
+class Loss(ClaimType):
+    """Run a (best k by default) against run b (k=1) of one backbone: the mean of the first
+    ``window`` logged losses, the mean of the last ``window`` up to the last step both runs have a
+    finite loss at, and the roughness of both curves up to that step. Verdict ``descriptive``; the
+    details say which of the paper's three statements the curves show."""
+
+    name = "loss"
+
+    def runs(self, spec: dict) -> list[ClaimRun]:
+        return [ClaimRun("backbone", spec["backbone"], key, spec.get(key, default))
+                for key, default in (("a_k", "best"), ("b_k", 1))]
+
+    def perquery_datasets(self, spec: dict, config: dict) -> list[str]:
+        return []  # training logs only
+
+    def evaluate(self, ev: Evidence, spec: dict, s: Settings) -> Verdict:
+        run = spec["backbone"]
+        a, b = ((run, resolve_k(ev, s, run, spec.get(key, default))) for key, default in (("a_k", "best"), ("b_k", 1)))
+        window, key = int(spec.get("window", 5)), spec.get("loss", "ranking_loss")
+        if a[1] is None or b[1] is None:
+            raise NotMeasured(f"{run}: no best k (every k collapsed or unfinished)")
+        if not ev.train_logs.get(a) or not ev.train_logs.get(b):
+            raise NotMeasured("training logs missing (or zero training steps)")
+        (sa, la), (sb, lb) = finite_curve(ev.train_logs[a], key), finite_curve(ev.train_logs[b], key)
+        v = self.verdict(spec, verdict=DESCRIPTIVE, runs=[list(a), list(b)])
+        v.notes.append("descriptive: the training losses of one seed, no test; not in Holm's correction")
+        v.notes += selection_notes(ev, s, [run], spec.get("a_k", "best") == "best")
+        if not la or not lb:
+            v.details = f"{key}: {run_text(*(a if not la else b))} has no finite loss from its first logged step"
+            return v
+        last = min(sa[-1], sb[-1])
+        ea, eb = [x for t, x in zip(sa, la) if t <= last], [x for t, x in zip(sb, lb) if t <= last]
+        start = (float(np.mean(la[:window])), float(np.mean(lb[:window])))
+        end = (float(np.mean(ea[-window:])), float(np.mean(eb[-window:])))
+        rough = (roughness(ea), roughness(eb))
+        shown = {"a lower start": start[0] < start[1], "a lower end": end[0] < end[1], "a smoother curve": rough[0] < rough[1]}
+        v.estimate = (f"start {start[0] - start[1]:+.3f}, end {end[0] - end[1]:+.3f}, roughness {rough[0]:.3f} vs "
+                      f"{rough[1]:.3f}: {sum(shown.values())} of 3 as the paper says")
+        v.details = (f"{key}, a = {run_text(*a)}, b = {run_text(*b)}: start (mean of the first {window} logged steps) "
+                     f"{start[0]:.4f} vs {start[1]:.4f}; end at step {last} (mean of the last {window} logged steps up to "
+                     f"it) {end[0]:.4f} vs {end[1]:.4f}; roughness (std of the step-to-step changes up to step {last}) "
+                     f"{rough[0]:.4f} vs {rough[1]:.4f}; the paper says the rescaled run has a lower start, a lower end "
+                     f"and is smoother: " + ", ".join(f"{what}: {'yes' if ok else 'no'}" for what, ok in shown.items()))
+        for side, steps, rows in ((a, sa, ev.train_logs[a]), (b, sb, ev.train_logs[b])):
+            if steps[-1] == last and rows[-1]["step"] > last:
+                v.details += (f"; {run_text(*side)} has no finite loss after step {last} (its last finite step: it "
+                              f"collapsed there), so both ends are compared at step {last}")
+        return v
