@@ -40,6 +40,7 @@ import math
 from lsrbench.errors import InputError
 from lsrbench.model.encoder import apply_rescale
 from lsrbench.model.rescale import head_norms, mlm_head
+from lsrbench.model.probe_names import LOGIT_STATISTICS
 from lsrbench.names import AUTO_K, format_k, run_name
 
 log = logging.getLogger(__name__)
@@ -47,11 +48,9 @@ log = logging.getLogger(__name__)
 __all__ = ["PROBE_TRIPLETS", "probe_backbone", "probe_model", "sample_triplets", "probe_batches", "load_backbone",
            "rescaled_copy", "mlm_of", "activation_stats", "score_stats", "LOGIT_STATISTICS"]
 
-# Triplets the probe measures on (a multiple of the tiny default's and the paper's batch sizes).
-PROBE_TRIPLETS = 64
-# The probe's statistics of the initial logit scale (issue 18, item 7), read at k = 1 (the
-# backbone as loaded): mean over documents of the largest logit, mean activation of active terms.
-LOGIT_STATISTICS = ("max_logit", "mean_activation")
+# Triplets the probe measures on: two batches of the tiny default's recipe, one of the paper's
+# (benchmark/README.md: what a probe costs per triplet on one CPU core).
+PROBE_TRIPLETS = 32
 
 
 def sample_triplets(triplets: list[dict], n: int, seed: int) -> list[dict]:
@@ -291,8 +290,8 @@ def _logit_scale(documents) -> dict:
     import torch
 
     values = documents[documents > 0].double()
-    return {"max_logit": float(torch.expm1(documents.max(dim=1).values.double()).mean()),
-            "mean_activation": float(values.mean()) if values.numel() else 0.0}
+    max_logit = float(torch.expm1(documents.max(dim=1).values.double()).mean())
+    return dict(zip(LOGIT_STATISTICS, (max_logit, float(values.mean()) if values.numel() else 0.0)))
 
 
 def _ratio(a: float, b: float) -> float:
