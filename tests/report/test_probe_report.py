@@ -97,3 +97,24 @@ def test_start_loss_uses_the_training_log_else_the_probe():
     probe = start_loss("big", "4", logs, RESULTS)
     assert probe["source"] == "probe" and probe["value"] == pytest.approx(2.5)
     assert start_loss("big", "64", logs, RESULTS)["value"] is None
+
+
+def test_norms_markdown_shows_three_statistics_and_how_they_rank(tmp_path):
+    """Issue 18 item 7: a 50k-row head with smaller rows has the larger Frobenius norm (sqrt(V)
+    grows) but the smaller mean row norm and logits; norms.md shows all three and says the
+    rankings differ. norms.json files are read, never written."""
+    from lsrbench.report.tables import norms_markdown
+
+    files = {}
+    for name, frob, row, vocab in (("ref", 100.0, 0.60, 30522), ("big", 120.0, 0.55, 50368)):
+        files[name] = tmp_path / f"{name}.json"
+        files[name].write_text(json.dumps({"frobenius_norm": frob, "mean_row_norm": row, "max_row_norm": 1.0,
+                                           "bias_norm": 0.0, "vocab_size": vocab, "hidden_size": 768, "tied": True}))
+    before = {n: p.read_bytes() for n, p in files.items()}
+    probes = [_run("ref", 1, 50.0, max_logit=9.0, mean_activation=0.7), _run("big", 1, 30.0, max_logit=6.0)]
+    md = norms_markdown({n: str(p) for n, p in files.items()}, BACKBONES, probes)
+    big = next(line for line in md.splitlines() if line.startswith("| Big †"))
+    assert [c.strip() for c in big.strip("|").split("|")][1:6] == ["120.000", "0.550", "1.000", "6.000", "–"]
+    assert "- by ‖W‖_F: Big † > Reference" in md and "- by mean ‖w_j‖: Reference > Big †" in md
+    assert "- by max logit: Reference > Big †" in md and "rank the backbones in different orders." in md
+    assert {n: p.read_bytes() for n, p in files.items()} == before

@@ -95,8 +95,8 @@ def _rankings(df: pd.DataFrame) -> str:
             orders[header] = list(have.sort_values(header, ascending=False, kind="stable")["Backbone"])
     lines = [f"- by {header}: " + " > ".join(names) for header, names in orders.items()]
     comparable = [names for names in orders.values() if len(names) == len(df)]
-    agree = "the same" if len(comparable) > 1 and all(o == comparable[0] for o in comparable) else "different"
-    verdict = (f"The statistics rank the backbones in {agree} order." if len(comparable) > 1 else
+    agree = "the same order" if len(comparable) > 1 and all(o == comparable[0] for o in comparable) else "different orders"
+    verdict = (f"The statistics rank the backbones in {agree}." if len(comparable) > 1 else
                "Only one statistic covers every backbone.")
     return "Ranking, largest first:\n\n" + "\n".join(lines) + "\n\n" + verdict
 
