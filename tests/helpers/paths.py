@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared"
+# ``LSRBENCH_SHARED``: the folder where it is elsewhere (a clone that is not beside ``shared/``).
+SHARED = Path(os.environ.get("LSRBENCH_SHARED") or REPO.parent / "shared")
 
 
 def shared_or_skip(*parts: str) -> Path:

@@ -39,3 +39,36 @@ def test_an_unreadable_norm_file_is_one_line(tmp_path):
 def test_the_ratio_itself_refuses_a_zero_divisor():
     with pytest.raises(ValueError):
         auto_k_ratio({"frobenius_norm": 1.0}, {"frobenius_norm": 0.0}, "frobenius_norm")
+
+
+def _probe(tmp_path, name: str, max_logit) -> str:
+    """A probe file: the probe's results of one backbone (k = 4 first, then the k = 1 row)."""
+    path = tmp_path / f"{name}.probe.json"
+    rows = [{"backbone": name, "k": "4", "k_value": 4.0, "mode": "shared", "max_logit": 1.0},
+            {"backbone": name, "k": "1", "k_value": 1.0, "mode": "untie", "max_logit": 99.0},
+            {"backbone": name, "k": "1", "k_value": 1.0, "mode": "shared", "max_logit": max_logit}]
+    path.write_text(json.dumps(rows))
+    return str(path)
+
+
+def test_a_logit_scale_statistic_is_read_from_the_probes_at_k1(tmp_path):
+    """Issue 18 item 7: k auto by the initial logit scale (the probe at k = 1, shared mode), norms.json untouched."""
+    k = auto_k_from_files(_norms(tmp_path, "big", 30.0), _norms(tmp_path, "ref", 3.0), {"statistic": "max_logit"},
+                          _probe(tmp_path, "big", 80.0), _probe(tmp_path, "ref", 8.0))
+    assert k == 10.0
+    with pytest.raises(InputError, match="max_logit: a logit-scale statistic comes from the probe"):
+        auto_k_from_files(_norms(tmp_path, "big", 30.0), _norms(tmp_path, "ref", 3.0), {"statistic": "max_logit"})
+    with pytest.raises(InputError, match=r"probe\.json: max_logit: None: k auto divides"):
+        auto_k_from_files(_norms(tmp_path, "big", 30.0), _norms(tmp_path, "ref", 3.0), {"statistic": "max_logit"},
+                          _probe(tmp_path, "big", None), _probe(tmp_path, "ref", 8.0))
+
+
+def test_head_statistics_join_norms_and_the_probe_at_k1():
+    from lsrbench.model.auto_k import HEAD_STATISTICS, head_statistics, probe_at_k1
+
+    probes = [{"backbone": "b", "k_value": 4.0, "mode": "shared", "max_logit": 1.0, "mean_activation": 0.1},
+              {"backbone": "b", "k_value": 1.0, "mode": "shared", "max_logit": 7.0, "mean_activation": 0.5}]
+    stats = head_statistics({"frobenius_norm": 3.0, "mean_row_norm": 1.0, "max_row_norm": 2.0}, probe_at_k1(probes, "b"))
+    assert {s: stats[s] for s in HEAD_STATISTICS} == {"frobenius_norm": 3.0, "mean_row_norm": 1.0, "max_row_norm": 2.0,
+                                                       "max_logit": 7.0, "mean_activation": 0.5}
+    assert probe_at_k1(probes, "other") is None and head_statistics({"frobenius_norm": 3.0}) == {"frobenius_norm": 3.0}

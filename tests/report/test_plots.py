@@ -90,21 +90,26 @@ def test_loss_curves_one_scale_one_colour_per_k_legend_below(tmp_path):
 
 
 def test_norms_linear_bars_readable_labels():
-    norms = {"orig": {"frobenius_norm": 119.9}, "twin": {"frobenius_norm": 1199.2}}
-    fig, ax = plots.norms_figure(norms, {"orig": "1", "twin": "16"}, {"orig": 1.0, "twin": 10.0}, BACKBONES)
+    """Three panels (issue 18, item 7): Frobenius norm with best and auto k, mean row norm, the
+    probe's max logit at k = 1 (– for a backbone not probed); linear scales, nothing clipped."""
+    norms = {"orig": {"frobenius_norm": 119.9, "mean_row_norm": 0.69, "max_logit": 7.39},
+             "twin": {"frobenius_norm": 1199.2, "mean_row_norm": 6.9}}
+    fig, axes = plots.norms_figure(norms, {"orig": "1", "twin": "16"}, {"orig": 1.0, "twin": 10.0}, BACKBONES)
     fig.canvas.draw()
-    assert ax.get_xscale() == "linear" and ax.get_xlim()[0] == 0
     renderer = fig.canvas.get_renderer()
     figure_box = fig.bbox
-    for text in [ax.title, ax.xaxis.label, *ax.get_yticklabels(), *ax.texts]:
-        box = text.get_window_extent(renderer)
-        assert figure_box.x0 <= box.x0 and box.x1 <= figure_box.x1, text.get_text()  # nothing clipped
-    panel = ax.get_window_extent(renderer)
-    assert all(panel.x0 <= t.get_window_extent(renderer).x0 and t.get_window_extent(renderer).x1 <= panel.x1
-               for t in ax.texts)  # the notes stay inside the axes
-    assert "‖" not in ax.xaxis.label.get_text() and r"\Vert" in ax.xaxis.label.get_text()  # mathtext, not a literal
-    notes = sorted(t.get_text() for t in ax.texts)
-    assert notes == ["119.9:  best k = 1,  auto k = 1", "1199:  best k = 16,  auto k = 10"]
+    for ax in axes:
+        assert ax.get_xscale() == "linear" and ax.get_xlim()[0] == 0
+        for text in [ax.title, *ax.get_yticklabels(), *ax.texts]:
+            box = text.get_window_extent(renderer)
+            assert figure_box.x0 <= box.x0 and box.x1 <= figure_box.x1, text.get_text()  # nothing clipped
+        panel = ax.get_window_extent(renderer)
+        assert all(panel.x0 <= t.get_window_extent(renderer).x0 and t.get_window_extent(renderer).x1 <= panel.x1
+                   for t in ax.texts)  # the notes stay inside the axes
+    assert "‖" not in axes[0].title.get_text() and r"\Vert" in axes[0].title.get_text()  # mathtext, not a literal
+    assert sorted(t.get_text() for t in axes[0].texts) == ["119.9:  best k = 1,  auto k = 1", "1199:  best k = 16,  auto k = 10"]
+    assert sorted(t.get_text() for t in axes[1].texts) == ["0.69", "6.9"]
+    assert sorted(t.get_text() for t in axes[2].texts) == ["7.39", "–"]
 
 
 def test_plot_files_are_written(metrics, tmp_path):

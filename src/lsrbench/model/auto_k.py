@@ -1,6 +1,12 @@
 """``k: auto``: the rescale factor read off the head norms instead of swept, the backbone's head norm
 over a reference backbone's (a head ``c`` times larger than the reference's gets ``k = c``, which
-makes its rescaled head the reference's size). One definition for training and the reports."""
+makes its rescaled head the reference's size). One definition for training and the reports.
+
+Which "norm" (issue 18, item 7): the paper's "MLM-head L2 norm" is read here as one of the
+:data:`HEAD_STATISTICS`: the norm stage's Frobenius, mean and max row norms (``norms.json``) or the
+initial logit scale the probe measures at k = 1 (:data:`lsrbench.model.probe.LOGIT_STATISTICS`:
+mean over texts of the largest logit, mean activation of active terms); :func:`head_statistics`
+joins them per backbone for ``auto_k.statistic`` and the norm/best-k correlation claim."""
 
 from __future__ import annotations
 
@@ -9,8 +15,27 @@ import math
 from pathlib import Path
 
 from lsrbench.errors import InputError
+from lsrbench.model.probe_names import LOGIT_STATISTICS
 
-__all__ = ["auto_k_ratio", "auto_k_from_files"]
+__all__ = ["NORM_STATISTICS", "HEAD_STATISTICS", "head_statistics", "probe_at_k1", "auto_k_ratio",
+           "auto_k_from_files"]
+
+# The statistics of norms.json (the norm stage) and all those k auto and the claims may use.
+NORM_STATISTICS = ("frobenius_norm", "mean_row_norm", "max_row_norm")
+HEAD_STATISTICS = NORM_STATISTICS + LOGIT_STATISTICS
+
+
+def probe_at_k1(probes: list[dict], backbone: str) -> dict | None:
+    """The probe of ``backbone`` as loaded (k = 1, shared mode) among probe results, or None."""
+    return next((p for p in probes if p.get("backbone") == backbone and p.get("mode", "shared") == "shared"
+                 and p.get("k_value") == 1.0), None)
+
+
+def head_statistics(norms: dict, probe: dict | None = None) -> dict:
+    """One backbone's head statistics: its ``norms.json`` fields, with the probe's logit-scale
+    statistics at k = 1 added when there is a probe (``norms.json`` itself is never rewritten:
+    train jobs read and checksum it)."""
+    return {**norms, **{s: probe[s] for s in LOGIT_STATISTICS if probe and probe.get(s) is not None}}
 
 
 def auto_k_ratio(norms: dict, reference_norms: dict, statistic: str) -> float:
@@ -22,11 +47,30 @@ def auto_k_ratio(norms: dict, reference_norms: dict, statistic: str) -> float:
     return ratio
 
 
-def _head_norm(path: str, statistic: str) -> float:
-    """One statistic of a norm file, which ``k: auto`` needs finite and positive."""
+def _statistic_record(norms_json: str, probe_json: str | None, statistic: str) -> tuple[str, dict]:
+    """The file a statistic is read from and its record: ``norms.json``, or for a logit-scale
+    statistic the probe file's (a JSON list of probe results) run at k = 1."""
+    path = probe_json if statistic in LOGIT_STATISTICS else norms_json
+    if path is None:
+        raise InputError(norms_json, statistic, "a logit-scale statistic comes from the probe at k = 1, and no probe "
+                                                "result was given")
     try:
-        value = json.loads(Path(path).read_text(encoding="utf-8")).get(statistic)
-    except (OSError, ValueError, AttributeError) as exc:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(path, None, f"not a head-norm record ({' '.join(str(exc).split())})") from None
+    if isinstance(record, list):
+        record = next((p for p in record if isinstance(p, dict) and p.get("mode", "shared") == "shared"
+                       and p.get("k_value") == 1.0), {})
+    return path, record
+
+
+def _head_norm(path: str, statistic: str, probe_json: str | None = None) -> float:
+    """One statistic of a norm file (or of a probe file at k = 1), which ``k: auto`` needs finite
+    and positive."""
+    path, record = _statistic_record(path, probe_json, statistic)
+    try:
+        value = record.get(statistic)
+    except AttributeError as exc:
         raise InputError(path, None, f"not a head-norm record ({' '.join(str(exc).split())})") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
         raise InputError(path, statistic, f"{value!r}: k auto divides head norms, which must be finite and positive "
@@ -34,9 +78,12 @@ def _head_norm(path: str, statistic: str) -> float:
     return float(value)
 
 
-def auto_k_from_files(norms_json: str, reference_norms_json: str, auto_cfg: dict) -> float:
+def auto_k_from_files(norms_json: str, reference_norms_json: str, auto_cfg: dict, probe_json: str | None = None,
+                      reference_probe_json: str | None = None) -> float:
     """:func:`auto_k_ratio` of two norm files, with the config's ``auto_k.statistic``; a norm that
-    is missing, zero or not finite is a one-line InputError naming its file and the statistic."""
+    is missing, zero or not finite is a one-line InputError naming its file and the statistic.
+    A logit-scale statistic (:data:`LOGIT_STATISTICS`) is read from the two probe files instead."""
     statistic = auto_cfg["statistic"]
-    mine, ref = _head_norm(norms_json, statistic), _head_norm(reference_norms_json, statistic)
+    mine = _head_norm(norms_json, statistic, probe_json)
+    ref = _head_norm(reference_norms_json, statistic, reference_probe_json)
     return auto_k_ratio({statistic: mine}, {statistic: ref}, statistic)

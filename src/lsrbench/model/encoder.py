@@ -7,8 +7,20 @@ from __future__ import annotations
 
 from lsrbench.model.rescale import rescale_mlm_head
 
-__all__ = ["build_sparse_encoder", "released_sparse_encoder", "is_sparse_encoder", "set_encode_lengths",
+__all__ = ["apply_rescale", "build_sparse_encoder", "released_sparse_encoder", "is_sparse_encoder", "set_encode_lengths",
            "position_limit", "encode_autocast", "default_device"]
+
+
+def apply_rescale(mlm, head_scale: float = 1.0, k: float = 1.0, mode: str = "shared"):
+    """What training does to a loaded ``*ForMaskedLM`` head, in this order: a synthetic twin's
+    ``head_scale`` (the head multiplied at load), then the paper's ``W_head <- W_head / k``. The
+    one definition the train stage (:func:`build_sparse_encoder`) and the probe
+    (:mod:`lsrbench.model.probe`, on a copy of the loaded model) share."""
+    if head_scale != 1.0:
+        rescale_mlm_head(mlm, 1.0 / head_scale, "shared")
+    if k != 1.0 or mode == "untie":
+        rescale_mlm_head(mlm, k, mode)
+    return mlm
 
 
 def build_sparse_encoder(
@@ -48,11 +60,7 @@ def build_sparse_encoder(
         query_length=query_length,
         document_length=document_length,
     )
-    mlm = transformer.auto_model
-    if head_scale != 1.0:
-        rescale_mlm_head(mlm, 1.0 / head_scale, "shared")
-    if k != 1.0 or mode == "untie":
-        rescale_mlm_head(mlm, k, mode)
+    apply_rescale(transformer.auto_model, head_scale, k, mode)
     return SparseEncoder(modules=[transformer, SpladePooling("max")], device=device or default_device())
 
 

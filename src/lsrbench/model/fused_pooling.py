@@ -188,14 +188,22 @@ def probe(model, reference, fused, *, gradients: bool = False, rtol: float = 1e-
     return None
 
 
+def fused_pooling_problem(model, probe_texts: list[str] | None = None) -> str | None:
+    """None when :func:`fused_pooling` reproduces ``model`` (its layout, and the same vectors and
+    gradients on a probe batch), else why not."""
+    return splade_layout_problem(model) or _training_probe(model, probe_texts)
+
+
 @contextlib.contextmanager
-def fused_pooling(model, probe_texts: list[str] | None = None):
+def fused_pooling(model, probe_texts: list[str] | None = None, check: bool = True):
     """Within the block, ``model`` (a SPLADE ``SparseEncoder``: fill-mask Transformer + max/relu
     SpladePooling) computes its pooled vectors with :func:`splade_pool`; the model's weights, saved
     format and outputs are unchanged. Yields True when the fused path is on, False when the model
     is not one it reproduces (checked on a probe batch: same vectors, gradients within
-    :data:`PROBE_RTOL`), in which case sentence-transformers' own pooling is used."""
-    reason = splade_layout_problem(model) or _training_probe(model, probe_texts)
+    :data:`PROBE_RTOL`), in which case sentence-transformers' own pooling is used. ``check=False``
+    skips the probe batch (the layout is still checked): for a copy of a model that passed
+    :func:`fused_pooling_problem` with only its head rescaled (the probe's k grid)."""
+    reason = fused_pooling_problem(model, probe_texts) if check else splade_layout_problem(model)
     if reason is not None:
         log.warning("training with sentence-transformers' SpladePooling (%s)", reason)
         yield False

@@ -66,12 +66,15 @@ def _mean_over_ranks(row: dict) -> dict:
     return dict(zip(keys, (t / dist.get_world_size()).tolist()))
 
 
-def recording_splade_loss(model, lambda_q: float, lambda_d: float, gather: bool = False):
+def recording_splade_loss(model, lambda_q: float, lambda_d: float, gather: bool = False,
+                          keep_embeddings: bool = False):
     """SpladeLoss(SparseMultipleNegativesRankingLoss) that keep, per forward, the exact loss parts and
     the active dims of queries and documents (the trainer's own logs round to 4 digits).
     ``gather``: several training processes share their documents as in-batch negatives
     (sentence-transformers' ``gather_across_devices``), so every query is ranked against the whole
-    global batch as on one device."""
+    global batch as on one device. ``keep_embeddings``: the ranking loss keeps the pooled vectors
+    of its last forward (``loss.loss.last_embeddings``: queries, positives, negatives, with their
+    autograd graph), which the probe (:mod:`lsrbench.model.probe`) measures beside the loss."""
     import torch
     from sentence_transformers.sparse_encoder.losses import FlopsLoss, SparseMultipleNegativesRankingLoss, SpladeLoss
 
@@ -80,7 +83,11 @@ def recording_splade_loss(model, lambda_q: float, lambda_d: float, gather: bool 
             return global_flops(embeddings)
 
     class RecordingRankingLoss(SparseMultipleNegativesRankingLoss):
+        last_embeddings = None
+
         def compute_loss_from_embeddings(self, embeddings, labels=None):
+            if keep_embeddings:
+                self.last_embeddings = list(embeddings)
             with torch.no_grad():
                 self.last_active = (
                     (embeddings[0] != 0).sum(dim=1).float().mean().item(),

@@ -39,6 +39,9 @@ __all__ = ["train_splade", "set_seed", "check_batches_possible"]
 # The columns of a training example; the trainer's no-duplicates sampler keeps every text of a
 # batch (query, positive and negative alike) distinct.
 TRIPLET_COLUMNS = ("query", "positive", "negative")
+# Which column is tokenized as a query and which as a document (the Transformer's query_length /
+# document_length): the trainer's data collator and the probe (lsrbench.model.probe) use it.
+ROUTER_MAPPING = {"query": "query", "positive": "document", "negative": "document"}
 
 
 def set_seed(seed: int) -> None:
@@ -291,7 +294,7 @@ def _training_args(recipe: dict, out: Path, processes: int, every: int):
         disable_tqdm=True,
         dataloader_drop_last=True,
         batch_sampler=BatchSamplers.NO_DUPLICATES,
-        router_mapping={"query": "query", "positive": "document", "negative": "document"},
+        router_mapping=ROUTER_MAPPING,
         # Several processes without CUDA: accelerate counts them only when told they are on CPU;
         # otherwise each process trains alone on every batch (no DDP, no data sharding).
         use_cpu=processes > 1 and not torch.cuda.is_available(),

@@ -16,11 +16,12 @@ from lsrbench.report.render import MISSING
 from lsrbench.report.results import best_ks, bm25_label, flops_datasets, pareto_front, read_metrics, run_label
 from lsrbench.report.tradeoff import tradeoff_datasets, tradeoff_points
 
-__all__ = ["tradeoff_figure", "plot_tradeoff", "k_colors", "rolling_mean", "loss_figure",
+__all__ = ["pyplot", "save_figure", "tradeoff_figure", "plot_tradeoff", "k_colors", "rolling_mean", "loss_figure",
            "plot_loss_curves", "norms_figure", "plot_norms"]
 
 
-def _plt():
+def pyplot():
+    """matplotlib's pyplot on the non-interactive Agg backend (every report figure is a file)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -29,7 +30,9 @@ def _plt():
     return plt
 
 
-def _save(fig, outputs: list[str]) -> None:
+def save_figure(fig, outputs: list[str]) -> None:
+    """Write ``fig`` to every path of ``outputs`` (format from the suffix) atomically, without
+    time stamps or software versions in the file (the same figure gives the same bytes)."""
     for out in outputs:
         with atomic_path(out) as tmp:
             fig.savefig(tmp, format=Path(out).suffix.lstrip("."), metadata={"Software": None, "CreationDate": None} if out.endswith(".pdf") else {"Software": None})
@@ -94,7 +97,7 @@ def _draw_runs(axes, pts: pd.DataFrame, names: list[str], colors: dict, backbone
                bm25_name: str):
     """Markers (coincident ones concentric), the Pareto frontier and the BM25 line on every panel;
     returns the legend handles and each panel's frontier line."""
-    plt = _plt()
+    plt = pyplot()
     ax = axes[0]
     sizes = _coincident_sizes(pts, 34.0)
     markers = "osD^vP*Xh<>"
@@ -126,7 +129,7 @@ def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict):
     """The tradeoff figure (see :func:`plot_tradeoff`); returns ``(figure, axes, labels)``."""
     from lsrbench.report.labels import place_labels
 
-    plt = _plt()
+    plt = pyplot()
     measure = report_cfg["tradeoff_measure"]
     datasets = tradeoff_datasets(metrics, report_cfg)
     pts = tradeoff_points(metrics, report_cfg).reset_index(drop=True)
@@ -180,9 +183,9 @@ def plot_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: 
     each labelled with its k where no other label is, coincident runs drawn concentric, the Pareto
     frontier dashed and BM25 dotted. Runs scoring below BAND of the best go to a lower panel of a
     broken y axis, so the competitive runs are not squeezed together by a y axis from 0."""
-    plt = _plt()
+    plt = pyplot()
     fig, _, _ = tradeoff_figure(read_metrics(metrics_csv), report_cfg, backbones)
-    _save(fig, [out_png] + ([out_pdf] if out_pdf else []))
+    save_figure(fig, [out_png] + ([out_pdf] if out_pdf else []))
     plt.close(fig)
 
 
@@ -207,7 +210,7 @@ def rolling_mean(values: list[float], window: int) -> np.ndarray:
 
 def loss_figure(runs: dict[str, dict[str, list]], backbones: dict, key: str = "ranking_loss"):
     """The loss-curves figure (see :func:`plot_loss_curves`); returns ``(figure, axes, window)``."""
-    plt = _plt()
+    plt = pyplot()
     order = {name: i for i, name in enumerate(backbones)}
     # released (evaluate-only) runs have no training log: no panel
     names = sorted((r for r in runs if any(runs[r].values())), key=lambda r: (order.get(split_run_name(r)[0], len(order)), r))
@@ -257,50 +260,64 @@ def plot_loss_curves(log_files: dict[tuple[str, str], str], backbones: dict, out
     """Training loss per step, one panel per run name, one colour per k (the same in every panel),
     one shared y axis (log when every value is positive), each curve raw (thin) and smoothed (thick),
     the legend below the panels."""
-    plt = _plt()
+    plt = pyplot()
     runs: dict[str, dict[str, list]] = {}
     for (run, k), path in log_files.items():
         runs.setdefault(run, {})[k] = log_losses(read_train_log(path), key)
     fig, _, _ = loss_figure(runs, backbones, key)
-    _save(fig, [out_png])
+    save_figure(fig, [out_png])
     plt.close(fig)
 
 
+# The head statistics norms.png shows, one panel each (issue 18, item 7): norms.json's two norms and
+# the probe's initial logit scale at k = 1 (lsrbench.model.auto_k.head_statistics joins them).
+NORM_PANELS = (("frobenius_norm", r"Frobenius norm $\Vert W_\mathrm{head} \Vert_F$"),
+               ("mean_row_norm", r"mean row norm $\Vert w_j \Vert$"),
+               ("max_logit", "max logit per text at k = 1 (probe)"))
+
+
 def norms_figure(norms: dict[str, dict], best: dict[str, str], autos: dict[str, float], backbones: dict):
-    """The head-norm figure (see :func:`plot_norms`); returns ``(figure, axis)``."""
+    """The head-statistics figure (see :func:`plot_norms`); returns ``(figure, axes)``."""
     import textwrap
 
-    plt = _plt()
+    plt = pyplot()
     names = list(norms)
-    values = [norms[n]["frobenius_norm"] for n in names]
-    fig = plt.figure(figsize=(7.0, 1.2 + 0.55 * max(1, len(names))), dpi=140, layout="constrained")
-    ax = fig.subplots()
+    fig = plt.figure(figsize=(12.0, 1.3 + 0.55 * max(1, len(names))), dpi=140, layout="constrained")
+    axes = fig.subplots(1, len(NORM_PANELS), sharey=True, gridspec_kw={"width_ratios": [1.7] + [1] * (len(NORM_PANELS) - 1)})
     y = np.arange(len(names))[::-1]
-    bars = ax.barh(y, values, color="#3182bd", height=0.6)
-    for bar, name, value in zip(bars, names, values):
-        note = f"{value:.4g}:  best k = {best.get(name, MISSING)}"
-        if name in autos:
-            note += f",  auto k = {autos[name]:.3g}"
-        ax.annotate(note, (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(4, 0),
-                    textcoords="offset points", va="center", fontsize=8)
-    ax.set_yticks(y, [textwrap.fill(run_label(n, backbones), 30) for n in names], fontsize=8)
-    ax.set_xlim(0, max(values, default=1.0) * 1.8)  # room for the notes right of the bars
-    ax.set_xlabel(r"Frobenius norm of the MLM head, $\Vert W_\mathrm{head} \Vert_F$, as loaded (before dividing by k)")
-    ax.set_title("MLM head norm and the best rescale factor k per backbone", fontsize=10)
-    ax.grid(True, axis="x", alpha=0.3)
-    return fig, ax
+    for i, (ax, (key, title)) in enumerate(zip(axes, NORM_PANELS)):
+        values = [norms[n].get(key) for n in names]
+        shown = [v if isinstance(v, (int, float)) and np.isfinite(v) else 0.0 for v in values]
+        bars = ax.barh(y, shown, color=("#3182bd", "#31a354", "#e6550d")[i], height=0.6)
+        for bar, name, value in zip(bars, names, values):
+            note = MISSING if value is None else f"{value:.4g}"
+            if i == 0:
+                note += f":  best k = {best.get(name, MISSING)}" + (f",  auto k = {autos[name]:.3g}" if name in autos else "")
+            ax.annotate(note, (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(4, 0),
+                        textcoords="offset points", va="center", fontsize=7.5)
+        ax.set_xlim(0, max(shown, default=1.0) * (2.0 if i == 0 else 1.5) or 1.0)  # room for the notes
+        ax.set_title(title, fontsize=9)
+        ax.grid(True, axis="x", alpha=0.3)
+    axes[0].set_yticks(y, [textwrap.fill(run_label(n, backbones), 30) for n in names], fontsize=8)
+    fig.suptitle("MLM head statistics as loaded (before dividing by k) and the best rescale factor k per backbone",
+                 fontsize=10)
+    return fig, axes
 
 
 def plot_norms(norm_files: dict[str, str], metrics_csv: str, report_cfg: dict, backbones: dict, out_png: str,
-               auto_cfg: dict | None = None) -> None:
-    """Head Frobenius norm per backbone as horizontal bars on a linear scale, each with the best k
-    found by the sweep and, with ``auto_k`` configured, the k it would choose."""
+               auto_cfg: dict | None = None, probes: list[dict] | None = None) -> None:
+    """Three head statistics per backbone as horizontal bars on linear scales (issue 18, item 7):
+    the Frobenius norm (with the best k found by the sweep and, with ``auto_k`` configured, the k
+    it would choose), the mean row norm, and the largest logit per text at k = 1 from the probe's
+    results (``probes``; ``–`` where a backbone was not probed)."""
+    from lsrbench.model.auto_k import head_statistics, probe_at_k1
     from lsrbench.report.table1 import auto_k_values
 
-    plt = _plt()
+    plt = pyplot()
     first_col = report_cfg["columns"][0]
     best = best_ks(read_metrics(metrics_csv), first_col["measure"], first_col["datasets"])
-    norms = {n: json.loads(Path(p).read_text()) for n, p in norm_files.items()}
+    norms = {n: head_statistics(json.loads(Path(p).read_text()), probe_at_k1(probes or [], n))
+             for n, p in norm_files.items()}
     fig, _ = norms_figure(norms, best, auto_k_values(norms, auto_cfg), backbones)
-    _save(fig, [out_png])
+    save_figure(fig, [out_png])
     plt.close(fig)

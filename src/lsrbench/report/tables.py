@@ -15,7 +15,7 @@ from lsrbench.report.render import MISSING, markdown_table
 from lsrbench.report.results import best_ks, bm25_label, label_notes, read_metrics, run_label, run_table
 from lsrbench.report.table1 import auto_k_values
 
-__all__ = ["beir_markdown", "write_table_beir", "norms_markdown", "auto_k_markdown"]
+__all__ = ["beir_markdown", "write_table_beir", "RANKED_STATISTICS", "norms_markdown", "auto_k_markdown"]
 
 
 def beir_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> str:
@@ -47,16 +47,26 @@ def write_table_beir(metrics_csv: str, report_cfg: dict, backbones: dict, out_md
         fh.write(beir_markdown(read_metrics(metrics_csv), report_cfg, backbones))
 
 
-def norms_markdown(norm_files: dict[str, str], backbones: dict) -> str:
-    """Head-norm table: one row per backbone, largest Frobenius norm first."""
+# The three statistics norms.md ranks the backbones by (issue 18, item 7): (key, table header).
+RANKED_STATISTICS = (("frobenius_norm", "‖W‖_F"), ("mean_row_norm", "mean ‖w_j‖"), ("max_logit", "max logit"))
+
+
+def norms_markdown(norm_files: dict[str, str], backbones: dict, probes: list[dict] | None = None) -> str:
+    """Head-norm table: one row per backbone, largest Frobenius norm first, with the probe's
+    initial logit scale at k = 1 (``probes``: probe results; :func:`lsrbench.model.auto_k.head_statistics`)
+    beside the norms, and how the three statistics rank the backbones."""
+    from lsrbench.model.auto_k import head_statistics, probe_at_k1
+
     rows = []
     for name, path in norm_files.items():
-        n = json.loads(Path(path).read_text())
+        n = head_statistics(json.loads(Path(path).read_text()), probe_at_k1(probes or [], name))
         rows.append({
             "Backbone": run_label(name, backbones),
             "‖W‖_F": n["frobenius_norm"],
             "mean ‖w_j‖": n["mean_row_norm"],
             "max ‖w_j‖": n["max_row_norm"],
+            "max logit": n.get("max_logit", np.nan),
+            "mean w (active)": n.get("mean_activation", np.nan),
             "‖b‖": n["bias_norm"],
             "vocab": n["vocab_size"],
             "hidden": n["hidden_size"],
@@ -67,9 +77,28 @@ def norms_markdown(norm_files: dict[str, str], backbones: dict) -> str:
     return (
         "# MLM head norms\n\n"
         "Norms of the vocabulary projection W_head (rows w_j, one per vocabulary term) and its bias b, "
-        "as loaded (before the rescale by k).\n\n" + body + "\n"
+        "as loaded (before the rescale by k). max logit: the mean over the probe's documents of the largest "
+        "logit, and mean w: the mean activation log1p(relu(logit)) of active terms, both at k = 1 "
+        f"(the probe; {MISSING} where a backbone was not probed). The Frobenius norm grows with the square "
+        "root of the vocabulary size at equal rows; the logits are what SPLADE sees (docs/claims.md).\n\n"
+        + body + "\n\n" + _rankings(df) + "\n"
         + "".join(f"\n{note}\n" for note in label_notes(backbones))
     )
+
+
+def _rankings(df: pd.DataFrame) -> str:
+    """One line per statistic: the backbones from largest to smallest, and whether they agree."""
+    orders = {}
+    for _, header in RANKED_STATISTICS:
+        have = df[df[header].notna()]
+        if len(have):
+            orders[header] = list(have.sort_values(header, ascending=False, kind="stable")["Backbone"])
+    lines = [f"- by {header}: " + " > ".join(names) for header, names in orders.items()]
+    comparable = [names for names in orders.values() if len(names) == len(df)]
+    agree = "the same order" if len(comparable) > 1 and all(o == comparable[0] for o in comparable) else "different orders"
+    verdict = (f"The statistics rank the backbones in {agree}." if len(comparable) > 1 else
+               "Only one statistic covers every backbone.")
+    return "Ranking, largest first:\n\n" + "\n".join(lines) + "\n\n" + verdict
 
 
 def auto_k_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms: dict, auto_cfg: dict | None) -> str:
