@@ -41,22 +41,24 @@ def _timed(fn, *args, **kwargs):
 
 
 def _tiny_config() -> dict:
-    from lsrbench.pipeline.config import load_config_files, validate
+    from lsrbench.config.layers import load_config_files
+    from lsrbench.config.schema import validate
 
     config, _, _ = load_config_files([str(REPO / "config" / "config.yaml")], {"mirror": str(SHARED)})
     return validate(config, "config.schema.yaml", "config/config.yaml")
 
 
 def _tiny_triplets(config: dict, path: str | None, tmp: Path) -> tuple[list[dict], str]:
-    from lsrbench.data.triplets import build_triplets, read_triplets
-    from lsrbench.pipeline.params import n_triplets
+    from lsrbench.data.training_sources import build_triplets
+    from lsrbench.data.triplets import read_triplets
+    from lsrbench.config.grid import n_triplets
 
     if path:
         return read_triplets(path), path
     td = config["training_data"]
     out = build_triplets(td, n_triplets(config), td["seed"], tmp / "triplets.jsonl", mirror=str(SHARED),
                          full_dir=str(SHARED / "data" / td["dataset"]))
-    return read_triplets(out), "built by lsrbench.data.triplets.build_triplets from ../shared"
+    return read_triplets(out), "built by lsrbench.data.training_sources.build_triplets from ../shared"
 
 
 def _norm_files(config: dict, tmp: Path) -> dict[str, str]:
@@ -74,7 +76,7 @@ def tiny_default(args, tmp: Path) -> dict:
     from lsrbench.model.auto_k import auto_k_from_files
     from lsrbench.model.checkpoint import resolve_model
     from lsrbench.model.probe import probe_backbone
-    from lsrbench.pipeline.config import backbone_modes
+    from lsrbench.config.grid import backbone_modes
 
     config = _tiny_config()
     triplets, source = _tiny_triplets(config, args.triplets, tmp)
@@ -131,7 +133,7 @@ def _long_triplets(n: int) -> list[dict]:
 def bert_base(args, tmp: Path) -> dict:
     """Load once, then per k: the rescaled copy and its probe, each timed."""
     from lsrbench.model.probe import load_backbone, probe_batches, probe_model, rescaled_copy
-    from lsrbench.pipeline.config import load_config_files
+    from lsrbench.config.layers import load_config_files
 
     recipe = dict(load_config_files([str(REPO / "config" / "paper.yaml")])[0]["recipe"])
     recipe["batch_size"] = 4 if args.quick else recipe["batch_size"]
