@@ -74,7 +74,8 @@ def layout(config_path: Path):
     from lsrbench.dag.layout import Layout
 
     config = locate_config_paths(load_yaml(config_path), REPO)
-    return Layout(check_config(config, str(config_path), files=False, mirror_must_exist=False), "results", FileDigests(None))
+    checked = check_config(config, str(config_path), files=False, mirror_must_exist=False)
+    return Layout(checked, "results", FileDigests(None), config_file=str(config_path), config_files=[str(config_path)])
 
 
 def train_dir(work: Path, config_path: Path, run: str, k: str) -> Path:

@@ -118,7 +118,7 @@ def test_one_and_two_processes_train_the_same_model(deterministic_inputs, tmp_pa
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     one = _run(deterministic_inputs, tmp_path, "one", 1)
     two = _run(deterministic_inputs, tmp_path, "two", 2)
-    rows1, rows2 = read_train_log(one["log_path"]), read_train_log(two["log_path"])
+    rows1, rows2 = read_train_log(one["train_log"]), read_train_log(two["train_log"])
     assert [r["step"] for r in rows1] == [r["step"] for r in rows2] == [1, 2, 3, 4]
     for r1, r2 in zip(rows1, rows2):
         for key in ("loss", "ranking_loss", "query_regularizer_loss", "document_regularizer_loss",

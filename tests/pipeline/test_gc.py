@@ -40,14 +40,14 @@ def tree(tmp_path) -> dict:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "params.json").write_text("{}")
     paths = layout(config)
-    stale = [work / paths.train("rand-roberta", "1").folder.replace(paths.train("rand-roberta", "1").id, "a" * 12),
-             work / paths.index("rand-roberta", "1", "slice").folder / ("b" * 12),
-             work / paths.data("slice").folder / "pool30",
+    stale = [work / paths.get("train", run="rand-roberta", k="1").folder.replace(paths.get("train", run="rand-roberta", k="1").id, "a" * 12),
+             work / paths.get("index", run="rand-roberta", k="1", dataset="slice").folder / ("b" * 12),
+             work / paths.get("data", dataset="slice").folder / "pool30",
              work / "results/norms/rand-roberta" / ("c" * 12)]
     for folder in stale:
         (folder / "sub").mkdir(parents=True)
         (folder / "sub" / "x.bin").write_bytes(b"12345")
-    (work / paths.train("rand-roberta", "1").folder.replace(paths.train("rand-roberta", "1").id, "a" * 12)
+    (work / paths.get("train", run="rand-roberta", k="1").folder.replace(paths.get("train", run="rand-roberta", k="1").id, "a" * 12)
      / "slice" / ("d" * 12)).mkdir(parents=True)  # inside a stale run: goes with it
     others = [work / "results/metrics.csv", work / "results/.cache/file-digests.json", work / "results/logs/x.log",
               work / "results/runs/old-layout/k1/model/model.safetensors"]

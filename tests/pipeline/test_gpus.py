@@ -105,9 +105,9 @@ def test_bridge_claims_the_gpus_a_job_requests(tmp_path):
         from snakemake.iocontainers import Namedlist
         from lsrbench.pipeline.bridge import run
         out = {str(tmp_path / "metrics.csv")!r}
-        job = SimpleNamespace(threads=1, params=SimpleNamespace(stage="report_collect", kwargs={{}}),
+        job = SimpleNamespace(threads=1, params=SimpleNamespace(stage="report_collect", settings={{}}),
                               input=Namedlist(fromdict={{"metric_files": []}}),
-                              output=Namedlist(fromdict={{"output": out}}), log=[],
+                              output=Namedlist(fromdict={{"metrics_csv": out, "sources_json": out + ".sources.json"}}), log=[],
                               resources=SimpleNamespace(gpu=1))
         run(job)
         print(json.dumps(os.environ.get("CUDA_VISIBLE_DEVICES")))

@@ -202,7 +202,7 @@ def test_snakemake_prefetch_target(sources, tmp_path):
     assert (mirror / "data/msmarco-bm25--triplet/triplets.jsonl").is_file()
     log = (tmp_path / "work/results/logs/prefetch.log").read_text()
     assert "training msmarco-bm25--triplet: written" in log
-    triplets = layout(path).triplets().path("triplets.jsonl")
+    triplets = layout(path).get("triplets").path("triplets.jsonl")
     proc = subprocess.run([*snakemake, "-n", triplets, "--configfile", str(path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "rule triplets:" in proc.stdout and "rule dataset:" not in proc.stdout

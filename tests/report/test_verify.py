@@ -82,7 +82,7 @@ def _build(work: Path) -> None:
         report_stages.report_collect(metric_files, "results/metrics.csv", "results/metrics.sources.json")
         report_stages.report_table1("results/metrics.csv",
                                     [["small", "results/norms/small.json"], ["large", "results/norms/large.json"]],
-                                    REPORT, BACKBONES, AUTO_K, "results/table1.md", cells=f"results/{TABLE1_CELLS}")
+                                    REPORT, BACKBONES, AUTO_K, "results/table1.md", cells_json=f"results/{TABLE1_CELLS}")
     finally:
         os.chdir(cwd)
 

@@ -14,7 +14,7 @@ from lsrbench.pipeline import JOBS
 # beside the finished ones, which Snakemake then never re-runs or deletes. Local folders are
 # fingerprinted through a cache of file digests (by path, size and mtime), saved here.
 DIGESTS = FileDigests("results/.cache/file-digests.json")
-L = Layout(config, "results", DIGESTS, config_file=CONFIG_FILE)
+L = Layout(config, "results", DIGESTS, config_file=CONFIG_FILE, config_files=READ)
 S = StageRules(L, JOBS)
 R = ReportRules(L)
 try:
