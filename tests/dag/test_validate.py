@@ -1,6 +1,6 @@
 """The checks made before the first job (lsrbench.dag.validate), on config dicts: each refusal
 is one InputError naming the file and the field; the shipped configs pass. The same checks through
-``snakemake`` on a finished run: tests/pipeline/test_bad_inputs_dag.py."""
+``snakemake`` on a finished run: tests/dag/test_bad_inputs_dag.py."""
 
 import copy
 import math

@@ -6,7 +6,7 @@ Entry points: ``lsrbench check-config`` (the checks the Snakefile runs before an
 ``snakemake -n`` itself, and the bridge every Snakemake job runs (``lsrbench.pipeline.bridge.run``,
 driven in a child process with the rule's named inputs, outputs and params) for artifacts a job
 reads. Datasets and checkpoints are refused before the first job now: their cases run through
-``snakemake`` on a finished run in tests/pipeline/test_bad_inputs_dag.py (the catalogue, slow).
+``snakemake`` on a finished run in tests/dag/test_bad_inputs_dag.py (the catalogue, slow).
 
 Known limit, documented rather than tested for a one-line message: a ``--configfile`` is parsed by
 Snakemake's command line (``ConfigSettings``, in ``snakemake.cli.args_to_api``) before the Snakefile
