@@ -3,7 +3,7 @@ Neural Sparse Retrieval", arXiv 2606.18811), then train SPLADE (Formal et al., "
 with sentence-transformers' ``SparseEncoderTrainer``: in-batch negatives, FLOPS regularisers with
 their quadratic warm-up, a fixed number of optimiser steps.
 
-Around the trainer: resumable checkpoints (:mod:`~lsrbench.model.checkpoints`), the exact per-step
+Around the trainer: resumable checkpoints (:mod:`~lsrbench.model.resume`), the exact per-step
 log (:mod:`~lsrbench.model.train_log`), data-parallel processes (:mod:`~lsrbench.model.ranks`) and
 collapse as a result: a non-finite loss stops training and the last all-finite weights are kept.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from lsrbench.atomic import atomic_dir
 from lsrbench.errors import InputError
-from lsrbench.model.checkpoints import (
+from lsrbench.model.resume import (
     CHECKPOINT_LOG,
     checkpoint_step,
     complete_checkpoints,

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from lsrbench.atomic import atomic_open
-from lsrbench.model.checkpoints import CHECKPOINT_LOG, CHECKPOINT_RE
+from lsrbench.model.resume import CHECKPOINT_LOG, CHECKPOINT_RE
 
 log = logging.getLogger(__name__)
 

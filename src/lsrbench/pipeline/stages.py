@@ -140,7 +140,7 @@ def train(run: str, k: str, mode: str, recipe: dict, config_hash: str, entry: di
     _write_train_provenance(provenance_json, config_hash, run, entry, k, k_value, recipe, summary, path, norms_json,
                             reference_norms_json, triplets_jsonl, model_dir, train_log, status_json, checkpoint_steps)
     if checkpoint_dir:
-        from lsrbench.model.checkpoints import discard_checkpoints
+        from lsrbench.model.resume import discard_checkpoints
 
         discard_checkpoints(checkpoint_dir)
     return status

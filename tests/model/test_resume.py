@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from lsrbench.model.checkpoints import CHECKPOINT_KEY, CHECKPOINT_LOG, prepare_checkpoints
+from lsrbench.model.resume import CHECKPOINT_KEY, CHECKPOINT_LOG, prepare_checkpoints
 
 DRIVER = r'''
 import json, os, signal, sys
@@ -134,7 +134,7 @@ def test_checkpoints_of_another_recipe_are_never_resumed(tmp_path):
 
 
 def test_training_key_ignores_checkpoint_steps_only():
-    from lsrbench.model.checkpoints import training_key as _training_key
+    from lsrbench.model.resume import training_key as _training_key
 
     trip = [{"query": "q", "positive": "p", "negative": "n"}]
     recipe = {"steps": 6, "learning_rate": 1e-3, "checkpoint_steps": 2}
