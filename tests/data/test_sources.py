@@ -37,8 +37,9 @@ def test_hf_nanobeir_layout(tmp_path, fmt):
     repo = write_nano_repo(tmp_path / "NanoMini", fmt=fmt)
     ds = load_hf_dataset(str(repo), revision=None, name="NanoMini", unknown_docs="keep",
                          cache_dir=tmp_path / "cache")
-    # empty-text document d3 dropped (as sentence-transformers' NanoBEIREvaluator does); title joined
-    assert ds.corpus == {"d1": "Cats cats purr softly", "d2": "dogs bark loudly", "d4": "birds sing at dawn",
+    # the text column only, as sentence-transformers' NanoBEIR evaluators feed the model: d1's title
+    # is not joined, d3 (a title, no text) is dropped
+    assert ds.corpus == {"d1": "cats purr softly", "d2": "dogs bark loudly", "d4": "birds sing at dawn",
                          "d5": "fish swim in water"}
     # q3 (empty text) and q4 (unjudged) dropped; no score column: relevance 1; q2's judgment of the
     # dropped d3 kept (unknown_docs: keep), as sentence-transformers keeps it
@@ -48,6 +49,23 @@ def test_hf_nanobeir_layout(tmp_path, fmt):
     with pytest.raises(InputError) as info:  # default unknown_docs: error names the dropped document
         load_hf_dataset(str(repo), revision=None, cache_dir=tmp_path / "cache")
     one_line_error(info, "hf:", "qrels[train] row 3", "unknown document id 'd3'", "empty text dropped")
+
+
+def test_hf_documents_are_what_sparse_nanobeir_evaluator_feeds_the_model(tmp_path):
+    """The miniature in sentence-transformers/NanoBEIR-en's layout (one split per dataset), read by
+    SparseNanoBEIREvaluator itself: the same documents (text only), queries and judgments."""
+    from sentence_transformers.sparse_encoder.evaluation import SparseNanoBEIREvaluator
+
+    from helpers.miniatures import NANO_CORPUS, NANO_QRELS, NANO_QUERIES
+
+    repo = write_hf_repo(tmp_path / "NanoBEIR-en", {"corpus": NANO_CORPUS, "queries": NANO_QUERIES,
+                                                    "qrels": NANO_QRELS}, split="NanoSciFact")
+    evaluator = SparseNanoBEIREvaluator(dataset_names=["scifact"], dataset_id=str(repo)).evaluators[0]
+    ds = load_hf_dataset(str(repo), revision=None, hf_split="NanoSciFact", unknown_docs="keep",
+                         cache_dir=tmp_path / "cache")
+    assert ds.corpus == dict(zip(evaluator.corpus_ids, evaluator.corpus))
+    assert ds.queries == dict(zip(evaluator.queries_ids, evaluator.queries))
+    assert {q: set(docs) for q, docs in ds.qrels.items()} == {q: evaluator.relevant_docs[q] for q in ds.queries}
 
 
 def test_hf_scores_lists_and_renamed_subsets(tmp_path):
