@@ -150,7 +150,11 @@ def test_registry_entries():
     for name in beir13:
         assert reg[name] == {**reg[name], "source": "beir", "name": name, "split": "test"}
         assert reg[name]["skip_identical_ids"] is True  # BEIR's and SPLADE's evaluators: every BEIR dataset
+        assert reg[name]["empty_results"] == "fill"  # exhaustive scoring (sentence-transformers, mteb, BEIR)
     assert reg["arguana"]["unknown_docs"] == "keep"
+    # the official MS MARCO MRR script and trec_eval -c: every judged query counts, 0 without results
+    assert reg["msmarco-dev"]["empty_results"] == reg["trec-dl-2019"]["empty_results"] == "zero"
+    assert reg["vaswani"]["empty_results"] == "zero"  # the schema's default: ids of existing runs unchanged
 
     nano = {n for n, e in reg.items() if e["source"] == "hf"}
     assert nano == set(NANOBEIR_DATASETS) == {f"Nano{v}" for v in DATASET_NAME_TO_HUMAN_READABLE.values()}
@@ -158,6 +162,7 @@ def test_registry_entries():
         e = reg[name]
         assert e["repo"] == f"zeta-alpha-ai/{name}" and len(e["revision"]) == 40 and e["hf_split"] == "train"
         assert e["skip_identical_ids"] is False  # sentence-transformers skips none
+        assert e["empty_results"] == "fill"  # SparseNanoBEIREvaluator ranks every document
 
 
 def test_ir_datasets_beir_ids_in_comments_exist():

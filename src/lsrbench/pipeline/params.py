@@ -192,7 +192,8 @@ def evaluate_kwargs(layout: Layout, w) -> dict:
     ev = layout.find("evaluate", w)
     ident, dataset = ev.identity, ev.fields["dataset"]
     return {"run": ident["run"], "k": ident["k"], "dataset_name": dataset,
-            "dataset_entry": {**layout.load_data(dataset), "skip_identical_ids": ident["skip_identical_ids"]},
+            "dataset_entry": {**layout.load_data(dataset), "skip_identical_ids": ident["skip_identical_ids"],
+                              "empty_results": ident.get("empty_results", "zero")},
             "top_k": ident["top_k"], "measures": ident["measures"], "config_hash": ev.sha256,
             "collapse_max_active_share": ident["collapse_max_active_share"]}
 
@@ -218,7 +219,8 @@ def bm25_kwargs(layout: Layout, w) -> dict:
     bm25 = layout.find("bm25", w)
     ident, dataset = bm25.identity, bm25.fields["dataset"]
     return {"dataset_name": dataset,
-            "dataset_entry": {**layout.load_data(dataset), "skip_identical_ids": ident["skip_identical_ids"]},
+            "dataset_entry": {**layout.load_data(dataset), "skip_identical_ids": ident["skip_identical_ids"],
+                              "empty_results": ident.get("empty_results", "zero")},
             "top_k": ident["top_k"], "measures": ident["measures"], "settings": ident["settings"]}
 
 

@@ -332,10 +332,13 @@ class Layout:
         return list(self.config["_datasets"][dataset].get("measures") or self.config["evaluation"]["measures"])
 
     def scoring(self, dataset: str) -> dict:
-        """The settings that decide a dataset's run file and metrics from its vectors."""
+        """The settings that decide a dataset's run file and metrics from its vectors
+        (``empty_results`` only when not the default ``zero``: ids made before it stay valid)."""
         entry, ev = self.config["_datasets"][dataset], self.config["evaluation"]
+        empty = entry.get("empty_results", "zero")
         return {"top_k": ev["top_k"], "measures": self.measures(dataset),
-                "skip_identical_ids": entry.get("skip_identical_ids", False)}
+                "skip_identical_ids": entry.get("skip_identical_ids", False),
+                **({"empty_results": empty} if empty != "zero" else {})}
 
     def evaluate(self, run: str, k: str, dataset: str) -> Addressed:
         def make():

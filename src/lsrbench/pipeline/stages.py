@@ -242,7 +242,8 @@ def evaluate(run: str, k: str, dataset_name: str, dataset_entry: dict, data_dir:
     docs, doc_ids, queries, query_ids = load_vectors(docs_npz, queries_npz, ds, data_dir)
     out = evaluate_vectors(ds, docs, doc_ids, queries, query_ids, top_k=top_k,
                            measures=dataset_entry.get("measures", measures),
-                           skip_identical_ids=dataset_entry.get("skip_identical_ids", False))
+                           skip_identical_ids=dataset_entry.get("skip_identical_ids", False),
+                           empty_results=dataset_entry.get("empty_results", "zero"))
     write_trec_run(run_out, out["results"], tag=f"lsrbench-{run}-k{k}")
     log.info("evaluate %s k=%s on %s: %d queries x %d documents, search %.1f s; %s", run, k, dataset_name,
              len(query_ids), len(doc_ids), out["search_seconds"], _rows_text(out["rows"]))
@@ -300,7 +301,10 @@ def bm25(dataset_name: str, dataset_entry: dict, data_dir: str, top_k: int, meas
     results = bm25_run(ds, top_k, dataset_entry.get("skip_identical_ids", False), **settings)
     write_trec_run(run_out, results, tag="lsrbench-bm25s")
     aggregate, per_query = evaluate_run({q: dict(h) for q, h in results.items()}, ds.qrels,
-                                        dataset_entry.get("measures", measures))
+                                        dataset_entry.get("measures", measures),
+                                        empty_results=dataset_entry.get("empty_results", "zero"),
+                                        corpus_ids=list(ds.corpus), depth=top_k,
+                                        skip_identical_ids=dataset_entry.get("skip_identical_ids", False))
     log.info("bm25 on %s: %d queries x %d documents; %s", dataset_name, len(ds.queries), len(ds.corpus),
              _rows_text(aggregate.items()))
     write_metric_rows(metrics_out, perquery_out, BM25, NO_K, dataset_name, list(aggregate.items()), per_query)
