@@ -44,13 +44,14 @@ def test_paper_dry_run_on_slurm_profile(tmp_path):
     assert len(config["backbones"]) == 7 and config["k_grid"] == [1, 2, 4, 8, 16]
     n_datasets = len(config["evaluation"]["datasets"])
     assert n_datasets == 2 + 13 + 13
-    assert counts["train"] == 7 * 5
+    runs = 7 * 5 + 2  # the grid, plus RoBERTa and ALBERT at k=16 in untie mode (the ablation)
+    assert counts["train"] == runs
     # MS MARCO Dev and TREC DL 2019 share the 8.8M passages: encoded once per run, DL19 only its queries
-    assert counts["evaluate"] == 7 * 5 * n_datasets
-    assert counts["index"] == 7 * 5 * (n_datasets - 1) and counts["index_queries"] == 7 * 5
+    assert counts["evaluate"] == runs * n_datasets
+    assert counts["index"] == runs * (n_datasets - 1) and counts["index_queries"] == runs
     dl19 = [b for b in re.split(r"\n(?=\[\w{3} \w{3} )|\n\s*\n", out)
             if re.search(r"^\s*rule evaluate:", b, re.M) and "dataset=trec-dl-2019" in b]
-    assert len(dl19) == 7 * 5
+    assert len(dl19) == runs
     assert all(re.search(r"input: .*results/runs/[^/]+/k[^/]+/[0-9a-f]{12}/msmarco-dev/[0-9a-f]{12}/docs\.npz", b)
                for b in dl19)
     assert not re.search(r"trec-dl-2019/[0-9a-f]{12}/docs\.npz", out)
@@ -58,11 +59,12 @@ def test_paper_dry_run_on_slurm_profile(tmp_path):
     table1 = [b for b in re.split(r"\n(?=\[\w{3} \w{3} )|\n\s*\n", out) if re.search(r"^\s*rule table1:", b, re.M)]
     assert len(table1) == 1 and str(REPO / "config/paper_reference.yaml") in table1[0]
     assert counts["norm"] == 7 and counts["bm25"] == n_datasets
-    assert counts["pooled_flops"] == 7 * 5  # NanoBEIR FLOPs pooled per run (SparseNanoBEIREvaluator)
+    assert counts["pooled_flops"] == runs  # NanoBEIR FLOPs pooled per run (SparseNanoBEIREvaluator)
     jobs = _jobs(out)
     train = [j for j in jobs if j["rule"] == "train"]
     assert {(j["wildcards"]["run"], j["wildcards"]["k"]) for j in train} == {
-        (b, str(k)) for b in config["backbones"] for k in config["k_grid"]}
+        (b, str(k)) for b in config["backbones"] for k in config["k_grid"]} | {("roberta+untie", "16"),
+                                                                              ("albert+untie", "16")}
     for job in jobs:
         res = job["resources"]
         if job["rule"] in ("train", "index"):
@@ -89,6 +91,22 @@ def test_identical_ids_follow_the_papers_toolchain():
     assert all(datasets[d].get("skip_identical_ids") is True for d in beir13)
     others = [d for d in config["evaluation"]["datasets"] if d not in beir13] + ["vaswani"]
     assert not any(datasets[d].get("skip_identical_ids", False) for d in others)
+
+
+def test_untie_ablation_claims_per_backbone():
+    """Where shared and untie differ and a claim rests on the largest k (RoBERTa, ALBERT): an untie
+    run at k=16 and, per backbone, "the damage comes from the shrunken embeddings" (untie beats
+    shared at k=16) beside "the head alone hurts" (untie below the good k)."""
+    config = yaml.safe_load((REPO / "config/paper.yaml").read_text())
+    for backbone in ("roberta", "albert"):
+        assert config["backbones"][backbone]["modes"] == {"shared": config["k_grid"], "untie": [max(config["k_grid"])]}
+    assert not any("modes" in config["backbones"][b] for b in ("modernbert", "ettin"))  # embeddings into a LayerNorm
+    claims = {c["id"]: c for c in config["claims"]["list"]}
+    for backbone, good_k in (("roberta", "best"), ("albert", 1)):
+        damage, head = claims[f"{backbone}_damage_from_embeddings"], claims[f"{backbone}_head_alone"]
+        assert (damage["type"], damage["expect"]) == ("compare", "greater")
+        assert damage["a"] == {"backbone": f"{backbone}+untie", "k": 16} and damage["b"] == {"backbone": backbone, "k": 16}
+        assert head["a"] == damage["a"] and head["b"] == {"backbone": backbone, "k": good_k} and head["expect"] == "less"
 
 
 def test_paper_claims_select_on_ms_marco_and_read_the_reference():
