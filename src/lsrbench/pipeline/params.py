@@ -188,12 +188,17 @@ def evaluate_inputs(layout: Layout, w) -> dict:
             "train_status": layout.train(run, k).path("status.json")}
 
 
+def _empty_results(identity: dict) -> dict:
+    """A dataset's ``empty_results`` as its id holds it: only when not the default ``zero``."""
+    return {"empty_results": identity["empty_results"]} if "empty_results" in identity else {}
+
+
 def evaluate_kwargs(layout: Layout, w) -> dict:
     ev = layout.find("evaluate", w)
     ident, dataset = ev.identity, ev.fields["dataset"]
     return {"run": ident["run"], "k": ident["k"], "dataset_name": dataset,
             "dataset_entry": {**layout.load_data(dataset), "skip_identical_ids": ident["skip_identical_ids"],
-                              "empty_results": ident.get("empty_results", "zero")},
+                              **_empty_results(ident)},
             "top_k": ident["top_k"], "measures": ident["measures"], "config_hash": ev.sha256,
             "collapse_max_active_share": ident["collapse_max_active_share"]}
 
@@ -220,7 +225,7 @@ def bm25_kwargs(layout: Layout, w) -> dict:
     ident, dataset = bm25.identity, bm25.fields["dataset"]
     return {"dataset_name": dataset,
             "dataset_entry": {**layout.load_data(dataset), "skip_identical_ids": ident["skip_identical_ids"],
-                              "empty_results": ident.get("empty_results", "zero")},
+                              **_empty_results(ident)},
             "top_k": ident["top_k"], "measures": ident["measures"], "settings": ident["settings"]}
 
 
