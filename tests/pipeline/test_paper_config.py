@@ -93,22 +93,6 @@ def test_identical_ids_follow_the_papers_toolchain():
     assert not any(datasets[d].get("skip_identical_ids", False) for d in others)
 
 
-def test_untie_ablation_claims_per_backbone():
-    """Where shared and untie differ and a claim rests on the largest k (RoBERTa, ALBERT): an untie
-    run at k=16 and, per backbone, "the damage comes from the shrunken embeddings" (untie beats
-    shared at k=16) beside "the head alone hurts" (untie below the good k)."""
-    config = yaml.safe_load((REPO / "config/paper.yaml").read_text())
-    for backbone in ("roberta", "albert"):
-        assert config["backbones"][backbone]["modes"] == {"shared": config["k_grid"], "untie": [max(config["k_grid"])]}
-    assert not any("modes" in config["backbones"][b] for b in ("modernbert", "ettin"))  # embeddings into a LayerNorm
-    claims = {c["id"]: c for c in config["claims"]["list"]}
-    for backbone, good_k in (("roberta", "best"), ("albert", 1)):
-        damage, head = claims[f"{backbone}_damage_from_embeddings"], claims[f"{backbone}_head_alone"]
-        assert (damage["type"], damage["expect"]) == ("compare", "greater")
-        assert damage["a"] == {"backbone": f"{backbone}+untie", "k": 16} and damage["b"] == {"backbone": backbone, "k": 16}
-        assert head["a"] == damage["a"] and head["b"] == {"backbone": backbone, "k": good_k} and head["expect"] == "less"
-
-
 def test_paper_claims_select_on_ms_marco_and_read_the_reference():
     config = yaml.safe_load((REPO / "config/paper.yaml").read_text())
     claims = config["claims"]

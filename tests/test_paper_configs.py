@@ -1,10 +1,14 @@
-"""config/paper-splade-pp.yaml: the paper's grid under naver/splade's SPLADE++ recipe, as a user
-checks it (``lsrbench check-config``), differing from config/paper.yaml in the recipe only."""
+"""The paper configs without a dry run (tests/pipeline/test_paper_config.py has that, with the SLURM
+plugin): config/paper.yaml's untie ablation, and config/paper-splade-pp.yaml, the grid under
+naver/splade's SPLADE++ recipe, as a user checks it (``lsrbench check-config``), differing from
+config/paper.yaml in the recipe only."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+
+import yaml
 
 from helpers.paths import REPO
 from lsrbench.pipeline.config import load_config_files
@@ -28,3 +32,19 @@ def test_splade_pp_recipe_passes_check_config_and_changes_only_the_recipe():
     assert pp["training_data"]["n_triplets"] == pp["recipe"]["steps"] * pp["recipe"]["batch_size"]
     assert {k for k in paper if paper[k] != pp[k]} == {"recipe", "training_data"}
     assert {k for k in paper["training_data"] if paper["training_data"][k] != pp["training_data"][k]} == {"n_triplets"}
+
+
+def test_untie_ablation_claims_per_backbone():
+    """Where shared and untie differ and a claim rests on the largest k (RoBERTa, ALBERT): an untie
+    run at k=16 and, per backbone, "the damage comes from the shrunken embeddings" (untie beats
+    shared at k=16) beside "the head alone hurts" (untie below the good k)."""
+    config = yaml.safe_load((REPO / "config/paper.yaml").read_text())
+    for backbone in ("roberta", "albert"):
+        assert config["backbones"][backbone]["modes"] == {"shared": config["k_grid"], "untie": [max(config["k_grid"])]}
+    assert not any("modes" in config["backbones"][b] for b in ("modernbert", "ettin"))  # embeddings into a LayerNorm
+    claims = {c["id"]: c for c in config["claims"]["list"]}
+    for backbone, good_k in (("roberta", "best"), ("albert", 1)):
+        damage, head = claims[f"{backbone}_damage_from_embeddings"], claims[f"{backbone}_head_alone"]
+        assert (damage["type"], damage["expect"]) == ("compare", "greater")
+        assert damage["a"] == {"backbone": f"{backbone}+untie", "k": 16} and damage["b"] == {"backbone": backbone, "k": 16}
+        assert head["a"] == damage["a"] and head["b"] == {"backbone": backbone, "k": good_k} and head["expect"] == "less"
