@@ -104,6 +104,9 @@ _LSRBENCH_NAMES = {
     "encode_texts": "lsrbench.index.encode:encode_texts",
     "build_sparse_encoder": "lsrbench.model.encoder:build_sparse_encoder",
     "load_beir_folder": "lsrbench.data.beir:load_beir_folder",
+    "pooled_subset": "lsrbench.data.bm25:pooled_subset",
+    "index_dataset": "lsrbench.index.indexing:index_dataset",
+    "evaluate_vectors": "lsrbench.evaluate.evaluation:evaluate_vectors",
 }
 
 

@@ -44,13 +44,14 @@ def test_paper_dry_run_on_slurm_profile(tmp_path):
     assert len(config["backbones"]) == 7 and config["k_grid"] == [1, 2, 4, 8, 16]
     n_datasets = len(config["evaluation"]["datasets"])
     assert n_datasets == 2 + 13 + 13
-    assert counts["train"] == 7 * 5
+    runs = 7 * 5 + 2  # the grid, plus RoBERTa and ALBERT at k=16 in untie mode (the ablation)
+    assert counts["train"] == runs
     # MS MARCO Dev and TREC DL 2019 share the 8.8M passages: encoded once per run, DL19 only its queries
-    assert counts["evaluate"] == 7 * 5 * n_datasets
-    assert counts["index"] == 7 * 5 * (n_datasets - 1) and counts["index_queries"] == 7 * 5
+    assert counts["evaluate"] == runs * n_datasets
+    assert counts["index"] == runs * (n_datasets - 1) and counts["index_queries"] == runs
     dl19 = [b for b in re.split(r"\n(?=\[\w{3} \w{3} )|\n\s*\n", out)
             if re.search(r"^\s*rule evaluate:", b, re.M) and "dataset=trec-dl-2019" in b]
-    assert len(dl19) == 7 * 5
+    assert len(dl19) == runs
     assert all(re.search(r"input: .*results/runs/[^/]+/k[^/]+/[0-9a-f]{12}/msmarco-dev/[0-9a-f]{12}/docs\.npz", b)
                for b in dl19)
     assert not re.search(r"trec-dl-2019/[0-9a-f]{12}/docs\.npz", out)
@@ -58,11 +59,12 @@ def test_paper_dry_run_on_slurm_profile(tmp_path):
     table1 = [b for b in re.split(r"\n(?=\[\w{3} \w{3} )|\n\s*\n", out) if re.search(r"^\s*rule table1:", b, re.M)]
     assert len(table1) == 1 and str(REPO / "config/paper_reference.yaml") in table1[0]
     assert counts["norm"] == 7 and counts["bm25"] == n_datasets
-    assert counts["pooled_flops"] == 7 * 5  # NanoBEIR FLOPs pooled per run (SparseNanoBEIREvaluator)
+    assert counts["pooled_flops"] == runs  # NanoBEIR FLOPs pooled per run (SparseNanoBEIREvaluator)
     jobs = _jobs(out)
     train = [j for j in jobs if j["rule"] == "train"]
     assert {(j["wildcards"]["run"], j["wildcards"]["k"]) for j in train} == {
-        (b, str(k)) for b in config["backbones"] for k in config["k_grid"]}
+        (b, str(k)) for b in config["backbones"] for k in config["k_grid"]} | {("roberta+untie", "16"),
+                                                                              ("albert+untie", "16")}
     for job in jobs:
         res = job["resources"]
         if job["rule"] in ("train", "index"):

@@ -37,8 +37,9 @@ def test_hf_nanobeir_layout(tmp_path, fmt):
     repo = write_nano_repo(tmp_path / "NanoMini", fmt=fmt)
     ds = load_hf_dataset(str(repo), revision=None, name="NanoMini", unknown_docs="keep",
                          cache_dir=tmp_path / "cache")
-    # empty-text document d3 dropped (as sentence-transformers' NanoBEIREvaluator does); title joined
-    assert ds.corpus == {"d1": "Cats cats purr softly", "d2": "dogs bark loudly", "d4": "birds sing at dawn",
+    # the text column only, as sentence-transformers' NanoBEIR evaluators feed the model: d1's title
+    # is not joined, d3 (a title, no text) is dropped
+    assert ds.corpus == {"d1": "cats purr softly", "d2": "dogs bark loudly", "d4": "birds sing at dawn",
                          "d5": "fish swim in water"}
     # q3 (empty text) and q4 (unjudged) dropped; no score column: relevance 1; q2's judgment of the
     # dropped d3 kept (unknown_docs: keep), as sentence-transformers keeps it
@@ -48,6 +49,23 @@ def test_hf_nanobeir_layout(tmp_path, fmt):
     with pytest.raises(InputError) as info:  # default unknown_docs: error names the dropped document
         load_hf_dataset(str(repo), revision=None, cache_dir=tmp_path / "cache")
     one_line_error(info, "hf:", "qrels[train] row 3", "unknown document id 'd3'", "empty text dropped")
+
+
+def test_hf_documents_are_what_sparse_nanobeir_evaluator_feeds_the_model(tmp_path):
+    """The miniature in sentence-transformers/NanoBEIR-en's layout (one split per dataset), read by
+    SparseNanoBEIREvaluator itself: the same documents (text only), queries and judgments."""
+    from sentence_transformers.sparse_encoder.evaluation import SparseNanoBEIREvaluator
+
+    from helpers.miniatures import NANO_CORPUS, NANO_QRELS, NANO_QUERIES
+
+    repo = write_hf_repo(tmp_path / "NanoBEIR-en", {"corpus": NANO_CORPUS, "queries": NANO_QUERIES,
+                                                    "qrels": NANO_QRELS}, split="NanoSciFact")
+    evaluator = SparseNanoBEIREvaluator(dataset_names=["scifact"], dataset_id=str(repo)).evaluators[0]
+    ds = load_hf_dataset(str(repo), revision=None, hf_split="NanoSciFact", unknown_docs="keep",
+                         cache_dir=tmp_path / "cache")
+    assert ds.corpus == dict(zip(evaluator.corpus_ids, evaluator.corpus))
+    assert ds.queries == dict(zip(evaluator.queries_ids, evaluator.queries))
+    assert {q: set(docs) for q, docs in ds.qrels.items()} == {q: evaluator.relevant_docs[q] for q in ds.queries}
 
 
 def test_hf_scores_lists_and_renamed_subsets(tmp_path):
@@ -132,7 +150,11 @@ def test_registry_entries():
     for name in beir13:
         assert reg[name] == {**reg[name], "source": "beir", "name": name, "split": "test"}
         assert reg[name]["skip_identical_ids"] is True  # BEIR's and SPLADE's evaluators: every BEIR dataset
+        assert reg[name]["empty_results"] == "fill"  # exhaustive scoring (sentence-transformers, mteb, BEIR)
     assert reg["arguana"]["unknown_docs"] == "keep"
+    # the official MS MARCO MRR script and trec_eval -c: every judged query counts, 0 without results
+    assert reg["msmarco-dev"]["empty_results"] == reg["trec-dl-2019"]["empty_results"] == "zero"
+    assert reg["vaswani"]["empty_results"] == "zero"  # the schema's default: ids of existing runs unchanged
 
     nano = {n for n, e in reg.items() if e["source"] == "hf"}
     assert nano == set(NANOBEIR_DATASETS) == {f"Nano{v}" for v in DATASET_NAME_TO_HUMAN_READABLE.values()}
@@ -140,6 +162,7 @@ def test_registry_entries():
         e = reg[name]
         assert e["repo"] == f"zeta-alpha-ai/{name}" and len(e["revision"]) == 40 and e["hf_split"] == "train"
         assert e["skip_identical_ids"] is False  # sentence-transformers skips none
+        assert e["empty_results"] == "fill"  # SparseNanoBEIREvaluator ranks every document
 
 
 def test_ir_datasets_beir_ids_in_comments_exist():
@@ -242,6 +265,6 @@ def test_a_dataset_entry_has_the_schemas_defaults_and_nothing_else_sets_them():
     entry = DatasetEntry.from_dict("x", {"source": "beir", "path": "/data/x"})
     assert (entry.split, entry.unknown_docs, entry.skip_identical_ids, entry.hf_split) == ("test", "error", False, "train")
     assert entry.as_dict() == {"source": "beir", "split": "test", "unknown_docs": "error", "skip_identical_ids": False,
-                               "hf_split": "train", "path": "/data/x"}
+                               "hf_split": "train", "empty_results": "zero", "path": "/data/x"}
     named = DatasetEntry.from_dict("sf", {"source": "beir", "name": "scifact"})
     assert named.download == "scifact" and named.has("name") and not named.has("path")

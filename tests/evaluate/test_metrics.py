@@ -7,7 +7,7 @@ import scipy.sparse as sp
 
 from lsrbench.errors import InputError
 from lsrbench.evaluate.flops import flops, mean_active_dims
-from lsrbench.evaluate.metrics import evaluate_run
+from lsrbench.evaluate.metrics import evaluate_run, fill_ranking
 
 
 def _csr(rows, vocab, zeros=()):
@@ -126,3 +126,102 @@ def test_unknown_measure(name):
     assert ei.value.field == "measures"
     assert name in str(ei.value)
     assert "\n" not in str(ei.value)
+
+
+# ------------------------------------------------------------------ queries that retrieve nothing
+# q2 retrieved nothing (an all-zero query vector), q3 is absent from the run, q4 retrieved two
+# documents only: what each toolchain makes of them (empty_results, docs/evaluation.md).
+SHORT_QRELS = {"q1": {"d1": 1, "d3": 1}, "q2": {"d2": 1}, "q3": {"d1": 1}, "q4": {"d5": 1, "d0": 1}}
+SHORT_RUN = {"q1": {"d4": 3.0, "d1": 2.0, "d2": 1.0}, "q2": {}, "q4": {"d6": 2.0, "d5": 1.0}}
+BEIR_TO_IR_MEASURES = {"NDCG@10": "nDCG@10", "P@10": "P@10", "Recall@100": "R@100", "MAP@100": "AP@100"}
+
+
+@pytest.mark.parametrize("empty_results, beir_run", [
+    # pytrec_eval scores a query given an empty list 0 and BEIR divides by every query it scored
+    ("zero", {**SHORT_RUN, "q3": {}}),
+    # naver/splade's SparseRetrieval writes nothing for a query without a positive score, and BEIR
+    # averages over the queries of the run only
+    ("skip", {q: docs for q, docs in SHORT_RUN.items() if docs}),
+])
+def test_empty_results_agree_with_beir(empty_results, beir_run):
+    import copy
+
+    from beir.retrieval.evaluation import EvaluateRetrieval
+
+    ndcg, _map, recall, precision = EvaluateRetrieval.evaluate(SHORT_QRELS, copy.deepcopy(beir_run), [10, 100],
+                                                               ignore_identical_ids=False)
+    beir = {**ndcg, **_map, **recall, **precision}
+    ours, per_query = evaluate_run(SHORT_RUN, SHORT_QRELS, list(BEIR_TO_IR_MEASURES.values()),
+                                   empty_results=empty_results)
+    for beir_name, ours_name in BEIR_TO_IR_MEASURES.items():
+        assert ours[ours_name] == pytest.approx(beir[beir_name], abs=6e-6), beir_name  # BEIR rounds to 5 decimals
+    assert {q for q, _, _ in per_query} == ({"q1", "q2", "q3", "q4"} if empty_results == "zero" else {"q1", "q4"})
+    # by hand: q1 and q4 each find one of their two relevant documents at rank 2
+    one = (1 / math.log2(3)) / (1 + 1 / math.log2(3))
+    assert ours["nDCG@10"] == pytest.approx(one * 2 / (4 if empty_results == "zero" else 2), abs=1e-12)
+
+
+def test_skip_with_no_query_retrieving_anything_is_zero():
+    # BEIR's evaluate divides by zero here; a collapsed run still gets its metrics
+    assert evaluate_run({"q1": {}}, SHORT_QRELS, ["nDCG@10"], empty_results="skip") == ({"nDCG@10": 0.0}, [])
+
+
+def _st_evaluator(queries: dict, corpus_ids: list, qrels: dict, query_vectors):
+    """sentence-transformers' InformationRetrievalEvaluator with the encoder replaced by the given
+    query vectors: its own exhaustive dot-product scoring, top-k and metrics run unchanged."""
+    from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
+    from sentence_transformers.util import dot_score
+
+    class GivenVectors(InformationRetrievalEvaluator):
+        def embed_inputs(self, model, sentences, **kwargs):
+            assert list(sentences) == [queries[q] for q in self.queries_ids]
+            return query_vectors[[list(queries).index(q) for q in self.queries_ids]]
+
+    return GivenVectors(queries, {d: d for d in corpus_ids}, {q: set(docs) for q, docs in qrels.items()},
+                        score_functions={"dot": dot_score}, precision_recall_at_k=[1, 10], accuracy_at_k=[10])
+
+
+def test_fill_agrees_with_sentence_transformers_evaluator():
+    """Exact retrieval over the inverted index, scored with ``empty_results: fill``, equals
+    sentence-transformers' evaluator on the same vectors, where zero-score documents are ranked
+    (ties by corpus id, not corpus order): an all-zero query, a query matching two documents, and
+    ties at a positive score."""
+    import torch
+
+    from lsrbench.data.beir import Dataset
+    from lsrbench.evaluate.evaluation import evaluate_vectors
+
+    corpus_ids = ["d9", "d10", "d2", "d1", "d30", "d3", "d20", "d11", "d0", "d4", "d5", "d12"]
+    rng = np.random.default_rng(3)
+    docs = sp.random(len(corpus_ids), 20, density=0.15, format="csr", random_state=rng, dtype=np.float32)
+    docs.data[:] = np.round(docs.data * 4) / 4 + 0.25  # few distinct values: ties at positive scores
+    queries = sp.csr_matrix(np.vstack([np.zeros(20), docs[[0, 4]].sum(axis=0), np.eye(20)[docs[5].indices[0]],
+                                       np.zeros(20)]).astype(np.float32))
+    query_ids = ["qa", "qb", "qc", "qd"]
+    qrels = {"qa": {"d1": 1, "d10": 1}, "qb": {"d30": 1, "d3": 1}, "qc": {"d3": 1, "d0": 1}, "qd": {"d12": 1}}
+    dataset = Dataset(corpus={d: d for d in corpus_ids}, queries={q: q for q in query_ids}, qrels=qrels, name="mini")
+    measures = ["nDCG@10", "RR@10", "P@10", "R@10"]
+    ours = {}
+    for mode in ("zero", "fill"):
+        out = evaluate_vectors(dataset, docs, corpus_ids, queries, query_ids, top_k=100, measures=measures,
+                               skip_identical_ids=False, empty_results=mode)
+        ours[mode] = dict(out["rows"])
+    assert len(out["results"]["qa"]) == 0 and len(out["results"]["qd"]) == 0  # the run file: retrieved only
+
+    st = _st_evaluator(dataset.queries, corpus_ids, qrels, torch.tensor(queries.toarray()))
+    scores = st.compute_all_metrics(None, corpus_embeddings=torch.tensor(docs.toarray()))["dot"]
+    st_values = {"nDCG@10": scores["ndcg@k"][10], "RR@10": scores["mrr@k"][10], "P@10": scores["precision@k"][10],
+                 "R@10": scores["recall@k"][10]}
+    for name, value in st_values.items():
+        assert ours["fill"][name] == pytest.approx(value, abs=1e-12), name
+    assert ours["fill"]["nDCG@10"] > ours["zero"]["nDCG@10"]  # the zero-score documents count in ST
+
+
+def test_fill_ranking_order_and_identical_ids():
+    run = {"q1": {"b": 1.0, "a": 1.0, "c": 2.0}}
+    filled = fill_ranking(run, ["q1", "q2"], ["z", "q2", "c", "b", "a", "y"], depth=5, skip_identical_ids=True)
+    assert list(filled["q1"]) == ["c", "a", "b", "q2", "y"]  # score desc, ties by id; then unretrieved by id
+    assert list(filled["q2"]) == ["a", "b", "c", "y", "z"]  # its own id left out
+    assert list(filled["q1"].values()) == [5.0, 4.0, 3.0, 2.0, 1.0]
+    with pytest.raises(ValueError, match="corpus_ids and depth"):
+        evaluate_run(run, {"q1": {"a": 1}}, ["nDCG@10"], empty_results="fill")

@@ -6,6 +6,7 @@ short real training run against the same run with ``SpladePooling`` itself."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -81,6 +82,112 @@ def test_probe_accepts_every_head_family_and_restores_the_model(family_model):
     assert "forward" not in decoder.__dict__ and "forward" not in model[1].__dict__
 
 
+def _probe_features(model):
+    from sentence_transformers.util import batch_to_device
+
+    from lsrbench.model.fused_pooling import PROBE_TEXTS
+
+    return batch_to_device(model.preprocess(list(PROBE_TEXTS[:4]), task="document"), model.device)
+
+
+def test_probe_in_bf16_accepts_every_head_family(family_model):
+    """Training under bf16 autocast probes the fused path under bf16 autocast (CPU autocast here:
+    the decoder input is bf16, which the fused backward once refused)."""
+    from lsrbench.model.fused_pooling import _training_probe, fused_pooling
+
+    family, model = family_model
+    assert _training_probe(model, None, "bf16") is None, family
+    with fused_pooling(model, precision="bf16") as on:
+        assert on, family
+
+
+def _decoder_inputs(model, texts):
+    """The MLM decoder's input (fp32, eval mode), the attention mask, and the decoder's weight and bias."""
+    import torch
+
+    from sentence_transformers.util import batch_to_device
+
+    features = batch_to_device(model.preprocess(list(texts), task="document"), model.device)
+    decoder = model[0].auto_model.get_output_embeddings()
+    seen = {}
+    handle = decoder.register_forward_pre_hook(lambda _, args: seen.setdefault("x", args[0].detach()))
+    try:
+        model.eval()
+        with torch.inference_mode():
+            model(dict(features))
+    finally:
+        handle.remove()
+    return seen["x"], features["attention_mask"], decoder.weight.detach(), decoder.bias.detach()
+
+
+def _check_one_side_of_the_bound(model, texts):
+    """The derivation of precision_tolerance, one side of it: sentence-transformers' pooling under
+    bf16 autocast is within half the two-sided bound (u w + 2u) of the exact pooling of the same
+    bf16-rounded inputs (what two bf16 paths share: the bound is on what they do not), and beyond
+    the fp32 probe's tolerance."""
+    import torch
+
+    from lsrbench.model.fused_pooling import UNIT_ROUNDOFF, precision_tolerance
+
+    hidden, mask, weight, bias = _decoder_inputs(model, texts)
+    exact = _reference(*(x.bfloat16().double() for x in (hidden,)), mask,
+                       *(x.bfloat16().double() for x in (weight, bias)))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        bf16 = _reference(hidden, mask, weight, bias).double()
+    rtol, atol = precision_tolerance("bf16")
+    assert (rtol, atol) == (2 * UNIT_ROUNDOFF["bf16"], 4 * UNIT_ROUNDOFF["bf16"]) == (2**-7, 2**-6)
+    excess = (bf16 - exact).abs() - (rtol * exact + atol) / 2
+    assert float(excess.max()) <= 0
+    assert not torch.allclose(bf16, exact, rtol=1e-5, atol=1e-6)
+    return float((bf16 - exact).abs().max())
+
+
+def test_bf16_pooling_is_within_the_derived_tolerance(family_model):
+    from lsrbench.model.fused_pooling import PROBE_TEXTS
+
+    _check_one_side_of_the_bound(family_model[1], PROBE_TEXTS)
+
+
+def test_bf16_pooling_of_splade_tiny_is_within_the_derived_tolerance():
+    """The same on the real SPLADE-tiny (vocabulary 30,522) and 16 Vaswani abstracts at 256 tokens."""
+    from lsrbench.model.encoder import build_sparse_encoder
+
+    path = SHARED / "models" / "splade-tiny-msmarco"
+    if not path.is_dir():
+        pytest.skip("../shared not present")
+    model = build_sparse_encoder(str(path), 256, device="cpu")
+    texts = [json.loads(line)["text"] for _, line in zip(range(16), open(SHARED / "data" / "vaswani" / "corpus.jsonl"))]
+    assert 0 < _check_one_side_of_the_bound(model, texts)
+
+
+@pytest.mark.parametrize("flaw", ["vectors", "gradients"])
+def test_bf16_probe_rejects_what_bf16_rounding_does_not_explain(family_model, flaw):
+    """A fused path that is exact in fp32 but, under autocast only, off by four bf16 roundings in
+    its vectors or by half its gradient is refused by the bf16 stage of the probe."""
+    import torch
+
+    from lsrbench.model.fused_pooling import _patched, probe
+
+    family, model = family_model
+    features = _probe_features(model)
+
+    def reference():
+        return model(dict(features))["sentence_embedding"]
+
+    def flawed():
+        with _patched(model):
+            emb = model(dict(features))["sentence_embedding"]
+        if not torch.is_autocast_enabled("cpu"):
+            return emb
+        if flaw == "vectors":
+            return emb * (1 + 2**-6) + 2**-6
+        return emb + 0.5 * (emb - emb.detach())  # same values, gradients x 1.5
+
+    assert probe(model, reference, flawed, gradients=True) is None  # fp32 cannot see it
+    reason = probe(model, reference, flawed, gradients=True, precision="bf16")
+    assert reason is not None and "under bf16 autocast" in reason and flaw in reason, (family, reason)
+
+
 def test_a_model_it_does_not_reproduce_keeps_spladepooling(family_model):
     _, model = family_model
     from lsrbench.model.fused_pooling import fused_pooling
@@ -112,6 +219,29 @@ def _train(tmp_path, fused: bool, name: str):
                                       "document_max_length": 48, "fused_pooling": fused})
     summary = train_splade(str(model), triplets, recipe, tmp_path / f"{name}_model", tmp_path / f"{name}.jsonl")
     return summary, read_train_log(tmp_path / f"{name}.jsonl")
+
+
+def test_training_under_bf16_autocast_probes_and_trains_fused(tmp_path, monkeypatch):
+    """Where the trainer runs bf16 autocast (forced here on the CPU), the probe runs in bf16 and
+    training takes the fused path through real steps (its backward under autocast included)."""
+    import lsrbench.model.fused_pooling as fp
+    import lsrbench.model.train as train
+
+    probed = []
+    real_probe = fp._training_probe
+    monkeypatch.setattr(fp, "_training_probe", lambda m, t, precision="fp32": probed.append(precision) or real_probe(m, t, precision))
+    monkeypatch.setattr(train, "_precision_flags", lambda precision: {"bf16": True, "fp16": False})
+    # transformers refuses bf16 without a GPU unless use_cpu; accelerate autocasts on the CPU alike
+    monkeypatch.setattr("transformers.training_args.is_torch_bf16_gpu_available", lambda: True)
+    seen_autocast = []
+    real_pool = fp.splade_pool
+    monkeypatch.setattr(fp, "splade_pool", lambda *a: seen_autocast.append(__import__("torch").is_autocast_enabled("cpu"))
+                        or real_pool(*a))
+    summary, log = _train(tmp_path, True, "bf16")
+    assert probed == ["bf16"] and summary["fused_pooling"] is True
+    # the probe's fp32 pass, then its bf16 pass and every training step's poolings under autocast
+    assert seen_autocast[0] is False and len(seen_autocast) > 2 and all(seen_autocast[1:])
+    assert len(log) == 4 and all(math.isfinite(row["loss"]) for row in log)
 
 
 def test_training_follows_spladepooling(tmp_path):

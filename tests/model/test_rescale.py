@@ -177,3 +177,57 @@ def test_unknown_mode_rejected():
         rescale_mlm_head(model, 2, "scale-both")
     assert torch.equal(mlm_head(model).weight, w)
     assert head_is_tied(model)
+
+
+# ------------------------------------------------------------------ what shared mode does besides the head
+# Families whose word embeddings are added to position (and token-type) embeddings before the
+# embedding LayerNorm: shrinking them by k changes the mix the encoder sees. ModernBERT's go straight
+# into a LayerNorm, invariant to the scale up to its eps.
+ADDITIVE_EMBEDDINGS = {"bert", "distilbert", "albert", "roberta"}
+
+
+def family_batch(folder, family: str, seed: int):
+    """A tiny random model of ``family`` (tests/helpers/families.py: the real classes, WordPiece
+    tokenizer, texts of very different lengths) and its tokenized texts."""
+    from helpers.families import model, texts, tokenizer
+
+    tok = tokenizer(folder, family)
+    batch = tok(texts(), padding=True, truncation=True, return_tensors="pt",
+                return_token_type_ids=family in ("bert", "albert"))
+    return model(family, tok, seed=seed), dict(batch)
+
+
+@pytest.fixture(scope="module")
+def decoder_changes(tmp_path_factory):
+    from helpers.families import FAMILIES as ALL_FAMILIES
+    from lsrbench.model.rescale import decoder_input_change
+
+    changes = {}
+    for family in ALL_FAMILIES:
+        model, batch = family_batch(tmp_path_factory.mktemp(f"decoder_{family}"), family, seed=0)
+        changes[family] = {mode: decoder_input_change(model, batch, 16, mode) for mode in MODES}
+        changes[family]["shared k=1"] = decoder_input_change(model, batch, 1, "shared")
+    return changes
+
+
+def test_shared_rescale_moves_the_decoder_input_where_embeddings_are_added(decoder_changes):
+    """k = 16 in shared mode, real forward passes: the decoder input moves by tenths (0.58, 0.73,
+    0.64, 0.58 for BERT, DistilBERT, ALBERT, RoBERTa) where word embeddings are added to position
+    embeddings, by thousandths (0.0035) for ModernBERT; never in untie mode or at k = 1."""
+    for family, change in decoder_changes.items():
+        assert change["untie"] == 0.0 and change["shared k=1"] == 0.0, family
+        if family in ADDITIVE_EMBEDDINGS:
+            assert 0.1 < change["shared"] < 1.0, (family, change)
+        else:
+            assert 1e-3 < change["shared"] < 1e-2, (family, change)
+    additive = [decoder_changes[f]["shared"] for f in ADDITIVE_EMBEDDINGS]
+    assert min(additive) > 100 * decoder_changes["modernbert"]["shared"]
+
+
+def test_decoder_input_change_leaves_the_model(tmp_path):
+    from lsrbench.model.rescale import decoder_input_change
+
+    model, batch = family_batch(tmp_path, "roberta", seed=1)
+    before = head_norms(model)
+    assert decoder_input_change(model, batch, 4) > 0
+    assert head_norms(model) == before and head_is_tied(model)

@@ -23,6 +23,7 @@ class DatasetEntry:
     unknown_docs: str
     skip_identical_ids: bool
     hf_split: str
+    empty_results: str
     path: str | None = None
     id: str | None = None
     repo: str | None = None

@@ -116,9 +116,12 @@ def _measures(config: dict, dataset: str) -> list[str]:
 
 
 def _scoring(config: dict, dataset: str) -> dict:
-    """The settings that decide a dataset's run file and metrics from its vectors."""
+    """The settings that decide a dataset's run file and metrics from its vectors; ``empty_results``
+    only when it is not the default (``zero``), so the ids of every output made before it existed stay."""
+    entry = dataset_entry(config, dataset)
+    empty = {"empty_results": entry.empty_results} if entry.empty_results != "zero" else {}
     return {"top_k": config["evaluation"]["top_k"], "measures": _measures(config, dataset),
-            "skip_identical_ids": dataset_entry(config, dataset).skip_identical_ids}
+            "skip_identical_ids": entry.skip_identical_ids, **empty}
 
 
 def _evaluated(config: dict) -> list[str]:

@@ -8,7 +8,7 @@ import os
 from dataclasses import replace
 from typing import Iterator, Sequence
 
-from lsrbench.data.beir import RELEVANCE_RANGE, Dataset, assemble, id_problem, join_title
+from lsrbench.data.beir import RELEVANCE_RANGE, Dataset, assemble, id_problem
 from lsrbench.errors import InputError
 
 __all__ = ["HF_SUBSETS", "hf_label", "load_hf_split", "load_hf_dataset"]
@@ -64,16 +64,18 @@ def load_hf_dataset(repo: str, *, revision: str | None, hf_split: str = "train",
     """Load a Hugging Face datasets repository in the NanoBEIR layout.
 
     ``datasets.load_dataset(repo, <subset>, split=hf_split, revision=revision)`` for the
-    subsets ``corpus`` (``_id``, ``text``, optional ``title``), ``queries`` (``_id``, ``text``)
+    subsets ``corpus`` (``_id``, ``text``; a ``title`` is not read), ``queries`` (``_id``, ``text``)
     and ``qrels`` (``query-id``, ``corpus-id``, optional integer ``score``, default 1 as in
     mteb's Nano tasks; a list of corpus ids is expanded as sentence-transformers does).
     ``subsets`` renames the configs (``{"corpus": "docs"}``). ``repo`` may be a local folder in
     the same layout (a ``README.md`` with ``configs:`` and the data files), as the tests use.
 
-    Conventions of sentence-transformers' ``NanoBEIREvaluator`` (to compare with its numbers):
-    documents and queries with empty text are dropped (a dropped query's judgments go with it
-    and it counts in ``dropped_queries``; judgments naming a dropped document follow
-    ``unknown_docs``). A non-empty ``title`` is joined to the text as for BEIR folders.
+    Conventions of sentence-transformers' ``NanoBEIREvaluator`` / ``SparseNanoBEIREvaluator`` (to
+    compare with its numbers; ``_load_dataset`` in sentence_transformer/evaluation/nano_beir.py,
+    sentence-transformers 6.2): a document is its ``text`` column alone, a ``title`` column is
+    ignored (the evaluator builds ``{_id: text}``); documents and queries with empty text are
+    dropped, whatever their title (a dropped query's judgments go with it and it counts in
+    ``dropped_queries``; judgments naming a dropped document follow ``unknown_docs``).
     Errors name ``hf:<repo>@<revision>`` as the file and ``<subset>[<split>] row N``.
     """
     label = hf_label(repo, revision)
@@ -86,13 +88,11 @@ def load_hf_dataset(repo: str, *, revision: str | None, hf_split: str = "train",
         return f"{names[subset]}[{hf_split}] row {n}"
 
     def texts(ds, subset: str) -> Iterator[tuple[int, str, str]]:
-        titles = list(ds["title"]) if "title" in ds.column_names else None
         for i, (raw_id, text) in enumerate(zip(list(ds["_id"]), list(ds["text"]))):
             ident = _hf_id(raw_id, label, where(subset, i + 1), "_id")
             if text is not None and not isinstance(text, str):
                 raise InputError(label, where(subset, i + 1), f"column 'text' must be a string, got {type(text).__name__}")
-            title = titles[i] if titles is not None else None
-            yield i + 1, ident, join_title(title or "", text or "") if subset == "corpus" else (text or "")
+            yield i + 1, ident, text or ""
 
     def collect(ds, subset: str, what: str, none_left: str) -> tuple[dict[str, str], set[str]]:
         """``{id: text}`` of the rows with text, and the ids of the rows without; ids unique."""

@@ -134,6 +134,11 @@ class IrDatasetsSource(Source):
         return load_ir_datasets(entry.id, name=entry.name, unknown_docs=unknown_docs, corpus=corpus)
 
 
+# The hf reader's version in the ids of its datasets (a folder written by an earlier reader, with
+# titles joined to the text, is another dataset).
+READER_VERSION = 2
+
+
 class HfSource(Source):
     """A Hugging Face datasets repository in the NanoBEIR layout, at a pinned revision."""
 
@@ -170,10 +175,14 @@ class HfSource(Source):
                                subsets=entry.subsets, unknown_docs=unknown_docs, cache_dir=Path(cache_dir) / "hf-datasets")
 
     def identity(self, entry, folder, fingerprint):
-        # a local repository folder (revision null) by its bytes; a hub repository by its pinned revision
+        # a local repository folder (revision null) by its bytes; a hub repository by its pinned revision;
+        # either with the reader's version: its documents are the text alone, titles dropped, as
+        # sentence-transformers' NanoBEIR loader reads them (docs/evaluation.md), since version 2
         if entry.revision is None and Path(entry.repo).is_dir():
-            return {"source": self.name, "hf_split": entry.hf_split, "subsets": entry.subsets, **fingerprint(entry.repo)}
-        return super().identity(entry, folder, fingerprint)
+            found = {"source": self.name, "hf_split": entry.hf_split, "subsets": entry.subsets, **fingerprint(entry.repo)}
+        else:
+            found = super().identity(entry, folder, fingerprint)
+        return {**found, "reader": READER_VERSION}
 
 
 SOURCES: dict[str, Source] = {s.name: s for s in (BeirSource(), IrDatasetsSource(), HfSource())}

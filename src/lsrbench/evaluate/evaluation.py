@@ -29,10 +29,12 @@ def load_vectors(docs_npz: str, queries_npz: str, dataset, data_dir: str):
 
 
 def evaluate_vectors(dataset, docs, doc_ids, queries, query_ids, *, top_k: int, measures: list[str],
-                     skip_identical_ids: bool) -> dict:
+                     skip_identical_ids: bool, empty_results: str = "zero") -> dict:
     """Retrieve, score and measure. Returns ``{"results": {qid: [(docid, score), ...]},
     "rows": [(measure, value), ...], "per_query": [(qid, measure, value), ...], "search_seconds"}``
-    (rows: the ir_measures measures, then FLOPs and active dims)."""
+    (rows: the ir_measures measures, then FLOPs and active dims). ``results`` (the run file) holds
+    the retrieved documents only; ``empty_results`` (the dataset's toolchain,
+    :data:`lsrbench.evaluate.metrics.EMPTY_RESULTS`) decides what short lists count for."""
     from lsrbench.evaluate.flops import flops, mean_active_dims
     from lsrbench.evaluate.metrics import evaluate_run
     from lsrbench.evaluate.retrieval import search
@@ -40,7 +42,9 @@ def evaluate_vectors(dataset, docs, doc_ids, queries, query_ids, *, top_k: int, 
     start = time.time()
     results = search(queries, query_ids, docs, doc_ids, k=top_k, skip_identical_ids=skip_identical_ids)
     search_s = time.time() - start
-    aggregate, per_query = evaluate_run({q: dict(hits) for q, hits in results.items()}, dataset.qrels, measures)
+    aggregate, per_query = evaluate_run({q: dict(hits) for q, hits in results.items()}, dataset.qrels, measures,
+                                        empty_results=empty_results, corpus_ids=doc_ids, depth=top_k,
+                                        skip_identical_ids=skip_identical_ids)
     rows = list(aggregate.items())
     rows += [(FLOPS, flops(queries, docs)), (QUERY_DIMS, mean_active_dims(queries)), (DOC_DIMS, mean_active_dims(docs))]
     return {"results": results, "rows": rows, "per_query": per_query, "search_seconds": search_s}

@@ -1,6 +1,7 @@
 """Effectiveness measures through ir_measures (MacAvaney et al., "Streamlining Evaluation with
 ir-measures", ECIR 2022): every metric lsrbench reports is computed by it, per query and averaged
-over every judged query."""
+over the judged queries; what a query that retrieved nothing counts for follows the dataset's
+toolchain (``empty_results``, docs/evaluation.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,18 @@ from collections.abc import Mapping, Sequence
 import ir_measures
 from lsrbench.errors import InputError
 
-__all__ = ["evaluate_run", "parse_measures"]
+__all__ = ["EMPTY_RESULTS", "evaluate_run", "fill_ranking", "parse_measures"]
+
+# What a judged query with fewer than top_k retrieved documents (none, for an all-zero query
+# vector) counts for, by the toolchain each value reproduces (docs/evaluation.md):
+#   zero  scored as its list stands, an empty list 0, counted in the mean (the MS MARCO official
+#         MRR script, trec_eval -c; pytrec_eval and BEIR's evaluate given the empty list)
+#   skip  left out of the mean when it retrieved nothing (naver/splade's SparseRetrieval writes no
+#         entry for it, and BEIR's EvaluateRetrieval.evaluate averages over the queries in the run)
+#   fill  the list completed to top_k with the unretrieved documents at score 0, ties by document
+#         id (sentence-transformers' InformationRetrievalEvaluator scores every document and ranks
+#         by (-score, corpus_id); BEIR's exact search and mteb also return zero-score documents)
+EMPTY_RESULTS = ("zero", "skip", "fill")
 
 
 def parse_measures(names: Sequence[str]) -> list[ir_measures.Measure]:
@@ -35,39 +47,75 @@ def evaluate_run(
     run: Mapping[str, Mapping[str, float]],
     qrels: Mapping[str, Mapping[str, int]],
     measures: Sequence[str],
+    *,
+    empty_results: str = "zero",
+    corpus_ids: Sequence[str] | None = None,
+    depth: int | None = None,
+    skip_identical_ids: bool = False,
 ) -> tuple[dict[str, float], list[tuple[str, str, float]]]:
     """Evaluate ``run`` against ``qrels`` with ir_measures.
 
     Returns ``(aggregate, per_query)``: ``aggregate`` maps each measure name (as ir_measures
     prints it, e.g. ``"nDCG@10"``) to its value; ``per_query`` lists ``(qid, measure, value)``
-    sorted by qid then measure order. The population is exactly the queries in ``qrels``: a
-    judged query that is absent from the run (or retrieved nothing) scores the measure's default
-    (0), and run queries without judgments are ignored, so the mean is over all judged queries
-    whatever the provider does with missing queries. Each measure is aggregated by its own
-    aggregator (mean for all the usual ones).
+    sorted by qid then measure order. Run queries without judgments are ignored. A judged query
+    that is absent from the run or retrieved nothing follows ``empty_results``
+    (:data:`EMPTY_RESULTS`): ``zero`` scores it the measure's default (0) and counts it, whatever
+    the provider does with missing queries; ``skip`` leaves it out (no per-query row; every
+    measure 0 when no judged query retrieved anything, where BEIR's evaluate divides by zero);
+    ``fill`` ranks as :func:`fill_ranking` (needs ``corpus_ids`` and ``depth``). Each measure is
+    aggregated by its own aggregator (mean for all the usual ones).
 
     Note that the providers re-sort each query by score and ignore ranks, and break score ties
-    differently (pytrec_eval: doc id descending; msmarco, used for RR@k: doc id ascending).
+    differently (pytrec_eval: doc id descending; msmarco, used for RR@k: doc id ascending);
+    ``fill`` hands them strictly decreasing scores, so its order is the one evaluated.
     """
     parsed = parse_measures(measures)
     if not qrels:
         raise ValueError("evaluate_run: qrels is empty")
+    if empty_results not in EMPTY_RESULTS:
+        raise ValueError(f"evaluate_run: empty_results must be one of {', '.join(EMPTY_RESULTS)}, got {empty_results!r}")
     qrels = {str(q): {str(d): int(r) for d, r in docs.items()} for q, docs in qrels.items()}
     judged_run = {str(q): {str(d): float(s) for d, s in docs.items()} for q, docs in run.items() if str(q) in qrels}
+    if empty_results == "fill":
+        if corpus_ids is None or depth is None:
+            raise ValueError("evaluate_run: empty_results 'fill' needs corpus_ids and depth")
+        judged_run = fill_ranking(judged_run, sorted(qrels), corpus_ids, depth, skip_identical_ids)
+    scored = [q for q in sorted(qrels) if empty_results != "skip" or judged_run.get(q)]
 
     values: dict[tuple[str, ir_measures.Measure], float] = {}
     for metric in ir_measures.iter_calc(parsed, qrels, judged_run):
         if metric.query_id in qrels:
             values[(metric.query_id, metric.measure)] = float(metric.value)
 
-    aggregate: dict[str, float] = {}
     per_query: list[tuple[str, str, float]] = []
     aggregators = {m: m.aggregator() for m in parsed}
-    for qid in sorted(qrels):
+    for qid in scored:
         for m in parsed:
             v = values.get((qid, m), float(m.DEFAULT))
             aggregators[m].add(v)
             per_query.append((qid, str(m), v))
-    for m in parsed:
-        aggregate[str(m)] = float(aggregators[m].result())
+    aggregate = {str(m): float(aggregators[m].result()) if scored else 0.0 for m in parsed}
     return aggregate, per_query
+
+
+def fill_ranking(run: Mapping[str, Mapping[str, float]], query_ids: Sequence[str], corpus_ids: Sequence[str],
+                 depth: int, skip_identical_ids: bool = False) -> dict[str, dict[str, float]]:
+    """Each query's ranking as sentence-transformers' ``InformationRetrievalEvaluator`` makes it
+    from scores of every document: its retrieved documents by (-score, document id), then every
+    document it did not retrieve (all score 0 for it) by document id, to ``depth`` documents
+    (its own id left out with ``skip_identical_ids``). Returned with strictly decreasing scores
+    ``depth - rank``, so an evaluator that re-sorts by score keeps this order."""
+    by_id: list[str] | None = None  # sorted once, only when some query needs filling
+    filled: dict[str, dict[str, float]] = {}
+    for qid in query_ids:
+        hits = [d for d, _ in sorted(run.get(qid, {}).items(), key=lambda kv: (-kv[1], kv[0]))][:depth]
+        if len(hits) < depth:
+            by_id = sorted(map(str, corpus_ids)) if by_id is None else by_id
+            retrieved = set(hits)
+            for doc_id in by_id:
+                if doc_id not in retrieved and not (skip_identical_ids and doc_id == qid):
+                    hits.append(doc_id)
+                    if len(hits) == depth:
+                        break
+        filled[qid] = {doc_id: float(depth - rank) for rank, doc_id in enumerate(hits)}
+    return filled

@@ -12,7 +12,9 @@ torch top-k) and computes its measures (pytrec_eval; its own MRR). Offline: a cu
 Where the two may differ (none moves nDCG@10 on a normal collection):
 
 * mteb returns the top ``max(k_values)`` documents including zero-score ones; lsrbench's search
-  only score > 0, so a query with fewer positive-score documents than a cutoff differs there;
+  only score > 0, so a query with fewer positive-score documents than a cutoff differs there,
+  unless the dataset's ``empty_results`` is ``fill`` (zero-score documents ranked by id, where
+  mteb takes torch's tie order);
 * mteb scores in float32, lsrbench accumulates in float64 (near-ties can swap);
 * mteb rounds its means to 5 decimals;
 * ``ignore_identical_ids`` (a dataset's ``skip_identical_ids``): mteb removes the document after

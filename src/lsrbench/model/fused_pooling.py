@@ -52,7 +52,7 @@ def _function():
                 out[:, lo:hi] = values
                 arg[:, lo:hi] = positions
             ctx.save_for_backward(hidden, weight, arg)
-            ctx.has_bias = bias is not None
+            ctx.bias_dtype = None if bias is None else bias.dtype
             return out
 
         @staticmethod
@@ -60,19 +60,25 @@ def _function():
         def backward(ctx, grad):
             hidden, weight, arg = ctx.saved_tensors
             b, t, h = hidden.shape
+            # Under autocast the decoder input may be bf16 (CPU autocast keeps LayerNorm in the
+            # input's dtype) while the weight is fp32: accumulate in at least fp32, return each
+            # gradient in its input's dtype.
+            work = torch.promote_types(torch.promote_types(hidden.dtype, weight.dtype), torch.float32)
             # Only (text, term) pairs with a non-zero gradient matter: relu zeroes the rest.
             rows, terms = torch.nonzero(grad, as_tuple=True)
-            g = grad[rows, terms].unsqueeze(-1)
+            g = grad[rows, terms].to(work).unsqueeze(-1)
             tokens = rows * t + arg[rows, terms]
             flat = hidden.reshape(b * t, h)
             grad_hidden = grad_weight = grad_bias = None
             if ctx.needs_input_grad[0]:
-                grad_hidden = torch.zeros_like(flat).index_add_(0, tokens, g * weight[terms])
-                grad_hidden = grad_hidden.view(b, t, h)
+                grad_hidden = torch.zeros((b * t, h), dtype=work, device=hidden.device).index_add_(
+                    0, tokens, g * weight[terms].to(work))
+                grad_hidden = grad_hidden.view(b, t, h).to(hidden.dtype)
             if ctx.needs_input_grad[2]:
-                grad_weight = torch.zeros_like(weight).index_add_(0, terms, g * flat[tokens])
-            if ctx.has_bias and ctx.needs_input_grad[3]:
-                grad_bias = grad.sum(dim=0)
+                grad_weight = torch.zeros(weight.shape, dtype=work, device=weight.device).index_add_(
+                    0, terms, g * flat[tokens].to(work)).to(weight.dtype)
+            if ctx.bias_dtype is not None and ctx.needs_input_grad[3]:
+                grad_bias = grad.to(work).sum(dim=0).to(ctx.bias_dtype)
             return grad_hidden, None, grad_weight, grad_bias
 
     return MaxPooledDecoder
@@ -135,46 +141,83 @@ PROBE_TEXTS = (
 )
 
 
+# Unit roundoff of the autocast dtypes training may use: 2^-(significand bits).
+UNIT_ROUNDOFF = {"bf16": 2.0**-8, "fp16": 2.0**-11}
+
+
+def precision_tolerance(precision: str) -> tuple[float, float]:
+    """``(rtol, atol)`` two SPLADE vectors of the same batch can differ by when each is computed
+    under autocast in ``precision`` (unit roundoff u): ``rtol = 2u``, ``atol = 4u``.
+
+    Why: both round the same inputs to the autocast dtype and accumulate each logit z in fp32, so
+    their logits differ by the accumulation order (fp32: about h 2^-24 sum_i |h_i W_ji|, ~1e-3 at
+    BERT-base scale) and by one final rounding each (<= u |z|). ``log1p(relu(.))`` has slope
+    1 / (1 + z), so the pooled weights w differ by at most 2u z / (1 + z) < 2u, plus the
+    accumulation slack, plus a rounding of w itself on each side where the pooling runs in the
+    autocast dtype (CPU autocast keeps relu and log1p in bf16): <= 2u w. bf16: rtol 2^-7, atol 2^-6."""
+    u = UNIT_ROUNDOFF[precision]
+    return 2 * u, 4 * u
+
+
 def probe(model, reference, fused, *, gradients: bool = False, rtol: float = 1e-5, atol: float = 1e-6,
-          grad_rtol: float = PROBE_RTOL) -> str | None:
+          grad_rtol: float = PROBE_RTOL, precision: str = "fp32") -> str | None:
     """Whether ``fused()`` gives the vectors ``reference()`` gives (both: [batch, vocab] tensors of
     the same probe batch), within ``rtol``/``atol``; with ``gradients``, in train mode (both
     passes draw the same dropout masks) and with the same gradients of a loss touching every
     active term plus a quadratic (FLOPS-like) part, within ``grad_rtol`` of the largest gradient.
-    None when they agree, else the reason. Anything unexpected is a reason too: the reference
-    path is always right."""
-    import torch
-
+    With ``precision`` bf16 or fp16 (what training runs under), the same check in fp32 first, then
+    both forward passes again under autocast in that dtype: vectors within
+    :func:`precision_tolerance`, and each parameter's gradient no further from the fp32 one than
+    twice the reference's own distance from it, plus u times the largest gradient (the
+    reference's gradients in bf16 are themselves off by a few percent of the largest one; no
+    tighter a-priori bound exists). None when they agree, else the reason. Anything unexpected is
+    a reason too: the reference path is always right."""
     params = [p for p in model.parameters() if p.requires_grad] if gradients else []
     was_training = model.training
     model.train(gradients)
-    gen = torch.Generator().manual_seed(0)
-
-    def run(forward):
-        for p in params:
-            p.grad = None
-        grad_mode = torch.enable_grad() if gradients else torch.inference_mode()
-        with grad_mode, torch.random.fork_rng(devices=[model.device] if model.device.type == "cuda" else []):
-            torch.manual_seed(0)
-            emb = forward()
-            emb = emb.to_dense() if emb.is_sparse else emb
-            if gradients:
-                weight = torch.rand(emb.shape, generator=gen).to(emb.device, emb.dtype)
-                ((emb * weight).sum() + 1e-2 * emb.sum(dim=0).pow(2).sum()).backward()
-        return emb.detach().float().clone(), [None if p.grad is None else p.grad.detach().clone() for p in params]
-
     try:
-        want, want_grads = run(reference)
-        gen.manual_seed(0)
-        got, got_grads = run(fused)
+        want, want_grads = _probe_pass(model, reference, params, gradients)
+        got, got_grads = _probe_pass(model, fused, params, gradients)
+        reason = _differs(got, want, got_grads, want_grads, rtol, atol, grad_rtol)
+        if reason is None and precision in UNIT_ROUNDOFF:
+            ref_p = _probe_pass(model, reference, params, gradients, precision)
+            got_p = _probe_pass(model, fused, params, gradients, precision)
+            reason = _differs_at_precision(got_p, ref_p, want_grads, precision)
     except FusedUnsupported as exc:
         return str(exc)
     except Exception as exc:  # noqa: BLE001
-        return f"probe failed: {type(exc).__name__}: {exc}"
+        return f"probe failed{'' if precision == 'fp32' else f' under {precision} autocast'}: {type(exc).__name__}: {exc}"
     finally:
         for p in params:
             p.grad = None
         model.train(was_training)
+    return reason
+
+
+def _probe_pass(model, forward, params, gradients: bool, precision: str = "fp32"):
+    """One probe pass: the vectors (float32) and each parameter's gradient; the forward pass
+    under autocast in ``precision`` when it is not fp32 (the backward outside it, as in training)."""
+    import torch
+
+    for p in params:
+        p.grad = None
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    autocast = torch.autocast(model.device.type, dtype=dtype) if dtype else contextlib.nullcontext()
+    grad_mode = torch.enable_grad() if gradients else torch.inference_mode()
+    with grad_mode, torch.random.fork_rng(devices=[model.device] if model.device.type == "cuda" else []):
+        torch.manual_seed(0)
+        with autocast:
+            emb = forward()
+        emb = (emb.to_dense() if emb.is_sparse else emb).float()
+        if gradients:
+            weight = torch.rand(emb.shape, generator=torch.Generator().manual_seed(0)).to(emb.device)
+            ((emb * weight).sum() + 1e-2 * emb.sum(dim=0).pow(2).sum()).backward()
+    return emb.detach().clone(), [None if p.grad is None else p.grad.detach().float().clone() for p in params]
+
+
+def _differs(got, want, got_grads, want_grads, rtol, atol, grad_rtol) -> str | None:
+    import torch
+
     if got.shape != want.shape or not torch.allclose(got, want, rtol=rtol, atol=atol):
         return "probe vectors differ from sentence-transformers'"
     # Absolute slack relative to the largest gradient anywhere: some parameters (a bias before a
@@ -188,22 +231,42 @@ def probe(model, reference, fused, *, gradients: bool = False, rtol: float = 1e-
     return None
 
 
-def fused_pooling_problem(model, probe_texts: list[str] | None = None) -> str | None:
+def fused_pooling_problem(model, probe_texts: list[str] | None = None, precision: str = "fp32") -> str | None:
     """None when :func:`fused_pooling` reproduces ``model`` (its layout, and the same vectors and
-    gradients on a probe batch), else why not."""
-    return splade_layout_problem(model) or _training_probe(model, probe_texts)
+    gradients on a probe batch, also under autocast in ``precision``), else why not."""
+    return splade_layout_problem(model) or _training_probe(model, probe_texts, precision)
+
+
+def _differs_at_precision(got, ref, exact_grads, precision: str) -> str | None:
+    """:func:`probe`'s comparison under autocast: ``got`` and ``ref`` are (vectors, gradients) of
+    the fused and the reference pass in ``precision``, ``exact_grads`` the reference's in fp32."""
+    import torch
+
+    rtol, atol = precision_tolerance(precision)
+    if got[0].shape != ref[0].shape or not torch.allclose(got[0], ref[0], rtol=rtol, atol=atol):
+        return (f"probe vectors under {precision} autocast differ from sentence-transformers' beyond {precision} "
+                f"rounding (max abs diff {float((got[0] - ref[0]).abs().max()):.3g})")
+    slack = UNIT_ROUNDOFF[precision] * max((float(a.abs().max()) for a in exact_grads if a is not None), default=1.0)
+    for exact, a, b in zip(exact_grads, ref[1], got[1]):
+        if (a is None) != (b is None):
+            return f"probe gradients under {precision} autocast reach different parameters"
+        if exact is not None and float((b - exact).abs().max()) > 2 * float((a - exact).abs().max()) + slack:
+            return (f"probe gradients under {precision} autocast further from the fp32 ones than {precision} "
+                    f"rounding explains ({float((b - exact).abs().max()):.3g} vs {float((a - exact).abs().max()):.3g})")
+    return None
 
 
 @contextlib.contextmanager
-def fused_pooling(model, probe_texts: list[str] | None = None, check: bool = True):
+def fused_pooling(model, probe_texts: list[str] | None = None, precision: str = "fp32", check: bool = True):
     """Within the block, ``model`` (a SPLADE ``SparseEncoder``: fill-mask Transformer + max/relu
     SpladePooling) computes its pooled vectors with :func:`splade_pool`; the model's weights, saved
     format and outputs are unchanged. Yields True when the fused path is on, False when the model
     is not one it reproduces (checked on a probe batch: same vectors, gradients within
-    :data:`PROBE_RTOL`), in which case sentence-transformers' own pooling is used. ``check=False``
-    skips the probe batch (the layout is still checked): for a copy of a model that passed
-    :func:`fused_pooling_problem` with only its head rescaled (the probe's k grid)."""
-    reason = fused_pooling_problem(model, probe_texts) if check else splade_layout_problem(model)
+    :data:`PROBE_RTOL`; with ``precision`` bf16/fp16, the precision training runs in, also under
+    autocast in it, see :func:`probe`), in which case sentence-transformers' own pooling is used.
+    ``check=False`` skips the probe batch (the layout is still checked): for a copy of a model that
+    passed :func:`fused_pooling_problem` with only its head rescaled (the probe's k grid)."""
+    reason = fused_pooling_problem(model, probe_texts, precision) if check else splade_layout_problem(model)
     if reason is not None:
         log.warning("training with sentence-transformers' SpladePooling (%s)", reason)
         yield False
@@ -244,7 +307,7 @@ def _patched(model):
                 m.forward = fwd
 
 
-def _training_probe(model, texts) -> str | None:
+def _training_probe(model, texts, precision: str = "fp32") -> str | None:
     """:func:`probe` of the training-time fusion: same vectors (at 1e-5: a vocabulary chunk may go
     through a different matmul kernel than the full head) and gradients as SpladePooling."""
     from sentence_transformers.util import batch_to_device
@@ -261,4 +324,4 @@ def _training_probe(model, texts) -> str | None:
         with _patched(model):
             return model(dict(features))["sentence_embedding"]
 
-    return probe(model, reference, fused, gradients=True)
+    return probe(model, reference, fused, gradients=True, precision=precision)

@@ -87,3 +87,29 @@ def head_norms(model: nn.Module) -> dict:
         "hidden_size": int(weight.shape[1]),
         "tied": bool(head_is_tied(model)),
     }
+
+
+@torch.no_grad()
+def decoder_input_change(model: nn.Module, batch: dict, k: float, mode: RescaleMode = "shared") -> float:
+    """Relative change ``||x_k - x_1|| / ||x_1||`` of the MLM decoder's input ``x`` (the hidden
+    states the head's vocabulary projection reads, over the batch's real tokens) when the head is
+    rescaled by ``k`` in ``mode`` before the forward pass: what the rescale does to the model
+    *besides* dividing the logits. In ``shared`` mode a tied head shrinks the input embeddings by
+    ``k`` too; ``untie`` leaves them, so its change is 0. ``batch``: tokenizer output (input_ids,
+    attention_mask, ...). ``model`` is not modified (a copy is rescaled)."""
+    import copy
+
+    def decoder_input(m: nn.Module) -> torch.Tensor:
+        seen = {}
+        handle = mlm_head(m).register_forward_pre_hook(lambda _, args: seen.setdefault("x", args[0]))
+        try:
+            m.eval()
+            m(**batch)
+        finally:
+            handle.remove()
+        return seen["x"].double()
+
+    mask = batch["attention_mask"].bool()
+    before = decoder_input(model)[mask]
+    after = decoder_input(rescale_mlm_head(copy.deepcopy(model), k, mode))[mask]
+    return float((after - before).norm() / before.norm())

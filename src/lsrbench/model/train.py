@@ -261,7 +261,10 @@ def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callb
         if recipe["fused_pooling"]:
             from lsrbench.model.fused_pooling import fused_pooling
 
-            fused = fused_pooling(model, [t["positive"] for t in run.triplets[:4]])
+            # probed in the precision the trainer's autocast will run it in
+            flags = _precision_flags(recipe["precision"])
+            fused = fused_pooling(model, [t["positive"] for t in run.triplets[:4]],
+                                  precision=next((p for p in ("bf16", "fp16") if flags[p]), "fp32"))
         try:
             with fused as pooling_fused:
                 outcome["fused_pooling"] = pooling_fused

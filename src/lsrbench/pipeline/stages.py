@@ -227,8 +227,11 @@ def index(dataset: str, model_dir: str, data_dir: str, batch_size: int, precisio
 def evaluate(run: str, k: str, dataset: str, top_k: int, measures: list[str], skip_identical_ids: bool,
              collapse_max_active_share: float, config_hash: str, data_dir: str, docs_npz: str, queries_npz: str,
              train_status: str, run_trec: str, metrics_tsv: str, perquery_tsv: str, status_json: str,
-             provenance_json: str) -> dict:
+             provenance_json: str, empty_results: str = "zero") -> dict:
     """Exact top-k retrieval, TREC run, ir_measures metrics, FLOPs and active dims as tidy rows.
+
+    ``empty_results`` (the dataset's: ``zero``, ``skip`` or ``fill``) says how a judged query that
+    retrieved nothing counts (:func:`lsrbench.evaluate.metrics.evaluate_run`).
 
     A collapsed run (training stopped on a NaN/inf loss, all-zero vectors, or documents activating
     more than ``collapse_max_active_share`` of the vocabulary on average) is still evaluated: its
@@ -242,7 +245,7 @@ def evaluate(run: str, k: str, dataset: str, top_k: int, measures: list[str], sk
     ds = _read_folder(data_dir)
     docs, doc_ids, queries, query_ids = load_vectors(docs_npz, queries_npz, ds, data_dir)
     out = evaluate_vectors(ds, docs, doc_ids, queries, query_ids, top_k=top_k, measures=measures,
-                           skip_identical_ids=skip_identical_ids)
+                           skip_identical_ids=skip_identical_ids, empty_results=empty_results)
     write_trec_run(run_trec, out["results"], tag=f"lsrbench-{run}-k{k}")
     log.info("evaluate %s k=%s on %s: %d queries x %d documents, search %.1f s; %s", run, k, dataset,
              len(query_ids), len(doc_ids), out["search_seconds"], _rows_text(out["rows"]))
@@ -287,7 +290,7 @@ def pooled_flops(run: str, k: str, datasets: list[str], docs_npz, queries_npz, m
 
 
 def bm25(dataset: str, top_k: int, measures: list[str], skip_identical_ids: bool, settings: dict, data_dir: str,
-         run_trec: str, metrics_tsv: str, perquery_tsv: str, provenance_json: str) -> None:
+         run_trec: str, metrics_tsv: str, perquery_tsv: str, provenance_json: str, empty_results: str = "zero") -> None:
     """The BM25 reference row on one evaluated dataset, as tidy rows: ``settings`` (report.bm25_settings:
     k1, b, analyzer; Anserini's defaults: k1=0.9, b=0.4, Lucene's English analyzer)."""
     from lsrbench.data.bm25 import bm25_run
@@ -297,7 +300,9 @@ def bm25(dataset: str, top_k: int, measures: list[str], skip_identical_ids: bool
     ds = _read_folder(data_dir)
     results = bm25_run(ds, top_k, skip_identical_ids, **settings)
     write_trec_run(run_trec, results, tag="lsrbench-bm25s")
-    aggregate, per_query = evaluate_run({q: dict(h) for q, h in results.items()}, ds.qrels, measures)
+    aggregate, per_query = evaluate_run({q: dict(h) for q, h in results.items()}, ds.qrels, measures,
+                                        empty_results=empty_results, corpus_ids=list(ds.corpus), depth=top_k,
+                                        skip_identical_ids=skip_identical_ids)
     log.info("bm25 on %s: %d queries x %d documents; %s", dataset, len(ds.queries), len(ds.corpus),
              _rows_text(aggregate.items()))
     write_metric_rows(metrics_tsv, perquery_tsv, BM25, NO_K, dataset, list(aggregate.items()), per_query)
