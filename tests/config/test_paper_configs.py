@@ -11,7 +11,7 @@ import sys
 import yaml
 
 from helpers.paths import REPO
-from lsrbench.pipeline.config import load_config_files
+from lsrbench.config.layers import load_config_files
 
 # naver/splade conf/config_splade++_max.yaml and conf/train/config/splade.yaml (docs/paper-scale.md)
 SPLADE_PP = {"steps": 150000, "batch_size": 128, "learning_rate": 2e-5, "warmup_steps": 6000,
