@@ -120,6 +120,21 @@ def test_no_temporaries_or_checkpoints_left(micro_run):
     assert not list(res.rglob(".*.tmp-*")) and not list(res.rglob("checkpoints"))
 
 
+def test_results_have_the_permissions_the_umask_gives(micro_run):
+    """Issue 23.4: every file and folder of a finished run as a plain write under the umask the run
+    had (this process's, inherited by snakemake): readable by colleagues on a shared filesystem
+    when the umask allows it, never tempfile's private 0600 / 0700."""
+    import os
+    import stat
+
+    umask = os.umask(0)
+    os.umask(umask)
+    wrong = {str(p.relative_to(micro_run["work"])): oct(stat.S_IMODE(p.stat().st_mode))
+             for p in micro_run["results"].rglob("*")
+             if stat.S_IMODE(p.stat().st_mode) != (0o777 if p.is_dir() else 0o666) & ~umask}
+    assert not wrong, f"umask {umask:03o}: {dict(list(wrong.items())[:10])} ({len(wrong)} in all)"
+
+
 def _edit(micro_run: dict, edit) -> dict[str, int]:
     """Dry-run the finished run under its config edited in place (then restored: the norm rule's
     params name the config file, so the edit keeps its path); return the planned job counts."""
