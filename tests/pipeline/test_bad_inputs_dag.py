@@ -498,6 +498,32 @@ def _(ctx):
     return ctx.snakemake(ctx.with_model(encoder_only))
 
 
+def _poison_weights(tensor: str, value: float):
+    """A mutation setting one entry of ``tensor`` in model.safetensors to ``value``."""
+    def mutate(folder):
+        from safetensors.torch import load_file, save_file
+
+        weights = load_file(str(folder / "model.safetensors"))
+        weights[tensor].view(-1)[5] = value
+        save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    return mutate
+
+
+NON_FINITE = MODEL_FIELD + r"'.*/model/model\.safetensors': tensor '{}' holds {} value\(s\): a checkpoint's weights must be finite"
+
+
+@case("NaN in the MLM head's bias", CONFIG, NON_FINITE.format(r"lm_head\.bias", "1 NaN and 0 infinite"))
+def _(ctx):
+    return ctx.snakemake(ctx.with_model(_poison_weights("lm_head.bias", float("nan"))))
+
+
+@case("+inf in the tied head matrix (real run)", CONFIG,
+      NON_FINITE.format(r"roberta\.embeddings\.word_embeddings\.weight", "0 NaN and 1 infinite"))
+def _(ctx):
+    return ctx.snakemake(ctx.with_model(_poison_weights("roberta.embeddings.word_embeddings.weight", float("inf"))),
+                         dry=False)
+
+
 @case("broken mirror copy of the model", CONFIG, r"backbones\.rand-roberta\.model: '.*/mirror/models/tiny' has no tokenizer")
 def _(ctx):
     shutil.copytree(ctx.model_dir, ctx.tmp / "mirror" / "models" / "tiny")

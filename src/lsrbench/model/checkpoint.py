@@ -188,6 +188,10 @@ def load_mlm(path: str, config_file: str, field: str, trust_remote_code: bool = 
         detail = _mismatch(path, trust_remote_code, revision) if "ignore_mismatched_sizes" in str(exc) else None
         raise InputError(config_file, field,
                          f"cannot load '{path}' as a masked-LM checkpoint: {detail or _first_line(exc)}") from None
+    if device_map != "meta":
+        found = non_finite(model.named_parameters())
+        if found is not None:
+            raise InputError(config_file, field, non_finite_message(path, found))
     head = model.get_output_embeddings()
     head_params = {n for n, p in model.named_parameters(remove_duplicate=False) if head is not None and any(p is q for q in head.parameters())}
     missing_head = sorted(k for k in info.get("missing_keys", []) if k in head_params or _is_head_key(k))
@@ -228,6 +232,75 @@ def check_checkpoint(path: str, config_file: str, field: str, trust_remote_code:
     transformers_logging.disable_progress_bar()  # no "Loading weights" bar before every run
     model = load_mlm(path, config_file, field, trust_remote_code, revision, device_map="meta")
     check_tokenizer(path, model, config_file, field, trust_remote_code, revision, local_files_only=True)
+    check_finite_weights(path, config_file, field)
+
+
+# The weight files transformers loads from a folder, in its order of preference: safetensors
+# (one file or shards listed in an index), else PyTorch pickles (the same).
+WEIGHT_FILES = (("model.safetensors", "model.safetensors.index.json"), ("pytorch_model.bin", "pytorch_model.bin.index.json"))
+
+
+def weight_files(path: str | os.PathLike) -> list[Path]:
+    """The files holding a checkpoint folder's weights, as transformers picks them."""
+    import json
+
+    folder = Path(path)
+    for single, index in WEIGHT_FILES:
+        if (folder / single).is_file():
+            return [folder / single]
+        if (folder / index).is_file():
+            shards = json.loads((folder / index).read_text(encoding="utf-8")).get("weight_map", {}).values()
+            return [folder / name for name in sorted(set(shards))]
+    return []
+
+
+def _file_tensors(file: Path):
+    """``(name, tensor)`` of one weight file, one tensor in memory at a time for safetensors."""
+    if file.suffix == ".safetensors":
+        from safetensors import safe_open
+
+        with safe_open(str(file), framework="pt") as fh:
+            for key in fh.keys():
+                yield key, fh.get_tensor(key)
+        return
+    import torch
+
+    yield from torch.load(file, map_location="cpu", weights_only=True).items()
+
+
+def non_finite(named_tensors) -> tuple[str, int, int] | None:
+    """The first floating-point tensor holding NaN or infinite values: ``(name, NaNs, infinities)``."""
+    import torch
+
+    for name, tensor in named_tensors:
+        if not tensor.is_floating_point():
+            continue
+        finite = torch.isfinite(tensor)
+        if not bool(finite.all()):
+            nans = int(torch.isnan(tensor).sum())
+            return name, nans, int((~finite).sum()) - nans
+    return None
+
+
+def non_finite_message(where, found: tuple[str, int, int]) -> str:
+    name, nans, infinities = found
+    return (f"'{where}': tensor '{name}' holds {nans} NaN and {infinities} infinite value(s): a checkpoint's "
+            "weights must be finite (a non-finite weight makes its SPLADE vectors NaN; it is damaged input, "
+            "not a result about rescaling)")
+
+
+def check_finite_weights(path: str | os.PathLike, config_file: str, field: str) -> None:
+    """Every floating-point tensor of a checkpoint folder's weight files is finite (NaN or inf in
+    the file: one line naming the file and the tensor). Reads every tensor once: seconds for a
+    large checkpoint, which is why :mod:`lsrbench.pipeline.validate_files` records a folder that
+    passed."""
+    for file in weight_files(path):
+        try:
+            found = non_finite(_file_tensors(file))
+        except _load_errors() as exc:
+            raise InputError(config_file, field, f"cannot read '{file}': {_first_line(exc)}") from None
+        if found is not None:
+            raise InputError(config_file, field, non_finite_message(file, found))
 
 
 def check_tokenizer(path: str, model, config_file: str, field: str, trust_remote_code: bool = False,

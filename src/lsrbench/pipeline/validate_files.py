@@ -30,7 +30,7 @@ __all__ = ["RECORD", "check_files", "dataset_folder", "unchecked_inputs", "used_
 # Where the Snakefile keeps the folders that passed (beside Snakemake's own metadata).
 RECORD = ".snakemake/lsrbench-checked-inputs.json"
 # Part of every record key: a change to what is checked here invalidates old records.
-CHECKS_VERSION = 1
+CHECKS_VERSION = 2  # 2: checkpoints are read whole for non-finite weights
 
 
 def used_datasets(config: dict) -> list[str]:
