@@ -36,18 +36,22 @@ def one_line_error(excinfo, *needles: str) -> str:
 def test_hf_nanobeir_layout(tmp_path, fmt):
     repo = write_nano_repo(tmp_path / "NanoMini", fmt=fmt)
     ds = load_hf_dataset(str(repo), revision=None, name="NanoMini", unknown_docs="keep",
-                         cache_dir=tmp_path / "cache")
+                         cache_dir=tmp_path / "cache", empty_queries="drop")
     # empty-text document d3 dropped (as sentence-transformers' NanoBEIREvaluator does); title joined
     assert ds.corpus == {"d1": "Cats cats purr softly", "d2": "dogs bark loudly", "d4": "birds sing at dawn",
                          "d5": "fish swim in water"}
-    # q3 (empty text) and q4 (unjudged) dropped; no score column: relevance 1; q2's judgment of the
-    # dropped d3 kept (unknown_docs: keep), as sentence-transformers keeps it
+    # q3 (empty text; empty_queries: drop, NanoBEIREvaluator's way) and q4 (unjudged) dropped; no
+    # score column: relevance 1; q2's judgment of the dropped d3 kept (unknown_docs: keep), as
+    # sentence-transformers keeps it
     assert ds.queries == {"q1": "purring cats", "q2": "barking dogs"}
     assert ds.qrels == {"q1": {"d1": 1}, "q2": {"d2": 1, "d3": 1}}
-    assert ds.dropped_queries == 2 and ds.unknown_doc_qrels == 1
+    assert ds.dropped_queries == 1 and ds.empty_queries == 1 and ds.unknown_doc_qrels == 1
     with pytest.raises(InputError) as info:  # default unknown_docs: error names the dropped document
-        load_hf_dataset(str(repo), revision=None, cache_dir=tmp_path / "cache")
+        load_hf_dataset(str(repo), revision=None, cache_dir=tmp_path / "cache", empty_queries="drop")
     one_line_error(info, "hf:", "qrels[train] row 3", "unknown document id 'd3'", "empty text dropped")
+    with pytest.raises(InputError) as info:  # default empty_queries: error names the query's row
+        load_hf_dataset(str(repo), revision=None, cache_dir=tmp_path / "cache", unknown_docs="keep")
+    one_line_error(info, f"hf:{repo}: queries[train] row 3: query 'q3' has no text ('')", "empty_queries: drop")
 
 
 def test_hf_scores_lists_and_renamed_subsets(tmp_path):
@@ -98,7 +102,7 @@ def test_hf_entry_reads_the_mirror_without_the_hub(tmp_path, monkeypatch):
 
     monkeypatch.setattr(data, "load_hf_dataset", lambda *a, **k: pytest.fail("the hub was asked"))
     src = load_hf_dataset(str(write_nano_repo(tmp_path / "n")), revision=None, unknown_docs="keep",
-                          cache_dir=tmp_path / "c")
+                          cache_dir=tmp_path / "c", empty_queries="drop")
     write_beir_folder(src, tmp_path / "mirror" / "data" / "NanoNQ")
     entry = {"source": "hf", "repo": "zeta-alpha-ai/NanoNQ", "revision": REV, "unknown_docs": "keep"}
     ds = resolve_dataset("NanoNQ", entry, tmp_path / "mirror", "d.yaml", tmp_path, unknown_docs="keep")

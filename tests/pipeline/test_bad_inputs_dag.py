@@ -356,6 +356,20 @@ def _(ctx):
         rb'"_id": "[^"]*"', b'"_id": "q\\\\t1"', b))))
 
 
+@case("document text with a lone surrogate escape (real run)", SLICE("corpus.jsonl"),
+      r"line 3: field 'text' holds the lone surrogate \\ud800 at character 1: valid JSON")
+def _(ctx):
+    return ctx.snakemake(ctx.with_slice(lambda f: _edit_line(f / "corpus.jsonl", 2, lambda b: re.sub(
+        rb'"text": "', rb'"text": "\\ud800', b))), dry=False)
+
+
+@case("query whose text is empty", SLICE("queries.jsonl"), r"line 2: query '[^']+' has no text \(''\): it would be "
+      r"scored 0 on every document; fix the data, or set empty_queries: drop")
+def _(ctx):
+    return ctx.snakemake(ctx.with_slice(lambda f: _edit_line(f / "queries.jsonl", 1, lambda b: re.sub(
+        rb'"text": "[^"]*"', b'"text": ""', b))))
+
+
 @case("qrels score 1.5 on the first line (no header)", SLICE("qrels/test.tsv"),
       r"line 1: score '1\.5' is not an integer from -2147483648 to 2147483647")
 def _(ctx):
@@ -633,6 +647,41 @@ def test_a_dataset_only_its_job_can_read_fails_that_job_in_one_line(micro_run, t
     assert re.fullmatch(rf"lsrbench: error: hf:{re.escape(str(repo))}: corpus\[train\] row 2: column '_id' 'd 2' contains whitespace.*",
                         line), line
     _record("dataset only its job reads (hf folder), id with a space (real run: the dataset job)", line, tmp_path)
+    assert_unchanged(before)
+
+
+def test_empty_queries_drop_drops_them_and_counts_them_in_info_json(micro_run, tmp_path):
+    """The way out the empty-query line names: ``empty_queries: drop`` in the dataset's entry. The
+    dataset job drops the query with its judgments and counts it in info.json, in a folder of its
+    own (the setting is in the data's identity only when it drops: the default keeps every id)."""
+    from helpers.snakemake import layout
+
+    config = yaml.safe_load(micro_run["config"].read_text())
+    slice_dir = Path(yaml.safe_load(Path(config["datasets_file"]).read_text())["slice"]["path"])
+    folder = tmp_path / "slice"
+    shutil.copytree(slice_dir, folder)
+    _edit_line(folder / "queries.jsonl", 1, lambda b: re.sub(rb'"text": "[^"]*"', b'"text": " "', b))
+    config["datasets_file"] = str(tmp_path / "datasets.yaml")
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+    def data_with(**setting):
+        entry = {"source": "beir", "path": str(folder), **setting}
+        (tmp_path / "datasets.yaml").write_text(yaml.safe_dump({"slice": entry}))
+        return layout(path).data("slice")
+
+    assert data_with().id == data_with(empty_queries="error").id  # the default: ids as before the setting
+    data = data_with(empty_queries="drop")
+    assert data.id != data_with().id
+    data = data_with(empty_queries="drop")
+    work = copy_run(micro_run, tmp_path / "work")
+    before = finished_files(work)
+    proc = subprocess.run([*SNAKEMAKE, data.path("info.json"), "--cores", "1", "-d", str(work), "--configfile", str(path)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    info = json.loads((work / data.path("info.json")).read_text())
+    queries = sum(1 for line in (slice_dir / "queries.jsonl").read_text().splitlines() if line.strip())
+    assert info["empty_queries"] == 1 and info["queries"] == queries - 1, info
     assert_unchanged(before)
 
 

@@ -63,7 +63,7 @@ def _download(url: str, dest: Path) -> None:
 
 
 def load_beir_download(name: str, cache_dir: str | os.PathLike, split: str = "test", *,
-                       unknown_docs: str = "error") -> Dataset:
+                       unknown_docs: str = "error", empty_queries: str = "error") -> Dataset:
     """Fetch BEIR's public zip for ``name`` into ``cache_dir`` (once), unzip it, load it.
 
     The dataset lands in ``<cache_dir>/<name>/``; a folder already there is reused.
@@ -78,4 +78,4 @@ def load_beir_download(name: str, cache_dir: str | os.PathLike, split: str = "te
             _download(BEIR_URL.format(name=name), zip_path)
         extract_beir_zip(zip_path, folder)
         zip_path.unlink()
-    return load_beir_folder(folder, split=split, name=name, unknown_docs=unknown_docs)
+    return load_beir_folder(folder, split=split, name=name, unknown_docs=unknown_docs, empty_queries=empty_queries)

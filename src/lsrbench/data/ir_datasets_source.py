@@ -4,7 +4,7 @@ queries and qrels."""
 
 from __future__ import annotations
 
-from lsrbench.data.beir import Dataset, assemble, id_problem, join_title
+from lsrbench.data.beir import EMPTY_QUERIES_POLICIES, Dataset, assemble, empty_query_error, id_problem, join_title, text_problem
 from lsrbench.errors import InputError
 
 __all__ = ["UnknownDatasetId", "record_text", "load_ir_datasets", "docs_parent_id"]
@@ -28,7 +28,7 @@ def record_text(record, kind: str) -> str:
 
 
 def load_ir_datasets(dataset_id: str, name: str | None = None, *, unknown_docs: str = "error",
-                     corpus: dict[str, str] | None = None) -> Dataset:
+                     corpus: dict[str, str] | None = None, empty_queries: str = "error") -> Dataset:
     """Load an ``ir_datasets`` collection (docs, queries, qrels), validated like a BEIR folder.
 
     Errors name ``ir_datasets:<id>`` as the file and ``doc #N`` / ``query #N`` / ``qrel #N``
@@ -36,7 +36,11 @@ def load_ir_datasets(dataset_id: str, name: str | None = None, *, unknown_docs: 
     id with the same docs (``ir_datasets.docs_parent_id``, see :func:`corpus_key`), e.g. the
     8.8M MS MARCO passages shared by ``msmarco-passage/dev/small`` and
     ``msmarco-passage/trec-dl-2019/judged``; they are used as they are instead of re-reading.
+    Texts that are not text (a lone surrogate) are errors; queries without text follow
+    ``empty_queries`` (:mod:`lsrbench.data.beir`).
     """
+    if empty_queries not in EMPTY_QUERIES_POLICIES:
+        raise ValueError(f"empty_queries must be one of {EMPTY_QUERIES_POLICIES}, got {empty_queries!r}")
     import ir_datasets
 
     source = f"ir_datasets:{dataset_id}"
@@ -55,28 +59,49 @@ def load_ir_datasets(dataset_id: str, name: str | None = None, *, unknown_docs: 
             doc_id = _checked_id(doc.doc_id, source, f"doc #{n}")
             if doc_id in corpus:
                 raise InputError(source, f"doc #{n}", f"duplicate document id '{doc_id}' (first as doc #{first[doc_id]})")
-            corpus[doc_id] = record_text(doc, "doc")
+            corpus[doc_id] = _checked_text(record_text(doc, "doc"), source, f"doc #{n}")
             first[doc_id] = n
     if not corpus:
         raise InputError(source, "docs", "corpus is empty (no documents)")
 
+    queries, empty = _queries(ds, source, empty_queries)
+    rows = ((str(q.query_id), str(q.doc_id), int(q.relevance), f"qrel #{n}")
+            for n, q in enumerate(ds.qrels_iter(), 1) if str(q.query_id) not in empty)
+    loaded = assemble(name or dataset_id, corpus, queries, rows, qrels_file=source,
+                      corpus_label="docs", queries_label="queries", unknown_docs=unknown_docs)
+    loaded.empty_queries = len(empty)
+    return loaded
+
+
+def _queries(ds, source: str, empty_queries: str) -> tuple[dict[str, str], set[str]]:
+    """The queries with text, and the ids of those without (dropped, or the first an error)."""
     queries: dict[str, str] = {}
-    first = {}
+    empty: set[str] = set()
+    first: dict[str, int] = {}
     for n, query in enumerate(ds.queries_iter(), 1):
         query_id = _checked_id(query.query_id, source, f"query #{n}")
-        if query_id in queries:
+        if query_id in first:
             raise InputError(source, f"query #{n}", f"duplicate query id '{query_id}' (first as query #{first[query_id]})")
-        queries[query_id] = record_text(query, "query")
         first[query_id] = n
+        text = _checked_text(record_text(query, "query"), source, f"query #{n}")
+        if text.strip():
+            queries[query_id] = text
+        elif empty_queries == "drop":
+            empty.add(query_id)
+        else:
+            raise empty_query_error(source, f"query #{n}", query_id, text)
     if not queries:
-        raise InputError(source, "queries", "no queries")
-
-    rows = ((str(q.query_id), str(q.doc_id), int(q.relevance), f"qrel #{n}")
-            for n, q in enumerate(ds.qrels_iter(), 1))
-    return assemble(name or dataset_id, corpus, queries, rows, qrels_file=source,
-                     corpus_label="docs", queries_label="queries", unknown_docs=unknown_docs)
+        raise InputError(source, "queries", "no queries" + (" with text" if empty else ""))
+    return queries, empty
 
 
+
+
+def _checked_text(value: str, source: str, where: str) -> str:
+    problem = text_problem(value)
+    if problem:
+        raise InputError(source, where, f"text {problem}")
+    return value
 
 
 def _checked_id(value, source: str, where: str) -> str:

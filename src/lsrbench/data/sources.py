@@ -44,7 +44,8 @@ class Source:
         """What identifies the entry's documents: equal keys, equal corpus."""
         raise NotImplementedError
 
-    def load(self, name: str, entry: dict, *, cache_dir, unknown_docs: str, corpus=None) -> Dataset:
+    def load(self, name: str, entry: dict, *, cache_dir, unknown_docs: str, corpus=None,
+             empty_queries: str = "error") -> Dataset:
         """The dataset itself, validated (see :mod:`lsrbench.data.beir`)."""
         raise NotImplementedError
 
@@ -76,13 +77,15 @@ class BeirSource(Source):
     def corpus_key(self, entry):
         return ("beir", "path", str(Path(entry["path"]).resolve())) if "path" in entry else ("beir", "name", entry["name"])
 
-    def load(self, name, entry, *, cache_dir, unknown_docs, corpus=None):
+    def load(self, name, entry, *, cache_dir, unknown_docs, corpus=None, empty_queries="error"):
         split = entry.get("split", "test")
         if "path" in entry:
-            return load_beir_folder(entry["path"], split=split, name=name, unknown_docs=unknown_docs)
+            return load_beir_folder(entry["path"], split=split, name=name, unknown_docs=unknown_docs,
+                                    empty_queries=empty_queries)
         from lsrbench.data.beir_download import load_beir_download
 
-        return replace(load_beir_download(entry["name"], cache_dir, split=split, unknown_docs=unknown_docs), name=name)
+        return replace(load_beir_download(entry["name"], cache_dir, split=split, unknown_docs=unknown_docs,
+                                          empty_queries=empty_queries), name=name)
 
 
 class IrDatasetsSource(Source):
@@ -99,10 +102,11 @@ class IrDatasetsSource(Source):
 
         return ("ir_datasets", docs_parent_id(entry["id"]))
 
-    def load(self, name, entry, *, cache_dir, unknown_docs, corpus=None):
+    def load(self, name, entry, *, cache_dir, unknown_docs, corpus=None, empty_queries="error"):
         from lsrbench.data.ir_datasets_source import load_ir_datasets
 
-        return load_ir_datasets(entry["id"], name=name, unknown_docs=unknown_docs, corpus=corpus)
+        return load_ir_datasets(entry["id"], name=name, unknown_docs=unknown_docs, corpus=corpus,
+                                empty_queries=empty_queries)
 
 
 class HfSource(Source):
@@ -135,12 +139,12 @@ class HfSource(Source):
         return ("hf", entry["repo"], entry.get("revision"), entry.get("hf_split", "train"),
                 (entry.get("subsets") or {}).get("corpus", "corpus"))
 
-    def load(self, name, entry, *, cache_dir, unknown_docs, corpus=None):
+    def load(self, name, entry, *, cache_dir, unknown_docs, corpus=None, empty_queries="error"):
         from lsrbench.data.hf import load_hf_dataset
 
         return load_hf_dataset(entry["repo"], revision=entry["revision"], hf_split=entry.get("hf_split", "train"),
                                name=name, subsets=entry.get("subsets"), unknown_docs=unknown_docs,
-                               cache_dir=Path(cache_dir) / "hf-datasets")
+                               cache_dir=Path(cache_dir) / "hf-datasets", empty_queries=empty_queries)
 
 
 SOURCES: dict[str, Source] = {s.name: s for s in (BeirSource(), IrDatasetsSource(), HfSource())}
@@ -180,17 +184,21 @@ def mirrored_folder(mirror: str | os.PathLike | None, name: str) -> Path | None:
 
 def resolve_dataset(name: str, entry: dict, mirror: str | os.PathLike | None, datasets_file: str | os.PathLike,
                     cache_dir: str | os.PathLike, *, unknown_docs: str = "error",
-                    corpus: dict[str, str] | None = None) -> Dataset:
+                    corpus: dict[str, str] | None = None, empty_queries: str | None = None) -> Dataset:
     """Load dataset ``name`` described by one entry of ``config/datasets.yaml``: from the mirror
     when it has it (offline machines), else from its source. ``corpus``: documents already loaded
-    for an entry with the same :func:`corpus_key` (ir_datasets only; others ignore it)."""
+    for an entry with the same :func:`corpus_key` (ir_datasets only; others ignore it).
+    ``empty_queries``: the entry's own setting when None (default ``error``)."""
+    empty_queries = empty_queries or entry.get("empty_queries", "error")
     from lsrbench.data.ir_datasets_source import UnknownDatasetId
 
     source = check_entry(name, entry, datasets_file)
     folder = mirrored_folder(mirror, name)
     if folder is not None:
-        return load_beir_folder(folder, split=entry.get("split", "test"), name=name, unknown_docs=unknown_docs)
+        return load_beir_folder(folder, split=entry.get("split", "test"), name=name, unknown_docs=unknown_docs,
+                                empty_queries=empty_queries)
     try:
-        return source.load(name, entry, cache_dir=cache_dir, unknown_docs=unknown_docs, corpus=corpus)
+        return source.load(name, entry, cache_dir=cache_dir, unknown_docs=unknown_docs, corpus=corpus,
+                           empty_queries=empty_queries)
     except UnknownDatasetId as e:
         raise InputError(datasets_file, f"{name}.id", e.message) from None

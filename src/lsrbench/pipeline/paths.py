@@ -245,7 +245,10 @@ class Layout:
         """How the stages after the dataset rule read its folder: the qrels split and the policy
         for judgments of unknown documents."""
         entry = self.config["_datasets"][dataset]
-        return {"split": entry.get("split", "test"), "unknown_docs": entry.get("unknown_docs", "error")}
+        # empty_queries only when it drops: with the default (error) a dataset's folder is the same
+        # as before the setting existed, so finished data keeps its id
+        drop = {"empty_queries": "drop"} if entry.get("empty_queries", "error") == "drop" else {}
+        return {"split": entry.get("split", "test"), "unknown_docs": entry.get("unknown_docs", "error"), **drop}
 
     def pool(self, dataset: str) -> Addressed:
         """The pooled subset of an evaluated dataset (``eval/``), named by its depth."""

@@ -71,7 +71,7 @@ def dataset(name: str, entry: dict, mirror, datasets_file: str, cache_dir: str, 
 def _counts(name: str, ds) -> dict:
     return {"name": name, "documents": len(ds.corpus), "queries": len(ds.queries),
             "dropped_queries": ds.dropped_queries, "unknown_doc_qrels": ds.unknown_doc_qrels,
-            "judgments": sum(len(v) for v in ds.qrels.values())}
+            "empty_queries": ds.empty_queries, "judgments": sum(len(v) for v in ds.qrels.values())}
 
 
 def pool(name: str, full_dir: str, pool_depth: int, dataset_entry: dict, eval_dir: str, eval_info: str,

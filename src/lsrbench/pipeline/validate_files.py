@@ -63,9 +63,12 @@ def _dataset_checks(config: dict) -> list[tuple[Path, tuple, Callable]]:
     for name in used_datasets(config):
         folder = dataset_folder(config, name)
         if folder is not None:
-            split, unknown = config["_datasets"][name].get("split", "test"), config["_datasets"][name].get("unknown_docs", "error")
-            checks.append((folder, ("beir", split, unknown),
-                           lambda f=folder, s=split, u=unknown: check_beir_folder(f, s, unknown_docs=u)))
+            entry = config["_datasets"][name]
+            split, unknown, empty = (entry.get("split", "test"), entry.get("unknown_docs", "error"),
+                                     entry.get("empty_queries", "error"))
+            checks.append((folder, ("beir", split, unknown, empty),
+                           lambda f=folder, s=split, u=unknown, e=empty: check_beir_folder(f, s, unknown_docs=u,
+                                                                                         empty_queries=e)))
     return checks
 
 
