@@ -10,6 +10,7 @@ from typing import Iterator, Sequence
 
 from lsrbench.data.beir import (EMPTY_QUERIES_POLICIES, RELEVANCE_RANGE, Dataset, assemble, empty_query_error, id_problem,
                                 join_title, text_problem)
+from lsrbench.downloads import FetchFailed, network_reason
 from lsrbench.errors import InputError
 
 __all__ = ["HF_SUBSETS", "hf_label", "load_hf_split", "load_hf_dataset"]
@@ -35,6 +36,11 @@ def load_hf_split(repo: str, subset: str | None, split: str, revision: str | Non
     try:
         return datasets.load_dataset(repo, subset, **kwargs)
     except Exception as e:  # datasets raises many types (ValueError, FileNotFoundError, hub errors)
+        reason = network_reason(e)
+        if reason is not None:
+            from huggingface_hub.constants import ENDPOINT
+
+            raise FetchFailed(label, where, f"dataset '{repo}'", f"the Hugging Face hub ({ENDPOINT})", reason) from None
         raise InputError(label, where, f"cannot load: {_first_lines(e)}") from None
 
 

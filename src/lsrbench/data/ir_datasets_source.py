@@ -4,10 +4,13 @@ queries and qrels."""
 
 from __future__ import annotations
 
+import contextlib
+
 from lsrbench.data.beir import EMPTY_QUERIES_POLICIES, Dataset, assemble, empty_query_error, id_problem, join_title, text_problem
+from lsrbench.downloads import FetchFailed, network_reason
 from lsrbench.errors import InputError
 
-__all__ = ["UnknownDatasetId", "record_text", "load_ir_datasets", "docs_parent_id"]
+__all__ = ["UnknownDatasetId", "record_text", "load_ir_datasets", "downloads_of", "docs_parent_id"]
 
 
 class UnknownDatasetId(InputError):
@@ -27,6 +30,31 @@ def record_text(record, kind: str) -> str:
     return getattr(record, "text", "") or ""
 
 
+@contextlib.contextmanager
+def downloads_of(dataset_id: str):
+    """ir_datasets downloads a collection the first time its records are read: a failed download
+    there (its "All download sources failed", or a requests error) becomes :class:`FetchFailed`
+    naming the id, the URLs it tried and the reason."""
+    try:
+        yield
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - anything else is re-raised as it is
+        reason = network_reason(exc)
+        if reason is None:
+            raise
+        raise FetchFailed(f"ir_datasets:{dataset_id}", None, f"ir_datasets '{dataset_id}'",
+                          ", ".join(_urls(exc)) or "its download sources", reason) from None
+
+
+def _urls(exc: BaseException) -> list[str]:
+    """The URLs a failed ir_datasets download tried: its mirrors, or the request's own."""
+    urls = [getattr(pair[0], "url", None) for arg in exc.args if isinstance(arg, list)
+            for pair in arg if isinstance(pair, tuple) and pair]
+    urls = urls or [getattr(getattr(exc, "request", None), "url", None)]
+    return [u for u in urls if isinstance(u, str)]
+
+
 def load_ir_datasets(dataset_id: str, name: str | None = None, *, unknown_docs: str = "error",
                      corpus: dict[str, str] | None = None, empty_queries: str = "error") -> Dataset:
     """Load an ``ir_datasets`` collection (docs, queries, qrels), validated like a BEIR folder.
@@ -41,6 +69,12 @@ def load_ir_datasets(dataset_id: str, name: str | None = None, *, unknown_docs: 
     """
     if empty_queries not in EMPTY_QUERIES_POLICIES:
         raise ValueError(f"empty_queries must be one of {EMPTY_QUERIES_POLICIES}, got {empty_queries!r}")
+    with downloads_of(dataset_id):
+        return _load(dataset_id, name, unknown_docs, corpus, empty_queries)
+
+
+def _load(dataset_id: str, name: str | None, unknown_docs: str, corpus: dict[str, str] | None,
+          empty_queries: str) -> Dataset:
     import ir_datasets
 
     source = f"ir_datasets:{dataset_id}"

