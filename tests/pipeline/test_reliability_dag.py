@@ -158,6 +158,8 @@ REPORT_RULES = {"collect", "table1", "tradeoff", "norms_report", "table_beir", "
     (lambda c: None, {}),
     # how often checkpoints are saved changes no result: nothing re-runs
     (lambda c: c["recipe"].update(checkpoint_steps=1), {}),
+    # nor does reporting to TensorBoard (issue 23.8): a finished run does not re-train for it
+    (lambda c: c["recipe"].update(report_to=["tensorboard"]), {}),
     # nor does the index stage's shard size (docs.npz is the same file whatever it is)
     (lambda c: c["evaluation"].update(encode_shard_size=32), {}),
     # a recipe value: every run re-trains, re-indexes, re-evaluates; data and norms are kept
@@ -181,6 +183,35 @@ def test_config_edits_rerun_exactly_the_affected_jobs(micro_run, edit, expected)
         assert counts and set(counts) <= REPORT_RULES, counts
     else:
         assert {k: v for k, v in counts.items() if k not in REPORT_RULES} == expected, counts
+
+
+def test_a_run_trained_with_tensorboard_writes_its_curves_beside_its_log(micro_run, tmp_path):
+    """``recipe.report_to: [tensorboard]`` through snakemake: a new run (k = 2) trains with it and
+    its train folder holds the event file, next to train.log, with every step's loss of
+    train_log.jsonl; the finished runs are not touched."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    config = yaml.safe_load(micro_run["config"].read_text())
+    config["k_grid"] = config["k_grid"] + [2]
+    config["recipe"]["report_to"] = ["tensorboard"]
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    work = copy_run(micro_run, tmp_path / "work")
+    folder = train_dir(work, path, "rand-roberta", "2")
+    finished = train_dir(work, micro_run["config"], "rand-roberta", "1")
+    before = sorted(p.relative_to(finished) for p in finished.rglob("*"))
+    run_snakemake(str((folder / "train_log.jsonl").relative_to(work)), "--cores", "1", "-d", str(work),
+                  "--configfile", str(path))
+    assert (folder / "train.log").is_file()
+    (events,) = (folder / "tensorboard").glob("events.out.tfevents.*")
+    acc = EventAccumulator(str(events))
+    acc.Reload()
+    logged = {e.step: e.value for e in acc.Scalars("train/loss")}
+    rows = [json.loads(line) for line in (folder / "train_log.jsonl").read_text().splitlines()]
+    assert sorted(logged) == [r["step"] for r in rows] == [1, 2, 3]
+    assert all(logged[r["step"]] == pytest.approx(r["loss"], rel=1e-5) for r in rows)
+    assert sorted(p.relative_to(finished) for p in finished.rglob("*")) == before  # no tensorboard/ added there
 
 
 def test_bad_artifact_during_a_real_run_fails_one_job_and_keeps_finished_outputs(micro_run, tmp_path):

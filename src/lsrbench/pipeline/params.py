@@ -155,6 +155,7 @@ def train_runtime(layout: Layout, w, output, config_file: str) -> dict:
     return {"entry": {**load_entry(layout.config, backbone), "mode": mode},
             "checkpoint_dir": os.path.join(os.path.dirname(output.log_path), "checkpoints"),
             "checkpoint_steps": layout.config["recipe"]["checkpoint_steps"],
+            "report_to": layout.config["recipe"].get("report_to", []),
             "processes": layout.config["train_processes"], **where(layout.config, config_file)}
 
 

@@ -51,7 +51,7 @@ ID_WILDCARD = {"data": "data_id", "norms": "norms_id", "triplets": "triplets_id"
                "index": "index_id", "evaluate": "eval_id", "pooled": "pooled_id", "bm25": "bm25_id"}
 
 # Settings that say how a job runs, not what it computes: in no identity.
-RUNTIME_RECIPE_KEYS = ("checkpoint_steps",)
+RUNTIME_RECIPE_KEYS = ("checkpoint_steps", "report_to")
 RUNTIME_EVALUATION_KEYS = ("encode_shard_size",)
 # The backbone keys that decide what is loaded (labels, k lists and modes do not change a result).
 LOAD_KEYS = ("model", "revision", "trust_remote_code", "head_scale", "fetch")
@@ -104,7 +104,8 @@ def load_entry(config: dict, backbone: str) -> dict:
 
 
 def results_recipe(config: dict) -> dict:
-    """The recipe as it determines results (``checkpoint_steps`` only says how often to save)."""
+    """The recipe as it determines results (``checkpoint_steps`` only says how often to save,
+    ``report_to`` where the trainer also reports)."""
     return {k: v for k, v in config["recipe"].items() if k not in RUNTIME_RECIPE_KEYS}
 
 

@@ -105,7 +105,7 @@ def train(run: str, entry: dict, k: str, recipe: dict, mirror, cache_dir: str, c
           norms_json: str, triplets_path: str, model_dir: str, log_path: str, prov_path: str,
           config_hash: str, reference_norms_json: str | None = None, auto_k: dict | None = None,
           status_path: str | None = None, checkpoint_dir: str | None = None,
-          checkpoint_steps: int | None = None, processes: int | str = 1) -> dict:
+          checkpoint_steps: int | None = None, processes: int | str = 1, report_to: list | None = None) -> dict:
     """Rescale by ``k`` and train; writes the SparseEncoder model, the per-step log, the status and
     provenance (which records the head norms of the backbone as loaded, from the norm stage).
 
@@ -128,7 +128,7 @@ def train(run: str, entry: dict, k: str, recipe: dict, mirror, cache_dir: str, c
         return run_distributed(n, f"{__name__}:train", call, status_path)
     status, summary, path, k_value = _train_here(run, entry, k, recipe, mirror, cache_dir, config_file, norms_json,
                                                  triplets_path, model_dir, log_path, reference_norms_json, auto_k,
-                                                 checkpoint_dir, checkpoint_steps)
+                                                 checkpoint_dir, checkpoint_steps, report_to)
     if world()[0] != 0:
         return status  # the main process writes the outputs
     if status_path:
@@ -143,7 +143,7 @@ def train(run: str, entry: dict, k: str, recipe: dict, mirror, cache_dir: str, c
 
 
 def _train_here(run, entry, k, recipe, mirror, cache_dir, config_file, norms_json, triplets_path, model_dir, log_path,
-                reference_norms_json, auto_k, checkpoint_dir, checkpoint_steps):
+                reference_norms_json, auto_k, checkpoint_dir, checkpoint_steps, report_to=None):
     from lsrbench.data.triplets import read_triplets
     from lsrbench.model.auto_k import auto_k_from_files
     from lsrbench.model.checkpoint import resolve_model
@@ -157,6 +157,7 @@ def _train_here(run, entry, k, recipe, mirror, cache_dir, config_file, norms_jso
         k=k_value, mode=entry.get("mode", "shared"), head_scale=entry.get("head_scale", 1.0),
         trust_remote_code=entry.get("trust_remote_code", False), revision=entry.get("revision"),
         checkpoint_dir=checkpoint_dir, checkpoint_steps=checkpoint_steps, config_file=config_file,
+        report_to=report_to or (),
     )
     return {"backbone": run, "k": k, **summary["status"]}, summary, path, k_value
 
