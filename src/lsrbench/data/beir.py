@@ -52,7 +52,7 @@ from typing import Iterable, Iterator
 from lsrbench.errors import InputError
 
 __all__ = ["Dataset", "UNKNOWN_DOCS_POLICIES", "EMPTY_QUERIES_POLICIES", "RELEVANCE_RANGE", "iter_jsonl",
-           "id_problem", "text_problem", "empty_query_error", "join_title", "read_qrels_tsv", "assemble",
+           "id_problem", "text_problem", "empty_query_error", "collect_queries", "join_title", "read_qrels_tsv", "assemble",
            "load_beir_folder", "check_beir_folder"]
 
 UNKNOWN_DOCS_POLICIES = ("error", "keep", "drop")
@@ -192,24 +192,31 @@ def _read_queries_jsonl(path: Path, limit: int | None = None,
                         empty_queries: str = "error") -> tuple[dict[str, str], set[str]]:
     """The queries of queries.jsonl (its first ``limit`` records when given) with text, and the
     ids of those without (only with ``empty_queries="drop"``; else the first is an error)."""
+    rows = ((f"line {lineno}", _get_id(record, path, lineno), _get_str(record, "text", path, lineno, required=True))
+            for lineno, record in itertools.islice(iter_jsonl(path), limit))
+    return collect_queries(rows, path, empty_queries)
+
+
+def collect_queries(rows: Iterable[tuple[str, str, str]], file, empty_queries: str,
+                    none_field: str | None = None) -> tuple[dict[str, str], set[str]]:
+    """``{id: text}`` of ``(where, query id, text)`` rows (ids and texts already checked) that have
+    text, and the ids of those without (``empty_queries="drop"``; else the first is an error
+    naming its ``where``). Ids must be unique; no query with text left is an error."""
     queries: dict[str, str] = {}
     empty: set[str] = set()
-    first_line: dict[str, int] = {}
-    for lineno, record in itertools.islice(iter_jsonl(path), limit):
-        query_id = _get_id(record, path, lineno)
-        text = _get_str(record, "text", path, lineno, required=True)
-        if query_id in first_line:
-            raise InputError(path, f"line {lineno}",
-                             f"duplicate query id '{query_id}' (first on line {first_line[query_id]})")
-        first_line[query_id] = lineno
+    first: dict[str, str] = {}
+    for where, query_id, text in rows:
+        if query_id in first:
+            raise InputError(file, where, f"duplicate query id '{query_id}' (first on {first[query_id]})")
+        first[query_id] = where
         if text.strip():
             queries[query_id] = text
         elif empty_queries == "drop":
             empty.add(query_id)
         else:
-            raise empty_query_error(path, f"line {lineno}", query_id, text)
+            raise empty_query_error(file, where, query_id, text)
     if not queries:
-        raise InputError(path, None, "no queries" + (" with text" if empty else ""))
+        raise InputError(file, none_field, "no queries" + (" with text" if empty else ""))
     return queries, empty
 
 

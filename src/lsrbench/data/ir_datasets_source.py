@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import contextlib
 
-from lsrbench.data.beir import EMPTY_QUERIES_POLICIES, Dataset, assemble, empty_query_error, id_problem, join_title, text_problem
+from lsrbench.data.beir import (EMPTY_QUERIES_POLICIES, Dataset, assemble, collect_queries, id_problem, join_title,
+                                text_problem)
 from lsrbench.downloads import FetchFailed, network_reason
 from lsrbench.errors import InputError
 
@@ -109,26 +110,10 @@ def _load(dataset_id: str, name: str | None, unknown_docs: str, corpus: dict[str
 
 def _queries(ds, source: str, empty_queries: str) -> tuple[dict[str, str], set[str]]:
     """The queries with text, and the ids of those without (dropped, or the first an error)."""
-    queries: dict[str, str] = {}
-    empty: set[str] = set()
-    first: dict[str, int] = {}
-    for n, query in enumerate(ds.queries_iter(), 1):
-        query_id = _checked_id(query.query_id, source, f"query #{n}")
-        if query_id in first:
-            raise InputError(source, f"query #{n}", f"duplicate query id '{query_id}' (first as query #{first[query_id]})")
-        first[query_id] = n
-        text = _checked_text(record_text(query, "query"), source, f"query #{n}")
-        if text.strip():
-            queries[query_id] = text
-        elif empty_queries == "drop":
-            empty.add(query_id)
-        else:
-            raise empty_query_error(source, f"query #{n}", query_id, text)
-    if not queries:
-        raise InputError(source, "queries", "no queries" + (" with text" if empty else ""))
-    return queries, empty
-
-
+    rows = ((f"query #{n}", _checked_id(query.query_id, source, f"query #{n}"),
+             _checked_text(record_text(query, "query"), source, f"query #{n}"))
+            for n, query in enumerate(ds.queries_iter(), 1))
+    return collect_queries(rows, source, empty_queries, none_field="queries")
 
 
 def _checked_text(value: str, source: str, where: str) -> str:
