@@ -129,3 +129,32 @@ def test_network_reason_reads_each_librarys_way_of_saying_it():
     assert network_reason(ir) == "timed out"
     assert network_reason(ValueError("bad data")) is None
     assert network_reason(RuntimeError("All download sources failed", [("m", ValueError("md5 mismatch"))])) is None
+
+
+def test_an_answer_is_not_a_network_failure():
+    """A server that answers "not found" (httpx's HTTPStatusError under the hub's 404): a mistyped
+    id keeps its library's own line, without the offline ways out."""
+    class HTTPStatusError(Exception):
+        pass
+
+    assert network_reason(HTTPStatusError("404 Not Found")) is None
+
+
+def test_ir_datasets_gave_up_on_an_http_error(tmp_path):
+    """A download ir_datasets abandoned on an HTTP status (not a refused connection) is a failed
+    download too, with its URL and the server's answer."""
+    import requests
+
+    from lsrbench.data.ir_datasets_source import downloads_of
+    from lsrbench.downloads import FetchFailed
+
+    class Mirror:
+        url = "https://example.org/npl.tar.gz"
+
+    answer = requests.exceptions.HTTPError("404 Client Error: Not Found for url: https://example.org/npl.tar.gz")
+    with pytest.raises(FetchFailed) as err, downloads_of("vaswani"):
+        raise RuntimeError("All download sources failed", [(Mirror(), answer)])
+    assert str(err.value) == ("ir_datasets:vaswani: could not fetch ir_datasets 'vaswani' from https://example.org/npl.tar.gz "
+                              f"(404 Client Error: Not Found for url: https://example.org/npl.tar.gz); {WAYS_OUT}")
+    with pytest.raises(KeyError), downloads_of("vaswani"):  # not a download: as it was
+        raise KeyError("x")

@@ -22,12 +22,13 @@ WAYS_OUT = ("without a network, give a folder that holds it with --config mirror
             "DIR/data/<dataset>/), written by `lsrbench prefetch --mirror DIR` (same --configfile) on a connected machine")
 
 # Exception classes (by name, anywhere in the class's MRO: none of these libraries need be
-# imported) that mean the connection or the transfer failed, not the data.
+# imported) that mean the connection failed, not that the server answered "no such thing": a
+# mistyped hub id keeps the hub's own "not a valid model identifier" line.
 NETWORK_ERRORS = frozenset({
-    "RequestException",  # requests: ConnectionError, ProxyError, Timeout, HTTPError, ...
-    "TransportError",  # httpx (huggingface_hub): ConnectError, timeouts, ProxyError
-    "HTTPError", "URLError",  # urllib (BEIR zips), urllib3
-    "HTTPException",  # http.client: RemoteDisconnected, IncompleteRead
+    "ConnectionError", "Timeout", "ProxyError",  # requests (ConnectTimeout and ReadTimeout are Timeouts)
+    "NetworkError", "TimeoutException",  # httpx (huggingface_hub): ConnectError, ReadError, timeouts, ProxyError
+    "NewConnectionError", "MaxRetryError", "ProtocolError",  # urllib3 (under requests and pip)
+    "URLError", "HTTPException",  # urllib (BEIR zips), http.client (RemoteDisconnected, IncompleteRead)
     "LocalEntryNotFoundError", "OfflineModeIsEnabled",  # huggingface_hub: not cached and not reachable
 })
 

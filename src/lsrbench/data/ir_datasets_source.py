@@ -41,11 +41,22 @@ def downloads_of(dataset_id: str):
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - anything else is re-raised as it is
-        reason = network_reason(exc)
+        reason = network_reason(exc) or _download_error(exc)
         if reason is None:
             raise
         raise FetchFailed(f"ir_datasets:{dataset_id}", None, f"ir_datasets '{dataset_id}'",
                           ", ".join(_urls(exc)) or "its download sources", reason) from None
+
+
+def _download_error(exc: BaseException) -> str | None:
+    """A download ir_datasets gave up on for another reason than the connection (an HTTP error
+    status, a checksum that does not match): the first line of the last source's error."""
+    errors = [pair[1] for arg in exc.args[1:] if isinstance(arg, list) for pair in arg if isinstance(pair, tuple)]
+    if exc.args[:1] == ("All download sources failed",) and errors:
+        exc = errors[-1]
+    elif not any(cls.__name__ == "RequestException" for cls in type(exc).__mro__):
+        return None
+    return " ".join((str(exc).strip().splitlines() or [type(exc).__name__])[0].split())
 
 
 def _urls(exc: BaseException) -> list[str]:
