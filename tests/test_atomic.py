@@ -158,6 +158,23 @@ def test_atomic_folders_get_the_permissions_mkdir_gives(tmp_path, umask):
         assert stat.S_IMODE((tmp_path / "model").stat().st_mode) == 0o777 & ~umask
         assert stat.S_IMODE((tmp_path / "model" / "sub").stat().st_mode) == 0o777 & ~umask
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # nothing left beside it
+    assert sorted(p.name for p in (tmp_path / "model").iterdir()) == ["sub", "weights.bin"]  # no probe left
+
+
+def test_what_a_library_writes_private_into_an_atomic_folder_is_made_plain(tmp_path, umask):
+    """transformers saves model.safetensors through a private temporary of its own (0600): found
+    by the DAG test of a finished run. The model folder's files get a plain write's mode."""
+    import stat
+
+    from transformers import BertConfig, BertForMaskedLM
+
+    from lsrbench.atomic import atomic_dir
+
+    with atomic_dir(tmp_path / "model") as tmp:
+        BertForMaskedLM(BertConfig(vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                   intermediate_size=8, max_position_embeddings=8)).save_pretrained(tmp)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "model").iterdir()}
+    assert modes == {"config.json": 0o666 & ~umask, "model.safetensors": 0o666 & ~umask}, modes
 
 
 def test_a_replaced_file_keeps_its_permissions(tmp_path, umask):

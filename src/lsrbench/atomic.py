@@ -6,7 +6,9 @@ later run (or Snakemake) would accept as complete.
 The temporaries get the permissions a plain ``open(path, "w")`` / ``mkdir`` would give: created
 with mode 0666 / 0777 less the umask (``tempfile.mkstemp`` and ``mkdtemp`` make them 0600 / 0700,
 which on a shared filesystem would hide every result from colleagues), and a file that replaces
-an existing one keeps that one's permission bits, as a plain rewrite does.
+an existing one keeps that one's permission bits, as a plain rewrite does. What other code writes
+into an atomic folder gets the same before it appears: transformers saves ``model.safetensors``
+through a private temporary of its own (0600).
 """
 
 from __future__ import annotations
@@ -34,6 +36,27 @@ def _temporary(folder: Path, prefix: str, make) -> Path:
 
 def _new_file(path: Path) -> None:
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # the umask applies, as for open()
+
+
+def _as_plain_writes(root: Path) -> None:
+    """Give every file and folder under ``root`` the mode a plain ``open()`` / ``mkdir`` there gives
+    now (measured on a probe of each, so the umask is the kernel's, never read or changed here);
+    files with an execute bit get the folder mode."""
+    probe = _temporary(root, ".mode-probe-", _new_file)
+    file_mode = stat.S_IMODE(probe.stat().st_mode)
+    probe.unlink()
+    probe = _temporary(root, ".mode-probe-", os.mkdir)
+    dir_mode = stat.S_IMODE(probe.stat().st_mode)
+    probe.rmdir()
+    for folder, dirs, files in os.walk(root):
+        for name, is_dir in [(d, True) for d in dirs] + [(f, False) for f in files]:
+            item = Path(folder) / name
+            mode = item.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                continue
+            wanted = dir_mode if is_dir or mode & 0o111 else file_mode
+            if stat.S_IMODE(mode) != wanted:
+                os.chmod(item, wanted)
 
 
 @contextlib.contextmanager
@@ -71,6 +94,7 @@ def atomic_dir(path: str | os.PathLike):
     tmp = _temporary(path.parent, f".{path.name}.tmp-", os.mkdir)
     try:
         yield tmp
+        _as_plain_writes(tmp)
         # Move the old folder aside before swapping in the new one, so the final name never
         # holds a half-deleted folder.
         old = None
