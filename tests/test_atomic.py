@@ -96,3 +96,97 @@ def _snapshot(path: Path):
     if path.is_dir():
         return {p.relative_to(path): p.read_bytes() for p in path.rglob("*") if p.is_file()}
     return path.read_bytes()
+
+
+# --------------------------------------------------------------------------- permissions (issue 23.4)
+
+def _write_json(out):
+    from lsrbench.provenance import write_json
+
+    write_json(out, {"x": 1})
+
+
+def _write_npz(out):
+    import scipy.sparse as sp
+
+    from lsrbench.index.sparse import save_sparse
+
+    save_sparse(out, sp.eye(3, format="csr", dtype="float32"), ["a", "b", "c"])
+
+
+def _write_trec(out):
+    from lsrbench.evaluate.trec import write_trec_run
+
+    write_trec_run(out, {"q1": [("d1", 1.0)]}, tag="t")
+
+
+WRITTEN = {"json": _write_json, "npz": _write_npz, "trec": _write_trec}  # real writers of results
+
+
+@pytest.fixture(params=[0o022, 0o002, 0o077], ids=lambda m: f"umask{m:03o}")
+def umask(request):
+    import os
+
+    old = os.umask(request.param)
+    yield request.param
+    os.umask(old)
+
+
+@pytest.mark.parametrize("which", sorted(WRITTEN))
+def test_results_get_the_permissions_a_plain_write_gives(tmp_path, umask, which):
+    """A shared cluster filesystem: colleagues read a finished grid when the umask lets them, as
+    with any file written by ``open()``; tempfile's 0600 must not leak into results."""
+    import stat
+
+    out = tmp_path / f"artifact.{which}"
+    WRITTEN[which](out)
+    plain = tmp_path / "plain"
+    plain.write_text("x")
+    assert stat.S_IMODE(out.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode) == 0o666 & ~umask
+
+
+def test_atomic_folders_get_the_permissions_mkdir_gives(tmp_path, umask):
+    import os
+    import stat
+
+    from lsrbench.atomic import atomic_dir
+
+    for _ in range(2):  # a new folder, then one replacing it
+        with atomic_dir(tmp_path / "model") as tmp:
+            (tmp / "weights.bin").write_bytes(b"w")
+            os.mkdir(tmp / "sub")
+        assert stat.S_IMODE((tmp_path / "model").stat().st_mode) == 0o777 & ~umask
+        assert stat.S_IMODE((tmp_path / "model" / "sub").stat().st_mode) == 0o777 & ~umask
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # nothing left beside it
+    assert sorted(p.name for p in (tmp_path / "model").iterdir()) == ["sub", "weights.bin"]  # no probe left
+
+
+def test_what_a_library_writes_private_into_an_atomic_folder_is_made_plain(tmp_path, umask):
+    """transformers saves model.safetensors through a private temporary of its own (0600): found
+    by the DAG test of a finished run. The model folder's files get a plain write's mode."""
+    import stat
+
+    from transformers import BertConfig, BertForMaskedLM
+
+    from lsrbench.atomic import atomic_dir
+
+    with atomic_dir(tmp_path / "model") as tmp:
+        BertForMaskedLM(BertConfig(vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                   intermediate_size=8, max_position_embeddings=8)).save_pretrained(tmp)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "model").iterdir()}
+    assert modes == {"config.json": 0o666 & ~umask, "model.safetensors": 0o666 & ~umask}, modes
+
+
+def test_a_replaced_file_keeps_its_permissions(tmp_path, umask):
+    """Like a plain rewrite of an existing file: its mode stays (here one the umask would not give)."""
+    import os
+    import stat
+
+    from lsrbench.atomic import atomic_open
+
+    path = tmp_path / "metrics.csv"
+    path.write_text("old")
+    os.chmod(path, 0o640)
+    with atomic_open(path, "w") as fh:
+        fh.write("new")
+    assert path.read_text() == "new" and stat.S_IMODE(path.stat().st_mode) == 0o640

@@ -167,7 +167,7 @@ def _run(args) -> int:
 
 def _mteb_check(args) -> int:
     from lsrbench.atomic import atomic_open
-    from lsrbench.evaluate.mteb_check import check_run
+    from lsrbench.evaluate.mteb_check import check_run, summary_line
 
     from lsrbench.config.entries import dataset_entry
 
@@ -178,18 +178,24 @@ def _mteb_check(args) -> int:
     run_dir, data_dir, metrics_tsv = _mteb_paths(args, config)
     if not (run_dir / "model").is_dir():
         raise InputError(run_dir, None, "not a finished run (no model/ folder): give <run>/k<k>, e.g. splade-tiny/k1")
+    # the lengths metrics.tsv was computed at (the index stage's), not those saved with the model
+    lengths = {"query_length": config["evaluation"]["query_max_length"],
+               "document_length": config["evaluation"]["document_max_length"]}
     report = check_run(run_dir, args.dataset, data_dir, tol=args.tolerance, metrics_tsv=metrics_tsv,
-                       ignore_identical_ids=entry.skip_identical_ids, results_root=args.mteb_results)
+                       ignore_identical_ids=entry.skip_identical_ids, results_root=args.mteb_results, **lengths)
     out = metrics_tsv.parent / "mteb_check.json"
     with atomic_open(out, "w", encoding="utf-8") as fh:
         json.dump(report, fh, indent=1)
         fh.write("\n")
+    used, saved = report["encode_lengths"], report["model_saved_lengths"]
+    print(f"mteb encodes at the evaluation's lengths, {used['query_length']} query / {used['document_length']} "
+          f"document tokens (evaluation.query_max_length / document_max_length), as lsrbench's index stage did; "
+          f"the model folder saves its training lengths ({saved['query_length']} / {saved['document_length']})")
     for row in report["rows"]:
         verdict = "ok" if row["ok"] else "DIFFERS"
         print(f"{row['measure']:>12}  lsrbench {row['lsrbench']:.5f}  mteb {row['mteb']:.5f}  "
               f"diff {row['diff']:+.5f}  {verdict}")
-    print(f"{run_dir} on {args.dataset}: {'agrees' if report['ok'] else 'differs'} with mteb "
-          f"{report['mteb_version']} within {args.tolerance} ({out})")
+    print(summary_line(report, f"{run_dir} on {args.dataset}") + f"; {out}")
     return 0 if report["ok"] else 1
 
 
@@ -270,11 +276,24 @@ def _add_gc_parser(sub) -> None:
 
 
 def _export_mteb(args) -> int:
-    from lsrbench.report.mteb_results import export_mteb_results
+    from lsrbench.report.mteb_results import evaluated_lengths, export_mteb_results
 
     written = export_mteb_results(args.results, args.out)
     print(f"{args.out}: {len(written)} MTEB result files (mteb's ResultCache layout)")
+    for (query, document), runs in sorted(_by_lengths(evaluated_lengths(args.results)).items()):
+        print(f"{len(runs)} results of trained runs were computed with texts cut at {query} query / {document} document "
+              "tokens (evaluation.query_max_length / document_max_length, at most a backbone's positions; max_tokens in "
+              "model_meta.json). A run's model/ saves its training lengths: to score it as these results do, set "
+              f"model[0].query_length = {query} and model[0].document_length = {document} after SparseEncoder(path) "
+              "(lsrbench mteb-check does)")
     return 0
+
+
+def _by_lengths(lengths: dict) -> dict[tuple[int, int], list]:
+    grouped: dict[tuple[int, int], list] = {}
+    for key, value in lengths.items():
+        grouped.setdefault(value, []).append(key)
+    return grouped
 
 
 def _version() -> str:
@@ -334,6 +353,8 @@ def _add_plan_parser(sub) -> None:
 
 
 def _add_mteb_parsers(sub) -> None:
+    from lsrbench.evaluate.mteb_check import TOLERANCE  # the module imports mteb only when it runs
+
     p = sub.add_parser("mteb-check", help="score a finished run through mteb and compare with lsrbench's metrics",
                        description="Score RUN's trained model on DATASET's evaluated folder "
                        "(results/data/DATASET/eval) through mteb, offline, and compare every measure both compute "
@@ -343,7 +364,8 @@ def _add_mteb_parsers(sub) -> None:
     p.add_argument("dataset", metavar="DATASET", help="an evaluated dataset of the run, e.g. vaswani")
     _configfile_option(p)
     p.add_argument("--results", default="results", metavar="DIR", help="the results folder (default: results)")
-    p.add_argument("--tolerance", type=float, default=0.002, help="largest accepted difference (default: 0.002)")
+    p.add_argument("--tolerance", type=float, default=TOLERANCE,
+                   help=f"largest accepted difference (default: {TOLERANCE:g}; mteb rounds to 5 decimals)")
     p.add_argument("--mteb-results", metavar="DIR", help="also file mteb's own result there (MTEB's layout)")
     p.set_defaults(func=_mteb_check)
 

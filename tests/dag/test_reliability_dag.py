@@ -120,6 +120,21 @@ def test_no_temporaries_or_checkpoints_left(micro_run):
     assert not list(res.rglob(".*.tmp-*")) and not list(res.rglob("checkpoints"))
 
 
+def test_results_have_the_permissions_the_umask_gives(micro_run):
+    """Issue 23.4: every file and folder of a finished run as a plain write under the umask the run
+    had (this process's, inherited by snakemake): readable by colleagues on a shared filesystem
+    when the umask allows it, never tempfile's private 0600 / 0700."""
+    import os
+    import stat
+
+    umask = os.umask(0)
+    os.umask(umask)
+    wrong = {str(p.relative_to(micro_run["work"])): oct(stat.S_IMODE(p.stat().st_mode))
+             for p in micro_run["results"].rglob("*")
+             if stat.S_IMODE(p.stat().st_mode) != (0o777 if p.is_dir() else 0o666) & ~umask}
+    assert not wrong, f"umask {umask:03o}: {dict(list(wrong.items())[:10])} ({len(wrong)} in all)"
+
+
 def _edit(micro_run: dict, edit) -> dict[str, int]:
     """Dry-run the finished run under its config edited in place (then restored: the norm rule's
     params name the config file, so the edit keeps its path); return the planned job counts."""
@@ -143,6 +158,8 @@ REPORT_RULES = {"collect", "table1", "tradeoff", "norms_report", "table_beir", "
     (lambda c: None, {}),
     # how often checkpoints are saved changes no result: nothing re-runs
     (lambda c: c["recipe"].update(checkpoint_steps=1), {}),
+    # nor does reporting to TensorBoard (issue 23.8): a finished run does not re-train for it
+    (lambda c: c["recipe"].update(report_to=["tensorboard"]), {}),
     # nor does the index stage's shard size (docs.npz is the same file whatever it is)
     (lambda c: c["evaluation"].update(encode_shard_size=32), {}),
     # a recipe value: every run re-trains, re-indexes, re-evaluates; data and norms are kept
@@ -166,6 +183,35 @@ def test_config_edits_rerun_exactly_the_affected_jobs(micro_run, edit, expected)
         assert counts and set(counts) <= REPORT_RULES, counts
     else:
         assert {k: v for k, v in counts.items() if k not in REPORT_RULES} == expected, counts
+
+
+def test_a_run_trained_with_tensorboard_writes_its_curves_beside_its_log(micro_run, tmp_path):
+    """``recipe.report_to: [tensorboard]`` through snakemake: a new run (k = 2) trains with it and
+    its train folder holds the event file, next to train.log, with every step's loss of
+    train_log.jsonl; the finished runs are not touched."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    config = yaml.safe_load(micro_run["config"].read_text())
+    config["k_grid"] = config["k_grid"] + [2]
+    config["recipe"]["report_to"] = ["tensorboard"]
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    work = copy_run(micro_run, tmp_path / "work")
+    folder = train_dir(work, path, "rand-roberta", "2")
+    finished = train_dir(work, micro_run["config"], "rand-roberta", "1")
+    before = sorted(p.relative_to(finished) for p in finished.rglob("*"))
+    run_snakemake(str((folder / "train_log.jsonl").relative_to(work)), "--cores", "1", "-d", str(work),
+                  "--configfile", str(path))
+    assert (folder / "train.log").is_file()
+    (events,) = (folder / "tensorboard").glob("events.out.tfevents.*")
+    acc = EventAccumulator(str(events))
+    acc.Reload()
+    logged = {e.step: e.value for e in acc.Scalars("train/loss")}
+    rows = [json.loads(line) for line in (folder / "train_log.jsonl").read_text().splitlines()]
+    assert sorted(logged) == [r["step"] for r in rows] == [1, 2, 3]
+    assert all(logged[r["step"]] == pytest.approx(r["loss"], rel=1e-5) for r in rows)
+    assert sorted(p.relative_to(finished) for p in finished.rglob("*")) == before  # no tensorboard/ added there
 
 
 def test_bad_artifact_during_a_real_run_fails_one_job_and_keeps_finished_outputs(micro_run, tmp_path):

@@ -442,3 +442,114 @@ def test_check_beir_folder_reads_small_folders_whole_and_large_ones_in_part(tmp_
     assert str(err.value) == f"{folder / 'qrels' / 'test.tsv'}: line 2: unknown query id 'q9' (not in queries.jsonl)"
     make_beir(folder)
     assert check_beir_folder(folder) is True
+
+
+# --------------------------------------------------------------------------- valid JSON that is not text (issue 22.5)
+
+SURROGATE_LINE = '{"_id": "d2", "title": "", "text": "second \\ud800 document"}'  # the escape as written in the file
+
+
+@pytest.mark.parametrize("which, lines, file_name, says", [
+    ("document text", {"corpus": [{"_id": "d1", "text": "first"}, SURROGATE_LINE, {"_id": "d3", "text": "third"}]},
+     "corpus.jsonl", "line 2: field 'text' holds the lone surrogate \\ud800 at character 8: valid JSON"),
+    ("document title", {"corpus": [{"_id": "d1", "text": "first"}, '{"_id": "d2", "title": "\\udfff", "text": "x"}',
+                                   {"_id": "d3", "text": "third"}]},
+     "corpus.jsonl", "line 2: field 'title' holds the lone surrogate \\udfff at character 1"),
+    ("query text", {"queries": [{"_id": "q1", "text": "cats"}, '{"_id": "q2", "text": "dogs \\ud83d"}']},
+     "queries.jsonl", "line 2: field 'text' holds the lone surrogate \\ud83d at character 6"),
+    ("query id", {"queries": ['{"_id": "q\\ud800", "text": "cats"}', {"_id": "q2", "text": "dogs"}]},
+     "queries.jsonl", "line 1: field '_id' holds the lone surrogate \\ud800 at character 2"),
+], ids=lambda v: v if isinstance(v, str) and " " in v else None)
+def test_a_lone_surrogate_is_an_error_naming_line_and_field(tmp_path, which, lines, file_name, says):
+    """Before: read as a string, then a traceback in the job whose tokenizer met it."""
+    folder = make_beir(tmp_path / "x", **lines)
+    error = expect_error(folder, file_name, says)
+    assert str(error).startswith(str(folder / file_name) + ": line ")
+    assert "(it has no UTF-8 form; a surrogate must come in a high-low pair)" in str(error)
+
+
+def test_a_surrogate_pair_is_text(tmp_path):
+    """A high-low pair escape is an ordinary character (here U+1F600) and loads."""
+    folder = make_beir(tmp_path / "x", corpus=[{"_id": "d1", "text": "a"}, '{"_id": "d2", "text": "smile \\ud83d\\ude00"}',
+                                               {"_id": "d3", "text": "c"}])
+    assert load_beir_folder(folder, unknown_docs="drop").corpus["d2"] == "smile \U0001F600"
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\t\n"], ids=["empty", "spaces", "whitespace"])
+def test_an_empty_query_is_refused_by_default(tmp_path, text):
+    """Before: kept and scored 0 on every document, silently, in every mean."""
+    folder = make_beir(tmp_path / "x", queries=[{"_id": "q1", "text": "cats"}, {"_id": "q2", "text": text}])
+    error = expect_error(folder, "queries.jsonl", f"line 2: query 'q2' has no text ({text!r})",
+                         "set empty_queries: drop in its datasets file entry")
+    assert str(error).startswith(f"{folder / 'queries.jsonl'}: line 2: ")
+    from lsrbench.data.beir import check_beir_folder
+
+    with pytest.raises(InputError, match="query 'q2' has no text"):  # the check before the DAG, too
+        check_beir_folder(folder, max_bytes=0)
+
+
+def test_empty_queries_drop_drops_them_with_their_judgments_and_counts_them(tmp_path):
+    from lsrbench.data.beir import check_beir_folder
+
+    folder = make_beir(tmp_path / "x", queries=[{"_id": "q1", "text": "cats"}, {"_id": "q2", "text": ""}])
+    ds = load_beir_folder(folder, empty_queries="drop")
+    assert ds.queries == {"q1": "cats"} and ds.qrels == {"q1": {"d1": 2, "d3": 0}}
+    assert ds.empty_queries == 1 and ds.dropped_queries == 0
+    assert check_beir_folder(folder, empty_queries="drop") and not check_beir_folder(folder, empty_queries="drop",
+                                                                                     max_bytes=0)
+    entry = {"source": "beir", "path": str(folder), "empty_queries": "drop"}  # the datasets.yaml setting
+    assert resolve_dataset("x", entry, None, "datasets.yaml", tmp_path).empty_queries == 1
+    with pytest.raises(InputError, match="no queries with text"):
+        load_beir_folder(make_beir(tmp_path / "y", queries=[{"_id": "q1", "text": " "}]), empty_queries="drop")
+
+
+def _ir_datasets_with(tmp_path, queries):
+    """An ir_datasets id whose queries handler yields ``queries`` (id, text) as ir_datasets does."""
+    import ir_datasets
+    from ir_datasets.datasets.base import Dataset as IrDataset
+    from ir_datasets.formats import BaseQueries, GenericQuery, TrecQrels, TsvDocs
+    from ir_datasets.util import LocalDownload
+
+    class Queries(BaseQueries):
+        def queries_iter(self):
+            return (GenericQuery(q, t) for q, t in queries)
+
+        def queries_cls(self):
+            return GenericQuery
+
+    (tmp_path / "docs.tsv").write_text("d1\tcats purr\nd2\tdogs bark\n")
+    (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 d1 1\n" for q, _ in queries))
+    name = f"lsrbench-test-{uuid.uuid4().hex[:8]}"
+    ir_datasets.registry.register(name, IrDataset(TsvDocs(LocalDownload(tmp_path / "docs.tsv")), Queries(),
+                                                  TrecQrels(LocalDownload(tmp_path / "qrels.txt"), {1: "relevant"})))
+    return name
+
+
+def test_ir_datasets_texts_get_the_same_lines(tmp_path):
+    name = _ir_datasets_with(tmp_path, [("1", "cats"), ("2", "dogs \ud800"), ("3", " ")])
+    with pytest.raises(InputError) as info:
+        load_ir_datasets(name)
+    assert str(info.value).startswith(f"ir_datasets:{name}: query #2: text holds the lone surrogate \\ud800 at character 6")
+    name = _ir_datasets_with(tmp_path, [("1", "cats"), ("3", " ")])
+    with pytest.raises(InputError) as info:
+        load_ir_datasets(name)
+    assert str(info.value).startswith(f"ir_datasets:{name}: query #2: query '3' has no text (' ')")
+    ds = load_ir_datasets(name, empty_queries="drop")
+    assert ds.queries == {"1": "cats"} and ds.qrels == {"1": {"d1": 1}} and ds.empty_queries == 1
+
+
+def test_hf_texts_get_the_same_lines(tmp_path):
+    """JSON-lines data files (Arrow itself cannot hold a lone surrogate, parquet files cannot either)."""
+    from lsrbench.data.hf import load_hf_dataset
+
+    from helpers.miniatures import write_hf_repo
+
+    repo = write_hf_repo(tmp_path / "nano", fmt="jsonl", configs={
+        "corpus": {"_id": ["d1", "d2"], "text": ["cats purr", "dogs \ud800 bark"]},
+        "queries": {"_id": ["q1"], "text": ["cats"]},
+        "qrels": {"query-id": ["q1"], "corpus-id": ["d1"]},
+    })
+    with pytest.raises(InputError) as info:  # the datasets library refuses it itself: its parser's line is kept
+        load_hf_dataset(str(repo), revision=None, cache_dir=tmp_path / "cache")
+    assert str(info.value) == (f"hf:{repo}: corpus[train]: cannot load: An error occurred while generating the dataset "
+                               "(JSON parse error: The surrogate pair in string is invalid. in row 1)")

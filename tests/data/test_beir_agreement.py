@@ -116,7 +116,7 @@ def _nano_miniature(tmp_path, request):  # a NanoBEIR-layout hub repo through th
     from helpers.miniatures import write_nano_repo
 
     src = load_hf_dataset(str(write_nano_repo(tmp_path / "repo")), revision=None, unknown_docs="keep",
-                          cache_dir=tmp_path / "cache")
+                          cache_dir=tmp_path / "cache", empty_queries="drop")
     return write_beir_folder(src, tmp_path / "NanoNQ")
 
 

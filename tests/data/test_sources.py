@@ -36,19 +36,23 @@ def one_line_error(excinfo, *needles: str) -> str:
 def test_hf_nanobeir_layout(tmp_path, fmt):
     repo = write_nano_repo(tmp_path / "NanoMini", fmt=fmt)
     ds = load_hf_dataset(str(repo), revision=None, name="NanoMini", unknown_docs="keep",
-                         cache_dir=tmp_path / "cache")
+                         cache_dir=tmp_path / "cache", empty_queries="drop")
     # the text column only, as sentence-transformers' NanoBEIR evaluators feed the model: d1's title
     # is not joined, d3 (a title, no text) is dropped
     assert ds.corpus == {"d1": "cats purr softly", "d2": "dogs bark loudly", "d4": "birds sing at dawn",
                          "d5": "fish swim in water"}
-    # q3 (empty text) and q4 (unjudged) dropped; no score column: relevance 1; q2's judgment of the
-    # dropped d3 kept (unknown_docs: keep), as sentence-transformers keeps it
+    # q3 (empty text; empty_queries: drop, NanoBEIREvaluator's way) and q4 (unjudged) dropped; no
+    # score column: relevance 1; q2's judgment of the dropped d3 kept (unknown_docs: keep), as
+    # sentence-transformers keeps it
     assert ds.queries == {"q1": "purring cats", "q2": "barking dogs"}
     assert ds.qrels == {"q1": {"d1": 1}, "q2": {"d2": 1, "d3": 1}}
-    assert ds.dropped_queries == 2 and ds.unknown_doc_qrels == 1
+    assert ds.dropped_queries == 1 and ds.empty_queries == 1 and ds.unknown_doc_qrels == 1
     with pytest.raises(InputError) as info:  # default unknown_docs: error names the dropped document
-        load_hf_dataset(str(repo), revision=None, cache_dir=tmp_path / "cache")
+        load_hf_dataset(str(repo), revision=None, cache_dir=tmp_path / "cache", empty_queries="drop")
     one_line_error(info, "hf:", "qrels[train] row 3", "unknown document id 'd3'", "empty text dropped")
+    with pytest.raises(InputError) as info:  # default empty_queries: error names the query's row
+        load_hf_dataset(str(repo), revision=None, cache_dir=tmp_path / "cache", unknown_docs="keep")
+    one_line_error(info, f"hf:{repo}: queries[train] row 3: query 'q3' has no text ('')", "empty_queries: drop")
 
 
 def test_hf_documents_are_what_sparse_nanobeir_evaluator_feeds_the_model(tmp_path):
@@ -62,7 +66,7 @@ def test_hf_documents_are_what_sparse_nanobeir_evaluator_feeds_the_model(tmp_pat
                                                     "qrels": NANO_QRELS}, split="NanoSciFact")
     evaluator = SparseNanoBEIREvaluator(dataset_names=["scifact"], dataset_id=str(repo)).evaluators[0]
     ds = load_hf_dataset(str(repo), revision=None, hf_split="NanoSciFact", unknown_docs="keep",
-                         cache_dir=tmp_path / "cache")
+                         cache_dir=tmp_path / "cache", empty_queries="drop")  # as config/datasets.yaml's Nano entries
     assert ds.corpus == dict(zip(evaluator.corpus_ids, evaluator.corpus))
     assert ds.queries == dict(zip(evaluator.queries_ids, evaluator.queries))
     assert {q: set(docs) for q, docs in ds.qrels.items()} == {q: evaluator.relevant_docs[q] for q in ds.queries}
@@ -116,7 +120,7 @@ def test_hf_entry_reads_the_mirror_without_the_hub(tmp_path, monkeypatch):
 
     monkeypatch.setattr(data, "load_hf_dataset", lambda *a, **k: pytest.fail("the hub was asked"))
     src = load_hf_dataset(str(write_nano_repo(tmp_path / "n")), revision=None, unknown_docs="keep",
-                          cache_dir=tmp_path / "c")
+                          cache_dir=tmp_path / "c", empty_queries="drop")
     write_beir_folder(src, tmp_path / "mirror" / "data" / "NanoNQ")
     entry = {"source": "hf", "repo": "zeta-alpha-ai/NanoNQ", "revision": REV, "unknown_docs": "keep"}
     ds = resolve_dataset("NanoNQ", entry, tmp_path / "mirror", "d.yaml", tmp_path, unknown_docs="keep")
@@ -265,6 +269,7 @@ def test_a_dataset_entry_has_the_schemas_defaults_and_nothing_else_sets_them():
     entry = DatasetEntry.from_dict("x", {"source": "beir", "path": "/data/x"})
     assert (entry.split, entry.unknown_docs, entry.skip_identical_ids, entry.hf_split) == ("test", "error", False, "train")
     assert entry.as_dict() == {"source": "beir", "split": "test", "unknown_docs": "error", "skip_identical_ids": False,
-                               "hf_split": "train", "empty_results": "zero", "path": "/data/x"}
+                               "hf_split": "train", "empty_results": "zero", "empty_queries": "error",
+                               "path": "/data/x"}
     named = DatasetEntry.from_dict("sf", {"source": "beir", "name": "scifact"})
     assert named.download == "scifact" and named.has("name") and not named.has("path")

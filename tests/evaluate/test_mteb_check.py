@@ -2,13 +2,17 @@
 metrics in MTEB's result format (``lsrbench export-mteb``).
 
 The real SPLADE-tiny checkpoint (``../shared/models/splade-tiny-msmarco``), saved as a run's
-``model/`` the way the train stage saves it, on real Vaswani data: lsrbench scores it (encode,
-exact search, ir_measures; the evaluate stage's own functions) into the run's ``metrics.tsv``,
-then ``lsrbench mteb-check`` scores the same model folder through mteb with every network
-connection refused. Measured on the whole collection (11,429 documents, 93 queries, max length
-512): lsrbench nDCG@10 0.372485, mteb 0.37248 (mteb rounds to 5 decimals); that takes minutes on
-2 cores, so the test uses a fixed subset: the first 20 queries, their judged documents and the
-first 200 other documents in corpus order.
+``model/`` the way the train stage saves it, at the tiny default's own lengths (issue 23.1): the
+model folder keeps the *training* lengths (``recipe.*_max_length``, 64) in its
+``sentence_bert_config.json``, and lsrbench scores it (the index stage's encoding at the
+*evaluation* lengths, ``evaluation.*_max_length``, 256; exact search; ir_measures) into the run's
+``metrics.tsv``. Then ``lsrbench mteb-check`` scores the same model folder through mteb with
+every network connection refused, at the evaluation's lengths, and must agree within 1e-4. At the
+saved lengths (what ``SparseEncoder(path)`` and mteb alone use) the numbers differ, which is what
+the check failed on before. Measured on the whole collection (11,429 documents, 93 queries, max
+length 512): lsrbench nDCG@10 0.372485, mteb 0.37248 (mteb rounds to 5 decimals); that takes
+minutes on 2 cores, so the test uses a fixed subset: the first 20 queries, their judged documents
+and the first 200 other documents in corpus order.
 """
 
 from __future__ import annotations
@@ -26,9 +30,18 @@ pytest.importorskip("beir")
 from lsrbench.evaluate import mteb_check as mc  # noqa: E402
 from lsrbench.report import mteb_results as mr  # noqa: E402
 
-MAX_LENGTH = 512
 N_QUERIES, N_OTHER_DOCS = 20, 200
 MEASURES = ["nDCG@10", "RR@10", "R@100", "P@10", "AP@10"]
+
+
+def tiny_default_lengths() -> dict:
+    """The tiny default's token lengths: the recipe's (training, saved with the model) and the
+    evaluation's (what every table was computed at)."""
+    import yaml
+
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    return {"train": (config["recipe"]["query_max_length"], config["recipe"]["document_max_length"]),
+            "evaluate": (config["evaluation"]["query_max_length"], config["evaluation"]["document_max_length"])}
 
 
 class NoNetwork:
@@ -70,39 +83,45 @@ def vaswani_subset(tmp_path_factory):
 @pytest.fixture(scope="module")
 def checked(vaswani_subset, tmp_path_factory):
     """A results folder with one run scored by lsrbench, then ``lsrbench mteb-check`` on it."""
-    from sentence_transformers import SparseEncoder
+    import contextlib
+    import io
 
     from lsrbench.cli import main
     from lsrbench.data.beir import load_beir_folder
     from lsrbench.evaluate.metrics import evaluate_run
     from lsrbench.evaluate.retrieval import search
     from lsrbench.evaluate.tidy import write_metric_rows
-    from lsrbench.index.encode import encode_texts
+    from lsrbench.index.indexing import index_dataset
+    from lsrbench.index.sparse import load_sparse
     from lsrbench.model.encoder import build_sparse_encoder
     from lsrbench.report.results import collect_metrics
 
+    lengths = tiny_default_lengths()
+    (train_query, train_doc), (eval_query, eval_doc) = lengths["train"], lengths["evaluate"]
     results = vaswani_subset.parents[2]
     run_dir = results / "runs" / "splade-tiny" / "k1"
-    build_sparse_encoder(str(shared_or_skip("models", "splade-tiny-msmarco")), MAX_LENGTH, device="cpu").save(
-        str(run_dir / "model"))
-    model = SparseEncoder(str(run_dir / "model"), device="cpu")
+    # as the train stage builds it (lsrbench.model.train._Run.build) and saves it
+    build_sparse_encoder(str(shared_or_skip("models", "splade-tiny-msmarco")), train_doc, query_length=train_query,
+                         document_length=train_doc, device="cpu").save(str(run_dir / "model"))
     ds = load_beir_folder(vaswani_subset)
-    doc_ids, qids = list(ds.corpus), list(ds.queries)
-    docs = encode_texts(model, [ds.corpus[d] for d in doc_ids], "document", 32)
-    queries = encode_texts(model, [ds.queries[q] for q in qids], "query", 32)
+    vectors = run_dir / "vaswani" / "index"
+    index_dataset(str(run_dir / "model"), ds, 32, str(vectors / "queries.npz"), str(vectors / "docs.npz"),
+                  query_max_length=eval_query, document_max_length=eval_doc)  # the index stage's encoding
+    (docs, doc_ids), (queries, qids) = load_sparse(vectors / "docs.npz"), load_sparse(vectors / "queries.npz")
     hits = search(queries, qids, docs, doc_ids, k=1000)
     ours, _ = evaluate_run({q: dict(h) for q, h in hits.items()}, ds.qrels, MEASURES)
-    (run_dir / "vaswani").mkdir()
     write_metric_rows(run_dir / "vaswani" / "metrics.tsv", None, "splade-tiny", "1", "vaswani",
                       [*ours.items(), ("FLOPs", 1.0)])
     collect_metrics([str(run_dir / "vaswani" / "metrics.tsv")], str(results / "metrics.csv"))
     mteb_root = tmp_path_factory.mktemp("mteb_results")
-    with NoNetwork() as guard:
+    printed = io.StringIO()
+    with NoNetwork() as guard, contextlib.redirect_stdout(printed):
         status = main(["mteb-check", "splade-tiny/k1", "vaswani", "--results", str(results),
                        "--configfile", str(REPO / "config/config.yaml"), "--mteb-results", str(mteb_root)])
     report = json.loads((run_dir / "vaswani" / "mteb_check.json").read_text())
     return {"status": status, "report": report, "ours": ours, "hits": hits, "ds": ds, "mteb_root": mteb_root,
-            "folder": vaswani_subset, "attempts": guard.attempts, "results": results}
+            "folder": vaswani_subset, "attempts": guard.attempts, "results": results, "run_dir": run_dir,
+            "printed": printed.getvalue(), "lengths": lengths}
 
 
 def test_subset_is_what_it_claims(checked):
@@ -115,17 +134,61 @@ def test_mteb_ran_offline(checked):
     assert checked["attempts"] == []
 
 
+def test_the_model_folder_saves_the_training_lengths(checked):
+    """The premise: a finished run's model/ loads, in sentence-transformers and mteb, with the
+    recipe's lengths (64), not those every table was computed at (256)."""
+    saved = json.loads((checked["run_dir"] / "model" / "sentence_bert_config.json").read_text())
+    assert (saved["query_length"], saved["document_length"]) == checked["lengths"]["train"] == (64, 64)
+    assert checked["lengths"]["evaluate"] == (256, 256)
+
+
 def test_mteb_agrees_with_lsrbench(checked):
+    """Issue 23.1: before, mteb scored the saved (training) lengths: nDCG@10 0.39391 against
+    lsrbench's 0.40394 on the tiny default."""
     report = checked["report"]
     text = "; ".join(f"{r['measure']} ours {r['lsrbench']:.6f} mteb {r['mteb']:.6f}" for r in report["rows"])
     assert checked["status"] == 0, text
     assert [r["measure"] for r in report["rows"]] == MEASURES  # every measure of metrics.tsv that mteb has
-    assert report["ok"] is True and all(abs(r["diff"]) <= 0.002 for r in report["rows"]), text
+    assert report["tol"] == 1e-4
+    assert report["ok"] is True and all(abs(r["diff"]) <= 1e-4 for r in report["rows"]), text
+    assert report["encode_lengths"] == {"query_length": 256, "document_length": 256}
+    assert report["model_saved_lengths"] == {"query_length": 64, "document_length": 64}
     assert report["mteb_scores"]["main_score"] == report["mteb_scores"]["ndcg_at_10"]
     assert 0.3 < checked["ours"]["nDCG@10"] < 0.95, text  # a real model on real data, not a degenerate run
     # every query has >= 10 positive-score hits, so mteb's zero-score padding cannot enter @10
     assert min(len(h) for h in checked["hits"].values()) >= 10
     assert report["mteb_model_name"] == "lsrbench/splade-tiny-k1"
+
+
+def test_the_check_says_which_lengths_and_agrees_in_words(checked):
+    lines = checked["printed"].splitlines()
+    assert lines[0] == ("mteb encodes at the evaluation's lengths, 256 query / 256 document tokens "
+                        "(evaluation.query_max_length / document_max_length), as lsrbench's index stage did; "
+                        "the model folder saves its training lengths (64 / 64)")
+    assert lines[-1].startswith(f"AGREE: mteb {checked['report']['mteb_version']} and lsrbench agree on all 5 measures "
+                                f"of {checked['run_dir']} on vaswani within 0.0001 (largest difference ")
+    assert "encoded at 256 query / 256 document tokens)" in lines[-1] and "mteb_check.json" in lines[-1]
+
+
+def test_at_the_saved_lengths_mteb_scores_another_model(checked):
+    """What ``SparseEncoder(path)`` alone gives (and mteb-check gave before): other numbers, beyond
+    the tolerance, so the agreement above depends on the lengths and this test on the fix."""
+    with NoNetwork():
+        theirs = mc.mteb_scores(checked["run_dir"] / "model", checked["folder"], model_name="lsrbench/saved-lengths",
+                                model_revision="r")
+    assert theirs["lengths"] == {"query_length": 64, "document_length": 64}
+    rows = mc.compare_scores(checked["ours"], theirs["scores"], MEASURES)
+    assert not all(r["ok"] for r in rows), rows
+
+
+def test_disagreement_reads_as_disagreement():
+    report = {"ok": False, "tol": 1e-4, "mteb_version": "2.26.24", "encode_lengths": {"query_length": 64, "document_length": 64},
+              "rows": mc.compare_scores({"nDCG@10": 0.40394, "RR@10": 0.62577, "R@1000": 0.96898},
+                                        {"ndcg_at_10": 0.39391, "mrr_at_10": 0.62577, "recall_at_1000": 0.95735},
+                                        ["nDCG@10", "RR@10", "R@1000"])}
+    assert mc.summary_line(report, "splade-tiny/k1 on vaswani") == (
+        "DISAGREE: mteb 2.26.24 and lsrbench differ by more than 0.0001 on 2 of 3 measures of splade-tiny/k1 on "
+        "vaswani: nDCG@10 by -0.01003, R@1000 by -0.01163 (encoded at 64 query / 64 document tokens)")
 
 
 def test_a_difference_fails_the_check(checked, tmp_path):
@@ -145,7 +208,7 @@ def test_mteb_filed_its_result_and_ours_reads_the_same_way(checked, tmp_path):
     assert written == [tmp_path / "results" / "lsrbench__splade-tiny-k1" / "unknown" / "LocalBEIR-vaswani.json"]
     ours = mr.load_mteb_result(tmp_path, "lsrbench/splade-tiny-k1", "LocalBEIR-vaswani", model_revision="unknown")
     assert ours.get_score() == pytest.approx(checked["ours"]["nDCG@10"], abs=5e-7)  # mteb files 6 decimals
-    assert abs(ours.get_score() - theirs.get_score()) <= 0.002
+    assert abs(ours.get_score() - theirs.get_score()) <= 1e-4
 
 
 def test_results_writer_round_trip(tmp_path):
@@ -184,3 +247,27 @@ def test_mteb_key():
     assert [mc.mteb_key(m) for m in ("nDCG@10", "RR@10", "R@1000", "P@5", "AP@100", "Success@1")] == \
         ["ndcg_at_10", "mrr_at_10", "recall_at_1000", "precision_at_5", "map_at_100", "hit_rate_at_1"]
     assert mc.mteb_key("R(rel=2)@1000") is None and mc.mteb_key("nDCG") is None and mc.mteb_key("FLOPs") is None
+
+
+@pytest.mark.slow
+def test_export_says_which_lengths_its_numbers_were_computed_at(micro_run, tmp_path, capsys):
+    """``lsrbench export-mteb`` on a finished DAG run: every trained run's model_meta.json records
+    the evaluation's length as ``max_tokens``, and the command says how to load a run's model/ to
+    score as the results do (its sentence_bert_config.json has the recipe's lengths)."""
+    import yaml
+
+    from lsrbench.cli import main
+
+    config = yaml.safe_load(micro_run["config"].read_text())
+    evaluation = {"query_max_length": 256, "document_max_length": 256, **config["evaluation"]}  # the schema's defaults
+    assert main(["export-mteb", str(tmp_path / "out"), "--results", str(micro_run["results"])]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    metas = {p.parent.parent.name: json.loads(p.read_text()) for p in (tmp_path / "out").rglob("model_meta.json")}
+    trained = {name: meta for name, meta in metas.items() if name != "lsrbench__bm25"}
+    assert len(trained) == 2 and all(m["max_tokens"] == evaluation["document_max_length"] for m in trained.values())
+    assert printed[1] == (f"2 results of trained runs were computed with texts cut at {evaluation['query_max_length']} "
+                          f"query / {evaluation['document_max_length']} document tokens (evaluation.query_max_length / "
+                          "document_max_length, at most a backbone's positions; max_tokens in model_meta.json). A run's "
+                          "model/ saves its training lengths: to score it as these results do, set model[0].query_length "
+                          f"= {evaluation['query_max_length']} and model[0].document_length = "
+                          f"{evaluation['document_max_length']} after SparseEncoder(path) (lsrbench mteb-check does)")

@@ -424,3 +424,80 @@ def test_local_model_folder_downloads_nothing(tmp_path, monkeypatch):
     with pytest.raises(InputError) as err:  # an explicit path is never a hub id, with or without fetch
         local_model_folder({"model": "./gone", "fetch": fetch}, None, cache, CONFIG_FILE, "a")
     assert str(err.value) == f"{CONFIG_FILE}: backbones.a.model: model folder './gone' does not exist"
+
+
+# ----------------------------------------------------------------------------- non-finite weights (issue 22.4)
+
+def _poison(folder: Path, tensor: str, value: float, fmt: str = "safetensors") -> Path:
+    """Set one entry of ``tensor`` in the folder's weight file to ``value``; ``fmt="bin"`` rewrites
+    the weights as ``pytorch_model.bin`` (the older format) instead."""
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(str(folder / "model.safetensors"))
+    weights[tensor].view(-1)[3] = value
+    if fmt == "bin":
+        (folder / "model.safetensors").unlink()
+        torch.save(weights, folder / "pytorch_model.bin")
+        return folder / "pytorch_model.bin"
+    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    return folder / "model.safetensors"
+
+
+@pytest.mark.parametrize("tensor, value, fmt, counts", [
+    (BIAS, float("nan"), "safetensors", "1 NaN and 0 infinite"),
+    (TIED_WEIGHT, float("inf"), "safetensors", "0 NaN and 1 infinite"),  # the tied head's matrix
+    (BIAS, float("-inf"), "bin", "0 NaN and 1 infinite"),
+], ids=["NaN in the head bias", "+inf in the tied head", "-inf in a pytorch_model.bin"])
+def test_a_non_finite_weight_is_bad_input_naming_file_and_tensor(family_checkpoints, tmp_path, tensor, value, fmt,
+                                                                  counts):
+    """Before: accepted, trained and recorded as a collapsed run. The check before the DAG reads
+    every tensor, and the norm stage's full load (a hub checkpoint is first read there) checks too."""
+    from lsrbench.model.checkpoint import check_checkpoint
+
+    folder = tmp_path / "bert"
+    shutil.copytree(family_checkpoints["bert"], folder)
+    weights = _poison(folder, tensor, value, fmt)
+    with pytest.raises(InputError) as err:
+        check_checkpoint(str(folder), CONFIG_FILE, "backbones.b.model")
+    assert str(err.value) == (f"{CONFIG_FILE}: backbones.b.model: '{weights}': tensor '{tensor}' holds {counts} value(s): "
+                              "a checkpoint's weights must be finite (a non-finite weight makes its SPLADE vectors NaN; "
+                              "it is damaged input, not a result about rescaling)")
+    with pytest.raises(InputError) as err:
+        load_mlm(str(folder), CONFIG_FILE, "backbones.b.model")
+    assert f"holds {counts} value(s)" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_norm_command_refuses_a_non_finite_head_in_one_line(family_checkpoints, tmp_path, capsys):
+    """Before: ``"frobenius_norm": NaN`` (not JSON) and exit status 0."""
+    from lsrbench.cli import main
+
+    folder = tmp_path / "bert"
+    shutil.copytree(family_checkpoints["bert"], folder)
+    _poison(folder, BIAS, float("nan"))
+    assert main(["norm", "--model", str(folder)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith(f"lsrbench: error: command line: --model: '{folder}': tensor '{BIAS}' holds 1 NaN")
+
+
+def test_sharded_weights_are_all_read(family_checkpoints, tmp_path):
+    """A checkpoint in shards (model.safetensors.index.json): the bad tensor's own shard is named."""
+    from lsrbench.model.checkpoint import check_checkpoint, weight_files
+
+    folder = tmp_path / "bert"
+    shutil.copytree(family_checkpoints["bert"], folder)
+    (folder / "model.safetensors").unlink()
+    model = transformers.AutoModelForMaskedLM.from_pretrained(family_checkpoints["bert"])
+    model.save_pretrained(folder, max_shard_size="20KB")
+    shards = weight_files(folder)
+    assert len(shards) > 1 and all(s.name.startswith("model-") for s in shards)
+    check_checkpoint(str(folder), CONFIG_FILE, "backbones.b.model")
+    index = json.loads((folder / "model.safetensors.index.json").read_text())["weight_map"]
+    shard = folder / index[BIAS]
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(str(shard))
+    weights[BIAS][0] = float("nan")
+    save_file(weights, str(shard), metadata={"format": "pt"})
+    with pytest.raises(InputError, match=rf"'{shard}': tensor '{BIAS}' holds 1 NaN"):
+        check_checkpoint(str(folder), CONFIG_FILE, "backbones.b.model")

@@ -54,7 +54,7 @@ def sources(tmp_path_factory):
     fetch = write_wheel(tmp / "tiny_model_pkg-0.0.1-py3-none-any.whl", wheel_model)
     datasets = {
         "beirmini": {"source": "beir", "path": str(beir)},
-        "nano": {"source": "hf", "repo": str(nano), "revision": None, "unknown_docs": "keep"},
+        "nano": {"source": "hf", "repo": str(nano), "revision": None, "unknown_docs": "keep", "empty_queries": "drop"},
         "dev": {"source": "ir_datasets", "id": f"{base}/dev"},
         "dl19": {"source": "ir_datasets", "id": f"{base}/dl19", "measures": ["nDCG@10", "R(rel=2)@1000"]},
     }

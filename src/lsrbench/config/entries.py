@@ -24,6 +24,7 @@ class DatasetEntry:
     skip_identical_ids: bool
     hf_split: str
     empty_results: str
+    empty_queries: str
     path: str | None = None
     id: str | None = None
     repo: str | None = None

@@ -24,7 +24,7 @@ __all__ = ["STAGES", "RUNTIME_RECIPE_KEYS", "RUNTIME_EVALUATION_KEYS", "LOAD_KEY
            "pooled_flops_datasets", "docs_dataset", "used_datasets", "eval_dir", "docs_npz"]
 
 # Settings that say how a job runs, not what it computes: in no identity.
-RUNTIME_RECIPE_KEYS = ("checkpoint_steps",)
+RUNTIME_RECIPE_KEYS = ("checkpoint_steps", "report_to")
 RUNTIME_EVALUATION_KEYS = ("encode_shard_size",)
 # The backbone keys that decide what is loaded (labels, k lists and modes do not change a result).
 LOAD_KEYS = ("model", "revision", "trust_remote_code", "head_scale", "fetch")
@@ -39,7 +39,8 @@ def load_entry(config: dict, backbone: str) -> dict:
 
 
 def results_recipe(config: dict) -> dict:
-    """The recipe as it determines results (``checkpoint_steps`` only says how often to save)."""
+    """The recipe as it determines results (``checkpoint_steps`` only says how often to save,
+    ``report_to`` where the trainer also reports)."""
     return {k: v for k, v in config["recipe"].items() if k not in RUNTIME_RECIPE_KEYS}
 
 
@@ -143,7 +144,10 @@ def _dataset_identity(layout, key: dict) -> dict:
 
     entry = dataset_entry(layout.config, key["dataset"])
     return {"dataset": entry.name, "source": source_identity(entry, layout.config.get("mirror"), layout.fingerprint),
-            "split": entry.split, "unknown_docs": entry.unknown_docs}
+            "split": entry.split, "unknown_docs": entry.unknown_docs,
+            # empty_queries only when it drops: with the default (error) a dataset's folder is the
+            # same as before the setting existed, so finished data keeps its id
+            **({"empty_queries": "drop"} if entry.empty_queries == "drop" else {})}
 
 
 DATASET = Stage(
@@ -244,6 +248,7 @@ def _train_runtime(layout, item) -> dict:
     Snakemake's clean-up of a failed job's outputs would delete them)."""
     return {"entry": load_entry(layout.config, split_run_name(item.fields["run"])[0]),
             "checkpoint_dir": item.path("checkpoints"), "checkpoint_steps": layout.config["recipe"]["checkpoint_steps"],
+            "report_to": layout.config["recipe"].get("report_to", []),
             "processes": layout.config["train_processes"], **_where(layout)}
 
 

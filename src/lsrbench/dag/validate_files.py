@@ -31,7 +31,7 @@ __all__ = ["RECORD", "check_files", "dataset_folder", "unchecked_inputs"]
 # Where the Snakefile keeps the folders that passed (beside Snakemake's own metadata).
 RECORD = ".snakemake/lsrbench-checked-inputs.json"
 # Part of every record key: a change to what is checked here invalidates old records.
-CHECKS_VERSION = 1
+CHECKS_VERSION = 2  # 2: checkpoints are read whole for non-finite weights
 
 
 def dataset_folder(config: dict, name: str) -> Path | None:
@@ -50,8 +50,9 @@ def _dataset_checks(config: dict) -> list[tuple[Path, tuple, Callable]]:
         folder = dataset_folder(config, name)
         if folder is not None:
             entry = dataset_entry(config, name)
-            checks.append((folder, ("beir", entry.split, entry.unknown_docs),
-                           lambda f=folder, e=entry: check_beir_folder(f, e.split, unknown_docs=e.unknown_docs)))
+            checks.append((folder, ("beir", entry.split, entry.unknown_docs, entry.empty_queries),
+                           lambda f=folder, e=entry: check_beir_folder(f, e.split, unknown_docs=e.unknown_docs,
+                                                                       empty_queries=e.empty_queries)))
     return checks
 
 

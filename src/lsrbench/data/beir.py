@@ -27,7 +27,14 @@ so loaders take ``unknown_docs``:
   can retrieve; this reproduces BEIR's published numbers);
 * ``"drop"``: drop the judgment.
 
-Either way the number of such judgments is recorded in ``Dataset.unknown_doc_qrels``. Other
+Either way the number of such judgments is recorded in ``Dataset.unknown_doc_qrels``.
+
+A query without text (empty or only whitespace) would be scored 0 on every document and still
+count in every mean, silently. Loaders take ``empty_queries``: ``"error"`` (default) names its
+line; ``"drop"`` drops it with its judgments, counted in ``Dataset.empty_queries``. Valid JSON
+can still hold what is not text: a lone surrogate escape (``"\\ud800"``) decodes to a string
+that has no UTF-8 form, which every tokenizer refuses; it is an error naming the line and field
+(:func:`text_problem`), in ids too (:func:`id_problem`). Other
 sources (ir_datasets, Hugging Face) are read by :mod:`lsrbench.data.sources` into the same
 :class:`Dataset` through :func:`assemble`.
 """
@@ -44,10 +51,12 @@ from typing import Iterable, Iterator
 
 from lsrbench.errors import InputError
 
-__all__ = ["read_written_folder", "written_split", "Dataset", "UNKNOWN_DOCS_POLICIES", "RELEVANCE_RANGE", "iter_jsonl", "id_problem", "join_title",
-           "read_qrels_tsv", "assemble", "load_beir_folder", "check_beir_folder"]
+__all__ = ["read_written_folder", "written_split", "Dataset", "UNKNOWN_DOCS_POLICIES", "EMPTY_QUERIES_POLICIES",
+           "RELEVANCE_RANGE", "iter_jsonl", "id_problem", "text_problem", "empty_query_error", "collect_queries",
+           "join_title", "read_qrels_tsv", "assemble", "load_beir_folder", "check_beir_folder"]
 
 UNKNOWN_DOCS_POLICIES = ("error", "keep", "drop")
+EMPTY_QUERIES_POLICIES = ("error", "drop")
 
 
 @dataclass
@@ -66,6 +75,7 @@ class Dataset:
     name: str
     dropped_queries: int = 0  # queries in the source without a judgment in this split
     unknown_doc_qrels: int = 0  # judgments naming documents absent from the corpus (kept or dropped)
+    empty_queries: int = 0  # queries without text, dropped with their judgments (empty_queries: drop)
 
 
 def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
@@ -119,7 +129,26 @@ def id_problem(value: str) -> str | None:
         return "is empty"
     if any(c.isspace() for c in value):
         return f"{value!r} contains whitespace (TREC run files cannot hold it)"
+    return text_problem(value)
+
+
+def text_problem(value: str) -> str | None:
+    """Why a string that came out of valid JSON (or a dataset library) is not text, or None: a
+    lone surrogate (JSON's ``"\\ud800"`` escape decodes to one) has no UTF-8 form, so the tokenizer
+    of a later job, or any file it is written to, fails on it."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return (f"holds the lone surrogate {ascii(value[e.start])[1:-1]} at character {e.start + 1}: valid JSON "
+                "(a \\u escape), but not text (it has no UTF-8 form; a surrogate must come in a high-low pair)")
     return None
+
+
+def empty_query_error(file, where: str, query_id: str, text: str) -> InputError:
+    """The line for a query without text under ``empty_queries: error`` (the default)."""
+    return InputError(file, where, f"query '{query_id}' has no text ({text!r}): it would be scored 0 on every "
+                                   "document; fix the data, or set empty_queries: drop in its datasets file entry "
+                                   "(dropped queries are counted in the dataset's info.json)")
 
 
 def _get_str(record: dict, key: str, path: Path, lineno: int, required: bool) -> str:
@@ -130,6 +159,9 @@ def _get_str(record: dict, key: str, path: Path, lineno: int, required: bool) ->
     value = record[key]
     if not isinstance(value, str):
         raise InputError(path, f"line {lineno}", f"field '{key}' must be a string, got {type(value).__name__}")
+    problem = text_problem(value)
+    if problem:
+        raise InputError(path, f"line {lineno}", f"field '{key}' {problem}")
     return value
 
 
@@ -156,21 +188,36 @@ def _read_corpus_jsonl(path: Path, limit: int | None = None) -> dict[str, str]:
     return corpus
 
 
-def _read_queries_jsonl(path: Path, limit: int | None = None) -> dict[str, str]:
-    """The queries of queries.jsonl (its first ``limit`` records when given)."""
+def _read_queries_jsonl(path: Path, limit: int | None = None,
+                        empty_queries: str = "error") -> tuple[dict[str, str], set[str]]:
+    """The queries of queries.jsonl (its first ``limit`` records when given) with text, and the
+    ids of those without (only with ``empty_queries="drop"``; else the first is an error)."""
+    rows = ((f"line {lineno}", _get_id(record, path, lineno), _get_str(record, "text", path, lineno, required=True))
+            for lineno, record in itertools.islice(iter_jsonl(path), limit))
+    return collect_queries(rows, path, empty_queries)
+
+
+def collect_queries(rows: Iterable[tuple[str, str, str]], file, empty_queries: str,
+                    none_field: str | None = None) -> tuple[dict[str, str], set[str]]:
+    """``{id: text}`` of ``(where, query id, text)`` rows (ids and texts already checked) that have
+    text, and the ids of those without (``empty_queries="drop"``; else the first is an error
+    naming its ``where``). Ids must be unique; no query with text left is an error."""
     queries: dict[str, str] = {}
-    first_line: dict[str, int] = {}
-    for lineno, record in itertools.islice(iter_jsonl(path), limit):
-        query_id = _get_id(record, path, lineno)
-        text = _get_str(record, "text", path, lineno, required=True)
-        if query_id in queries:
-            raise InputError(path, f"line {lineno}",
-                             f"duplicate query id '{query_id}' (first on line {first_line[query_id]})")
-        queries[query_id] = text
-        first_line[query_id] = lineno
+    empty: set[str] = set()
+    first: dict[str, str] = {}
+    for where, query_id, text in rows:
+        if query_id in first:
+            raise InputError(file, where, f"duplicate query id '{query_id}' (first on {first[query_id]})")
+        first[query_id] = where
+        if text.strip():
+            queries[query_id] = text
+        elif empty_queries == "drop":
+            empty.add(query_id)
+        else:
+            raise empty_query_error(file, where, query_id, text)
     if not queries:
-        raise InputError(path, None, "no queries")
-    return queries
+        raise InputError(file, none_field, "no queries" + (" with text" if empty else ""))
+    return queries, empty
 
 
 # Relevance grades as pytrec_eval (behind ir_measures) holds them: a C int.
@@ -291,16 +338,20 @@ def _beir_files(path: str | os.PathLike, split: str) -> tuple[Path, Path, Path]:
 
 
 def load_beir_folder(path: str | os.PathLike, split: str = "test", name: str | None = None, *,
-                     unknown_docs: str = "error") -> Dataset:
+                     unknown_docs: str = "error", empty_queries: str = "error") -> Dataset:
     """Load a BEIR-layout folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``)."""
+    if empty_queries not in EMPTY_QUERIES_POLICIES:
+        raise ValueError(f"empty_queries must be one of {EMPTY_QUERIES_POLICIES}, got {empty_queries!r}")
     corpus_path, queries_path, qrels_path = _beir_files(path, split)
     corpus = _read_corpus_jsonl(corpus_path)
-    queries = _read_queries_jsonl(queries_path)
-    return assemble(
-        name or Path(path).name, corpus, queries, read_qrels_tsv(qrels_path),
+    queries, empty = _read_queries_jsonl(queries_path, empty_queries=empty_queries)
+    ds = assemble(
+        name or Path(path).name, corpus, queries, (row for row in read_qrels_tsv(qrels_path) if row[0] not in empty),
         qrels_file=qrels_path, corpus_label=corpus_path.name, queries_label=queries_path.name,
         unknown_docs=unknown_docs,
     )
+    ds.empty_queries = len(empty)
+    return ds
 
 
 # Up to this size a folder's corpus and queries are read whole before a run (exactly as the jobs
@@ -327,7 +378,7 @@ def written_split(path: str | os.PathLike) -> str:
 
 
 def check_beir_folder(path: str | os.PathLike, split: str = "test", *, unknown_docs: str = "error",
-                      max_bytes: int = FULL_CHECK_BYTES) -> bool:
+                      empty_queries: str = "error", max_bytes: int = FULL_CHECK_BYTES) -> bool:
     """The check of a BEIR folder made before a run starts, in bounded time: its files exist, the
     qrels are read whole (they are small), and corpus and queries whole when both are at most
     ``max_bytes`` (then this is :func:`load_beir_folder`: every id, judgment and reference), else
@@ -336,11 +387,11 @@ def check_beir_folder(path: str | os.PathLike, split: str = "test", *, unknown_d
     corpus_path, queries_path, qrels_path = _beir_files(path, split)
     small = [p.stat().st_size <= max_bytes for p in (corpus_path, queries_path)]
     if all(small):
-        load_beir_folder(path, split, unknown_docs=unknown_docs)
+        load_beir_folder(path, split, unknown_docs=unknown_docs, empty_queries=empty_queries)
         return True
     _read_corpus_jsonl(corpus_path, limit=None if small[0] else HEAD_LINES)
-    queries = _read_queries_jsonl(queries_path, limit=None if small[1] else HEAD_LINES)
+    queries, empty = _read_queries_jsonl(queries_path, limit=None if small[1] else HEAD_LINES, empty_queries=empty_queries)
     for query_id, _, _, where in read_qrels_tsv(qrels_path):
-        if small[1] and query_id not in queries:
+        if small[1] and query_id not in queries and query_id not in empty:
             raise InputError(qrels_path, where, f"unknown query id '{query_id}' (not in {queries_path.name})")
     return False

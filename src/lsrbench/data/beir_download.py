@@ -12,6 +12,7 @@ from pathlib import Path, PurePosixPath
 
 from lsrbench.atomic import atomic_dir, atomic_open
 from lsrbench.data.beir import Dataset, load_beir_folder
+from lsrbench.downloads import FetchFailed, network_reason
 from lsrbench.errors import InputError
 from lsrbench.names import SAFE_NAME
 
@@ -51,19 +52,19 @@ def extract_beir_zip(zip_path: str | os.PathLike, out_dir: str | os.PathLike) ->
     return out_dir
 
 
-def _download(url: str, dest: Path) -> None:
+def _download(name: str, url: str, dest: Path) -> None:
+    what = f"BEIR's zip of '{name}'"
     try:
         with urllib.request.urlopen(url, timeout=60) as response, atomic_open(dest, "wb") as fh:
             shutil.copyfileobj(response, fh, length=1 << 20)
     except urllib.error.HTTPError as e:
-        raise InputError(url, None, f"download failed: HTTP {e.code} {e.reason}") from None
+        raise FetchFailed(url, None, what, url, f"HTTP {e.code} {e.reason}") from None
     except (urllib.error.URLError, OSError) as e:
-        reason = getattr(e, "reason", e)
-        raise InputError(url, None, f"download failed: {reason} (offline? use a mirror)") from None
+        raise FetchFailed(url, None, what, url, network_reason(e) or str(getattr(e, "reason", e))) from None
 
 
 def load_beir_download(name: str, cache_dir: str | os.PathLike, split: str = "test", *,
-                       unknown_docs: str = "error") -> Dataset:
+                       unknown_docs: str = "error", empty_queries: str = "error") -> Dataset:
     """Fetch BEIR's public zip for ``name`` into ``cache_dir`` (once), unzip it, load it.
 
     The dataset lands in ``<cache_dir>/<name>/``; a folder already there is reused.
@@ -75,7 +76,7 @@ def load_beir_download(name: str, cache_dir: str | os.PathLike, split: str = "te
     if not (folder / "corpus.jsonl").is_file():
         zip_path = cache_dir / f"{name}.zip"
         if not zip_path.is_file():
-            _download(BEIR_URL.format(name=name), zip_path)
+            _download(name, BEIR_URL.format(name=name), zip_path)
         extract_beir_zip(zip_path, folder)
         zip_path.unlink()
-    return load_beir_folder(folder, split=split, name=name, unknown_docs=unknown_docs)
+    return load_beir_folder(folder, split=split, name=name, unknown_docs=unknown_docs, empty_queries=empty_queries)

@@ -8,7 +8,9 @@ import os
 from dataclasses import replace
 from typing import Iterator, Sequence
 
-from lsrbench.data.beir import RELEVANCE_RANGE, Dataset, assemble, id_problem
+from lsrbench.data.beir import (EMPTY_QUERIES_POLICIES, RELEVANCE_RANGE, Dataset, assemble, empty_query_error, id_problem,
+                                text_problem)
+from lsrbench.downloads import FetchFailed, network_reason
 from lsrbench.errors import InputError
 
 __all__ = ["HF_SUBSETS", "hf_label", "load_hf_split", "load_hf_dataset"]
@@ -34,8 +36,24 @@ def load_hf_split(repo: str, subset: str | None, split: str, revision: str | Non
     try:
         return datasets.load_dataset(repo, subset, **kwargs)
     except Exception as e:  # datasets raises many types (ValueError, FileNotFoundError, hub errors)
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise InputError(label, where, f"cannot load: {first}") from None
+        reason = network_reason(e)
+        if reason is not None:
+            from huggingface_hub.constants import ENDPOINT
+
+            raise FetchFailed(label, where, f"dataset '{repo}'", f"the Hugging Face hub ({ENDPOINT})", reason) from None
+        raise InputError(label, where, f"cannot load: {_first_lines(e)}") from None
+
+
+def _first_lines(exc: BaseException) -> str:
+    """The first line of an error, and of its innermost cause when that says something else
+    (``DatasetGenerationError`` hides the parser's own message, e.g. the row of a bad JSON line)."""
+    def first(e: BaseException) -> str:
+        return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+    root = exc
+    while root.__cause__ is not None:  # explicit `raise ... from`: the error it was raised for
+        root = root.__cause__
+    return first(exc) if root is exc or first(root) in first(exc) else f"{first(exc)} ({first(root)})"
 
 
 def _load_hf_subset(repo: str, subset: str, split: str, revision: str | None, cache_dir, label: str,
@@ -60,7 +78,7 @@ def _hf_id(value, label: str, where: str, column: str) -> str:
 
 def load_hf_dataset(repo: str, *, revision: str | None, hf_split: str = "train", name: str | None = None,
                     subsets: dict[str, str] | None = None, unknown_docs: str = "error",
-                    cache_dir: str | os.PathLike | None = None) -> Dataset:
+                    cache_dir: str | os.PathLike | None = None, empty_queries: str = "error") -> Dataset:
     """Load a Hugging Face datasets repository in the NanoBEIR layout.
 
     ``datasets.load_dataset(repo, <subset>, split=hf_split, revision=revision)`` for the
@@ -73,11 +91,15 @@ def load_hf_dataset(repo: str, *, revision: str | None, hf_split: str = "train",
     Conventions of sentence-transformers' ``NanoBEIREvaluator`` / ``SparseNanoBEIREvaluator`` (to
     compare with its numbers; ``_load_dataset`` in sentence_transformer/evaluation/nano_beir.py,
     sentence-transformers 6.2): a document is its ``text`` column alone, a ``title`` column is
-    ignored (the evaluator builds ``{_id: text}``); documents and queries with empty text are
-    dropped, whatever their title (a dropped query's judgments go with it and it counts in
-    ``dropped_queries``; judgments naming a dropped document follow ``unknown_docs``).
+    ignored (the evaluator builds ``{_id: text}``); documents with empty text are dropped, whatever
+    their title (judgments naming a dropped document follow ``unknown_docs``). Queries without text
+    follow ``empty_queries`` like every source: an error by default, ``"drop"`` (the evaluator's
+    way, which the NanoBEIR entries of config/datasets.yaml set) drops them with their judgments,
+    counted in ``empty_queries``. A lone surrogate in a text is an error (:func:`text_problem`).
     Errors name ``hf:<repo>@<revision>`` as the file and ``<subset>[<split>] row N``.
     """
+    if empty_queries not in EMPTY_QUERIES_POLICIES:
+        raise ValueError(f"empty_queries must be one of {EMPTY_QUERIES_POLICIES}, got {empty_queries!r}")
     label = hf_label(repo, revision)
     names = {**{s: s for s in HF_SUBSETS}, **(subsets or {})}
     corpus_ds = _load_hf_subset(repo, names["corpus"], hf_split, revision, cache_dir, label, ("_id", "text"))
@@ -92,6 +114,9 @@ def load_hf_dataset(repo: str, *, revision: str | None, hf_split: str = "train",
             ident = _hf_id(raw_id, label, where(subset, i + 1), "_id")
             if text is not None and not isinstance(text, str):
                 raise InputError(label, where(subset, i + 1), f"column 'text' must be a string, got {type(text).__name__}")
+            problem = text_problem(text) if isinstance(text, str) else None
+            if problem:
+                raise InputError(label, where(subset, i + 1), f"column 'text' {problem}")
             yield i + 1, ident, text or ""
 
     def collect(ds, subset: str, what: str, none_left: str) -> tuple[dict[str, str], set[str]]:
@@ -101,8 +126,10 @@ def load_hf_dataset(repo: str, *, revision: str | None, hf_split: str = "train",
         for n, ident, text in texts(ds, subset):
             if ident in kept or ident in empty:
                 raise InputError(label, where(subset, n), f"duplicate {what} id '{ident}'")
-            if text:
+            if text.strip() if subset == "queries" else text:
                 kept[ident] = text
+            elif subset == "queries" and empty_queries == "error":
+                raise empty_query_error(label, where(subset, n), ident, text)
             else:
                 empty.add(ident)
         if not kept:
@@ -110,7 +137,7 @@ def load_hf_dataset(repo: str, *, revision: str | None, hf_split: str = "train",
         return kept, empty
 
     corpus, empty_docs = collect(corpus_ds, "corpus", "document", "corpus is empty (no documents with text)")
-    queries, empty_queries = collect(queries_ds, "queries", "query", "no queries with text")
+    queries, empty_query_ids = collect(queries_ds, "queries", "query", "no queries with text")
 
     scores = list(qrels_ds["score"]) if "score" in qrels_ds.column_names else None
 
@@ -118,7 +145,7 @@ def load_hf_dataset(repo: str, *, revision: str | None, hf_split: str = "train",
         for i, (raw_q, raw_d) in enumerate(zip(list(qrels_ds["query-id"]), list(qrels_ds["corpus-id"]))):
             at = where("qrels", i + 1)
             query_id = _hf_id(raw_q, label, at, "query-id")
-            if query_id in empty_queries:
+            if query_id in empty_query_ids:
                 continue
             rel = 1 if scores is None else scores[i]
             if isinstance(rel, float) and rel.is_integer():
@@ -131,4 +158,4 @@ def load_hf_dataset(repo: str, *, revision: str | None, hf_split: str = "train",
     ds = assemble(name or repo, corpus, queries, rows(), qrels_file=label,
                    corpus_label=f"{names['corpus']} (documents with empty text dropped)" if empty_docs else names["corpus"],
                    queries_label=names["queries"], unknown_docs=unknown_docs)
-    return replace(ds, dropped_queries=ds.dropped_queries + len(empty_queries))
+    return replace(ds, empty_queries=len(empty_query_ids))

@@ -4,10 +4,14 @@ queries and qrels."""
 
 from __future__ import annotations
 
-from lsrbench.data.beir import Dataset, assemble, id_problem, join_title
+import contextlib
+
+from lsrbench.data.beir import (EMPTY_QUERIES_POLICIES, Dataset, assemble, collect_queries, id_problem, join_title,
+                                text_problem)
+from lsrbench.downloads import FetchFailed, network_reason
 from lsrbench.errors import InputError
 
-__all__ = ["UnknownDatasetId", "record_text", "load_ir_datasets", "docs_parent_id"]
+__all__ = ["UnknownDatasetId", "record_text", "load_ir_datasets", "downloads_of", "docs_parent_id"]
 
 
 class UnknownDatasetId(InputError):
@@ -27,8 +31,44 @@ def record_text(record, kind: str) -> str:
     return getattr(record, "text", "") or ""
 
 
+@contextlib.contextmanager
+def downloads_of(dataset_id: str):
+    """ir_datasets downloads a collection the first time its records are read: a failed download
+    there (its "All download sources failed", or a requests error) becomes :class:`FetchFailed`
+    naming the id, the URLs it tried and the reason."""
+    try:
+        yield
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - anything else is re-raised as it is
+        reason = network_reason(exc) or _download_error(exc)
+        if reason is None:
+            raise
+        raise FetchFailed(f"ir_datasets:{dataset_id}", None, f"ir_datasets '{dataset_id}'",
+                          ", ".join(_urls(exc)) or "its download sources", reason) from None
+
+
+def _download_error(exc: BaseException) -> str | None:
+    """A download ir_datasets gave up on for another reason than the connection (an HTTP error
+    status, a checksum that does not match): the first line of the last source's error."""
+    errors = [pair[1] for arg in exc.args[1:] if isinstance(arg, list) for pair in arg if isinstance(pair, tuple)]
+    if exc.args[:1] == ("All download sources failed",) and errors:
+        exc = errors[-1]
+    elif not any(cls.__name__ == "RequestException" for cls in type(exc).__mro__):
+        return None
+    return " ".join((str(exc).strip().splitlines() or [type(exc).__name__])[0].split())
+
+
+def _urls(exc: BaseException) -> list[str]:
+    """The URLs a failed ir_datasets download tried: its mirrors, or the request's own."""
+    urls = [getattr(pair[0], "url", None) for arg in exc.args if isinstance(arg, list)
+            for pair in arg if isinstance(pair, tuple) and pair]
+    urls = urls or [getattr(getattr(exc, "request", None), "url", None)]
+    return [u for u in urls if isinstance(u, str)]
+
+
 def load_ir_datasets(dataset_id: str, name: str | None = None, *, unknown_docs: str = "error",
-                     corpus: dict[str, str] | None = None) -> Dataset:
+                     corpus: dict[str, str] | None = None, empty_queries: str = "error") -> Dataset:
     """Load an ``ir_datasets`` collection (docs, queries, qrels), validated like a BEIR folder.
 
     Errors name ``ir_datasets:<id>`` as the file and ``doc #N`` / ``query #N`` / ``qrel #N``
@@ -36,7 +76,17 @@ def load_ir_datasets(dataset_id: str, name: str | None = None, *, unknown_docs: 
     id with the same docs (``ir_datasets.docs_parent_id``, see :func:`corpus_key`), e.g. the
     8.8M MS MARCO passages shared by ``msmarco-passage/dev/small`` and
     ``msmarco-passage/trec-dl-2019/judged``; they are used as they are instead of re-reading.
+    Texts that are not text (a lone surrogate) are errors; queries without text follow
+    ``empty_queries`` (:mod:`lsrbench.data.beir`).
     """
+    if empty_queries not in EMPTY_QUERIES_POLICIES:
+        raise ValueError(f"empty_queries must be one of {EMPTY_QUERIES_POLICIES}, got {empty_queries!r}")
+    with downloads_of(dataset_id):
+        return _load(dataset_id, name, unknown_docs, corpus, empty_queries)
+
+
+def _load(dataset_id: str, name: str | None, unknown_docs: str, corpus: dict[str, str] | None,
+          empty_queries: str) -> Dataset:
     import ir_datasets
 
     source = f"ir_datasets:{dataset_id}"
@@ -55,28 +105,33 @@ def load_ir_datasets(dataset_id: str, name: str | None = None, *, unknown_docs: 
             doc_id = _checked_id(doc.doc_id, source, f"doc #{n}")
             if doc_id in corpus:
                 raise InputError(source, f"doc #{n}", f"duplicate document id '{doc_id}' (first as doc #{first[doc_id]})")
-            corpus[doc_id] = record_text(doc, "doc")
+            corpus[doc_id] = _checked_text(record_text(doc, "doc"), source, f"doc #{n}")
             first[doc_id] = n
     if not corpus:
         raise InputError(source, "docs", "corpus is empty (no documents)")
 
-    queries: dict[str, str] = {}
-    first = {}
-    for n, query in enumerate(ds.queries_iter(), 1):
-        query_id = _checked_id(query.query_id, source, f"query #{n}")
-        if query_id in queries:
-            raise InputError(source, f"query #{n}", f"duplicate query id '{query_id}' (first as query #{first[query_id]})")
-        queries[query_id] = record_text(query, "query")
-        first[query_id] = n
-    if not queries:
-        raise InputError(source, "queries", "no queries")
-
+    queries, empty = _queries(ds, source, empty_queries)
     rows = ((str(q.query_id), str(q.doc_id), int(q.relevance), f"qrel #{n}")
-            for n, q in enumerate(ds.qrels_iter(), 1))
-    return assemble(name or dataset_id, corpus, queries, rows, qrels_file=source,
-                     corpus_label="docs", queries_label="queries", unknown_docs=unknown_docs)
+            for n, q in enumerate(ds.qrels_iter(), 1) if str(q.query_id) not in empty)
+    loaded = assemble(name or dataset_id, corpus, queries, rows, qrels_file=source,
+                      corpus_label="docs", queries_label="queries", unknown_docs=unknown_docs)
+    loaded.empty_queries = len(empty)
+    return loaded
 
 
+def _queries(ds, source: str, empty_queries: str) -> tuple[dict[str, str], set[str]]:
+    """The queries with text, and the ids of those without (dropped, or the first an error)."""
+    rows = ((f"query #{n}", _checked_id(query.query_id, source, f"query #{n}"),
+             _checked_text(record_text(query, "query"), source, f"query #{n}"))
+            for n, query in enumerate(ds.queries_iter(), 1))
+    return collect_queries(rows, source, empty_queries, none_field="queries")
+
+
+def _checked_text(value: str, source: str, where: str) -> str:
+    problem = text_problem(value)
+    if problem:
+        raise InputError(source, where, f"text {problem}")
+    return value
 
 
 def _checked_id(value, source: str, where: str) -> str:

@@ -25,6 +25,7 @@ from typing import Callable
 from lsrbench.config.entries import DatasetEntry
 from lsrbench.config.schema import validate
 from lsrbench.data.beir import Dataset, load_beir_folder
+from lsrbench.downloads import FetchFailed
 from lsrbench.errors import InputError
 from lsrbench.names import SAFE_NAME, is_commit
 
@@ -51,7 +52,8 @@ class Source:
         """What identifies the entry's documents: equal keys, equal corpus."""
         raise NotImplementedError
 
-    def load(self, entry: DatasetEntry, *, cache_dir, unknown_docs: str, corpus=None) -> Dataset:
+    def load(self, entry: DatasetEntry, *, cache_dir, unknown_docs: str, corpus=None,
+             empty_queries: str = "error") -> Dataset:
         """The dataset itself, validated (see :mod:`lsrbench.data.beir`)."""
         raise NotImplementedError
 
@@ -97,13 +99,14 @@ class BeirSource(Source):
     def corpus_key(self, entry):
         return ("beir", "path", str(Path(entry.path).resolve())) if entry.path else ("beir", "name", entry.download)
 
-    def load(self, entry, *, cache_dir, unknown_docs, corpus=None):
+    def load(self, entry, *, cache_dir, unknown_docs, corpus=None, empty_queries="error"):
         if entry.path:
-            return load_beir_folder(entry.path, split=entry.split, name=entry.name, unknown_docs=unknown_docs)
+            return load_beir_folder(entry.path, split=entry.split, name=entry.name, unknown_docs=unknown_docs,
+                                    empty_queries=empty_queries)
         from lsrbench.data.beir_download import load_beir_download
 
-        return replace(load_beir_download(entry.download, cache_dir, split=entry.split, unknown_docs=unknown_docs),
-                       name=entry.name)
+        return replace(load_beir_download(entry.download, cache_dir, split=entry.split, unknown_docs=unknown_docs,
+                                          empty_queries=empty_queries), name=entry.name)
 
     def local_folder(self, entry):
         return Path(entry.path) if entry.path else None
@@ -128,10 +131,11 @@ class IrDatasetsSource(Source):
 
         return ("ir_datasets", docs_parent_id(entry.id))
 
-    def load(self, entry, *, cache_dir, unknown_docs, corpus=None):
+    def load(self, entry, *, cache_dir, unknown_docs, corpus=None, empty_queries="error"):
         from lsrbench.data.ir_datasets_source import load_ir_datasets
 
-        return load_ir_datasets(entry.id, name=entry.name, unknown_docs=unknown_docs, corpus=corpus)
+        return load_ir_datasets(entry.id, name=entry.name, unknown_docs=unknown_docs, corpus=corpus,
+                                empty_queries=empty_queries)
 
 
 # The hf reader's version in the ids of its datasets (a folder written by an earlier reader, with
@@ -168,11 +172,12 @@ class HfSource(Source):
     def corpus_key(self, entry):
         return ("hf", entry.repo, entry.revision, entry.hf_split, (entry.subsets or {}).get("corpus", "corpus"))
 
-    def load(self, entry, *, cache_dir, unknown_docs, corpus=None):
+    def load(self, entry, *, cache_dir, unknown_docs, corpus=None, empty_queries="error"):
         from lsrbench.data.hf import load_hf_dataset
 
         return load_hf_dataset(entry.repo, revision=entry.revision, hf_split=entry.hf_split, name=entry.name,
-                               subsets=entry.subsets, unknown_docs=unknown_docs, cache_dir=Path(cache_dir) / "hf-datasets")
+                               subsets=entry.subsets, unknown_docs=unknown_docs, cache_dir=Path(cache_dir) / "hf-datasets",
+                               empty_queries=empty_queries)
 
     def identity(self, entry, folder, fingerprint):
         # a local repository folder (revision null) by its bytes; a hub repository by its pinned revision;
@@ -252,19 +257,22 @@ def source_identity(entry: DatasetEntry, mirror, fingerprint: Fingerprint) -> di
 
 def resolve_dataset(name: str, entry: dict, mirror: str | os.PathLike | None, datasets_file: str | os.PathLike,
                     cache_dir: str | os.PathLike, *, unknown_docs: str | None = None,
-                    corpus: dict[str, str] | None = None) -> Dataset:
+                    corpus: dict[str, str] | None = None, empty_queries: str | None = None) -> Dataset:
     """Load dataset ``name`` described by one entry of ``config/datasets.yaml``: from the mirror
-    when it has it (offline machines), else from its source. ``unknown_docs`` overrides the
-    entry's policy; ``corpus``: documents already loaded for an entry with the same
+    when it has it (offline machines), else from its source. ``unknown_docs`` and ``empty_queries``
+    override the entry's policies; ``corpus``: documents already loaded for an entry with the same
     :func:`corpus_key` (ir_datasets only; others ignore it)."""
     from lsrbench.data.ir_datasets_source import UnknownDatasetId
 
     typed = typed_entry(name, entry, datasets_file)
-    policy = unknown_docs or typed.unknown_docs
+    policy, empty = unknown_docs or typed.unknown_docs, empty_queries or typed.empty_queries
     folder = mirrored_folder(mirror, name)
     if folder is not None:
-        return load_beir_folder(folder, split=typed.split, name=name, unknown_docs=policy)
+        return load_beir_folder(folder, split=typed.split, name=name, unknown_docs=policy, empty_queries=empty)
     try:
-        return SOURCES[typed.source].load(typed, cache_dir=cache_dir, unknown_docs=policy, corpus=corpus)
+        return SOURCES[typed.source].load(typed, cache_dir=cache_dir, unknown_docs=policy, corpus=corpus,
+                                          empty_queries=empty)
     except UnknownDatasetId as e:
         raise InputError(datasets_file, f"{name}.id", e.message) from None
+    except FetchFailed as failed:  # named by the entry's key that asked for the download
+        raise failed.at(datasets_file, f"{name}.{next(k for k in SOURCES[typed.source].keys if k in entry)}") from None

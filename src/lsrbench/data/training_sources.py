@@ -127,7 +127,13 @@ def build_triplets(training_data: dict, n: int, seed: int, out: str | os.PathLik
         return write_triplets(out, source.draw(training_data, n, seed, full_dir=full_dir))
     triplets = mirrored_triplets(training_data, n, seed, mirror)
     if triplets is None:
-        triplets = draw_source_triplets(training_data, n, seed, cache_dir)
+        from lsrbench.downloads import FetchFailed
+
+        try:
+            triplets = draw_source_triplets(training_data, n, seed, cache_dir)
+        except FetchFailed as failed:  # named by the key that asked for the download
+            key = next(k for k in source.required if k in training_data)
+            raise failed.at(config_file, f"training_data.{key}") from None
     return write_triplets(out, triplets)
 
 
@@ -220,7 +226,10 @@ class IrDatasetsTriplets(TrainingSource):
         return [td["id"]]
 
     def draw(self, td, n, seed, *, cache_dir=None, full_dir=None):
-        return ir_datasets_triplets(td["id"], n=n, seed=seed)
+        from lsrbench.data.ir_datasets_source import downloads_of
+
+        with downloads_of(td["id"]):  # a failed download is one line (lsrbench.downloads)
+            return ir_datasets_triplets(td["id"], n=n, seed=seed)
 
 
 TRAINING_SOURCES: dict[str, TrainingSource] = {s.name: s for s in (PseudoQueries(), HfTriplets(), IrDatasetsTriplets())}

@@ -9,6 +9,14 @@ its ``SparseEncoderWrapper`` (``encode_query`` / ``encode_document``), scores (s
 torch top-k) and computes its measures (pytrec_eval; its own MRR). Offline: a custom
 ``AbsTaskRetrieval`` loads the local folder, the model is read with ``local_files_only``.
 
+Both encode at the same token lengths: the evaluation's (``evaluation.query_max_length`` /
+``document_max_length``, which the index stage applies), not the training lengths that the
+trained model folder saves in its ``sentence_bert_config.json`` (and that a plain
+``SparseEncoder(path)`` or mteb would use). The model folder is a finished, content-addressed
+training output shared by every evaluation of it, so it keeps them; :func:`mteb_scores` sets the
+evaluation's on the loaded model (:func:`lsrbench.model.encoder.set_encode_lengths`, as the index
+stage does) and the report says which it used.
+
 Where the two may differ (none moves nDCG@10 on a normal collection):
 
 * mteb returns the top ``max(k_values)`` documents including zero-score ones; lsrbench's search
@@ -34,8 +42,8 @@ from typing import Any
 
 from lsrbench.errors import InputError
 
-__all__ = ["MTEB_KEYS", "DEFAULT_K_VALUES", "mteb_key", "folder_revision", "task_metadata", "beir_folder_task", "mteb_scores",
-           "compare_scores", "check_run"]
+__all__ = ["MTEB_KEYS", "DEFAULT_K_VALUES", "TOLERANCE", "mteb_key", "folder_revision", "task_metadata",
+           "beir_folder_task", "mteb_scores", "compare_scores", "check_run", "summary_line"]
 
 # ir_measures measure name -> mteb score-key prefix (the cutoff is appended: nDCG@10 -> ndcg_at_10).
 MTEB_KEYS = {"nDCG": "ndcg_at", "RR": "mrr_at", "R": "recall_at", "P": "precision_at", "AP": "map_at",
@@ -43,7 +51,9 @@ MTEB_KEYS = {"nDCG": "ndcg_at", "RR": "mrr_at", "R": "recall_at", "P": "precisio
 _MEASURE = re.compile(r"^(?P<name>[A-Za-z]+)@(?P<k>\d+)$")
 # mteb's default retrieval cutoffs; the deepest is its top-k depth.
 DEFAULT_K_VALUES = (1, 3, 5, 10, 20, 100, 1000)
-TOLERANCE = 0.002
+# mteb rounds its means to 5 decimals (at most 5e-6 off); float32 against float64 scores moves a
+# mean by less on real collections (docs/independent-checks.md: 4.8e-6 on the whole of Vaswani).
+TOLERANCE = 1e-4
 
 
 def mteb_key(measure: str) -> str | None:
@@ -114,18 +124,25 @@ def beir_folder_task(folder: str | os.PathLike, split: str = "test", *, name: st
 
 def mteb_scores(model_dir: str | os.PathLike, beir_folder: str | os.PathLike, split: str = "test", *,
                 model_name: str, model_revision: str, task_name: str | None = None, ignore_identical_ids: bool = False,
-                batch_size: int = 32, device: str = "cpu", results_root: str | os.PathLike | None = None) -> dict[str, Any]:
-    """Score the SparseEncoder in ``model_dir`` on ``beir_folder`` through mteb, offline. Returns
-    ``{"scores": mteb's scores of the split, "task_result", "seconds", "task_name"}``; with
-    ``results_root``, mteb also files its own result there (``ResultCache`` layout).
-    ``model_name`` must read ``org/name`` (mteb's rule)."""
+                batch_size: int = 32, device: str = "cpu", results_root: str | os.PathLike | None = None,
+                query_length: int | None = None, document_length: int | None = None) -> dict[str, Any]:
+    """Score the SparseEncoder in ``model_dir`` on ``beir_folder`` through mteb, offline, with
+    queries and documents truncated at ``query_length`` / ``document_length`` tokens (None: the
+    lengths saved with the model). Returns ``{"scores": mteb's scores of the split,
+    "task_result", "seconds", "task_name", "lengths": the lengths applied, "saved_lengths": the
+    model folder's}``; with ``results_root``, mteb also files its own result there
+    (``ResultCache`` layout). ``model_name`` must read ``org/name`` (mteb's rule)."""
     for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
         os.environ.setdefault(var, "1")  # before huggingface_hub reads its constants
     import mteb
     from mteb.models.sentence_transformer_wrapper import SparseEncoderWrapper
     from sentence_transformers import SparseEncoder
 
+    from lsrbench.model.encoder import set_encode_lengths
+
     model = SparseEncoder(str(model_dir), device=device, local_files_only=True)
+    saved = set_encode_lengths(model, None, None)
+    lengths = set_encode_lengths(model, query_length, document_length)
     wrapper = SparseEncoderWrapper(model)  # its ModelMeta comes from the model alone (no hub look-up)
     wrapper.mteb_model_meta = wrapper.mteb_model_meta.model_copy(update={"name": model_name, "revision": model_revision})
     task = beir_folder_task(beir_folder, split, name=task_name, ignore_identical_ids=ignore_identical_ids)
@@ -140,7 +157,8 @@ def mteb_scores(model_dir: str | os.PathLike, beir_folder: str | os.PathLike, sp
                            show_progress_bar=False)
     task_result = result.task_results[0]
     return {"scores": dict(task_result.scores[split][0]), "task_result": task_result,
-            "seconds": time.monotonic() - start, "task_name": task.metadata.name}
+            "seconds": time.monotonic() - start, "task_name": task.metadata.name, "lengths": lengths,
+            "saved_lengths": saved}
 
 
 def compare_scores(ours: Mapping[str, float], theirs: Mapping[str, float], measures: Sequence[str],
@@ -176,11 +194,14 @@ def _run_metrics(path: Path) -> tuple[str, str, dict[str, float]]:
 def check_run(run_dir: str | os.PathLike, dataset: str, data_dir: str | os.PathLike, *, split: str = "test",
               tol: float = TOLERANCE, ignore_identical_ids: bool = False, batch_size: int = 32,
               device: str = "cpu", results_root: str | os.PathLike | None = None,
-              metrics_tsv: str | os.PathLike | None = None) -> dict[str, Any]:
+              metrics_tsv: str | os.PathLike | None = None, query_length: int | None = None,
+              document_length: int | None = None) -> dict[str, Any]:
     """Score ``<run_dir>/model`` on ``data_dir`` through mteb and compare every measure of
     ``metrics_tsv`` (default ``<run_dir>/<dataset>/metrics.tsv``) that mteb also computes. ``ok`` is
     True when all agree within ``tol``. The mteb model is named ``lsrbench/<run>-k<k>``, its
-    revision the run's training config hash (train_provenance.json)."""
+    revision the run's training config hash (train_provenance.json). ``query_length`` /
+    ``document_length``: the token lengths ``metrics_tsv`` was computed at (the evaluation's),
+    applied to the model for mteb; the report records them beside those saved with the model."""
     import json
 
     run_dir = Path(run_dir)
@@ -196,10 +217,28 @@ def check_run(run_dir: str | os.PathLike, dataset: str, data_dir: str | os.PathL
     name = "lsrbench/" + re.sub(r"[^A-Za-z0-9._-]", "_", f"{run}-k{k}")
     theirs = mteb_scores(run_dir / "model", data_dir, split, model_name=name, model_revision=revision,
                          task_name=f"LocalBEIR-{dataset}", ignore_identical_ids=ignore_identical_ids, batch_size=batch_size, device=device,
-                         results_root=results_root)
+                         results_root=results_root, query_length=query_length, document_length=document_length)
     rows = compare_scores(ours, theirs["scores"], measures, tol)
     return {"run": run, "k": k, "dataset": dataset, "data_dir": str(data_dir), "split": split, "tol": tol,
             "rows": rows, "ok": all(r["ok"] for r in rows), "mteb_seconds": round(theirs["seconds"], 3),
+            "encode_lengths": theirs["lengths"], "model_saved_lengths": theirs["saved_lengths"],
             "mteb_model_name": name, "mteb_model_revision": revision, "mteb_task_name": theirs["task_name"],
             "mteb_version": theirs["task_result"].mteb_version,
             "mteb_scores": {key: v for key, v in theirs["scores"].items() if isinstance(v, (int, float))}}
+
+
+def summary_line(report: Mapping[str, Any], where: str) -> str:
+    """The verdict of a check in words that cannot be misread: ``AGREE`` (every measure within the
+    tolerance, with the largest difference) or ``DISAGREE`` (which measures, by how much)."""
+    rows = [r for r in report["rows"] if r["ok"] is not None]
+    lengths = report.get("encode_lengths") or {}
+    at = (f"encoded at {lengths.get('query_length')} query / {lengths.get('document_length')} document tokens"
+          if lengths else "encoded at the model's saved lengths")
+    if report["ok"]:
+        largest = max((abs(r["diff"]) for r in rows), default=0.0)
+        return (f"AGREE: mteb {report['mteb_version']} and lsrbench agree on all {len(rows)} measures of {where} "
+                f"within {report['tol']:g} (largest difference {largest:.2g}; {at})")
+    bad = [r for r in rows if not r["ok"]]
+    named = ", ".join(f"{r['measure']} by {r['diff']:+.5f}" for r in bad)
+    return (f"DISAGREE: mteb {report['mteb_version']} and lsrbench differ by more than {report['tol']:g} on "
+            f"{len(bad)} of {len(rows)} measures of {where}: {named} ({at})")

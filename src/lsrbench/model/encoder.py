@@ -72,10 +72,16 @@ def is_sparse_encoder(path: str, revision: str | None = None) -> bool:
     if Path(path).is_dir():
         return (Path(path) / "modules.json").is_file()
     from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError
+    from huggingface_hub.constants import ENDPOINT
+    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
+
+    from lsrbench.downloads import FetchFailed, network_reason
 
     try:
         hf_hub_download(path, "modules.json", revision=revision)
+    except LocalEntryNotFoundError as exc:  # a subclass of EntryNotFoundError: not "absent", unreachable
+        raise FetchFailed(f"hub:{path}", None, f"'{path}' (modules.json)", f"the Hugging Face hub ({ENDPOINT})",
+                          network_reason(exc) or str(exc)) from None
     except EntryNotFoundError:
         return False
     return True

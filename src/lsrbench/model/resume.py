@@ -31,11 +31,12 @@ CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
 def training_key(model_path: str, triplets: list[dict], recipe: dict, k: float, mode: str, head_scale: float,
                   revision: str | None) -> str:
     """What a checkpoint must match to be resumed from: everything that determines the training
-    trajectory (``checkpoint_steps`` only says how often it is saved, so it is left out)."""
+    trajectory (``checkpoint_steps`` only says how often it is saved, ``report_to`` where the
+    trainer also reports: both are left out)."""
     texts = [json.dumps([t["query"], t["positive"], t["negative"]]) for t in triplets]
     obj = {"model_path": str(model_path), "revision": revision, "k": float(k), "mode": mode,
            "head_scale": float(head_scale), "triplets_sha256": sha256_texts(range(len(texts)), texts),
-           "recipe": {key: v for key, v in recipe.items() if key != "checkpoint_steps"}}
+           "recipe": {key: v for key, v in recipe.items() if key not in ("checkpoint_steps", "report_to")}}
     return stable_hash(obj)
 
 

@@ -127,6 +127,7 @@ def train_splade(
     checkpoint_steps: int | None = None,
     config_file: str | os.PathLike | None = None,
     callbacks: list | None = None,
+    report_to: tuple[str, ...] | list[str] = (),
 ) -> dict:
     """Rescale ``W_head <- W_head / k`` and train SPLADE for ``recipe['steps']`` steps.
 
@@ -151,6 +152,10 @@ def train_splade(
 
     ``callbacks``: more ``transformers.TrainerCallback`` objects for the trainer (e.g. timing a few
     steps for ``lsrbench plan``).
+
+    ``report_to`` (``recipe.report_to``): the trainer's own reporting integrations, for watching a
+    run while it trains; ``tensorboard`` writes its event files to ``tensorboard/`` beside
+    ``log_path``. They only read what the trainer logs: no number of the run changes.
     """
     steps = int(recipe["steps"])
     every = int((recipe["checkpoint_steps"] if checkpoint_steps is None else checkpoint_steps) or 0)
@@ -163,7 +168,9 @@ def train_splade(
     rows: list[dict] = []
     outcome = {"status": {"status": "ok"}, "resumed_from": None, "fused_pooling": None}
     if steps > 0:
-        model, outcome = _train(run, model, rows, checkpoint_dir if every > 0 else None, every, callbacks or [])
+        with _reporting(report_to, Path(log_path).parent, config_file) as reporting:
+            model, outcome = _train(run, model, rows, checkpoint_dir if every > 0 else None, every, callbacks or [],
+                                    reporting)
         if outcome["status"]["status"] == "ok" and outcome["steps_taken"] != steps:
             raise InputError(config_file, "recipe.batch_size", (
                 f"training took {outcome['steps_taken']} of its {steps} steps (recipe.steps): the trainer's "
@@ -223,7 +230,32 @@ def _last_finite(rows: list[dict]) -> dict:
             "last_finite_step": finite[-1]["step"] if finite else None}
 
 
-def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callbacks: list):
+@contextlib.contextmanager
+def _reporting(report_to, folder: Path, config_file):
+    """The trainer's ``report_to`` list, with TensorBoard's event files in ``<folder>/tensorboard``
+    (its documented setting, ``TENSORBOARD_LOGGING_DIR``, read when the trainer starts; restored
+    after, so nothing else in the process writes there)."""
+    report_to = list(report_to or [])
+    if "tensorboard" not in report_to:
+        yield report_to
+        return
+    from transformers.integrations import is_tensorboard_available
+
+    if not is_tensorboard_available():
+        raise InputError(config_file, "recipe.report_to", "tensorboard needs the tensorboard package: "
+                                                   "pip install -e '.[tensorboard]'")
+    previous = os.environ.get("TENSORBOARD_LOGGING_DIR")
+    os.environ["TENSORBOARD_LOGGING_DIR"] = str(folder / "tensorboard")
+    try:
+        yield report_to
+    finally:
+        if previous is None:
+            os.environ.pop("TENSORBOARD_LOGGING_DIR", None)
+        else:
+            os.environ["TENSORBOARD_LOGGING_DIR"] = previous
+
+
+def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callbacks: list, report_to: list[str]):
     """Train ``model`` in place (resuming from a checkpoint of the same run when there is one);
     returns the model to save (the last all-finite one after a collapse) and the outcome."""
     from datasets import Dataset
@@ -240,7 +272,7 @@ def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callb
         key = run.key() if checkpoint_dir is not None else None
         # The main process clears stale checkpoints; the others look once it has (below).
         latest = prepare_checkpoints(out, key) if key and rank == 0 else None
-        args = _training_args(recipe, out, size, every if key else 0)
+        args = _training_args(recipe, out, size, every if key else 0, report_to)
         if size > 1:
             import torch.distributed as dist
 
@@ -276,7 +308,7 @@ def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callb
     return model, outcome
 
 
-def _training_args(recipe: dict, out: Path, processes: int, every: int):
+def _training_args(recipe: dict, out: Path, processes: int, every: int, report_to: list[str]):
     import torch
     from sentence_transformers.sentence_transformer.training_args import BatchSamplers
     from sentence_transformers.sparse_encoder import SparseEncoderTrainingArguments
@@ -293,7 +325,7 @@ def _training_args(recipe: dict, out: Path, processes: int, every: int):
         seed=recipe["seed"],
         data_seed=recipe["seed"],
         logging_steps=1,
-        report_to="none",
+        report_to=report_to or "none",
         disable_tqdm=True,
         dataloader_drop_last=True,
         batch_sampler=BatchSamplers.NO_DUPLICATES,

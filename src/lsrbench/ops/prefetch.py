@@ -94,7 +94,8 @@ def _fetch_dataset(name: str, entry: dict, mirror: Path, datasets_file: str, cac
     loaded[key] = ds.corpus
     write_beir_folder(ds, dest, split=typed.split, corpus_store=mirror / "data" / ".corpora")
     return {**record, "status": "written", "documents": len(ds.corpus), "queries": len(ds.queries),
-            "dropped_queries": ds.dropped_queries, "unknown_doc_qrels": ds.unknown_doc_qrels}
+            "dropped_queries": ds.dropped_queries, "unknown_doc_qrels": ds.unknown_doc_qrels,
+            "empty_queries": ds.empty_queries}
 
 
 def _fetch_training(config: dict, mirror: Path, cache_dir: str, config_file: str, force: bool) -> dict | None:

@@ -74,7 +74,7 @@ def dataset(dataset: str, split: str, entry: dict, mirror, datasets_file: str, c
 def _counts(name: str, ds) -> dict:
     return {"name": name, "documents": len(ds.corpus), "queries": len(ds.queries),
             "dropped_queries": ds.dropped_queries, "unknown_doc_qrels": ds.unknown_doc_qrels,
-            "judgments": sum(len(v) for v in ds.qrels.values())}
+            "empty_queries": ds.empty_queries, "judgments": sum(len(v) for v in ds.qrels.values())}
 
 
 def pool(dataset: str, full_dir: str, pool_depth: int, eval_dir: str, eval_info: str,
@@ -109,7 +109,7 @@ def train(run: str, k: str, mode: str, recipe: dict, config_hash: str, entry: di
           config_file: str, norms_json: str, triplets_jsonl: str, model_dir: str, train_log: str,
           provenance_json: str, status_json: str | None = None, reference_norms_json: str | None = None,
           auto_k: dict | None = None, checkpoint_dir: str | None = None, checkpoint_steps: int | None = None,
-          processes: int | str = 1) -> dict:
+          processes: int | str = 1, report_to: list | None = None) -> dict:
     """Rescale by ``k`` and train; writes the SparseEncoder model, the per-step log, the status and
     provenance (which records the head norms of the backbone as loaded, from the norm stage).
 
@@ -132,7 +132,8 @@ def train(run: str, k: str, mode: str, recipe: dict, config_hash: str, entry: di
         return run_distributed(n, f"{__name__}:train", call, status_json)
     status, summary, path, k_value = _train_here(run, entry, k, mode, recipe, mirror, cache_dir, config_file,
                                                  norms_json, triplets_jsonl, model_dir, train_log,
-                                                 reference_norms_json, auto_k, checkpoint_dir, checkpoint_steps)
+                                                 reference_norms_json, auto_k, checkpoint_dir, checkpoint_steps,
+                                                 report_to)
     if world()[0] != 0:
         return status  # the main process writes the outputs
     if status_json:
@@ -147,7 +148,7 @@ def train(run: str, k: str, mode: str, recipe: dict, config_hash: str, entry: di
 
 
 def _train_here(run, entry, k, mode, recipe, mirror, cache_dir, config_file, norms_json, triplets_path, model_dir,
-                log_path, reference_norms_json, auto_k, checkpoint_dir, checkpoint_steps):
+                log_path, reference_norms_json, auto_k, checkpoint_dir, checkpoint_steps, report_to=None):
     from lsrbench.data.triplets import read_triplets
     from lsrbench.model.auto_k import auto_k_from_files
     from lsrbench.model.checkpoint import resolve_model
@@ -161,6 +162,7 @@ def _train_here(run, entry, k, mode, recipe, mirror, cache_dir, config_file, nor
         k=k_value, mode=mode, head_scale=entry.get("head_scale", 1.0),
         trust_remote_code=entry.get("trust_remote_code", False), revision=entry.get("revision"),
         checkpoint_dir=checkpoint_dir, checkpoint_steps=checkpoint_steps, config_file=config_file,
+        report_to=report_to or (),
     )
     return {"backbone": run, "k": k, **summary["status"]}, summary, path, k_value
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from lsrbench.evaluate.mteb_check import task_metadata, mteb_key
 from lsrbench.names import BM25, POOLED
 
-__all__ = ["MTEB_NANOBEIR_TASKS", "write_mteb_result", "load_mteb_result", "export_mteb_results"]
+__all__ = ["MTEB_NANOBEIR_TASKS", "write_mteb_result", "load_mteb_result", "export_mteb_results", "evaluated_lengths"]
 
 # lsrbench's NanoBEIR names (config/datasets.yaml, sentence-transformers' NanoBEIREvaluator) ->
 # MTEB's task names (their metadata ships with mteb: no download).
@@ -34,12 +34,12 @@ MTEB_NANOBEIR_TASKS = {
 }
 
 
-def _model_meta(name: str, revision: str):
+def _model_meta(name: str, revision: str, max_tokens: int | None = None):
     from mteb.models.model_meta import ModelMeta, ScoringFunction
 
     return ModelMeta.create_empty(overwrites=dict(
         name=name, revision=revision, framework=["Sentence Transformers", "PyTorch"], model_type=["sparse"],
-        similarity_fn_name=ScoringFunction.DOT_PRODUCT, open_weights=None))
+        similarity_fn_name=ScoringFunction.DOT_PRODUCT, open_weights=None, max_tokens=max_tokens))
 
 
 def _task_for(dataset: str):
@@ -56,10 +56,12 @@ def _task_for(dataset: str):
 
 
 def write_mteb_result(root: str | os.PathLike, metrics: Mapping[str, float], *, model_name: str, model_revision: str,
-                      dataset: str, main_measure: str = "nDCG@10", dataset_revision: str | None = None) -> Path:
+                      dataset: str, main_measure: str = "nDCG@10", dataset_revision: str | None = None,
+                      max_tokens: int | None = None) -> Path:
     """One (run, dataset) as an MTEB result under ``root``; returns the task JSON's path.
     ``dataset_revision`` names the data actually evaluated (MTEB's Nano tasks pin their own
-    ``mteb/Nano*`` revisions, lsrbench reads ``zeta-alpha-ai``'s)."""
+    ``mteb/Nano*`` revisions, lsrbench reads ``zeta-alpha-ai``'s). ``max_tokens`` (the model
+    meta's): the longest text, in tokens, the numbers were computed with."""
     from mteb.cache import ResultCache
     from mteb.results import TaskResult
 
@@ -71,7 +73,7 @@ def write_mteb_result(root: str | os.PathLike, metrics: Mapping[str, float], *, 
     result = TaskResult.from_task_results(task, {split: {"default": scores}}, evaluation_time=0.0)
     if dataset_revision is not None:
         result = result.model_copy(update={"dataset_revision": dataset_revision})
-    meta = _model_meta(model_name, model_revision)
+    meta = _model_meta(model_name, model_revision, max_tokens)
     cache = ResultCache(root)
     cache.save_to_cache(result, meta)
     return cache.get_task_result_path(task.metadata.name, meta)
@@ -90,8 +92,8 @@ def load_mteb_result(root: str | os.PathLike, model_name: str, task_name: str, m
     return found[0]
 
 
-def _train_provenances(results_dir: Path) -> dict[tuple[str, str], Path]:
-    """(run, k) -> the train_provenance.json of the runs metrics.csv was collected from: each
+def _run_sources(results_dir: Path) -> dict[tuple[str, str, str], Path]:
+    """(run, k, dataset) -> the metrics.tsv metrics.csv was collected from: each
     ``<train folder>/<dataset>/<index id>/<eval id>/metrics.tsv`` listed in metrics.sources.json
     (content-addressed folders, :mod:`lsrbench.dag.layout`)."""
     from lsrbench.report.trace import resolve_recorded, workdir_of
@@ -106,7 +108,26 @@ def _train_provenances(results_dir: Path) -> dict[tuple[str, str], Path]:
         path = resolve_recorded(workdir, source)
         parts = path.relative_to(workdir).parts
         if len(parts) == 9 and parts[1] == "runs":  # results/runs/<run>/k<k>/<train>/<dataset>/<index>/<eval>/metrics.tsv
-            found[(parts[2], parts[3][1:])] = path.parents[3] / "train_provenance.json"
+            found[(parts[2], parts[3][1:], parts[5])] = path
+    return found
+
+
+def _train_provenances(results_dir: Path) -> dict[tuple[str, str], Path]:
+    """(run, k) -> the train_provenance.json of the runs metrics.csv was collected from."""
+    return {(run, k): path.parents[3] / "train_provenance.json" for (run, k, _), path in _run_sources(results_dir).items()}
+
+
+def evaluated_lengths(results_dir: str | os.PathLike) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """(run, k, dataset) -> the (query, document) token lengths its metrics were computed at: the
+    index folder's (``params.json`` above the metrics.tsv: ``evaluation.*_max_length``), which are
+    not the training lengths a run's ``model/`` saves (issue 23.1)."""
+    found = {}
+    for key, metrics_tsv in _run_sources(Path(results_dir)).items():
+        try:
+            identity = json.loads((metrics_tsv.parents[1] / "params.json").read_text(encoding="utf-8"))["identity"]
+            found[key] = (int(identity["query_max_length"]), int(identity["document_max_length"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
     return found
 
 
@@ -118,6 +139,7 @@ def export_mteb_results(results_dir: str | os.PathLike, root: str | os.PathLike)
     results_dir = Path(results_dir)
     metrics = read_metrics(str(results_dir / "metrics.csv"))
     trained = _train_provenances(results_dir)
+    lengths = evaluated_lengths(results_dir)
     written = []
     for (run, k, dataset), rows in metrics[metrics["dataset"] != POOLED].groupby(["backbone", "k", "dataset"], sort=False):
         values = dict(zip(rows["measure"], rows["value"]))
@@ -126,5 +148,7 @@ def export_mteb_results(results_dir: str | os.PathLike, root: str | os.PathLike)
         provenance = trained.get((run, k), results_dir / "runs" / run / f"k{k}" / "train_provenance.json")
         revision = json.loads(provenance.read_text())["config_hash"][:16] if provenance.is_file() else "unknown"
         name = "lsrbench/bm25" if run == BM25 else "lsrbench/" + re.sub(r"[^A-Za-z0-9._-]", "_", f"{run}-k{k}")
-        written.append(write_mteb_result(root, values, model_name=name, model_revision=revision, dataset=dataset))
+        max_tokens = max(lengths[(run, k, dataset)]) if (run, k, dataset) in lengths else None
+        written.append(write_mteb_result(root, values, model_name=name, model_revision=revision, dataset=dataset,
+                                         max_tokens=max_tokens))
     return written
