@@ -35,8 +35,11 @@ def kernels():
                 # contract: a*b+c may become one FMA in the approximate first pass only (its
                 # error bound holds for any order of the sum); the exact kernels keep IEEE order.
                 fast = numba.njit(cache=True, nogil=True, fastmath={"contract"})
+                from lsrbench.evaluate.stream_kernels import stream_scan
+
                 _COMPILED = SimpleNamespace(block_scores=fast(_k_block_scores), exact=jit(_k_exact),
-                                           exhaustive=jit(_k_exhaustive), candidates=jit(_k_candidates))
+                                           exhaustive=jit(_k_exhaustive), candidates=jit(_k_candidates),
+                                           stream=stream_scan)
     return _COMPILED or None
 
 
