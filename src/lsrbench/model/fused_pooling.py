@@ -66,11 +66,14 @@ def _function():
             tokens = rows * t + arg[rows, terms]
             flat = hidden.reshape(b * t, h)
             grad_hidden = grad_weight = grad_bias = None
+            # Under autocast the decoder's input can be bf16 while the weight stays fp32 (a CPU's
+            # autocast, or a head whose last op is not autocast to fp32): each gradient in its
+            # input's dtype (a no-op when both are fp32).
             if ctx.needs_input_grad[0]:
-                grad_hidden = torch.zeros_like(flat).index_add_(0, tokens, g * weight[terms])
+                grad_hidden = torch.zeros_like(flat).index_add_(0, tokens, (g * weight[terms]).to(flat.dtype))
                 grad_hidden = grad_hidden.view(b, t, h)
             if ctx.needs_input_grad[2]:
-                grad_weight = torch.zeros_like(weight).index_add_(0, terms, g * flat[tokens])
+                grad_weight = torch.zeros_like(weight).index_add_(0, terms, (g * flat[tokens]).to(weight.dtype))
             if ctx.has_bias and ctx.needs_input_grad[3]:
                 grad_bias = grad.sum(dim=0)
             return grad_hidden, None, grad_weight, grad_bias
