@@ -2,7 +2,7 @@
 candidates bound as the score-rows pass, without a float32 score row per query.
 
 For each cache-sized chunk of documents and each query of a block, the chunk's approximate
-float32 scores are computed in a buffer that stays in cache (:mod:`lsrbench.evaluate.stream_kernels`),
+float32 scores are computed in a buffer that stays in cache (:mod:`lsrbench.evaluate.numba_kernels`),
 then scanned: every document with ``0 < s >= t`` becomes a candidate, where ``t`` is the k-th
 largest approximate score so far (a k-element min-heap of distinct documents, so it only rises)
 less ``2 delta`` (:func:`lsrbench.evaluate.topk.rounding_bound`). After the pass the cut is the
