@@ -33,4 +33,6 @@ PY
     fi
 fi
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+# nothing is fetched: every model is a local folder (a hub lookup on a machine without network only waits)
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TQDM_DISABLE=${TQDM_DISABLE:-1}
 exec "$PY" benchmark/gpu.py "$@"
