@@ -19,7 +19,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import SHARED, command_line, lsrbench, machine_info, write_result  # noqa: E402
+from common import SHARED, command_line, machine_info, write_result  # noqa: E402
+from lsrbench.model.encoder import build_sparse_encoder  # noqa: E402
+from lsrbench.evaluate.evaluation import evaluate_vectors  # noqa: E402
+from lsrbench.index.indexing import index_dataset  # noqa: E402
+from lsrbench.data.beir import load_beir_folder  # noqa: E402
+from lsrbench.index.sparse import load_sparse  # noqa: E402
+from lsrbench.data.bm25 import pooled_subset  # noqa: E402
 
 MEASURES = ["nDCG@10", "RR@10", "R@1000"]
 
@@ -27,23 +33,23 @@ MEASURES = ["nDCG@10", "RR@10", "R@1000"]
 def evaluated_subset(quick: bool):
     """The tiny default's evaluated Vaswani: pooled_subset(depth 50), as its pool stage builds it
     (--quick: of its first 20 queries only)."""
-    dataset = lsrbench("load_beir_folder")(SHARED / "data" / "vaswani")
+    dataset = load_beir_folder(SHARED / "data" / "vaswani")
     if quick:
         from dataclasses import replace
 
         keep = sorted(dataset.queries)[:20]
         dataset = replace(dataset, queries={q: dataset.queries[q] for q in keep},
                           qrels={q: dataset.qrels[q] for q in keep})
-    return lsrbench("pooled_subset")(dataset, 50)
+    return pooled_subset(dataset, 50)
 
 
 def encode_and_score(model_dir: str, dataset, precision: str, out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
-    info = lsrbench("index_dataset")(model_dir, dataset, 32, str(out / "queries.npz"), str(out / "docs.npz"),
+    info = index_dataset(model_dir, dataset, 32, str(out / "queries.npz"), str(out / "docs.npz"),
                                      precision=precision, query_max_length=256, document_max_length=256)
-    docs, doc_ids = lsrbench("load_sparse")(str(out / "docs.npz"))
-    queries, query_ids = lsrbench("load_sparse")(str(out / "queries.npz"))
-    scored = lsrbench("evaluate_vectors")(dataset, docs, doc_ids, queries, query_ids, top_k=1000, measures=MEASURES,
+    docs, doc_ids = load_sparse(str(out / "docs.npz"))
+    queries, query_ids = load_sparse(str(out / "queries.npz"))
+    scored = evaluate_vectors(dataset, docs, doc_ids, queries, query_ids, top_k=1000, measures=MEASURES,
                                           skip_identical_ids=False)
     return {"precision": info["precision"], "rows": dict(scored["rows"]), "docs": docs, "queries": queries,
             "per_query": {q: v for q, m, v in scored["per_query"] if m == "nDCG@10"}}
@@ -69,7 +75,7 @@ def main() -> None:
     dataset = evaluated_subset(args.quick)
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = Path(tmp) / "model"
-        lsrbench("build_sparse_encoder")(str(SHARED / "models" / "splade-tiny-msmarco"), 64, query_length=64,
+        build_sparse_encoder(str(SHARED / "models" / "splade-tiny-msmarco"), 64, query_length=64,
                                          document_length=64, device="cpu").save_pretrained(str(model_dir))
         runs = {p: encode_and_score(str(model_dir), dataset, p, Path(tmp) / p) for p in ("fp32", "bf16")}
     fp32, bf16 = runs["fp32"], runs["bf16"]

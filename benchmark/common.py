@@ -1,4 +1,8 @@
-"""Shared helpers of the benchmark scripts: machine description, the command line, JSON output."""
+"""Shared helpers of the benchmark scripts: machine description, the command line, JSON output.
+
+Importing it puts the checkout's ``src/`` first on ``sys.path``, so the scripts import lsrbench's
+public names directly (``from lsrbench.evaluate.retrieval import exact_topk``).
+"""
 
 from __future__ import annotations
 
@@ -91,28 +95,3 @@ def write_result(name: str, payload: dict) -> Path:
     tmp.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
     tmp.replace(path)
     return path
-
-
-# -- lsrbench entry points ---------------------------------------------------------------------------
-# The benchmarks reach lsrbench's objects through this one table: module:attribute per name.
-_LSRBENCH_NAMES = {
-    "InvertedIndex": "lsrbench.evaluate.inverted_index:InvertedIndex",
-    "exact_topk": "lsrbench.evaluate.retrieval:exact_topk",
-    "compiled_kernels": "lsrbench.evaluate.kernels:kernels",
-    "load_sparse": "lsrbench.index.sparse:load_sparse",
-    "save_sparse": "lsrbench.index.sparse:save_sparse",
-    "encode_texts": "lsrbench.index.encode:encode_texts",
-    "build_sparse_encoder": "lsrbench.model.encoder:build_sparse_encoder",
-    "load_beir_folder": "lsrbench.data.beir:load_beir_folder",
-    "pooled_subset": "lsrbench.data.bm25:pooled_subset",
-    "index_dataset": "lsrbench.index.indexing:index_dataset",
-    "evaluate_vectors": "lsrbench.evaluate.evaluation:evaluate_vectors",
-}
-
-
-def lsrbench(name: str):
-    """``lsrbench``'s object ``name`` (see ``_LSRBENCH_NAMES``)."""
-    import importlib
-
-    module, _, attr = _LSRBENCH_NAMES[name].partition(":")
-    return getattr(importlib.import_module(module), attr)

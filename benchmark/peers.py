@@ -19,7 +19,8 @@ ranking is identical.
 
 Systems (optional ones are skipped, with a note, when not importable; ``pip install -e .[peers]``):
 
-* ``lsrbench``: ``InvertedIndex.from_csr`` + ``exact_topk(threads=1)``;
+* ``lsrbench``: ``InvertedIndex.from_csr`` + ``exact_topk(threads=1)`` (the score-rows first pass);
+* ``lsrbench-stream``: the same index, ``exact_topk(threads=1, first_pass="stream")``;
 * ``scipy``: ``D.T`` as CSR (its build), ``Q @ DT`` in float32 per block of 32 queries, argpartition;
 * ``bmp`` (PyPI ``bmp``, Mallia et al. SIGIR 2024), safe mode ``alpha = beta = 1``, blocks of 32:
   its index stores 8-bit document weights (a value is cast to ``u8``: above 255 it wraps), so they
@@ -55,74 +56,16 @@ import scipy.sparse as sp  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import realistic  # noqa: E402
-from common import command_line, lsrbench, machine_info, write_result  # noqa: E402
+from common import command_line, machine_info, write_result  # noqa: E402
+from samples import CACHE, collection  # noqa: E402
 
-CACHE = realistic.CACHE
+from lsrbench.evaluate.retrieval import InvertedIndex, exact_topk  # noqa: E402
+
 MSMARCO_PASSAGES = 8_841_823
 BMP_BLOCK = 32
 BMP_DOC_LEVELS = 255  # u8
 BMP_QUERY_LEVELS = 32  # the searcher's MAX_TERM_WEIGHT
 BMP_SCORE_MAX = 65_535  # u16 accumulator
-
-
-# -- collections ---------------------------------------------------------------------------------------
-def collection(kind: str, n_docs: int, n_queries: int, seed: int = 0) -> tuple[sp.csr_matrix, sp.csr_matrix]:
-    """Documents (the first ``n_docs`` of the cached largest sample) and queries of a collection kind."""
-    CACHE.mkdir(exist_ok=True)
-    base = "realistic" if kind.startswith("realistic") else kind
-    path = CACHE / f"{base}-{n_docs}-{seed}.npz"
-    qpath = CACHE / f"{base}-queries-{n_queries}-{seed}.npz"
-    bigger = sorted((p for p in CACHE.glob(f"{base}-*-{seed}.npz") if len(p.stem.split("-")) == 3 and p.stem.split("-")[1].isdigit()
-                     and int(p.stem.split("-")[1]) >= n_docs), key=lambda p: int(p.stem.split("-")[1]))
-    if bigger:
-        D = sp.load_npz(bigger[0]).tocsr()[:n_docs]
-    else:
-        D = _generate(base, n_docs, seed)
-        tmp = path.with_suffix(".tmp.npz")
-        sp.save_npz(tmp, D, compressed=False)
-        os.replace(tmp, path)
-    if qpath.is_file():
-        Q = sp.load_npz(qpath).tocsr()
-    else:
-        Q = _generate_queries(base, n_queries, seed)
-        sp.save_npz(qpath, Q, compressed=False)
-    if kind == "realistic-clustered":
-        D = D[np.argsort(_clusters_of(D, seed), kind="stable")]
-    return D, Q
-
-
-def _generate(base: str, n: int, seed: int) -> sp.csr_matrix:
-    t = time.perf_counter()
-    if base == "realistic":
-        D, clusters = realistic.sample_documents(realistic.load_fit(), n, seed, return_clusters=True)
-        np.save(CACHE / f"realistic-clusters-{n}-{seed}.npy", clusters.astype(np.int16))
-    else:
-        import retrieval
-
-        rng = np.random.default_rng(seed)
-        perm = rng.permutation(30_000)
-        D = retrieval.zipf_rows(rng, n, 30_000, 120, 1.0, perm)
-    print(f"generated {n} {base} documents in {time.perf_counter() - t:.0f} s", flush=True)
-    return D
-
-
-def _generate_queries(base: str, n: int, seed: int) -> sp.csr_matrix:
-    if base == "realistic":
-        return realistic.sample_queries(realistic.load_fit(), n, seed)
-    import retrieval
-
-    perm = np.random.default_rng(seed).permutation(30_000)  # the documents' term-id permutation
-    return retrieval.zipf_rows(np.random.default_rng([seed, 2]), n, 30_000, 40, 1.0, perm)
-
-
-def _clusters_of(D: sp.csr_matrix, seed: int) -> np.ndarray:
-    """Cluster labels of the cached realistic documents (saved beside them when generated)."""
-    paths = sorted(CACHE.glob(f"realistic-clusters-*-{seed}.npy"), key=lambda p: int(p.stem.split("-")[2]))
-    for p in paths:
-        if int(p.stem.split("-")[2]) >= D.shape[0]:
-            return np.load(p)[: D.shape[0]]
-    raise FileNotFoundError("cluster labels of the realistic sample: regenerate it (delete benchmark/.cache/realistic-*)")
 
 
 # -- systems -------------------------------------------------------------------------------------------
@@ -147,13 +90,20 @@ class System:
 
 
 class Lsrbench(System):
-    name, exact = "lsrbench", True
+    """``exact_topk`` with one of its first passes (``lsrbench``: the score rows, the default;
+    ``lsrbench-stream``: ``first_pass="stream"``); the same index, the same results."""
+
+    exact = True
+
+    def __init__(self, first_pass: str = "rows"):
+        self.first_pass = first_pass
+        self.name = "lsrbench" if first_pass == "rows" else f"lsrbench-{first_pass}"
 
     def build(self, D):
-        return lsrbench("InvertedIndex").from_csr(D)
+        return InvertedIndex.from_csr(D)
 
     def search(self, index, Q, k):
-        return lsrbench("exact_topk")(Q, index, k, threads=1)
+        return exact_topk(Q, index, k, threads=1, first_pass=self.first_pass)
 
     def nbytes(self, index):
         return index.nbytes
@@ -392,24 +342,11 @@ def memory_probe(kind: str, n_docs: int, n_queries: int, k: int, system: str, se
             "peak_over_postings_bytes": round((peak - base) * 1024 / postings, 3)}
 
 
-class LsrbenchPatch(Lsrbench):
-    """``exact_topk`` with a prototype first pass from ``retrieval_patch.py`` (same index, same results)."""
-
-    def __init__(self, variant: str):
-        self.name, self.variant = f"lsrbench-{variant}", variant
-
-    def search(self, index, Q, k):
-        import retrieval_patch
-
-        fn = retrieval_patch.exact_topk if self.variant == "fused" else retrieval_patch.exact_topk_stream
-        return fn(Q, index, k, threads=1)
-
-
 def make_system(name: str, seismic_cfg: dict | None = None) -> System:
     if name == "lsrbench":
         return Lsrbench()
-    if name in ("lsrbench-fused", "lsrbench-stream"):
-        return LsrbenchPatch(name.split("-", 1)[1])
+    if name == "lsrbench-stream":
+        return Lsrbench("stream")
     if name == "scipy":
         return Scipy()
     if name == "bmp":
@@ -586,7 +523,7 @@ def main(argv=None) -> int:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--slow-queries", type=int, default=None, help="queries timed for scipy and bmp (default: all)")
     ap.add_argument("--ks", default="10,1000")
-    ap.add_argument("--systems", default="lsrbench,lsrbench-stream,lsrbench-fused,bmp,seismic,scipy")
+    ap.add_argument("--systems", default="lsrbench,lsrbench-stream,bmp,seismic,scipy")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--seismic-max-docs", type=int, default=100_000)
     ap.add_argument("--no-memory", dest="memory", action="store_false")

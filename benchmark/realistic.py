@@ -35,7 +35,7 @@ distribution (e.g. a term weighs more in a document on its topic), document leng
 weights, and duplicate or near-duplicate documents.
 
     .venv/bin/python benchmark/realistic.py           # encode (cached), fit, validate: results/realistic-fit.json + .png
-    .venv/bin/python benchmark/realistic.py --cached --sizes 100000,1000000 --output realistic-fit-peers
+    .venv/bin/python benchmark/samples.py --sizes 100000,1000000 --output realistic-fit-peers
                                                       # the same statistics of peers.py's cached collections
 """
 
@@ -53,7 +53,7 @@ import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import RESULTS, SHARED, command_line, lsrbench, machine_info, write_result  # noqa: E402
+from common import RESULTS, SHARED, command_line, machine_info, write_result  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache"
@@ -80,11 +80,14 @@ def encode_vaswani(threads: int = 1, batch_size: int = 32) -> tuple[sp.csr_matri
         return sp.load_npz(d_path).tocsr(), sp.load_npz(q_path).tocsr()
     import torch
 
+    from lsrbench.data.beir import load_beir_folder
+    from lsrbench.index.encode import encode_texts as encode
+    from lsrbench.model.encoder import build_sparse_encoder
+
     torch.set_num_threads(threads)
-    ds = lsrbench("load_beir_folder")(VASWANI)
-    encode = lsrbench("encode_texts")
+    ds = load_beir_folder(VASWANI)
     t = time.perf_counter()
-    model = lsrbench("build_sparse_encoder")(str(MODEL), DOC_MAX_LENGTH, query_length=QUERY_MAX_LENGTH,
+    model = build_sparse_encoder(str(MODEL), DOC_MAX_LENGTH, query_length=QUERY_MAX_LENGTH,
                                              document_length=DOC_MAX_LENGTH, device="cpu")
     D = encode(model, list(ds.corpus.values()), "document", batch_size)
     Q = encode(model, list(ds.queries.values()), "query", batch_size)
@@ -484,16 +487,18 @@ def _plot(path: Path, real: sp.csr_matrix, samples: dict[str, sp.csr_matrix]) ->
     fig.savefig(path, dpi=110)
 
 
-def main(argv=None) -> int:
+def main(argv=None, sampler=None) -> int:
+    """Fit (cached), sample and compare; ``sampler(n, n_queries, seed) -> (D, Q)`` replaces the
+    sampling (``samples.py`` passes its cached collections)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--refit", action="store_true", help="fit again even if benchmark/.cache/realistic-fit.npz exists")
     ap.add_argument("--sizes", default="11429,100000", help="sampled collection sizes to compare (documents)")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--cached", action="store_true", help="use peers.py's cached samples (prefixes of its largest)")
     ap.add_argument("--output", default=None)
     ap.add_argument("--quick", action="store_true", help="compare at the real size only (results/realistic-fit-quick.*)")
     args = ap.parse_args(argv)
+    args.cached = sampler is not None
     if args.quick:
         args.sizes = "11429"
     args.output = args.output or ("realistic-fit" + ("-quick" if args.quick else ""))
@@ -507,9 +512,7 @@ def main(argv=None) -> int:
     for n in (int(s) for s in args.sizes.split(",")):
         t = time.perf_counter()
         if args.cached:  # the peers benchmark's collection (prefix of its cached largest sample)
-            import peers
-
-            Ds, Qs = peers.collection("realistic", n, args.queries, args.seed)
+            Ds, Qs = sampler(n, args.queries, args.seed)
         else:
             Ds = sample_documents(params, n, args.seed)
             Qs = sample_queries(params, args.queries, args.seed)

@@ -42,10 +42,10 @@ import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import command_line, lsrbench, machine_info, write_result  # noqa: E402
+from common import command_line, machine_info, write_result  # noqa: E402
 
-InvertedIndex, exact_topk = lsrbench("InvertedIndex"), lsrbench("exact_topk")
-load_sparse, save_sparse = lsrbench("load_sparse"), lsrbench("save_sparse")
+from lsrbench.evaluate.retrieval import InvertedIndex, exact_topk  # noqa: E402
+from lsrbench.index.sparse import load_sparse, save_sparse  # noqa: E402
 
 MSMARCO_PASSAGES = 8_841_823
 

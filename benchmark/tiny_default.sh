@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Wall time of the embedded tiny default from scratch, and of regenerating table1.md from a
-# complete cache. Writes benchmark/results/tiny_default.json.
+# complete cache. Writes benchmark/results/tiny_default.json, and keeps the run's metrics.csv as
+# benchmark/results/tiny_default-metrics.csv (the CPU numbers gpu.sh puts its CUDA run beside).
 #   bash benchmark/tiny_default.sh [MIRROR]     (default mirror: ../shared)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +11,7 @@ mkdir -p benchmark/results
 t0=$(date +%s.%N)
 snakemake --cores 2 --config mirror="$mirror" > benchmark/results/tiny_default.log 2>&1
 t1=$(date +%s.%N)
+cp results/metrics.csv benchmark/results/tiny_default-metrics.csv
 rm -f results/table1.md
 snakemake --cores 2 results/table1.md --config mirror="$mirror" >> benchmark/results/tiny_default.log 2>&1
 t2=$(date +%s.%N)

@@ -141,3 +141,24 @@ def test_real_checkpoint_on_vaswani():
     docs.append(" ".join(docs[:20]))  # truncated at 128 tokens
     _assert_same(encode_texts(model, docs, "document", 16), model.encode_document(docs, batch_size=16))
     _assert_same(encode_texts(model, queries, "query", 32), model.encode_query(queries, batch_size=32))
+
+
+def test_gpu_host_savings_keep_the_bytes(family_encoder, monkeypatch):
+    """The two host-side savings of a GPU encode (the next batch tokenised in a thread while this one
+    runs; a batch's non-zeros found on the device so only they are copied) give byte-identical
+    CSR arrays: forced on here (on a CPU they are off by default), compared with them off."""
+    from lsrbench.index.encode import encode_texts
+    from lsrbench.index.fast_splade import FastSplade
+
+    _, model = family_encoder
+    texts = _texts()
+    for kind in ("document", "query"):
+        monkeypatch.setattr(FastSplade, "prefetch", False)
+        monkeypatch.setattr(FastSplade, "nonzero_on_device", False)
+        plain = encode_texts(model, texts, kind, 3)
+        monkeypatch.setattr(FastSplade, "prefetch", True)
+        monkeypatch.setattr(FastSplade, "nonzero_on_device", True)
+        saved = encode_texts(model, texts, kind, 3)
+        for name in ("indptr", "indices", "data"):
+            a, b = getattr(plain, name), getattr(saved, name)
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), (kind, name)

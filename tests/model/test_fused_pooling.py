@@ -61,6 +61,40 @@ def test_values_and_gradients_equal_the_formula(with_bias):
     assert torch.all(got_grads[0][0, 4:] == 0)  # padding gets no gradient
 
 
+def test_mixed_dtypes_under_bf16_autocast():
+    """bf16 decoder input with an fp32 weight (what a CPU's bf16 autocast hands the head; issue 21's
+    GPU script found the backward failing on it): gradients in their inputs' dtypes, close to
+    SpladePooling's under the same autocast."""
+    import torch
+
+    from lsrbench.model import fused_pooling
+
+    torch.manual_seed(0)
+    b, t, h, v = 4, 6, 16, 200
+    mask = torch.ones(b, t, dtype=torch.long)
+    mask[0, 3:] = 0
+    hidden0, weight0, bias0 = torch.randn(b, t, h), torch.randn(v, h) * 0.5, torch.randn(v) * 0.5
+    probe = torch.rand(b, v)
+
+    def grads(fn):
+        hidden = hidden0.to(torch.bfloat16).requires_grad_(True)
+        weight, bias = weight0.clone().requires_grad_(True), bias0.clone().requires_grad_(True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = fn(hidden, mask, weight, bias)
+        (out.float() * probe).sum().backward()
+        return out.detach().float(), hidden.grad, weight.grad, bias.grad
+
+    got, want = grads(fused_pooling.splade_pool), grads(_reference)
+    assert got[1].dtype == torch.bfloat16 and got[2].dtype == torch.float32
+    torch.testing.assert_close(got[0], want[0], rtol=2e-2, atol=2e-2)
+    # bf16 logits tie more often than fp32 ones, and the two poolings may pick different tokens of a
+    # tie (both valid): most entries agree closely, the whole gradient within a few percent.
+    for g, w in zip(got[1:], want[1:]):
+        g, w = g.float(), w.float()
+        assert torch.isclose(g, w, rtol=5e-2, atol=5e-2).float().mean() > 0.9
+        assert torch.linalg.norm(g - w) <= 0.1 * torch.linalg.norm(w)
+
+
 @pytest.fixture(scope="module", params=FAMILIES)
 def family_model(request, tmp_path_factory):
     from lsrbench.model.encoder import build_sparse_encoder

@@ -12,6 +12,11 @@ Published sizes (documents in the corpus, test queries):
 * NanoBEIR (Zeta Alpha, ``zeta-alpha-ai/Nano*`` on the Hugging Face hub): the corpus and queries
   row counts of each dataset card (``dataset_info``), 50 queries each, 49 for NanoTouche2020.
 * Vaswani: 11,429 documents, 93 queries (ir_datasets ``vaswani``).
+
+Published mean lengths in words (:data:`PUBLISHED_MEAN_WORDS`, for the roofline estimate of the
+encode bill, :mod:`lsrbench.index.roofline`): BEIR's Table 1 (average query and document word
+lengths; MS MARCO's for MS MARCO Dev and TREC DL 2019); a NanoBEIR dataset is a sample of its BEIR
+parent's corpus and queries and takes the parent's.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["PUBLISHED_SIZES", "dataset_size"]
+__all__ = ["PUBLISHED_SIZES", "PUBLISHED_MEAN_WORDS", "dataset_size"]
 
 MSMARCO_PASSAGES = 8_841_823
 
@@ -55,6 +60,24 @@ PUBLISHED_SIZES: dict[str, tuple[int, int]] = {
     "NanoArguAna": (3_635, 50),
     "NanoSciFact": (2_919, 50),
     "NanoTouche2020": (5_745, 49),
+}
+
+
+# name -> (mean words per query, mean words per document): BEIR Table 1.
+_BEIR_MEAN_WORDS = {
+    "msmarco": (5.96, 55.98), "trec-covid": (10.60, 160.77), "nfcorpus": (3.30, 232.26), "nq": (9.16, 78.88),
+    "hotpotqa": (17.61, 46.30), "fiqa": (10.77, 132.32), "arguana": (192.98, 166.80),
+    "webis-touche2020": (6.55, 292.37), "dbpedia-entity": (5.39, 49.68), "scidocs": (9.38, 176.19),
+    "fever": (8.13, 84.76), "climate-fever": (20.13, 84.76), "scifact": (12.37, 213.63), "quora": (9.53, 11.44),
+}
+_NANO_PARENT = {"NanoClimateFEVER": "climate-fever", "NanoDBPedia": "dbpedia-entity", "NanoFEVER": "fever",
+                "NanoFiQA2018": "fiqa", "NanoHotpotQA": "hotpotqa", "NanoMSMARCO": "msmarco",
+                "NanoNFCorpus": "nfcorpus", "NanoNQ": "nq", "NanoQuoraRetrieval": "quora", "NanoSCIDOCS": "scidocs",
+                "NanoArguAna": "arguana", "NanoSciFact": "scifact", "NanoTouche2020": "webis-touche2020"}
+PUBLISHED_MEAN_WORDS: dict[str, tuple[float, float]] = {
+    **{k: v for k, v in _BEIR_MEAN_WORDS.items() if k != "msmarco"},
+    "msmarco-dev": _BEIR_MEAN_WORDS["msmarco"], "trec-dl-2019": _BEIR_MEAN_WORDS["msmarco"],
+    **{nano: _BEIR_MEAN_WORDS[parent] for nano, parent in _NANO_PARENT.items()},
 }
 
 

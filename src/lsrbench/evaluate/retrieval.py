@@ -18,32 +18,15 @@ import scipy.sparse as sp
 
 from lsrbench.evaluate.inverted_index import InvertedIndex
 from lsrbench.evaluate.kernels import kernels as compiled_kernels
+from lsrbench.evaluate.stream import STREAM_DOCS_PER_RESULT, stream_block
+from lsrbench.evaluate.topk import EMPTY, BlockTerms, query_terms, rounding_bound, select_topk
 
-__all__ = ["InvertedIndex", "exact_topk", "search"]
-
-
-def _select_topk(cand: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Top ``k`` of ``cand`` (ascending doc indices) by score desc, then doc index asc."""
-    if cand.shape[0] > k:
-        if k == 0:
-            return cand[:0], scores[:0]
-        cut = cand.shape[0] - k
-        kth = np.partition(scores, cut)[cut]  # the k-th largest score
-        above = np.flatnonzero(scores > kth)
-        # argpartition alone would pick an arbitrary subset of the documents tied at the
-        # boundary; taking them in candidate order keeps the lowest doc indices.
-        tied = np.flatnonzero(scores == kth)[: k - above.shape[0]]
-        keep = np.concatenate([above, tied])
-        cand, scores = cand[keep], scores[keep]
-    order = np.lexsort((cand, -scores))
-    return cand[order], scores[order]
+__all__ = ["InvertedIndex", "exact_topk", "search", "FIRST_PASSES"]
 
 
-_EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.float64))
 _SCORE_CHUNK = 1024  # documents per chunk of the compiled dense pass (the dense rows' chunk stays in cache)
 _POSTINGS_CHUNK = 1 << 17  # documents per chunk of the compiled postings pass (the row's chunk stays in cache)
-_U32 = float(np.finfo(np.float32).eps) / 2
-_U64 = float(np.finfo(np.float64).eps) / 2
+FIRST_PASSES = ("rows", "stream", "auto")
 
 
 def exact_topk(
@@ -54,6 +37,7 @@ def exact_topk(
     *,
     threads: int = 1,
     query_block: int | None = None,
+    first_pass: str = "rows",
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Exact top-``k`` documents of each query row by dot product.
 
@@ -77,7 +61,17 @@ def exact_topk(
     ``threads`` > 1 runs query blocks in parallel threads (numpy, BLAS and the compiled kernels
     release the GIL). ``query_block`` defaults to the largest block (at most 64) whose float32
     scores, one block per thread, take at most a fifth of the index's bytes.
+
+    ``first_pass`` chooses how the approximate pass finds the candidates; every choice returns
+    the same lists. ``"rows"``: as above, one float32 score row per query of the block.
+    ``"stream"`` (compiled kernels only; else ``"rows"``): cache-sized chunks of documents are
+    scored and scanned at once against a rising threshold, without score rows
+    (:mod:`lsrbench.evaluate.stream`); faster and smaller where the collection holds many
+    documents per result. ``"auto"``: ``"stream"`` from ``STREAM_DOCS_PER_RESULT`` documents per
+    result (``n_docs >= 1000 * k``) on, else ``"rows"``.
     """
+    if first_pass not in FIRST_PASSES:
+        raise ValueError(f"exact_topk: first_pass must be one of {', '.join(FIRST_PASSES)}, got {first_pass!r}")
     if not sp.issparse(queries):
         raise ValueError(f"exact_topk: expected a scipy sparse matrix, got {type(queries).__name__}")
     if k < 0:
@@ -86,34 +80,65 @@ def exact_topk(
     q.sum_duplicates()
     if q.shape[1] != index.vocab_size:
         raise ValueError(f"exact_topk: queries have {q.shape[1]} columns, index vocabulary is {index.vocab_size}")
-    if exclude is not None and len(exclude) != q.shape[0]:
-        raise ValueError(f"exact_topk: {len(exclude)} exclude sets for {q.shape[0]} queries")
-    excluded = [None] * q.shape[0]
-    if exclude is not None:
-        for i, ex in enumerate(exclude):
-            if ex:
-                arr = np.fromiter(ex, dtype=np.int64)
-                if arr.size and (arr.min() < 0 or arr.max() >= index.n_docs):
-                    raise ValueError(f"exact_topk: exclude[{i}] has a document index outside [0, {index.n_docs})")
-                excluded[i] = arr
-
+    excluded = _excluded(exclude, q.shape[0], index.n_docs)
     n_q = q.shape[0]
-    results: list[tuple[np.ndarray, np.ndarray]] = [_EMPTY] * n_q
+    results: list[tuple[np.ndarray, np.ndarray]] = [EMPTY] * n_q
     if query_block is None:
         per_query = 4 * max(1, index.n_docs) * max(1, threads)
         query_block = int(min(64, max(8, (index.doc_indices.nbytes + index.weights.nbytes
                                            + index.dense_weights.nbytes) // 5 // per_query)))
     blocks = [(lo, min(n_q, lo + max(1, query_block))) for lo in range(0, n_q, max(1, query_block))]
+    stream = _use_stream(first_pass, index.n_docs, k)
+
+    def run(block):
+        lo, hi = block
+        left = stream_block(q, index, k, excluded, lo, hi, results) if stream else range(lo, hi)
+        for i in _runs(left):  # the score-rows pass: every query of the block, or those the stream left
+            _search_block(q, index, k, excluded, i[0], i[1], results)
+
     if threads > 1 and len(blocks) > 1:
         from concurrent.futures import ThreadPoolExecutor
 
         with _blas_threads(1), ThreadPoolExecutor(threads) as pool:
-            for _ in pool.map(lambda b: _search_block(q, index, k, excluded, b[0], b[1], results), blocks):
+            for _ in pool.map(run, blocks):
                 pass
     else:
-        for lo, hi in blocks:
-            _search_block(q, index, k, excluded, lo, hi, results)
+        for block in blocks:
+            run(block)
     return results
+
+
+def _excluded(exclude, n_q: int, n_docs: int) -> list:
+    """``exclude`` checked, as one int64 array (or None) per query."""
+    if exclude is not None and len(exclude) != n_q:
+        raise ValueError(f"exact_topk: {len(exclude)} exclude sets for {n_q} queries")
+    excluded = [None] * n_q
+    for i, ex in enumerate(exclude or ()):
+        if ex:
+            arr = np.fromiter(ex, dtype=np.int64)
+            if arr.size and (arr.min() < 0 or arr.max() >= n_docs):
+                raise ValueError(f"exact_topk: exclude[{i}] has a document index outside [0, {n_docs})")
+            excluded[i] = arr
+    return excluded
+
+
+def _use_stream(first_pass: str, n_docs: int, k: int) -> bool:
+    """Whether the streaming first pass runs: asked for (or ``auto`` past the crossover), compiled
+    kernels present, and a pruned search (at least 4k documents)."""
+    if first_pass == "rows" or k <= 0 or n_docs < 4 * k or compiled_kernels() is None:
+        return False
+    return first_pass == "stream" or n_docs >= STREAM_DOCS_PER_RESULT * k
+
+
+def _runs(indices) -> list[tuple[int, int]]:
+    """Ascending query indices as ``(lo, hi)`` runs of consecutive ones."""
+    out: list[tuple[int, int]] = []
+    for i in indices:
+        if out and out[-1][1] == i:
+            out[-1] = (out[-1][0], i + 1)
+        else:
+            out.append((i, i + 1))
+    return out
 
 
 class _blas_threads:
@@ -135,14 +160,6 @@ class _blas_threads:
             self.ctx.restore_original_limits()
 
 
-def _query_terms(q: sp.csr_matrix, i: int) -> tuple[np.ndarray, np.ndarray]:
-    lo, hi = q.indptr[i], q.indptr[i + 1]
-    terms = q.indices[lo:hi].astype(np.int64)
-    q_w = q.data[lo:hi].astype(np.float64)
-    nz = q_w != 0
-    return terms[nz], q_w[nz]
-
-
 def _search_block(q, index: InvertedIndex, k: int, excluded, lo: int, hi: int, results) -> None:
     n_docs = index.n_docs
     prune = k > 0 and n_docs >= 4 * k  # at least 4k blocks (of one document or more)
@@ -155,26 +172,18 @@ def _search_block(q, index: InvertedIndex, k: int, excluded, lo: int, hi: int, r
         maxima = np.empty((hi - lo, n_docs // size), dtype=np.float32)
         if kernels is not None:
             rows = np.empty((hi - lo, n_docs), dtype=np.float32)
-            terms = qb.indices.astype(np.int64)
-            slots = index.dense_slot[terms]
-            is_dense = slots >= 0
-            per_row = np.repeat(np.arange(hi - lo), np.diff(qb.indptr))
-            d_ptr = np.zeros(hi - lo + 1, dtype=np.int64)
-            np.cumsum(np.bincount(per_row[is_dense], minlength=hi - lo), out=d_ptr[1:])
-            s_ptr = np.zeros(hi - lo + 1, dtype=np.int64)
-            np.cumsum(np.bincount(per_row[~is_dense], minlength=hi - lo), out=s_ptr[1:])
-            w32 = qb.data.astype(np.float32)
-            kernels.block_scores(rows, maxima, size, d_ptr, slots[is_dense], w32[is_dense], s_ptr, terms[~is_dense],
-                                 w32[~is_dense], index._dense_f32(), index.indptr, index.doc_indices, index.weights,
+            bt = BlockTerms(qb, index)
+            kernels.block_scores(rows, maxima, size, bt.d_ptr, bt.d_slot, bt.d_w, bt.s_ptr, bt.s_term, bt.s_w,
+                                 index._dense_f32(), index.indptr, index.doc_indices, index.weights,
                                  _SCORE_CHUNK, max(size, _POSTINGS_CHUNK // size * size))
-            n_sum = np.diff(qb.indptr) + 4  # terms in each float32 sum (+ the rounding of w and q)
+            n_sum = bt.n_sum
         else:
             if index.dense_terms.size:
                 rows = qb[:, index.dense_terms].toarray().astype(np.float32) @ index._dense_f32()
             else:
                 rows = np.zeros((hi - lo, n_docs), dtype=np.float32)
             for i in range(lo, hi):
-                terms, q_w = _query_terms(q, i)
+                terms, q_w = query_terms(q, i)
                 row = rows[i - lo]
                 for t, w in zip(terms.tolist(), q_w.tolist()):
                     if index.dense_slot[t] < 0 and index.indptr[t + 1] > index.indptr[t]:
@@ -185,9 +194,9 @@ def _search_block(q, index: InvertedIndex, k: int, excluded, lo: int, hi: int, r
             m = maxima.shape[1]
             maxima[:] = rows[:, : m * size].reshape(hi - lo, m, size).max(axis=2)
     for i in range(lo, hi):
-        terms, q_w = _query_terms(q, i)
+        terms, q_w = query_terms(q, i)
         if terms.shape[0] == 0 or n_docs == 0 or k == 0:
-            results[i] = _EMPTY
+            results[i] = EMPTY
             continue
         res = None
         if prune:
@@ -220,7 +229,7 @@ def _exhaustive(index: InvertedIndex, terms, q_w, k, ex) -> tuple[np.ndarray, np
     if ex is not None:
         acc[ex] = 0.0
     cand = np.flatnonzero(acc > 0)
-    return _select_topk(cand.astype(np.int64, copy=False), acc[cand], k)
+    return select_topk(cand.astype(np.int64, copy=False), acc[cand], k)
 
 
 def _pruned(index: InvertedIndex, terms, q_w, k, ex, row, maxima, size, n_sum) -> tuple[np.ndarray, np.ndarray] | None:
@@ -234,12 +243,7 @@ def _pruned(index: InvertedIndex, terms, q_w, k, ex, row, maxima, size, n_sum) -
         for blk in np.unique(ex // size).tolist():
             if blk < m:
                 maxima[blk] = row[blk * size : (blk + 1) * size].max()
-    # Rounding: the float32 pass sums at most n_sum products of float32 numbers (the weights and
-    # the query weight each rounded to float32 once), so it is within gamma_n * sum_t |q_t| max|w_t|
-    # of the real score; the exact float64 sum within gamma_m (u64) of the same. Twice their sum
-    # bounds |approximate - exact| with room to spare.
-    bound = float(np.dot(np.abs(q_w), index.term_absmax[terms]))
-    delta = 2.0 * (_gamma(n_sum, _U32) + _gamma(terms.shape[0] + 1, _U64)) * bound
+    delta = rounding_bound(index, terms, q_w, n_sum)
     lower = float(np.partition(maxima, m - k)[m - k])  # k distinct documents score >= lower
     cut = lower - 2.0 * delta
     if not cut > 0 or not np.isfinite(cut):
@@ -275,11 +279,7 @@ def _pruned(index: InvertedIndex, terms, q_w, k, ex, row, maxima, size, n_sum) -
         # An absent term adds an exact 0 (+/-0.0), so the sum equals the ascending-term float64 sum.
         scores += vals.astype(np.float64) * w
     keep = scores > 0
-    return _select_topk(cand[keep].astype(np.int64, copy=False), scores[keep], k)
-
-
-def _gamma(n: int, u: float) -> float:
-    return n * u / (1.0 - n * u)
+    return select_topk(cand[keep].astype(np.int64, copy=False), scores[keep], k)
 
 
 def search(
@@ -290,13 +290,14 @@ def search(
     k: int = 1000,
     skip_identical_ids: bool = False,
     threads: int = 1,
+    first_pass: str = "rows",
 ) -> dict[str, list[tuple[str, float]]]:
     """Retrieve the top ``k`` documents of every query; return ``{qid: [(docid, score), ...]}``.
 
     Every query id is a key, with an empty list when nothing scored > 0. With
     ``skip_identical_ids`` a document whose id equals the query id is never returned and the
-    list is still filled to ``k`` (BEIR's behaviour on ArguAna and Quora). ``threads`` as in
-    :func:`exact_topk`.
+    list is still filled to ``k`` (BEIR's behaviour on ArguAna and Quora). ``threads`` and
+    ``first_pass`` as in :func:`exact_topk`.
     """
     if len(query_ids) != queries.shape[0]:
         raise ValueError(f"search: {len(query_ids)} query ids for {queries.shape[0]} query rows")
@@ -308,7 +309,7 @@ def search(
     if skip_identical_ids:
         doc_pos = {d: j for j, d in enumerate(doc_ids)}
         exclude = [{doc_pos[qid]} if qid in doc_pos else None for qid in query_ids]
-    hits = exact_topk(queries, InvertedIndex.from_csr(docs), k, exclude, threads=threads)
+    hits = exact_topk(queries, InvertedIndex.from_csr(docs), k, exclude, threads=threads, first_pass=first_pass)
     return {
         qid: [(doc_ids[j], float(s)) for j, s in zip(idx.tolist(), scores.tolist())]
         for qid, (idx, scores) in zip(query_ids, hits)

@@ -70,6 +70,9 @@ def _function():
             tokens = rows * t + arg[rows, terms]
             flat = hidden.reshape(b * t, h)
             grad_hidden = grad_weight = grad_bias = None
+            # Under autocast the decoder's input can be bf16 while the weight stays fp32 (a CPU's
+            # autocast, or a head whose last op is not autocast to fp32): each gradient in its
+            # input's dtype (a no-op when both are fp32).
             if ctx.needs_input_grad[0]:
                 grad_hidden = torch.zeros((b * t, h), dtype=work, device=hidden.device).index_add_(
                     0, tokens, g * weight[terms].to(work))

@@ -1,0 +1,80 @@
+"""The streaming first pass of the exact top-k search (``exact_topk(first_pass="stream")``): the same
+candidates bound as the score-rows pass, without a float32 score row per query.
+
+For each cache-sized chunk of documents and each query of a block, the chunk's approximate
+float32 scores are computed in a buffer that stays in cache (:mod:`lsrbench.evaluate.numba_kernels`),
+then scanned: every document with ``0 < s >= t`` becomes a candidate, where ``t`` is the k-th
+largest approximate score so far (a k-element min-heap of distinct documents, so it only rises)
+less ``2 delta`` (:func:`lsrbench.evaluate.topk.rounding_bound`). After the pass the cut is the
+final heap minimum less ``2 delta``; the candidates above it are scored exactly and the top k taken
+(:func:`lsrbench.evaluate.topk.select_topk`), as the score-rows pass does.
+
+Why it is exact: a document of the exact top k (ties included) has an exact score >= the exact
+k-th score >= (the final k-th approximate score) - delta, since k documents have approximate
+scores at least that large and exact ones within delta of them; so its approximate score is >=
+the final cut >= the ``t`` in force when its chunk was scanned: it is a candidate. A query whose
+heap never fills, whose cut is not positive, or whose candidates overflow their buffer (ties at
+the top by the thousand) is handed back to the score-rows pass.
+
+Measured in ``benchmark/peers.py`` (system ``lsrbench-stream``): faster than the score rows from
+about 1000 documents per result on, and no ``block x n_docs`` score rows (a fifth of the index's
+bytes at most); slower when k is a large share of the collection (until the heap holds k
+documents, most documents are candidates), hence ``first_pass="auto"``'s crossover.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from lsrbench.evaluate.kernels import kernels as compiled_kernels
+from lsrbench.evaluate.topk import BlockTerms, query_terms, rounding_bound, select_topk
+
+__all__ = ["stream_block", "STREAM_DOCS_PER_RESULT", "MIN_CANDIDATES"]
+
+STREAM_DOCS_PER_RESULT = 1000  # "auto" streams from n_docs >= 1000 k on (measured crossover: 300 < x <= 1000)
+MIN_CANDIDATES = 16_384  # candidate buffer per query: max(8 k, this, k + 128) documents
+_CHUNK_BYTES = 16 << 10  # bytes of a query's chunk of scores (L1/L2-resident)
+_DENSE_CHUNK_BYTES = 1 << 20  # bytes of the dense rows' chunk (L2-resident across the block's queries)
+
+
+def stream_block(q: sp.csr_matrix, index, k: int, excluded, lo: int, hi: int, results) -> list[int]:
+    """Fill ``results[i]`` for the queries ``lo <= i < hi`` of ``q`` (``excluded[i]``: int64 document
+    indices or None) that the streaming pass settles; return the others' indices, ascending (for
+    the score-rows pass). Needs the compiled kernels, ``k > 0`` and ``index.n_docs >= 4 k``."""
+    kern = compiled_kernels()
+    m = hi - lo
+    bt = BlockTerms(q[lo:hi], index)
+    terms_w = [query_terms(q, i) for i in range(lo, hi)]
+    slack = np.array([2.0 * rounding_bound(index, t, w, int(n)) for (t, w), n in zip(terms_w, bt.n_sum)])
+    ex = [np.unique(e) if e is not None else np.zeros(0, np.int64) for e in excluded[lo:hi]]
+    ex_ptr = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum([e.shape[0] for e in ex], out=ex_ptr[1:])
+    ex_doc = np.concatenate(ex) if m else np.zeros(0, np.int64)
+    n_dense = max(1, index.dense_terms.shape[0])
+    chunk = max(256, min(_CHUNK_BYTES // 4, _DENSE_CHUNK_BYTES // (4 * n_dense)))
+    cap = max(8 * k, MIN_CANDIDATES, k + 128)
+    heap = np.empty((m, k), dtype=np.float32)
+    heap_n = np.zeros(m, dtype=np.int64)
+    cand_doc = np.empty((m, cap), dtype=np.int64)
+    cand_score = np.empty((m, cap), dtype=np.float32)
+    cand_n = np.zeros(m, dtype=np.int64)
+    overflow = np.zeros(m, dtype=np.bool_)
+    kern.stream(index.n_docs, bt.d_ptr, bt.d_slot, bt.d_w, bt.s_ptr, bt.s_term, bt.s_w, index._dense_f32(),
+                index.indptr, index.doc_indices, index.weights, ex_ptr, ex_doc, chunk, k, slack,
+                heap, heap_n, cand_doc, cand_score, cand_n, overflow)
+    left = []
+    for j in range(m):
+        terms, q_w = terms_w[j]
+        cut = float(heap[j].min()) - slack[j] if heap_n[j] == k else -np.inf
+        if terms.shape[0] == 0 or overflow[j] or not (cut > 0 and np.isfinite(cut)):
+            left.append(lo + j)
+            continue
+        n = cand_n[j]
+        cand = cand_doc[j, :n][cand_score[j, :n].astype(np.float64) >= cut]  # ascending: appended in order
+        scores = np.zeros(cand.shape[0], dtype=np.float64)
+        kern.exact(cand, terms, q_w, index.dense_slot, index.dense_weights, index.indptr, index.doc_indices,
+                   index.weights, scores)
+        keep = scores > 0
+        results[lo + j] = select_topk(cand[keep], scores[keep], k)
+    return left
