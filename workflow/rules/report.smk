@@ -47,6 +47,8 @@ rule norms_report:
     output:
         norms_md="results/norms.md",
         norms_png=report("results/norms.png", category="Head norms", caption="../report/norms.rst"),
+        # what norms.png shows, the config and the files it was made from (checked by lsrbench verify)
+        data_json="results/norms.data.json",
     params:
         **R.params("norms_report"),
     script:
@@ -59,6 +61,7 @@ rule tradeoff:
     output:
         tradeoff_png=report("results/tradeoff.png", category="Figures", caption="../report/tradeoff.rst"),
         tradeoff_pdf="results/tradeoff.pdf",
+        data_json="results/tradeoff.data.json",
     params:
         **R.params("tradeoff"),
     script:
@@ -70,6 +73,7 @@ rule loss_curves:
         **R.inputs("loss_curves"),
     output:
         loss_curves_png=report("results/loss_curves.png", category="Figures", caption="../report/loss_curves.rst"),
+        data_json="results/loss_curves.data.json",
     params:
         **R.params("loss_curves"),
     script:

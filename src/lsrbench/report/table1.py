@@ -14,6 +14,7 @@ import pandas as pd
 from lsrbench.atomic import atomic_open
 from lsrbench.hashing import sha256_file
 from lsrbench.config.reference import load_reference
+from lsrbench.report.config_record import config_line
 from lsrbench.model.auto_k import auto_k_ratio
 from lsrbench.names import BM25, COLLAPSED, DOC_DIMS, FLOPS, QUERY_DIMS, format_k, split_run_name
 from lsrbench.report.results import (best_ks, bm25_label, flops_datasets, label_notes, mean_score, read_metrics, run_label,
@@ -159,7 +160,7 @@ def table1_cells(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms
 
 
 def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms: dict | None = None,
-                    auto_cfg: dict | None = None, cells: dict | None = None) -> str:
+                    auto_cfg: dict | None = None, cells: dict | None = None, config: dict | None = None) -> str:
     """The paper's Table 1 shape, as Markdown: one row per (backbone, k), best k per backbone in
     bold, collapsed runs shown as such, the paper's value beside ours where it reports one."""
     if cells is None:
@@ -193,11 +194,11 @@ def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, no
         notes.append(f"(paper x): the value reported in the paper, from {reference}.")
     for note in notes:  # one paragraph each
         lines += ["", note]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + config_line(config)
 
 
 def table1_record(cells: dict, metrics_csv: str, report_cfg: dict, backbones: dict, norm_files: dict,
-                  auto_cfg: dict | None, out_md: str, cells_json: str) -> dict:
+                  auto_cfg: dict | None, out_md: str, cells_json: str, config: dict | None = None) -> dict:
     """The sidecar of table1.md (``table1.cells.json``): what the table was computed from (with
     SHA-256), the settings needed to compute it again, and every cell (see :func:`table1_cells`).
     ``lsrbench verify`` checks the table against it and recomputes every cell from metrics.csv."""
@@ -209,6 +210,7 @@ def table1_record(cells: dict, metrics_csv: str, report_cfg: dict, backbones: di
     return {
         "format": 1,
         "manifest": str(cells_json),  # its own path as written (finds the working directory again)
+        "config": config,  # the config snapshot the table was made with (lsrbench.report.config_record)
         "table": stamp(out_md),
         "metrics_csv": stamp(metrics_csv),
         "reference": ({**stamp(ref), "resolved": str(Path(ref).resolve())} if ref and Path(ref).is_file() else None),
@@ -221,15 +223,16 @@ def table1_record(cells: dict, metrics_csv: str, report_cfg: dict, backbones: di
 
 
 def write_table1(metrics_csv: str, report_cfg: dict, backbones: dict, out_md: str, norm_files: dict | None = None,
-                 auto_cfg: dict | None = None, cells_json: str | None = None) -> None:
+                 auto_cfg: dict | None = None, cells_json: str | None = None, config: dict | None = None) -> None:
     norm_files = dict(norm_files or {})
     norms = {b: json.loads(Path(p).read_text()) for b, p in norm_files.items()}
     metrics = read_metrics(metrics_csv)
     cells = table1_cells(metrics, report_cfg, backbones, norms, auto_cfg)
     with atomic_open(out_md, "w", encoding="utf-8") as fh:
-        fh.write(table1_markdown(metrics, report_cfg, backbones, norms, auto_cfg, cells=cells))
+        fh.write(table1_markdown(metrics, report_cfg, backbones, norms, auto_cfg, cells=cells, config=config))
     if cells_json:
-        record = table1_record(cells, metrics_csv, report_cfg, backbones, norm_files, auto_cfg, out_md, cells_json)
+        record = table1_record(cells, metrics_csv, report_cfg, backbones, norm_files, auto_cfg, out_md, cells_json,
+                               config)
         with atomic_open(cells_json, "w", encoding="utf-8") as fh:
             json.dump(record, fh, indent=1, ensure_ascii=False)
             fh.write("\n")
