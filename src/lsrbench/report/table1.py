@@ -17,8 +17,8 @@ from lsrbench.config.reference import load_reference
 from lsrbench.report.config_record import config_line
 from lsrbench.model.auto_k import auto_k_ratio
 from lsrbench.names import BM25, COLLAPSED, DOC_DIMS, FLOPS, QUERY_DIMS, format_k, split_run_name
-from lsrbench.report.results import (best_ks, bm25_label, flops_datasets, label_notes, mean_score, read_metrics, run_label,
-                                     run_table)
+from lsrbench.report.results import (best_ks, bm25_label, compared_ks, flops_datasets, label_notes, mean_score,
+                                     read_metrics, run_label, run_table)
 
 __all__ = ["auto_k_values", "render_cell", "best_texts", "twin_notes", "table1_cells", "table1_markdown", "table1_record",
            "write_table1"]
@@ -69,10 +69,13 @@ def _number(run: pd.DataFrame, measure: str, datasets: list[str], fmt: str, requ
 
 
 def best_texts(metrics: pd.DataFrame, column: dict, fmt: str) -> dict[str, str]:
-    """Per run, its best k's value of ``column`` as shown (``fmt``): every non-collapsed k whose
-    shown value equals it is bold, so a tie at the shown precision is never broken silently."""
+    """Per run swept over several k, its best k's value of ``column`` as shown (``fmt``): every
+    non-collapsed k whose shown value equals it is bold, so a tie at the shown precision is never
+    broken silently. A run of one k (``[untie]`` at k = 16) has no best to mark."""
     out = {}
     for run, k in best_ks(metrics, column["measure"], column["datasets"]).items():
+        if len(compared_ks(metrics, run, column["measure"], column["datasets"])) < 2:
+            continue
         value = mean_score(metrics, run, k, column["measure"], column["datasets"])
         if value is not None:
             out[run] = format(value, fmt)
@@ -180,7 +183,7 @@ def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, no
         f"k: the MLM head weight is divided by k before training (W_head <- W_head / k); auto: k = head norm / "
         f"head norm of the reference backbone. Bold: the best {first} per backbone as shown, every k that ties with it "
         "at this precision in bold (the 'best k' of the other reports is the one with the highest unrounded value, auto "
-        "and collapsed runs excluded). [untie]: the head gets its own "
+        "and collapsed runs excluded); a run of a single k is not bold: it was compared with nothing. [untie]: the head gets its own "
         "copy before the rescale (input embeddings unchanged); otherwise the tied matrix is scaled (the paper). "
         "FLOPs: sum_j p_q(j) p_d(j), the expected number of multiplications per query-document pair; q / d dims: "
         "mean non-zero terms per query / document. collapsed: the run's status says it collapsed (see its status.json).",
