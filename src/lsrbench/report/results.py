@@ -12,7 +12,7 @@ from lsrbench.names import (BM25, COLLAPSED, DEFAULT_MODE, DOC_DIMS, FLOPS, METR
                             k_value, split_run_name)
 
 __all__ = ["OWN_COLUMNS", "collect_metrics", "read_metrics", "run_label", "bm25_label", "label_notes", "flops_datasets", "run_table",
-           "collapsed_runs", "mean_score", "best_k", "compared_ks", "best_ks", "pareto_front"]
+           "collapsed_runs", "mean_score", "best_k", "swept_ks", "best_ks", "pareto_front"]
 
 
 # Columns the tables make themselves (run_table's, Table 1's and table_beir's): a report column
@@ -122,12 +122,6 @@ def best_k(metrics: pd.DataFrame, run: str, measure: str, datasets: list[str]) -
     """The best rescale factor of one run: the numeric k (``auto`` is not a candidate) with the
     highest :func:`mean_score`, collapsed runs excluded, the smallest k on ties; None when no k
     qualifies. The one definition of "best k" (Table 1's bold, norms, auto-k, claims)."""
-    scored = _scored_ks(metrics, run, measure, datasets)
-    return max(scored)[2] if scored else None
-
-
-def _scored_ks(metrics: pd.DataFrame, run: str, measure: str, datasets: list[str]) -> list[tuple[float, float, str]]:
-    """``(score, -k, k)`` of every candidate for the best k of a run (numeric, not collapsed, scored)."""
     collapsed = collapsed_runs(metrics)
     scored = []
     for k in metrics.loc[metrics["backbone"] == run, "k"].unique():
@@ -136,13 +130,14 @@ def _scored_ks(metrics: pd.DataFrame, run: str, measure: str, datasets: list[str
         score = mean_score(metrics, run, k, measure, datasets)
         if score is not None and not np.isnan(score):
             scored.append((score, -k_value(k), k))
-    return scored
+    return max(scored)[2] if scored else None
 
 
-def compared_ks(metrics: pd.DataFrame, run: str, measure: str, datasets: list[str]) -> list[str]:
-    """The ks :func:`best_k` chose among for a run: one alone (an ``untie`` run at a single k) was
-    compared with nothing, so Table 1 marks no best for it."""
-    return [k for _, _, k in _scored_ks(metrics, run, measure, datasets)]
+def swept_ks(metrics: pd.DataFrame, run: str) -> list[str]:
+    """The numeric ks a run was trained at, collapsed ones included: with one alone (an ``untie``
+    run at a single k, a released checkpoint) its best k was compared with nothing, so Table 1
+    marks no best for it."""
+    return [k for k in metrics.loc[metrics["backbone"] == run, "k"].unique() if k_value(k) is not None]
 
 
 def best_ks(metrics: pd.DataFrame, measure: str, datasets: list[str]) -> dict[str, str]:

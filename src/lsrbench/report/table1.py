@@ -17,7 +17,7 @@ from lsrbench.config.reference import load_reference
 from lsrbench.report.config_record import config_line
 from lsrbench.model.auto_k import auto_k_ratio
 from lsrbench.names import BM25, COLLAPSED, DOC_DIMS, FLOPS, QUERY_DIMS, format_k, split_run_name
-from lsrbench.report.results import (best_ks, bm25_label, compared_ks, flops_datasets, label_notes, mean_score,
+from lsrbench.report.results import (best_ks, bm25_label, swept_ks, flops_datasets, label_notes, mean_score,
                                      read_metrics, run_label, run_table)
 
 __all__ = ["auto_k_values", "render_cell", "best_texts", "twin_notes", "table1_cells", "table1_markdown", "table1_record",
@@ -74,7 +74,7 @@ def best_texts(metrics: pd.DataFrame, column: dict, fmt: str) -> dict[str, str]:
     broken silently. A run of one k (``[untie]`` at k = 16) has no best to mark."""
     out = {}
     for run, k in best_ks(metrics, column["measure"], column["datasets"]).items():
-        if len(compared_ks(metrics, run, column["measure"], column["datasets"])) < 2:
+        if len(swept_ks(metrics, run)) < 2:
             continue
         value = mean_score(metrics, run, k, column["measure"], column["datasets"])
         if value is not None:
