@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lsrbench.dag.declarations import used_datasets
 
-__all__ = ["RESULTS", "read_from", "landing_results", "result_label"]
+__all__ = ["RESULTS", "origin_text", "read_from", "landing_results", "result_label"]
 
 # The results the landing page links to, in its order: (title, result file, caption file stem under
 # workflow/report/, whether the config must state claims). The same titles label the results in
@@ -56,7 +56,8 @@ def landing_results(config: dict, report_dir: str | Path) -> list[dict]:
     return out
 
 
-def _origin_text(origin: dict | None, fallback: str | None) -> str:
+def origin_text(origin: dict | None, fallback: str | None) -> str:
+    """A recorded ``read_from`` in words; ``fallback``: the path a record without one names."""
     if not origin:
         return f"from {fallback} (how it was found is not recorded: made by an older lsrbench)" if fallback else \
             "not recorded"
@@ -85,9 +86,9 @@ def read_from(layout) -> list[str]:
     for backbone in layout.config["backbones"]:
         norms = _recorded(layout.get("norms", backbone=backbone).path("norms.json"))
         lines.append(f"{backbone}: " + ("not read yet (its norm job has not run)" if norms is None else
-                                        _origin_text(norms.get("read_from"), norms.get("resolved_path"))))
+                                        origin_text(norms.get("read_from"), norms.get("resolved_path"))))
     for dataset in used_datasets(layout.config):
         info = _recorded(layout.get("data", dataset=dataset).path("info.json"))
         lines.append(f"{dataset}: " + ("not read yet (its dataset job has not run)" if info is None else
-                                       _origin_text(info.get("read_from"), None)))
+                                       origin_text(info.get("read_from"), None)))
     return lines
