@@ -60,6 +60,7 @@ def _compare_text(path: Path, fresh: str, origin: str, trace: Trace) -> None:
 
 
 def _compare_data(path: Path, shown, fresh, origin: str, trace: Trace) -> None:
+    trace.counts["reports"] += 1
     report_differences(path, value_differences(shown, fresh), origin, trace.problems)
 
 
@@ -165,7 +166,6 @@ def _claims(root: Path, stated, trace: Trace) -> None:
     fresh_md, fresh_json = claims_texts(evaluate_claims(ev, claims_cfg), claims_cfg, config_rec, sources,
                                         record["manifest"])
     origin = _origin([metrics_csv, "the per-query, head-norm and training-log files it names"], config_rec)
-    trace.counts["reports"] += 1
     _compare_data(side, record, json.loads(fresh_json), origin, trace)
     if md.is_file():
         _compare_text(md, fresh_md, origin, trace)
@@ -182,7 +182,6 @@ def _tradeoff(root: Path, stated, trace: Trace) -> None:
     (record, located), (config_rec, config) = read, settings
     _check_outputs(record, located, side, trace)
     s = report_settings(config)
-    trace.counts["reports"] += 1
     _compare_data(side, record["data"], tradeoff_data(read_metrics(str(metrics_csv)), s["report_cfg"], s["backbones"]),
                   _origin([metrics_csv], config_rec), trace)
 
@@ -200,7 +199,6 @@ def _loss_curves(root: Path, stated, trace: Trace) -> None:
     files = _run_files(record["sources"].get("log_files"), located, side, trace)
     if files is None:
         return
-    trace.counts["reports"] += 1
     fresh = loss_data(loss_runs({key: str(p) for key, p in files.items()}), report_settings(config)["backbones"],
                       config["recipe"]["batch_size"])
     _compare_data(side, record["data"], fresh, _origin(["the training logs it names"], config_rec), trace)
