@@ -383,3 +383,12 @@ def test_a_stale_html_page_is_named(work):
     md = work / "results/table_beir.md"
     md.write_text(md.read_text().replace("0.350", "0.390"))
     assert any(p.startswith(f"{page}: not the page of {md} as it is now") for p in _problems(work))
+
+
+def test_a_change_at_the_end_of_a_long_line_is_quoted_where_it_is():
+    from lsrbench.report.verify_diff import text_differences
+
+    shown, fresh = "the claim details " * 12 + "p = 0.0348.", "the claim details " * 12 + "p = 0.0448."
+    [(where, old, new)] = text_differences(f"# t\n{shown}\n", f"# t\n{fresh}\n")
+    assert where == "line 2" and old.endswith("p = 0.0348.'") and new.endswith("p = 0.0448.'")
+    assert old.startswith("'…") and len(old) < 80

@@ -70,7 +70,16 @@ def _line_differences(lines: list[str], i: int, fresh: str) -> list[tuple[str, s
         row = old[0] + (f", k {old[1]}" if header[1] == "k" else "")  # Backbone and k name a row of every table
         return [(f"line {i + 1}: row {row}, column {h}", _quoted(o), _quoted(n))
                 for h, o, n in zip(header, old, new) if o != n]
-    return [(f"line {i + 1}", _quoted(lines[i]), _quoted(fresh))]
+    return [(f"line {i + 1}", *_around_difference(lines[i], fresh))]
+
+
+def _around_difference(shown: str, fresh: str, before: int = 40) -> tuple[str, str]:
+    """Two long lines, quoted from a little before where they first differ (a changed number at the
+    end of a paragraph would otherwise be clipped away from both)."""
+    start = next((n for n, (x, y) in enumerate(zip(shown, fresh)) if x != y), min(len(shown), len(fresh)))
+    start = max(0, start - before) if max(len(shown), len(fresh)) > 160 else 0
+    mark = "…" if start else ""
+    return _quoted(mark + shown[start:]), _quoted(mark + fresh[start:])
 
 
 def _same(a, b) -> bool:
