@@ -91,7 +91,8 @@ def _verify(args) -> int:
     for line in problems:
         print(f"lsrbench: verify: {line}", file=sys.stderr)
     summary = (f"{args.results}: {counts['manifests']} manifests, {counts['artifacts']} artifacts, "
-               f"{counts['metric_rows']} metrics.csv rows, {counts.get('table_cells', 0)} table1.md cells checked")
+               f"{counts['metric_rows']} metrics.csv rows, {counts.get('table_cells', 0)} table1.md cells checked, "
+               f"{counts.get('reports', 0)} reports made again")
     if problems:
         print(f"{summary}: {len(problems)} problem(s)", file=sys.stderr)
         return 1
@@ -396,7 +397,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="re-hash every artifact and trace every number to a manifest",
                        description="Re-hash every artifact named in the run manifests, check every row of "
                                    "metrics.csv against its run's metrics.tsv and every cell of table1.md against "
-                                   "table1.cells.json. Exit status 1 with one line per problem.")
+                                   "table1.cells.json, check that every report comes from one config, and make "
+                                   "the other reports (table_beir.md, norms.md, claims.md/json, the figures' data, "
+                                   "the HTML pages) again from their run files to compare. The folder may be "
+                                   "anywhere and named anything. Exit status 1 with one line per problem.")
     p.add_argument("results", nargs="?", default="results", help="the results folder (default: results)")
     p.set_defaults(func=_verify)
 

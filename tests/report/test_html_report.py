@@ -1,6 +1,8 @@
 """The HTML report of a finished run, opened in a real headless Chromium as a reader opens it
-(``pytest -m slow``): the landing page shows the run's config and grid, Table 1 and the other
-Markdown reports are shown as tables (not download links), the figures as images.
+(``pytest -m slow``): the landing page shows the run's config and grid, where its models and data
+were read from (as the jobs recorded it, not the report command's mirror: issue 23.5) and links
+every result with its caption (issue 23.9); Table 1 and the other Markdown reports are shown as
+tables (not download links), listed under their titles, the figures as images.
 
 Chromium is Debian's ``chromium`` (``.ci/run`` installs it); without it the test skips, or fails
 with ``LSRBENCH_REQUIRE_CHROMIUM=1`` (CI)."""
@@ -11,9 +13,11 @@ import json
 import os
 
 import pytest
+import yaml
 
 from helpers.chromium import Browser, chromium_binary
 from helpers.snakemake import copy_run, run_snakemake
+from lsrbench.dag.landing import result_label
 
 pytestmark = pytest.mark.slow
 
@@ -37,18 +41,26 @@ def browser():
 
 @pytest.fixture(scope="module")
 def report(micro_run, tmp_path_factory) -> dict:
-    work = copy_run(micro_run, tmp_path_factory.mktemp("report") / "work")
-    run_snakemake("--cores", "1", "-d", str(work), "--configfile", str(micro_run["config"]),
-                  "--report", str(work / "results" / "report.html"))
-    return {"work": work, "html": work / "results" / "report.html", "config": micro_run["config"]}
+    tmp = tmp_path_factory.mktemp("report")
+    work = copy_run(micro_run, tmp / "work")
+    # made with a mirror the run was not made with (it holds nothing): the page must not say the
+    # models and data came from it
+    mirror = tmp / "a-mirror"
+    for sub in ("models", "data"):
+        (mirror / sub).mkdir(parents=True)
+    run_snakemake("--cores", "1", "-d", str(work), "--report", str(work / "results" / "report.html"),
+                  "--configfile", str(micro_run["config"]), "--config", f"mirror={mirror}")
+    return {"work": work, "html": work / "results" / "report.html", "config": micro_run["config"], "mirror": mirror}
 
 
 def _show(browser, category: str, file: str) -> int:
-    """Open a results category, click the eye of one file; the execution context of its frame."""
+    """Open a results category, click the eye of one file (listed under its title); the execution
+    context of its frame."""
+    title = json.dumps(result_label(file))
     browser.click_text(category)
-    browser.wait_for(f"[...document.querySelectorAll('td')].some(td => td.innerText.trim() === {json.dumps(file)})")
+    browser.wait_for(f"[...document.querySelectorAll('td')].some(td => td.innerText.trim() === {title})")
     browser.evaluate(f"""[...document.querySelectorAll('tr')]
-        .find(tr => tr.cells[0] && tr.cells[0].innerText.trim() === {json.dumps(file)})
+        .find(tr => tr.cells[0] && tr.cells[0].innerText.trim() === {title})
         .querySelector('a[iconname=eye]').click()""")
     return browser.frame_context()
 
@@ -64,6 +76,23 @@ def test_landing_page_shows_the_runs_config(browser, report):
     assert str(report["config"]) in text  # the config file it ran with, not the dataset registry
     assert "rand-roberta  shared  k = 1, 1e-30" in text
     assert "3 steps of 4 triplets" in text and "Evaluation: slice; nDCG@10, RR@10, R@100; full collections" in text
+    config = yaml.safe_load(report["config"].read_text())
+    datasets = yaml.safe_load(open(config["datasets_file"]))
+    assert f"rand-roberta: from the folder {config['backbones']['rand-roberta']['model']}" in text
+    assert f"slice: from the folder {datasets['slice']['path']}" in text
+    assert str(report["mirror"]) not in text and "through their real sources" not in text
+    # the results, linked directly with their captions (no claims in the micro config: no claims link)
+    assert "Table 1: The paper's Table 1 shape: one row per (backbone, k)" in text
+    assert "Effectiveness against FLOPs: Effectiveness against FLOPs per query-document pair" in text
+    assert "Claims of the paper" not in text
+
+
+def test_the_landing_pages_link_opens_table1(browser, report):
+    browser.open(report["html"])
+    browser.wait_for("document.body && document.body.innerText.includes('Runs (backbone')")
+    browser.click_text("Table 1")
+    context = browser.frame_context()
+    assert _table(browser, context) == _markdown_rows(report["work"] / "results" / "table1.md")
 
 
 def test_table1_is_a_table_in_the_report(browser, report, tmp_path):
@@ -103,9 +132,10 @@ def test_figures_are_images(browser, report):
     browser.open(report["html"])
     browser.wait_for("document.querySelector('nav') !== null")
     browser.click_text("Figures")
-    browser.wait_for("[...document.querySelectorAll('td')].some(td => td.innerText.trim() === 'results/tradeoff.png')")
-    browser.evaluate("""[...document.querySelectorAll('tr')]
-        .find(tr => tr.cells[0] && tr.cells[0].innerText.trim() === 'results/tradeoff.png')
+    title = json.dumps(result_label("results/tradeoff.png"))
+    browser.wait_for(f"[...document.querySelectorAll('td')].some(td => td.innerText.trim() === {title})")
+    browser.evaluate(f"""[...document.querySelectorAll('tr')]
+        .find(tr => tr.cells[0] && tr.cells[0].innerText.trim() === {title})
         .querySelector('a[iconname=eye]').click()""")
     size = browser.wait_for("""(() => { const img = [...document.querySelectorAll('img')]
         .find(i => i.src.startsWith('data:image/png') && i.naturalWidth > 500);

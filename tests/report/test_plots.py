@@ -124,3 +124,21 @@ def test_plot_files_are_written(metrics, tmp_path):
     plots.plot_norms({n: str(p) for n, p in paths.items()}, str(csv), REPORT, BACKBONES, str(tmp_path / "n.png"),
                      {"reference": "orig", "statistic": "frobenius_norm"})
     assert (tmp_path / "n.png").stat().st_size > 1000
+
+
+def test_loss_curves_show_the_chance_level_in_every_panel():
+    """The ranking loss of a model scoring every candidate alike: ln(2 x batch size) (the positive
+    and hard negative of every triplet of the batch), dotted in each panel and named in the legend."""
+    import math
+
+    from lsrbench.report.figure_data import loss_data
+
+    runs = {"orig": {"1": [(s, 1.0) for s in range(1, 11)]}, "twin": {"1": [(s, 2.5) for s in range(1, 11)]}}
+    data = loss_data(runs, BACKBONES, batch_size=4)
+    assert data["candidates_per_query"] == 8 and data["chance_level"] == math.log(8)
+    fig, axes, _ = plots.loss_figure(runs, BACKBONES, chance=data)
+    for ax in axes:
+        dotted = [line for line in ax.get_lines() if line.get_linestyle() == ":"]
+        assert [tuple(line.get_ydata()) for line in dotted] == [(math.log(8), math.log(8))]
+    assert "chance level: ln 8 = 2.08 (every candidate scored alike)" in [t.get_text() for t in fig.legends[0].texts]
+    assert loss_data(runs, BACKBONES, batch_size=None)["chance_level"] is None

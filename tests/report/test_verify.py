@@ -30,6 +30,8 @@ REPORT = {
                 {"name": "d1 RR@10", "datasets": ["d1"], "measure": "RR@10"}],
     "flops_datasets": ["d1", "d2"],
     "reference": "reference.yaml",
+    "beir_measure": "nDCG@10",
+    "tradeoff_measure": "nDCG@10",
 }
 AUTO_K = {"reference": "small", "statistic": "frobenius_norm"}
 # (run, k) -> (nDCG@10 on d1, d2; RR@10 on d1; FLOPs; collapsed)
@@ -52,7 +54,7 @@ def _build(work: Path) -> None:
         metric_files = []
         for name, frob in (("small", 10.0), ("large", 100.0)):
             norm = f"results/norms/{name}.json"
-            write_json(norm, {"frobenius_norm": frob})
+            write_json(norm, _norms(frob))
             status = f"results/runs/{name}/status.json"
             write_json(status, {"status": "ok"})
             prov = f"results/runs/{name}/train_provenance.json"
@@ -79,12 +81,40 @@ def _build(work: Path) -> None:
             write_json(f"{out}/provenance.json", _manifest(f"{out}/provenance.json", [],
                                                            [f"{out}/metrics.tsv", f"{out}/perquery.tsv"]))
             metric_files.append(f"{out}/metrics.tsv")
-        report_stages.report_collect(metric_files, "results/metrics.csv", "results/metrics.sources.json")
-        report_stages.report_table1("results/metrics.csv",
-                                    [["small", "results/norms/small.json"], ["large", "results/norms/large.json"]],
-                                    REPORT, BACKBONES, AUTO_K, "results/table1.md", cells_json=f"results/{TABLE1_CELLS}")
+        snapshot = _config_snapshot()
+        report_stages.report_collect(metric_files, "results/metrics.csv", "results/metrics.sources.json", snapshot)
+        norm_rows = [["small", "results/norms/small.json"], ["large", "results/norms/large.json"]]
+        report_stages.report_table1("results/metrics.csv", norm_rows, REPORT, BACKBONES, AUTO_K, "results/table1.md",
+                                    cells_json=f"results/{TABLE1_CELLS}", config_yaml=snapshot)
+        report_stages.report_table_beir("results/metrics.csv", REPORT, BACKBONES, "results/table_beir.md", snapshot)
+        report_stages.report_norms(norm_rows, "results/metrics.csv", REPORT, BACKBONES, AUTO_K, "results/norms.md",
+                                   "results/norms.png", "results/norms.data.json", snapshot)
+        report_stages.report_tradeoff("results/metrics.csv", REPORT, BACKBONES, "results/tradeoff.png",
+                                      "results/tradeoff.pdf", "results/tradeoff.data.json", snapshot)
     finally:
         os.chdir(cwd)
+
+
+def _norms(frobenius: float) -> dict:
+    """A head-norm record as the norm stage writes one (lsrbench.model.rescale.head_norms)."""
+    return {"frobenius_norm": frobenius, "mean_row_norm": frobenius / 100, "max_row_norm": frobenius / 50,
+            "bias_norm": 1.0, "has_bias": True, "vocab_size": 100, "hidden_size": 8, "tied": True}
+
+
+def _config_snapshot() -> str:
+    """The config snapshot the reports are made with, written as the config_snapshot rule writes it
+    (its job function, and the params.json the bridge writes beside every addressed output)."""
+    from lsrbench.hashing import stable_hash
+    from lsrbench.pipeline.stages import config_snapshot
+
+    config = {"report": REPORT,
+              "backbones": BACKBONES, "auto_k": AUTO_K, "recipe": {"batch_size": 4}}
+    identity = {"config": config, "files": ["my.yaml"], "backbone_order": list(BACKBONES)}
+    folder = f"results/configs/{stable_hash(identity)[:12]}"
+    config_snapshot(config, identity["files"], identity["backbone_order"], f"{folder}/config.yaml")
+    write_json(f"{folder}/params.json", {"kind": "configs", "id": Path(folder).name, "sha256": stable_hash(identity),
+                                         "identity": identity})
+    return f"{folder}/config.yaml"
 
 
 def _manifest(path: str, inputs: list[str], outputs: list[str]) -> dict:
@@ -247,7 +277,7 @@ def test_missing_reference_file_is_one_problem(work):
 
 def test_norm_file_behind_k_auto_must_be_vouched_for(work):
     norm = work / "results/norms/large.json"
-    norm.write_text(json.dumps({"frobenius_norm": 200.0}))
+    norm.write_text(json.dumps(_norms(200.0)))
     problems = _problems(work)
     assert any(p.startswith(f"{norm}: truncated: SHA-256 differs from") for p in problems)
     assert any("row large k auto, column k: 'auto (10)' does not follow from results/norms/large.json and "
@@ -264,3 +294,101 @@ def test_table1_without_its_sidecar_cannot_be_traced(work):
 def test_moved_tree_still_verifies(built, tmp_path):
     moved = Path(shutil.copytree(built, tmp_path / "elsewhere" / "copy"))
     assert _problems(moved) == []
+
+
+# -- the other reports (issue 23, items 2 and 3) -------------------------------------------------
+
+def _cli_verify(results: Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", str(results)], capture_output=True,
+                          text=True, cwd=cwd)
+
+
+def test_a_copy_of_the_results_folder_alone_verifies_wherever_it_is(built, tmp_path):
+    """Only results/, copied under another name (x/results_copy) and verified from elsewhere: every
+    recorded path is found under the copy (it gave one 'missing' per artifact)."""
+    copy = Path(shutil.copytree(built / "results", tmp_path / "x" / "results_copy"))
+    proc = _cli_verify(copy, cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.rstrip().endswith(": ok"), proc.stderr
+    # table_beir.md, norms.md, norms.data.json, tradeoff.data.json (no claims, no training logs here)
+    assert "4 reports made again" in proc.stdout
+
+
+def test_every_report_names_its_config(built):
+    results = built / "results"
+    record = json.loads((results / "metrics.sources.json").read_text())["config"]
+    assert record["files"] == ["my.yaml"] and record["snapshot"] == f"results/configs/{record['id']}/config.yaml"
+    line = (f"Made with config {record['id']} (read from my.yaml; snapshot: "
+            f"results/configs/{record['id']}/config.yaml).")
+    for name in ("table1.md", "table_beir.md", "norms.md"):
+        assert (results / name).read_text().rstrip().splitlines()[-1] == line, name
+    for name in (TABLE1_CELLS, "tradeoff.data.json", "norms.data.json"):
+        assert json.loads((results / name).read_text())["config"] == record, name
+
+
+def test_a_changed_number_in_table_beir_is_named_with_its_cell(work):
+    md = work / "results/table_beir.md"
+    md.write_text(md.read_text().replace("| 0.450 | 0.350 |", "| 0.450 | 0.390 |"))
+    proc = _cli_verify(work / "results")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    config = json.loads((work / "results/metrics.sources.json").read_text())["config"]["id"]
+    assert proc.stderr.splitlines()[0] == (
+        f"lsrbench: verify: {md}: line 9: row Small, k 4, column d2: '0.390' does not follow from "
+        f"{work / 'results/metrics.csv'} with config {config}: recomputed '0.350'")
+
+
+def test_edited_figure_data_and_a_replaced_image_are_named(work):
+    side, png = work / "results/tradeoff.data.json", work / "results/tradeoff.png"
+    record = json.loads(side.read_text())
+    point = next(p for p in record["data"]["points"] if (p["run"], p["k"]) == ("small", "4"))
+    point["score"] = 0.6
+    side.write_text(json.dumps(record))
+    png.write_bytes(png.read_bytes()[:-10] + b"0123456789")
+    problems = _problems(work)
+    assert any(p.startswith(f"{side}: points[small k 4].score: 0.6 does not follow from ") and
+               p.endswith("recomputed 0.4") for p in problems), problems
+    assert any(p.startswith(f"{png}: modified: SHA-256 differs from {side}") for p in problems), problems
+
+
+def test_reports_of_two_configs_in_one_folder_are_named(work):
+    """table_beir.md re-made with another config's snapshot (a changed caption): verify names the
+    reports of each config and how to re-make them."""
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        global REPORT
+        kept = REPORT
+        REPORT = {**kept, "caption": "another config"}
+        other = _config_snapshot()
+        report_stages.report_table_beir("results/metrics.csv", REPORT, BACKBONES, "results/table_beir.md", other)
+        REPORT = kept
+    finally:
+        os.chdir(cwd)
+    proc = _cli_verify(work / "results")
+    assert proc.returncode == 1
+    mixed = [line for line in proc.stderr.splitlines() if "the reports come from 2 configs" in line]
+    assert len(mixed) == 1, proc.stderr
+    first, second = json.loads((work / "results/metrics.sources.json").read_text())["config"]["id"], Path(other).parent.name
+    assert (f"config {first} (my.yaml): metrics.sources.json, table1.md, {TABLE1_CELLS}, norms.md, norms.data.json, "
+            f"tradeoff.data.json; config {second} (my.yaml): table_beir.md" in mixed[0])
+    assert "re-make every report with the config you mean, without a target" in mixed[0]
+
+
+def test_a_stale_html_page_is_named(work):
+    from lsrbench.pipeline.report_stages import report_html
+
+    (work / "results/html").mkdir()
+    page = work / "results/html/table_beir.html"
+    report_html(str(work / "results/table_beir.md"), str(page))
+    assert _problems(work) == []
+    md = work / "results/table_beir.md"
+    md.write_text(md.read_text().replace("0.350", "0.390"))
+    assert any(p.startswith(f"{page}: not the page of {md} as it is now") for p in _problems(work))
+
+
+def test_a_change_at_the_end_of_a_long_line_is_quoted_where_it_is():
+    from lsrbench.report.verify_diff import text_differences
+
+    shown, fresh = "the claim details " * 12 + "p = 0.0348.", "the claim details " * 12 + "p = 0.0448."
+    [(where, old, new)] = text_differences(f"# t\n{shown}\n", f"# t\n{fresh}\n")
+    assert where == "line 2" and old.endswith("p = 0.0348.'") and new.endswith("p = 0.0448.'")
+    assert old.startswith("'…") and len(old) < 80

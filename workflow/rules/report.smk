@@ -2,13 +2,21 @@
 # run outputs and the config snapshot only, so deleting a report re-runs just its rule, and a
 # settings change re-runs the reports. In `snakemake --report`, the Markdown reports appear as their
 # HTML pages (results/html/), which it shows inline; the figures as they are; metrics.csv as a download.
+# Each is listed under its title (lsrbench.dag.landing.RESULTS), which the landing page links.
+from lsrbench.dag.landing import landing_results, read_from, result_label
+
+# What the landing page (workflow/report/workflow.rst) shows besides the config: its results with
+# their captions, and where models and data were read from (as the jobs recorded it).
+config["_report"].update(results=landing_results(config, os.path.join(workflow.basedir, "workflow", "report")),
+                         read_from=read_from(L) if workflow.is_main_process else [])
 
 
 rule collect:
     input:
         **R.inputs("collect"),
     output:
-        metrics_csv=report("results/metrics.csv", category="Tables", caption="../report/metrics.rst"),
+        metrics_csv=report("results/metrics.csv", category="Tables", caption="../report/metrics.rst",
+            labels={"result": result_label("results/metrics.csv")}),
         # the run files metrics.csv was made from (results/ also holds other configs' runs)
         sources_json="results/metrics.sources.json",
     params:
@@ -46,7 +54,10 @@ rule norms_report:
         **R.inputs("norms_report"),
     output:
         norms_md="results/norms.md",
-        norms_png=report("results/norms.png", category="Head norms", caption="../report/norms.rst"),
+        norms_png=report("results/norms.png", category="Head norms", caption="../report/norms.rst",
+            labels={"result": result_label("results/norms.png")}),
+        # what norms.png shows, the config and the files it was made from (checked by lsrbench verify)
+        data_json="results/norms.data.json",
     params:
         **R.params("norms_report"),
     script:
@@ -57,8 +68,10 @@ rule tradeoff:
     input:
         **R.inputs("tradeoff"),
     output:
-        tradeoff_png=report("results/tradeoff.png", category="Figures", caption="../report/tradeoff.rst"),
+        tradeoff_png=report("results/tradeoff.png", category="Figures", caption="../report/tradeoff.rst",
+            labels={"result": result_label("results/tradeoff.png")}),
         tradeoff_pdf="results/tradeoff.pdf",
+        data_json="results/tradeoff.data.json",
     params:
         **R.params("tradeoff"),
     script:
@@ -69,7 +82,9 @@ rule loss_curves:
     input:
         **R.inputs("loss_curves"),
     output:
-        loss_curves_png=report("results/loss_curves.png", category="Figures", caption="../report/loss_curves.rst"),
+        loss_curves_png=report("results/loss_curves.png", category="Figures", caption="../report/loss_curves.rst",
+            labels={"result": result_label("results/loss_curves.png")}),
+        data_json="results/loss_curves.data.json",
     params:
         **R.params("loss_curves"),
     script:
@@ -101,7 +116,8 @@ for page, category in html_pages(config).items():
         input:
             markdown=f"results/{page}.md",
         output:
-            html=report(f"results/html/{page}.html", category=category, caption=f"../report/{page}.rst"),
+            html=report(f"results/html/{page}.html", category=category, caption=f"../report/{page}.rst",
+                        labels={"result": result_label(f"results/html/{page}.html")}),
         params:
             stage="report_html",
         script:

@@ -5,7 +5,7 @@ cached run outputs only, so deleting a report re-runs just its rule.
 
 Files that belong to a run are passed *by key*, never by position: ``params.keyed[name]`` holds
 ``[key..., path]`` rows (``[backbone, path]``, ``[run, k, path]``, ``[run, k, dataset, path]``),
-the one encoding of a run key the report jobs read (:func:`lsrbench.pipeline.report_stages.keyed`);
+the one encoding of a run key the report jobs read (:func:`lsrbench.report.config_record.keyed`);
 the same paths are the rule's inputs, for the DAG.
 """
 
@@ -16,9 +16,10 @@ from typing import Callable
 
 from lsrbench.config.grid import runs
 from lsrbench.dag.declarations import pooled_flops_datasets
+from lsrbench.report.config_record import report_backbones, report_settings
 
 __all__ = ["REPORTS", "ReportRules", "report_outputs", "html_pages", "claims_datasets", "job_threads",
-           "corpus_sharing_datasets", "REPORT_BACKBONE_KEYS"]
+           "corpus_sharing_datasets"]
 
 
 def job_threads(remote_exec: bool, cores: int | None) -> int:
@@ -77,20 +78,6 @@ def _reference(config: dict) -> list[str]:
     return [config["report"]["reference"]] if config["report"]["reference"] else []
 
 
-# What the reports read of a backbone entry: its label, synthetic and evaluate_only flags, and what
-# tells a synthetic twin's original (Table 1's note). The rest (fetch digests, k lists) stays out.
-REPORT_BACKBONE_KEYS = ("label", "synthetic", "evaluate_only", "head_scale", "model", "revision")
-
-
-def _backbones(config: dict) -> dict:
-    return {name: {key: entry[key] for key in REPORT_BACKBONE_KEYS if key in entry}
-            for name, entry in config["backbones"].items()}
-
-
-def _report_settings(config: dict) -> dict:
-    return {"report_cfg": config["report"], "backbones": _backbones(config)}
-
-
 # -- the report rules ----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -117,17 +104,17 @@ REPORTS = {
     "collect": Report("report_collect", files=lambda L: {"metric_files": _metric_files(L), **_config(L)}),
     "table1": Report("report_table1", files=lambda L: {**_metrics(L), "reference_file": _reference(L.config)},
                      keyed=lambda L: {"norm_files": _norm_files(L)},
-                     settings=lambda c: {**_report_settings(c), "auto_k": c.get("auto_k")}),
-    "table_beir": Report("report_table_beir", files=_metrics, settings=_report_settings),
+                     settings=lambda c: {**report_settings(c), "auto_k": c.get("auto_k")}),
+    "table_beir": Report("report_table_beir", files=_metrics, settings=report_settings),
     "norms_report": Report("report_norms", files=_metrics, keyed=lambda L: {"norm_files": _norm_files(L)},
-                           settings=lambda c: {**_report_settings(c), "auto_k": c.get("auto_k")}),
-    "tradeoff": Report("report_tradeoff", files=_metrics, settings=_report_settings),
+                           settings=lambda c: {**report_settings(c), "auto_k": c.get("auto_k")}),
+    "tradeoff": Report("report_tradeoff", files=_metrics, settings=report_settings),
     "loss_curves": Report("report_loss_curves", files=_config, keyed=lambda L: {"log_files": _log_files(L)},
-                          settings=lambda c: {"backbones": _backbones(c)}),
+                          settings=lambda c: {"backbones": report_backbones(c), "batch_size": c["recipe"]["batch_size"]}),
     "claims": Report("report_claims", files=lambda L: {**_metrics(L), "reference_file": _reference(L.config)},
                      keyed=lambda L: {"perquery_files": _perquery_files(L), "norm_files": _norm_files(L),
                                       "log_files": _log_files(L)},
-                     settings=lambda c: {**_report_settings(c), "claims_cfg": c.get("claims")}),
+                     settings=lambda c: {**report_settings(c), "claims_cfg": c.get("claims")}),
 }
 
 

@@ -234,6 +234,19 @@ def mirrored_folder(mirror: str | os.PathLike | None, name: str) -> Path | None:
     return folder if folder.is_dir() else None
 
 
+def dataset_origin(name: str, entry: dict, mirror, datasets_file) -> dict:
+    """Where the dataset job reads dataset ``name`` from, as it does (:func:`resolve_dataset`): the
+    mirror's copy, a local BEIR folder, or the source itself (``source`` and its keys). The dataset
+    job records it (``info.json``), so that the report says how a run was made: the mirror is a
+    runtime setting, in no id or config snapshot."""
+    typed = typed_entry(name, entry, datasets_file)
+    folder = mirrored_folder(mirror, name)
+    if folder is not None:
+        return {"mirror": str(mirror), "path": str(folder)}
+    local = SOURCES[typed.source].local_folder(typed)
+    return {"path": str(local)} if local is not None else {"source": typed.source, **SOURCES[typed.source].describe(typed)}
+
+
 def data_folder_on_disk(entry: DatasetEntry, mirror, datasets_file) -> Path | None:
     """The BEIR folder the dataset job reads when it is on disk (the mirror's copy first), else None;
     a local folder the entry names that does not exist is an error."""

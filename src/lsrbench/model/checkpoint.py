@@ -38,6 +38,18 @@ def resolve_model(entry: dict, mirror: str | None, cache_dir: str | os.PathLike,
     return ref
 
 
+def model_origin(entry: dict, mirror: str | None, cache_dir: str | os.PathLike, path: str) -> dict:
+    """How :func:`resolve_model` found ``path`` for a backbone entry: a local folder, the mirror's
+    copy, a verified PyPI extract or the hub. The norm job records it (``norms.json``), so that the
+    report says how a run was made (the mirror is a runtime setting, in no id)."""
+    ref = str(entry["model"])
+    if mirror and path == str(Path(mirror) / "models" / ref):
+        return {"mirror": str(mirror), "path": path}
+    if entry.get("fetch") and path == str(Path(cache_dir) / "models" / ref):
+        return {"wheel": entry["fetch"].get("pypi"), "path": path}
+    return {"path": path} if Path(path).expanduser().is_dir() else {"hub": ref, "revision": entry.get("revision")}
+
+
 def local_model_folder(entry: dict, mirror: str | None, cache_dir: str | os.PathLike, config_file: str,
                        name: str) -> str | None:
     """The folder :func:`resolve_model` would load a backbone from, without downloading anything:

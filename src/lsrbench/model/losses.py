@@ -18,7 +18,15 @@ import math
 
 from lsrbench.model.ranks import any_rank
 
-__all__ = ["NonFiniteLoss", "recording_splade_loss", "global_flops"]
+__all__ = ["NonFiniteLoss", "recording_splade_loss", "global_flops", "candidates_per_query"]
+
+
+def candidates_per_query(batch_size: int) -> int:
+    """The documents the ranking loss ranks each query against: the positive and the hard negative
+    of every triplet of the (global) batch, ``2 x recipe.batch_size`` (data-parallel processes share
+    theirs, ``gather_across_devices``). A model that scores them all alike (a collapsed one: every
+    vector zero) has the ranking loss ln of this, the chance level the loss curves show."""
+    return 2 * int(batch_size)
 
 
 class NonFiniteLoss(Exception):

@@ -76,7 +76,9 @@ def _named_by_reports(results: Path) -> list[Path]:
     except ValueError:
         raise InputError(sources, None, "not readable JSON: cannot tell which runs the reports were made from "
                                         "(run snakemake to re-make it, or gc --ignore-reports)") from None
-    named = list(record.get("sources") or []) + ([record["config"]] if record.get("config") else [])
+    config = record.get("config")  # {"snapshot", "id", "files"} (lsrbench.report.config_record); a path before
+    snapshot = config.get("snapshot") if isinstance(config, dict) else config
+    named = list(record.get("sources") or []) + ([snapshot] if snapshot else [])
     return [results.parent / p for p in named]
 
 

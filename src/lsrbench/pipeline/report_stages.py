@@ -1,34 +1,30 @@
 """One function per report rule (:data:`lsrbench.dag.reports.REPORTS`): each reads cached run outputs
 only (metrics, per-query scores, head norms, training logs) and writes one report, so deleting a
-report re-runs just its rule. Run files come by key (:func:`keyed`), never by position."""
+report re-runs just its rule. Run files come by key (:func:`lsrbench.report.config_record.keyed`), never by
+position."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from lsrbench.atomic import atomic_open
 from lsrbench.pipeline.stages import as_list
-
-
-def keyed(rows) -> dict[tuple[str, ...], str]:
-    """``[key..., path]`` rows (the report rules' ``params.keyed``) as ``{(key...): path}``; a key of
-    one field (a backbone) as that string."""
-    return {(row[0] if len(row) == 2 else tuple(row[:-1])): row[-1] for row in rows}
+from lsrbench.report.config_record import config_record, keyed
 
 
 def report_collect(metric_files, metrics_csv: str, sources_json: str, config_yaml: str | None = None) -> None:
     """metrics.csv from the current config's run files, and beside it ``sources_json``
     (metrics.sources.json): which files those were, since results/ also holds other configs' runs
     (``lsrbench verify`` traces the rows to exactly these), and the config snapshot they belong to.
-    Every report reads ``config_yaml`` as an input: a changed setting re-makes it."""
+    Every report reads ``config_yaml`` as an input: a changed setting re-makes it, and says which
+    config it was made with (:mod:`lsrbench.report.config_record`)."""
     from lsrbench.provenance import write_json
     from lsrbench.report.results import collect_metrics
 
     files = as_list(metric_files)
     collect_metrics(files, metrics_csv)
     write_json(sources_json, {"manifest": sources_json, "metrics_csv": metrics_csv, "sources": files,
-                              "config": config_yaml})
+                              "config": config_record(config_yaml)})
 
 
 def report_table1(metrics_csv: str, norm_files, report_cfg: dict, backbones: dict,
@@ -39,77 +35,77 @@ def report_table1(metrics_csv: str, norm_files, report_cfg: dict, backbones: dic
     ``report_cfg["reference"]`` as a Snakemake input (so that editing it re-runs the table)."""
     from lsrbench.report.table1 import write_table1
 
-    write_table1(metrics_csv, report_cfg, backbones, table1_md, keyed(norm_files), auto_k, cells_json=cells_json)
+    write_table1(metrics_csv, report_cfg, backbones, table1_md, keyed(norm_files), auto_k, cells_json=cells_json,
+                 config=config_record(config_yaml))
 
 
 def report_table_beir(metrics_csv: str, report_cfg: dict, backbones: dict, table_beir_md: str,
                       config_yaml: str | None = None) -> None:
     from lsrbench.report.tables import write_table_beir
 
-    write_table_beir(metrics_csv, report_cfg, backbones, table_beir_md)
+    write_table_beir(metrics_csv, report_cfg, backbones, table_beir_md, config_record(config_yaml))
 
 
-def _read_norms(norm_files) -> tuple[dict[str, str], dict[str, dict]]:
-    files = keyed(norm_files)
-    return files, {b: json.loads(Path(p).read_text(encoding="utf-8")) for b, p in files.items()}
-
-
-def report_norms(norm_files, metrics_csv: str, report_cfg: dict, backbones: dict,
-                 auto_k: dict | None, norms_md: str, norms_png: str, config_yaml: str | None = None) -> None:
+def report_norms(norm_files, metrics_csv: str, report_cfg: dict, backbones: dict, auto_k: dict | None,
+                 norms_md: str, norms_png: str, data_json: str, config_yaml: str | None = None) -> None:
+    """norms.md, norms.png and what the figure shows (``data_json``, with the norm files read)."""
+    from lsrbench.report.figure_data import write_figure_record
     from lsrbench.report.plots import plot_norms
     from lsrbench.report.results import read_metrics
-    from lsrbench.report.tables import auto_k_markdown, norms_markdown
+    from lsrbench.report.tables import norms_report_text
 
-    files, norms = _read_norms(norm_files)
-    text = norms_markdown(files, backbones) + auto_k_markdown(read_metrics(metrics_csv), report_cfg, backbones, norms,
-                                                              auto_k)
+    files, config = keyed(norm_files), config_record(config_yaml)
     with atomic_open(norms_md, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    plot_norms(files, metrics_csv, report_cfg, backbones, norms_png, auto_k)
+        fh.write(norms_report_text(files, read_metrics(metrics_csv), report_cfg, backbones, auto_k, config))
+    data = plot_norms(files, metrics_csv, report_cfg, backbones, norms_png, auto_k)
+    write_figure_record(data_json, config, [norms_md, norms_png],
+                        {"metrics_csv": metrics_csv, "norm_files": norm_files}, data)
 
 
 def report_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, tradeoff_png: str, tradeoff_pdf: str,
-                    config_yaml: str | None = None) -> None:
+                    data_json: str, config_yaml: str | None = None) -> None:
+    from lsrbench.report.figure_data import write_figure_record
     from lsrbench.report.plots import plot_tradeoff
 
-    plot_tradeoff(metrics_csv, report_cfg, backbones, tradeoff_png, tradeoff_pdf)
+    data = plot_tradeoff(metrics_csv, report_cfg, backbones, tradeoff_png, tradeoff_pdf)
+    write_figure_record(data_json, config_record(config_yaml), [tradeoff_png, tradeoff_pdf],
+                        {"metrics_csv": metrics_csv}, data)
 
 
-def report_loss_curves(log_files, backbones: dict, loss_curves_png: str, config_yaml: str | None = None) -> None:
+def report_loss_curves(log_files, backbones: dict, batch_size: int, loss_curves_png: str, data_json: str,
+                       config_yaml: str | None = None) -> None:
+    """The loss curves, with the chance level of ``batch_size`` (the recipe's) triplets a step."""
+    from lsrbench.report.figure_data import write_figure_record
     from lsrbench.report.plots import plot_loss_curves
 
-    plot_loss_curves(keyed(log_files), backbones, loss_curves_png)
+    data = plot_loss_curves(keyed(log_files), backbones, loss_curves_png, batch_size=batch_size)
+    write_figure_record(data_json, config_record(config_yaml), [loss_curves_png], {"log_files": log_files}, data)
 
 
 def report_claims(metrics_csv: str, perquery_files, norm_files, log_files, claims_cfg: dict, report_cfg: dict,
                   backbones: dict, claims_md: str, claims_json: str, reference_file=None,
                   config_yaml: str | None = None) -> None:
-    """Evaluate the config's claims on this run's numbers into claims.md and claims.json.
+    """Evaluate the config's claims on this run's numbers into claims.md and claims.json (with the
+    files they were evaluated from, which ``lsrbench verify`` evaluates them again from).
     ``reference_file``: ``report_cfg["reference"]`` as an input (the paper's numbers, its best k)."""
-    import pandas as pd
-
-    from lsrbench.config.reference import read_reference
     from lsrbench.config.schema import with_defaults
-    from lsrbench.model.train_log import read_train_log
-    from lsrbench.report.claims import Evidence, evaluate_claims
-    from lsrbench.report.claims_output import write_claims
-    from lsrbench.report.results import read_metrics
+    from lsrbench.report.claims import evaluate_claims
+    from lsrbench.report.claims_output import read_evidence, write_claims
 
-    perquery = {key: pd.read_csv(path, sep="\t", dtype={"query_id": str}) for key, path in keyed(perquery_files).items()}
-    _, norms = _read_norms(norm_files)
-    logs = {key: read_train_log(path) for key, path in keyed(log_files).items()}
-    reference = read_reference((as_list(reference_file or []) or [None])[0])
-    ev = Evidence(read_metrics(metrics_csv), perquery, norms, logs, backbones, report_cfg, reference)
+    reference = (as_list(reference_file or []) or [None])[0]
+    ev = read_evidence(metrics_csv, keyed(perquery_files), keyed(norm_files), keyed(log_files), backbones, report_cfg,
+                       reference)
     claims_cfg = with_defaults("claims", claims_cfg)
-    write_claims(evaluate_claims(ev, claims_cfg), claims_cfg, claims_md, claims_json)
+    sources = {"metrics_csv": metrics_csv, "reference_file": reference, "perquery_files": perquery_files,
+               "norm_files": norm_files, "log_files": log_files}
+    write_claims(evaluate_claims(ev, claims_cfg), claims_cfg, claims_md, claims_json, config_record(config_yaml),
+                 sources)
 
 
 def report_html(markdown: str, html: str) -> None:
     """An HTML page of a Markdown report, for `snakemake --report` (which shows HTML inline),
     titled by the report's first heading."""
-    from lsrbench.report.render import html_page
+    from lsrbench.report.render import report_page
 
-    text = Path(markdown).read_text(encoding="utf-8")
-    title = next((line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("#")), Path(markdown).stem)
     with atomic_open(html, "w", encoding="utf-8") as fh:
-        fh.write(html_page(text, title))
+        fh.write(report_page(Path(markdown).read_text(encoding="utf-8"), Path(markdown).stem))

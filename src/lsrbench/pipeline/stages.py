@@ -33,11 +33,12 @@ def _read_folder(folder: str):
 
 def norm(backbone: str, entry: dict, mirror, cache_dir: str, config_file: str, norms_json: str) -> dict:
     """Load the backbone (checking it really has an MLM head) and write its head norms."""
-    from lsrbench.model.checkpoint import check_tokenizer, load_mlm, resolve_model, transformer_folder
+    from lsrbench.model.checkpoint import check_tokenizer, load_mlm, model_origin, resolve_model, transformer_folder
     from lsrbench.model.rescale import head_norms, rescale_mlm_head
 
     # a released SparseEncoder folder (evaluate_only) holds its MLM checkpoint in its first module
-    path = transformer_folder(resolve_model(entry, mirror, cache_dir, config_file, backbone))
+    resolved = resolve_model(entry, mirror, cache_dir, config_file, backbone)
+    path = transformer_folder(resolved)
     field, trust, revision = f"backbones.{backbone}.model", entry.get("trust_remote_code", False), entry.get("revision")
     model = load_mlm(path, config_file, field, trust_remote_code=trust, revision=revision)
     # here, not at training: a hub checkpoint is first read by this job, and its train jobs need the tokenizer
@@ -45,7 +46,7 @@ def norm(backbone: str, entry: dict, mirror, cache_dir: str, config_file: str, n
     if entry.get("head_scale", 1) != 1:
         rescale_mlm_head(model, 1.0 / entry["head_scale"], "shared")
     result = {"backbone": backbone, "model": entry["model"], "resolved_path": path,
-              "head_scale": entry.get("head_scale", 1),
+              "read_from": model_origin(entry, mirror, cache_dir, resolved), "head_scale": entry.get("head_scale", 1),
               "architecture": type(model).__name__, **head_norms(model)}
     log.info("norm: %s (%s from %s): head %d x %d, Frobenius norm %.6g, mean row norm %.6g, tied %s", backbone,
              result["architecture"], path, result["vocab_size"], result["hidden_size"], result["frobenius_norm"],
@@ -58,7 +59,7 @@ def dataset(dataset: str, split: str, entry: dict, mirror, datasets_file: str, c
             info: str, corpus_store: str | None = None) -> None:
     """Bring a dataset into the canonical BEIR layout (``full_dir``, qrels as ``split``); ``info``:
     its counts. ``entry``: its registry entry as written (its policy for unknown documents in it)."""
-    from lsrbench.data.sources import resolve_dataset
+    from lsrbench.data.sources import dataset_origin, resolve_dataset
     from lsrbench.data.store import write_beir_folder
 
     ds = resolve_dataset(dataset, entry, mirror, datasets_file, cache_dir)
@@ -68,7 +69,7 @@ def dataset(dataset: str, split: str, entry: dict, mirror, datasets_file: str, c
     counts = _counts(dataset, ds)
     log.info("dataset %s: %d documents, %d queries, %d judgments", dataset, counts["documents"], counts["queries"],
              counts["judgments"])
-    write_json(info, counts | {"split": split})
+    write_json(info, counts | {"split": split, "read_from": dataset_origin(dataset, entry, mirror, datasets_file)})
 
 
 def _counts(name: str, ds) -> dict:

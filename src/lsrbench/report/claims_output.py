@@ -8,9 +8,9 @@ import math
 
 import pandas as pd
 
-from lsrbench.report.claims_evidence import BY_CONSTRUCTION, Settings, Verdict
+from lsrbench.report.claims_evidence import BY_CONSTRUCTION, Evidence, Settings, Verdict
 
-__all__ = ["claims_markdown", "claims_record"]
+__all__ = ["claims_markdown", "claims_record", "read_evidence", "write_claims"]
 
 
 def _p(x) -> str:
@@ -77,11 +77,38 @@ def claims_record(verdicts: list[Verdict], claims_cfg: dict) -> dict:
     }
 
 
-def write_claims(verdicts: list[Verdict], claims_cfg: dict, out_md: str, out_json: str) -> None:
+def read_evidence(metrics_csv: str, perquery_files: dict, norm_files: dict, log_files: dict, backbones: dict,
+                  report_cfg: dict, reference_file: str | None) -> Evidence:
+    """The claims' evidence from the files the claims rule reads (run files by key: ``{(run, k,
+    dataset): perquery.tsv}``, ``{backbone: norms.json}``, ``{(run, k): train_log.jsonl}``); also
+    what ``lsrbench verify`` recomputes the claims from."""
+    from lsrbench.config.reference import read_reference
+    from lsrbench.model.train_log import read_train_log
+    from lsrbench.report.results import read_metrics
+
+    perquery = {key: pd.read_csv(path, sep="\t", dtype={"query_id": str}) for key, path in perquery_files.items()}
+    norms = {b: json.loads(open(path, encoding="utf-8").read()) for b, path in norm_files.items()}
+    logs = {key: read_train_log(path) for key, path in log_files.items()}
+    return Evidence(read_metrics(metrics_csv), perquery, norms, logs, backbones, report_cfg, read_reference(reference_file))
+
+
+def claims_texts(verdicts: list[Verdict], claims_cfg: dict, config: dict | None = None,
+                 sources: dict | None = None, manifest: str | None = None) -> tuple[str, str]:
+    """claims.md and claims.json as written: the Markdown with the config line, the record with the
+    config and the files the claims were evaluated from (``sources``; ``manifest``: the record's own
+    path as written, which finds them again wherever the results folder is)."""
+    from lsrbench.report.config_record import config_line
+
+    record = {**claims_record(verdicts, claims_cfg), "config": config, "manifest": manifest, "sources": sources}
+    return claims_markdown(verdicts, claims_cfg) + config_line(config), json.dumps(record, indent=1) + "\n"
+
+
+def write_claims(verdicts: list[Verdict], claims_cfg: dict, out_md: str, out_json: str, config: dict | None = None,
+                 sources: dict | None = None) -> None:
     from lsrbench.atomic import atomic_open
 
+    md, record = claims_texts(verdicts, claims_cfg, config, sources, out_json if sources else None)
     with atomic_open(out_md, "w", encoding="utf-8") as fh:
-        fh.write(claims_markdown(verdicts, claims_cfg))
+        fh.write(md)
     with atomic_open(out_json, "w", encoding="utf-8") as fh:
-        json.dump(claims_record(verdicts, claims_cfg), fh, indent=1)
-        fh.write("\n")
+        fh.write(record)

@@ -11,13 +11,13 @@ import pandas as pd
 
 from lsrbench.atomic import atomic_path
 from lsrbench.model.train_log import log_losses, read_train_log
-from lsrbench.names import BM25, POOLED, k_order, k_value, split_run_name
+from lsrbench.names import k_order, k_value, split_run_name
+from lsrbench.report.figure_data import NORM_STATISTICS, loss_data, norms_data, tradeoff_data
 from lsrbench.report.render import MISSING
-from lsrbench.report.results import best_ks, bm25_label, flops_datasets, pareto_front, read_metrics, run_label
-from lsrbench.report.tradeoff import tradeoff_datasets, tradeoff_points
+from lsrbench.report.results import read_metrics, run_label
 
 __all__ = ["pyplot", "save_figure", "tradeoff_figure", "plot_tradeoff", "k_colors", "rolling_mean", "loss_figure",
-           "plot_loss_curves", "norms_figure", "plot_norms"]
+           "loss_runs", "plot_loss_curves", "norms_figure", "plot_norms"]
 
 
 def pyplot():
@@ -93,8 +93,7 @@ def _break_marks(upper, lower) -> None:
     lower.plot([0, 1], [1, 1], transform=lower.transAxes, **kw)
 
 
-def _draw_runs(axes, pts: pd.DataFrame, names: list[str], colors: dict, backbones: dict, bm25: float | None,
-               bm25_name: str):
+def _draw_runs(axes, pts: pd.DataFrame, names: list[str], colors: dict, backbones: dict, bm25: dict | None):
     """Markers (coincident ones concentric), the Pareto frontier and the BM25 line on every panel;
     returns the legend handles and each panel's frontier line."""
     plt = pyplot()
@@ -111,16 +110,14 @@ def _draw_runs(axes, pts: pd.DataFrame, names: list[str], colors: dict, backbone
                                   markersize=6, label=run_label(name, backbones)))
     frontier = {}
     if len(pts):
-        keys = [f"{b}|{k}" for b, k in zip(pts["backbone"], pts["k"])]
-        front = set(pareto_front(list(zip(keys, pts["flops"], pts["score"]))))
-        fp = pts[[key in front for key in keys]].sort_values("flops")
+        fp = pts[pts["frontier"]].sort_values("flops")
         for a in axes:
             (frontier[a],) = a.step(fp["flops"], fp["score"], where="post", color="grey", linestyle="--",
                                     linewidth=1, label="Pareto frontier", zorder=2)
         handles.append(frontier[ax])
     if bm25 is not None:
         for a in axes:
-            line = a.axhline(bm25, color="black", linewidth=0.8, linestyle=":", label=bm25_name)
+            line = a.axhline(bm25["score"], color="black", linewidth=0.8, linestyle=":", label=bm25["label"])
         handles.append(line)
     return handles, frontier
 
@@ -130,15 +127,14 @@ def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict):
     from lsrbench.report.labels import place_labels
 
     plt = pyplot()
-    measure = report_cfg["tradeoff_measure"]
-    datasets = tradeoff_datasets(metrics, report_cfg)
-    pts = tradeoff_points(metrics, report_cfg).reset_index(drop=True)
-    pts = pts.assign(_k=pts["k"].map(k_order)).sort_values(["backbone", "_k"], kind="stable").drop(columns="_k")
+    data = tradeoff_data(metrics, report_cfg, backbones)
+    measure, datasets, bm25 = data["measure"], data["datasets"], data["bm25"]
+    pts = pd.DataFrame([{"backbone": p["run"], "k": p["k"], "flops": p["flops"], "score": p["score"],
+                         "frontier": p["frontier"]} for p in data["points"]],
+                       columns=["backbone", "k", "flops", "score", "frontier"])
     names = list(dict.fromkeys(pts["backbone"]))
     colors = _palette(names)
-    bm25_rows = metrics[(metrics["backbone"] == BM25) & (metrics["measure"] == measure) & metrics["dataset"].isin(datasets)]
-    bm25 = float(bm25_rows["value"].mean()) if len(bm25_rows) else None
-    upper_range, lower_range = _score_ranges(list(pts["score"]), bm25)
+    upper_range, lower_range = _score_ranges(list(pts["score"]), bm25["score"] if bm25 else None)
     fig = plt.figure(figsize=(7.2, 5.4 if lower_range else 4.8), dpi=150, layout="constrained")
     if lower_range:
         ax, low = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
@@ -146,7 +142,7 @@ def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict):
     else:
         ax = fig.subplots()
         axes = [ax]
-    handles, frontier = _draw_runs(axes, pts, names, colors, backbones, bm25, bm25_label(report_cfg))
+    handles, frontier = _draw_runs(axes, pts, names, colors, backbones, bm25)
     ax.set_ylim(*upper_range)
     if lower_range:
         low.set_ylim(*lower_range)
@@ -159,8 +155,7 @@ def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict):
         bottom.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         bottom.xaxis.set_major_formatter(ScalarFormatter())
         bottom.xaxis.set_minor_formatter(NullFormatter())
-    pooled = flops_datasets(metrics, report_cfg) == [POOLED]
-    bottom.set_xlabel("FLOPs per query–document pair, log scale (" + ("pooled over " if pooled else "")
+    bottom.set_xlabel("FLOPs per query–document pair, log scale (" + ("pooled over " if data["flops_pooled"] else "")
                       + ", ".join(datasets) + ")")
     fig.supylabel(f"{measure} (mean over {', '.join(datasets)})", fontsize=10)
     fig.suptitle(f"{measure} against FLOPs, one marker per (backbone, k)", fontsize=11)
@@ -178,15 +173,17 @@ def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict):
     return fig, axes, labels
 
 
-def plot_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: str, out_pdf: str | None = None) -> None:
+def plot_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: str, out_pdf: str | None = None) -> dict:
     """FLOPs (x, log scale) against the tradeoff measure, one marker per run coloured by backbone,
     each labelled with its k where no other label is, coincident runs drawn concentric, the Pareto
     frontier dashed and BM25 dotted. Runs scoring below BAND of the best go to a lower panel of a
     broken y axis, so the competitive runs are not squeezed together by a y axis from 0."""
     plt = pyplot()
-    fig, _, _ = tradeoff_figure(read_metrics(metrics_csv), report_cfg, backbones)
+    metrics = read_metrics(metrics_csv)
+    fig, _, _ = tradeoff_figure(metrics, report_cfg, backbones)
     save_figure(fig, [out_png] + ([out_pdf] if out_pdf else []))
     plt.close(fig)
+    return tradeoff_data(metrics, report_cfg, backbones)
 
 
 def k_colors(ks) -> dict[str, str]:
@@ -208,8 +205,11 @@ def rolling_mean(values: list[float], window: int) -> np.ndarray:
     return np.array([values[max(0, i - half): i + half + 1].mean() for i in range(len(values))])
 
 
-def loss_figure(runs: dict[str, dict[str, list]], backbones: dict, key: str = "ranking_loss"):
-    """The loss-curves figure (see :func:`plot_loss_curves`); returns ``(figure, axes, window)``."""
+def loss_figure(runs: dict[str, dict[str, list]], backbones: dict, key: str = "ranking_loss",
+                chance: dict | None = None):
+    """The loss-curves figure (see :func:`plot_loss_curves`); returns ``(figure, axes, window)``.
+    ``chance``: ``{"candidates_per_query", "chance_level"}`` (:func:`lsrbench.report.figure_data.loss_data`),
+    drawn in every panel."""
     plt = pyplot()
     order = {name: i for i, name in enumerate(backbones)}
     # released (evaluate-only) runs have no training log: no panel
@@ -236,6 +236,9 @@ def loss_figure(runs: dict[str, dict[str, list]], backbones: dict, key: str = "r
             top = max(top, float(smooth.max()))
             ax.plot(x, y, color=colors[k], linewidth=0.6, alpha=0.3)
             ax.plot(x, smooth, color=colors[k], linewidth=1.8, label=f"k = {k}")
+        if chance and chance.get("chance_level") is not None:
+            ax.axhline(chance["chance_level"], color="black", linewidth=0.9, linestyle=":", zorder=1)
+            top = max(top, chance["chance_level"])
         ax.set_title(run_label(name, backbones), fontsize=8.5)
         ax.set_xlabel("training step")
         ax.grid(True, alpha=0.3)
@@ -249,31 +252,43 @@ def loss_figure(runs: dict[str, dict[str, list]], backbones: dict, key: str = "r
         ax.set_ylabel(key.replace("_", " ") + (" (log scale)" if log_y else ""))
     handles = {f"k = {k}": plt.Line2D([], [], color=c, linewidth=1.8) for k, c in
                sorted(colors.items(), key=lambda kc: k_order(kc[0]))}
+    if chance and chance.get("chance_level") is not None:
+        name = (f"chance level: ln {chance['candidates_per_query']} = {chance['chance_level']:.2f} "
+                "(every candidate scored alike)")
+        handles[name] = plt.Line2D([], [], color="black", linewidth=0.9, linestyle=":")
     fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncol=min(8, len(handles)),
                fontsize=8, frameon=False, title=f"thin: every step{'' if log_y else ' (cut at the top of the axis)'}; thick: moving average over {window} steps",
                title_fontsize=7.5)
     return fig, list(axes[:len(names)]), window
 
 
-def plot_loss_curves(log_files: dict[tuple[str, str], str], backbones: dict, out_png: str,
-                     key: str = "ranking_loss") -> None:
-    """Training loss per step, one panel per run name, one colour per k (the same in every panel),
-    one shared y axis (log when every value is positive), each curve raw (thin) and smoothed (thick),
-    the legend below the panels."""
-    plt = pyplot()
+def loss_runs(log_files: dict[tuple[str, str], str], key: str = "ranking_loss") -> dict[str, dict[str, list]]:
+    """run -> k -> ``[(step, value), ...]`` of the training logs (``{(run, k): train_log.jsonl}``)."""
     runs: dict[str, dict[str, list]] = {}
     for (run, k), path in log_files.items():
         runs.setdefault(run, {})[k] = log_losses(read_train_log(path), key)
-    fig, _, _ = loss_figure(runs, backbones, key)
+    return runs
+
+
+def plot_loss_curves(log_files: dict[tuple[str, str], str], backbones: dict, out_png: str,
+                     key: str = "ranking_loss", batch_size: int | None = None) -> dict:
+    """Training loss per step, one panel per run name, one colour per k (the same in every panel),
+    one shared y axis (log when every value is positive), each curve raw (thin) and smoothed (thick),
+    the chance level dotted (``batch_size``: the recipe's), the legend below the panels. Returns
+    what it shows (:func:`lsrbench.report.figure_data.loss_data`)."""
+    plt = pyplot()
+    runs = loss_runs(log_files, key)
+    data = loss_data(runs, backbones, batch_size, key)
+    fig, _, _ = loss_figure(runs, backbones, key, chance=data)
     save_figure(fig, [out_png])
     plt.close(fig)
+    return data
 
 
 # The head statistics norms.png shows, one panel each (issue 18, item 7): norms.json's two norms and
 # the probe's initial logit scale at k = 1 (lsrbench.model.auto_k.head_statistics joins them).
-NORM_PANELS = (("frobenius_norm", r"Frobenius norm $\Vert W_\mathrm{head} \Vert_F$"),
-               ("mean_row_norm", r"mean row norm $\Vert w_j \Vert$"),
-               ("max_logit", "max logit per text at k = 1 (probe)"))
+NORM_PANELS = tuple(zip(NORM_STATISTICS, (r"Frobenius norm $\Vert W_\mathrm{head} \Vert_F$",
+                                           r"mean row norm $\Vert w_j \Vert$", "max logit per text at k = 1 (probe)")))
 
 
 def norms_figure(norms: dict[str, dict], best: dict[str, str], autos: dict[str, float], backbones: dict):
@@ -305,7 +320,7 @@ def norms_figure(norms: dict[str, dict], best: dict[str, str], autos: dict[str, 
 
 
 def plot_norms(norm_files: dict[str, str], metrics_csv: str, report_cfg: dict, backbones: dict, out_png: str,
-               auto_cfg: dict | None = None, probes: list[dict] | None = None) -> None:
+               auto_cfg: dict | None = None, probes: list[dict] | None = None) -> dict:
     """Three head statistics per backbone as horizontal bars on linear scales (issue 18, item 7):
     the Frobenius norm (with the best k found by the sweep and, with ``auto_k`` configured, the k
     it would choose), the mean row norm, and the largest logit per text at k = 1 from the probe's
@@ -314,10 +329,12 @@ def plot_norms(norm_files: dict[str, str], metrics_csv: str, report_cfg: dict, b
     from lsrbench.report.table1 import auto_k_values
 
     plt = pyplot()
-    first_col = report_cfg["columns"][0]
-    best = best_ks(read_metrics(metrics_csv), first_col["measure"], first_col["datasets"])
     norms = {n: head_statistics(json.loads(Path(p).read_text()), probe_at_k1(probes or [], n))
              for n, p in norm_files.items()}
-    fig, _ = norms_figure(norms, best, auto_k_values(norms, auto_cfg), backbones)
+    data = norms_data(norms, read_metrics(metrics_csv), report_cfg, auto_k_values(norms, auto_cfg))
+    best = {row["backbone"]: row["best_k"] for row in data["backbones"] if row["best_k"] is not None}
+    autos = {row["backbone"]: row["auto_k"] for row in data["backbones"] if row["auto_k"] is not None}
+    fig, _ = norms_figure(norms, best, autos, backbones)
     save_figure(fig, [out_png])
     plt.close(fig)
+    return data

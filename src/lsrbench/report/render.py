@@ -12,7 +12,7 @@ import html
 import numpy as np
 import pandas as pd
 
-__all__ = ["MISSING", "markdown_table", "html_page"]
+__all__ = ["MISSING", "markdown_table", "html_page", "report_page"]
 
 # What a table shows where there is no value (a measure not computed, auto k not run).
 MISSING = "–"
@@ -56,3 +56,11 @@ def html_page(markdown_text: str, title: str) -> str:
     body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown_text)
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<title>{html.escape(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n{body}</body>\n</html>\n")
+
+
+def report_page(markdown_text: str, fallback_title: str) -> str:
+    """The HTML page of a Markdown report (``results/html/<report>.html``), titled by its first
+    heading (``fallback_title`` without one)."""
+    title = next((line.lstrip("# ").strip() for line in markdown_text.splitlines() if line.startswith("#")),
+                 fallback_title)
+    return html_page(markdown_text, title)

@@ -12,7 +12,7 @@ from lsrbench.names import (BM25, COLLAPSED, DEFAULT_MODE, DOC_DIMS, FLOPS, METR
                             k_value, split_run_name)
 
 __all__ = ["OWN_COLUMNS", "collect_metrics", "read_metrics", "run_label", "bm25_label", "label_notes", "flops_datasets", "run_table",
-           "collapsed_runs", "mean_score", "best_k", "best_ks", "pareto_front"]
+           "collapsed_runs", "mean_score", "best_k", "swept_ks", "best_ks", "pareto_front"]
 
 
 # Columns the tables make themselves (run_table's, Table 1's and table_beir's): a report column
@@ -131,6 +131,13 @@ def best_k(metrics: pd.DataFrame, run: str, measure: str, datasets: list[str]) -
         if score is not None and not np.isnan(score):
             scored.append((score, -k_value(k), k))
     return max(scored)[2] if scored else None
+
+
+def swept_ks(metrics: pd.DataFrame, run: str) -> list[str]:
+    """The numeric ks a run was trained at, collapsed ones included: with one alone (an ``untie``
+    run at a single k, a released checkpoint) its best k was compared with nothing, so Table 1
+    marks no best for it."""
+    return [k for k in metrics.loc[metrics["backbone"] == run, "k"].unique() if k_value(k) is not None]
 
 
 def best_ks(metrics: pd.DataFrame, measure: str, datasets: list[str]) -> dict[str, str]:

