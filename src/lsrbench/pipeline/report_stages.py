@@ -13,22 +13,27 @@ from lsrbench.pipeline.stages import as_list
 
 def keyed(rows) -> dict[tuple[str, ...], str]:
     """``[key..., path]`` rows (the report rules' ``params.keyed``) as ``{(key...): path}``; a key of
-    one field (a backbone) as that string."""
+    one field (a backbone) as that string. With several training seeds a run's key holds its seed
+    after k (``(run, k, seed, ...)``: :func:`lsrbench.config.grid.run_keys`)."""
     return {(row[0] if len(row) == 2 else tuple(row[:-1])): row[-1] for row in rows}
 
 
-def report_collect(metric_files, metrics_csv: str, sources_json: str, config_yaml: str | None = None) -> None:
+def report_collect(metric_files, metrics_csv: str, sources_json: str, config_yaml: str | None = None,
+                   seeded_files=None) -> None:
     """metrics.csv from the current config's run files, and beside it ``sources_json``
     (metrics.sources.json): which files those were, since results/ also holds other configs' runs
     (``lsrbench verify`` traces the rows to exactly these), and the config snapshot they belong to.
-    Every report reads ``config_yaml`` as an input: a changed setting re-makes it."""
+    Every report reads ``config_yaml`` as an input: a changed setting re-makes it. With several
+    training seeds, ``seeded_files`` (``[run, k, seed, dataset, path]`` rows) gives each run
+    file's seed: metrics.csv's seed column, and ``seeds`` in metrics.sources.json."""
     from lsrbench.provenance import write_json
     from lsrbench.report.results import collect_metrics
 
     files = as_list(metric_files)
-    collect_metrics(files, metrics_csv)
+    seeds = {path: str(key[2]) for key, path in keyed(seeded_files).items()} if seeded_files else None
+    collect_metrics(files, metrics_csv, seeds)
     write_json(sources_json, {"manifest": sources_json, "metrics_csv": metrics_csv, "sources": files,
-                              "config": config_yaml})
+                              "config": config_yaml, **({"seeds": seeds} if seeds else {})})
 
 
 def report_table1(metrics_csv: str, norm_files, report_cfg: dict, backbones: dict,
@@ -57,11 +62,11 @@ def _read_norms(norm_files) -> tuple[dict[str, str], dict[str, dict]]:
 def report_norms(norm_files, metrics_csv: str, report_cfg: dict, backbones: dict,
                  auto_k: dict | None, norms_md: str, norms_png: str, config_yaml: str | None = None) -> None:
     from lsrbench.report.plots import plot_norms
-    from lsrbench.report.results import read_metrics
+    from lsrbench.report.results import read_mean_metrics
     from lsrbench.report.tables import auto_k_markdown, norms_markdown
 
     files, norms = _read_norms(norm_files)
-    text = norms_markdown(files, backbones) + auto_k_markdown(read_metrics(metrics_csv), report_cfg, backbones, norms,
+    text = norms_markdown(files, backbones) + auto_k_markdown(read_mean_metrics(metrics_csv), report_cfg, backbones, norms,
                                                               auto_k)
     with atomic_open(norms_md, "w", encoding="utf-8") as fh:
         fh.write(text)
@@ -75,10 +80,25 @@ def report_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, tradeof
     plot_tradeoff(metrics_csv, report_cfg, backbones, tradeoff_png, tradeoff_pdf)
 
 
+def _train_logs(log_files) -> dict[tuple[str, str], list[dict]]:
+    """(run, k) -> its training log (with several seeds, the mean over seeds step by step)."""
+    from lsrbench.model.train_log import read_train_log
+    from lsrbench.report.seeds import by_model, mean_train_logs
+
+    return {key: mean_train_logs([read_train_log(p) for p in paths]) for key, paths in by_model(keyed(log_files), 2).items()}
+
+
 def report_loss_curves(log_files, backbones: dict, loss_curves_png: str, config_yaml: str | None = None) -> None:
     from lsrbench.report.plots import plot_loss_curves
 
-    plot_loss_curves(keyed(log_files), backbones, loss_curves_png)
+    plot_loss_curves(_train_logs(log_files), backbones, loss_curves_png, seeds=_n_seeds(log_files))
+
+
+def _n_seeds(log_files) -> int:
+    """How many training seeds ``[run, k, (seed,) path]`` rows come from."""
+    from lsrbench.names import NO_SEED
+
+    return len({row[2] for row in log_files if len(row) == 4 and row[2] != NO_SEED}) or 1
 
 
 def report_claims(metrics_csv: str, perquery_files, norm_files, log_files, claims_cfg: dict, report_cfg: dict,
@@ -90,18 +110,21 @@ def report_claims(metrics_csv: str, perquery_files, norm_files, log_files, claim
 
     from lsrbench.config.reference import read_reference
     from lsrbench.config.schema import with_defaults
-    from lsrbench.model.train_log import read_train_log
     from lsrbench.report.claims import Evidence, evaluate_claims
     from lsrbench.report.claims_output import write_claims
     from lsrbench.report.results import read_metrics
+    from lsrbench.report.seeds import by_model, mean_perquery, per_seed, seed_mean, seeds_of
 
-    perquery = {key: pd.read_csv(path, sep="\t", dtype={"query_id": str}) for key, path in keyed(perquery_files).items()}
+    # with several seeds, each query's score averaged over the seeds (lsrbench.report.seeds)
+    perquery = {key: mean_perquery([pd.read_csv(p, sep="\t", dtype={"query_id": str}) for p in paths])
+                for key, paths in by_model(keyed(perquery_files), 3).items()}
     _, norms = _read_norms(norm_files)
-    logs = {key: read_train_log(path) for key, path in keyed(log_files).items()}
     reference = read_reference((as_list(reference_file or []) or [None])[0])
-    ev = Evidence(read_metrics(metrics_csv), perquery, norms, logs, backbones, report_cfg, reference)
+    metrics = read_metrics(metrics_csv)
+    ev = Evidence(seed_mean(metrics), perquery, norms, _train_logs(log_files), backbones, report_cfg, reference,
+                  seed_metrics=per_seed(metrics))
     claims_cfg = with_defaults("claims", claims_cfg)
-    write_claims(evaluate_claims(ev, claims_cfg), claims_cfg, claims_md, claims_json)
+    write_claims(evaluate_claims(ev, claims_cfg), claims_cfg, claims_md, claims_json, seeds=seeds_of(metrics))
 
 
 def report_html(markdown: str, html: str) -> None:

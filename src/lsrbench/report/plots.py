@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 
 from lsrbench.atomic import atomic_path
-from lsrbench.model.train_log import log_losses, read_train_log
+from lsrbench.model.train_log import log_losses
 from lsrbench.names import BM25, POOLED, k_order, k_value, split_run_name
 from lsrbench.report.render import MISSING
-from lsrbench.report.results import best_ks, bm25_label, flops_datasets, pareto_front, read_metrics, run_label
+from lsrbench.report.results import best_ks, bm25_label, flops_datasets, pareto_front, read_mean_metrics, run_label
 from lsrbench.report.tradeoff import tradeoff_datasets, tradeoff_points
 
 __all__ = ["pyplot", "save_figure", "tradeoff_figure", "plot_tradeoff", "k_colors", "rolling_mean", "loss_figure",
@@ -184,7 +184,7 @@ def plot_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: 
     frontier dashed and BM25 dotted. Runs scoring below BAND of the best go to a lower panel of a
     broken y axis, so the competitive runs are not squeezed together by a y axis from 0."""
     plt = pyplot()
-    fig, _, _ = tradeoff_figure(read_metrics(metrics_csv), report_cfg, backbones)
+    fig, _, _ = tradeoff_figure(read_mean_metrics(metrics_csv), report_cfg, backbones)
     save_figure(fig, [out_png] + ([out_pdf] if out_pdf else []))
     plt.close(fig)
 
@@ -208,7 +208,7 @@ def rolling_mean(values: list[float], window: int) -> np.ndarray:
     return np.array([values[max(0, i - half): i + half + 1].mean() for i in range(len(values))])
 
 
-def loss_figure(runs: dict[str, dict[str, list]], backbones: dict, key: str = "ranking_loss"):
+def loss_figure(runs: dict[str, dict[str, list]], backbones: dict, key: str = "ranking_loss", seeds: int = 1):
     """The loss-curves figure (see :func:`plot_loss_curves`); returns ``(figure, axes, window)``."""
     plt = pyplot()
     order = {name: i for i, name in enumerate(backbones)}
@@ -250,21 +250,23 @@ def loss_figure(runs: dict[str, dict[str, list]], backbones: dict, key: str = "r
     handles = {f"k = {k}": plt.Line2D([], [], color=c, linewidth=1.8) for k, c in
                sorted(colors.items(), key=lambda kc: k_order(kc[0]))}
     fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncol=min(8, len(handles)),
-               fontsize=8, frameon=False, title=f"thin: every step{'' if log_y else ' (cut at the top of the axis)'}; thick: moving average over {window} steps",
+               fontsize=8, frameon=False, title=(f"mean over {seeds} training seeds; " if seeds > 1 else "")
+               + f"thin: every step{'' if log_y else ' (cut at the top of the axis)'}; thick: moving average over {window} steps",
                title_fontsize=7.5)
     return fig, list(axes[:len(names)]), window
 
 
-def plot_loss_curves(log_files: dict[tuple[str, str], str], backbones: dict, out_png: str,
-                     key: str = "ranking_loss") -> None:
+def plot_loss_curves(logs: dict[tuple[str, str], list[dict]], backbones: dict, out_png: str,
+                     key: str = "ranking_loss", seeds: int = 1) -> None:
     """Training loss per step, one panel per run name, one colour per k (the same in every panel),
     one shared y axis (log when every value is positive), each curve raw (thin) and smoothed (thick),
-    the legend below the panels."""
+    the legend below the panels. ``logs``: (run, k) -> its training log's rows (with ``seeds`` > 1
+    training seeds, their mean step by step: :func:`lsrbench.report.seeds.mean_train_logs`)."""
     plt = pyplot()
     runs: dict[str, dict[str, list]] = {}
-    for (run, k), path in log_files.items():
-        runs.setdefault(run, {})[k] = log_losses(read_train_log(path), key)
-    fig, _, _ = loss_figure(runs, backbones, key)
+    for (run, k), rows in logs.items():
+        runs.setdefault(run, {})[k] = log_losses(rows, key)
+    fig, _, _ = loss_figure(runs, backbones, key, seeds)
     save_figure(fig, [out_png])
     plt.close(fig)
 
@@ -315,7 +317,7 @@ def plot_norms(norm_files: dict[str, str], metrics_csv: str, report_cfg: dict, b
 
     plt = pyplot()
     first_col = report_cfg["columns"][0]
-    best = best_ks(read_metrics(metrics_csv), first_col["measure"], first_col["datasets"])
+    best = best_ks(read_mean_metrics(metrics_csv), first_col["measure"], first_col["datasets"])
     norms = {n: head_statistics(json.loads(Path(p).read_text()), probe_at_k1(probes or [], n))
              for n, p in norm_files.items()}
     fig, _ = norms_figure(norms, best, auto_k_values(norms, auto_cfg), backbones)
