@@ -49,12 +49,16 @@ def run_seeds(rows: pd.DataFrame) -> list[str]:
 
 def seed_mean(metrics: pd.DataFrame) -> pd.DataFrame:
     """metrics.csv as every report reads it: one row per (backbone, k, dataset, measure), the mean
-    over the run's seeds (its own row for BM25 and released checkpoints). A collapse flag's mean is
-    above 0 when any seed collapsed: such a run counts as collapsed. The frame itself without a
-    seed column (a one-seed run, unchanged)."""
+    over the run's seeds (its own row for BM25 and released checkpoints); a row that some seed of
+    the run lacks is left out, as a table cell is. A collapse flag's mean is above 0 when any seed
+    collapsed: such a run counts as collapsed. The frame itself without a seed column (a one-seed
+    run, unchanged)."""
     if not is_seeded(metrics):
         return metrics
-    return metrics.groupby(_MEAN_KEYS, sort=False, as_index=False)["value"].mean()[METRIC_COLUMNS]
+    seeds = metrics.groupby(["backbone", "k"], sort=False)[SEED].transform("nunique")
+    grouped = metrics.assign(_seeds=seeds).groupby(_MEAN_KEYS, sort=False, as_index=False).agg(
+        value=("value", "mean"), _rows=("value", "size"), _seeds=("_seeds", "first"))
+    return grouped[grouped["_rows"] == grouped["_seeds"]][METRIC_COLUMNS].reset_index(drop=True)
 
 
 def per_seed(metrics: pd.DataFrame) -> dict[str, pd.DataFrame]:

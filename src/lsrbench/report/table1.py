@@ -239,12 +239,14 @@ def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, no
     return "\n".join(lines) + "\n"
 
 
-def seeds_note(seeds: list[str]) -> str:
-    """What a table's numbers are with several training seeds (recipe.seeds)."""
+def seeds_note(seeds: list[str], best_k: bool = True) -> str:
+    """What a table's numbers are with several training seeds (recipe.seeds); ``best_k``: the
+    table marks the best k and collapsed runs (Table 1)."""
+    marks = (" The best k is the one of the means; collapsed (m of n seeds): m of the run's seeds collapsed, and the "
+             "run counts as collapsed." if best_k else "")
     return (f"Seeds: every run was trained once per seed ({len(seeds)} seeds: {', '.join(seeds)}; recipe.seeds). A "
             "number is the mean over the seeds of each seed's value, ± the sample standard deviation over seeds "
-            "(n − 1); the best k is the one of the means. collapsed (m of n seeds): m of the run's seeds collapsed, "
-            "and the run counts as collapsed. BM25 and released checkpoints are not trained: one value.")
+            f"(n − 1).{marks} BM25 and released checkpoints are not trained: one value.")
 
 
 def table1_record(cells: dict, metrics_csv: str, report_cfg: dict, backbones: dict, norm_files: dict,

@@ -44,7 +44,7 @@ def beir_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> s
                                       if split_run_name(b)[0] in backbones else 99)
     rows = rows.sort_values(["_b", "backbone", "_k"]).drop(columns=["_k", "_b"])
     rows.insert(0, "Backbone", [(bm25_label(report_cfg) if b == BM25 else run_label(b, backbones)) for b in rows.pop("backbone")])
-    notes = "".join(f"\n{note}\n" for note in ([seeds_note(seeds)] if is_seeded(sel) else []) + label_notes(backbones))
+    notes = "".join(f"\n{note}\n" for note in ([seeds_note(seeds, best_k=False)] if is_seeded(sel) else []) + label_notes(backbones))
     right = [c for c in rows.columns if c != "Backbone"] if is_seeded(sel) else None
     return (f"# Per-dataset {measure}\n\nEvery run on every evaluated dataset.\n\n"
             + markdown_table(rows, right=right) + "\n" + notes)
