@@ -226,3 +226,33 @@ def test_one_seed_claims_say_once_that_training_variance_is_not_measured(seeded)
     md = claims_markdown([], cfg, seeds=["0"])
     assert md.count("Training variance is not measured") == 1 and md == claims_markdown([], cfg)
     assert "seeds" not in claims_record([], cfg, ["0"])
+
+
+def test_export_mteb_writes_one_model_per_seed_with_its_own_training_revision(tmp_path):
+    """``lsrbench export-mteb`` of a two-seed metrics.csv: each seed its own MTEB model
+    (``lsrbench__<run>-k<k>-seed<s>``), its revision the config hash of that seed's training
+    (found through metrics.sources.json's ``seeds``); BM25 one model."""
+    from lsrbench.report.mteb_results import export_mteb_results
+    from lsrbench.report.results import collect_metrics
+
+    results, files, seed_of = tmp_path / "results", [], {}
+    for seed, value, train in (("0", 0.4, "a" * 12), ("1", 0.6, "b" * 12), (NO_SEED, 0.3, None)):
+        run, k = ("BM25", "-") if train is None else ("small", "1")
+        folder = (results / "bm25" / "d1" / "x") if train is None else (results / "runs" / run / "k1" / train / "d1" / "i" / "e")
+        folder.mkdir(parents=True)
+        pd.DataFrame([(run, k, "d1", "nDCG@10", value)], columns=METRIC_COLUMNS).to_csv(folder / "metrics.tsv", sep="\t",
+                                                                                       index=False)
+        files.append(str((folder / "metrics.tsv").relative_to(tmp_path)))
+        if train is not None:
+            seed_of[files[-1]] = seed
+            (folder.parents[2] / "train_provenance.json").write_text(json.dumps({"config_hash": seed * 64}))
+    collect_metrics([str(tmp_path / f) for f in files], str(results / "metrics.csv"),
+                    {str(tmp_path / f): s for f, s in seed_of.items()})
+    (results / "metrics.sources.json").write_text(json.dumps(
+        {"manifest": "results/metrics.sources.json", "sources": files, "seeds": seed_of}))
+    written = export_mteb_results(results, tmp_path / "mteb")
+    names = sorted(str(p.relative_to(tmp_path / "mteb" / "results")) for p in written)
+    assert names == ["lsrbench__bm25/unknown/LocalBEIR-d1.json", f"lsrbench__small-k1-seed0/{'0' * 16}/LocalBEIR-d1.json",
+                     f"lsrbench__small-k1-seed1/{'1' * 16}/LocalBEIR-d1.json"]
+    scores = {p.parent.parent.name: json.loads(p.read_text())["scores"]["test"][0]["ndcg_at_10"] for p in written}
+    assert scores == {"lsrbench__bm25": 0.3, "lsrbench__small-k1-seed0": 0.4, "lsrbench__small-k1-seed1": 0.6}
