@@ -187,3 +187,31 @@ def test_the_dry_run_trains_each_seed_once(micro):
                                       str(three)).stdout)
     assert counts["train"] == counts["index"] == counts["evaluate"] == 6
     assert counts["norm"] == counts["triplets"] == counts["bm25"] == 1
+
+
+def test_a_released_checkpoint_is_one_model_whatever_the_seeds(micro):
+    """``evaluate_only`` beside a trained run, two seeds: the trained run trains, indexes and
+    evaluates once per seed, the released checkpoint once, keyed seed ``-`` (NO_SEED) in the
+    report rules' rows."""
+    from helpers.paths import shared_or_skip
+    from lsrbench.names import NO_SEED
+
+    config = yaml.safe_load(micro["config"].read_text())
+    seed = config["recipe"]["seed"]
+    config["k_grid"] = [1]
+    config.pop("claims")  # its k=1e-30 is not swept here
+    config["backbones"]["released"] = {"model": str(shared_or_skip("models", "splade-tiny-msmarco")),
+                                       "evaluate_only": True, "label": "SPLADE-tiny (released)"}
+    config["recipe"]["seeds"] = [seed, seed + 1]
+    path = micro["tmp"] / "released.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    assert run_keys(layout(path).config) == [{"run": "rand-roberta", "k": "1", "seed": seed},
+                                             {"run": "rand-roberta", "k": "1", "seed": seed + 1},
+                                             {"run": "released", "k": "1", "seed": NO_SEED}]
+    logs = ReportRules(layout(path)).params("claims")["keyed"]["log_files"]
+    assert [row[:-1] for row in logs] == [["rand-roberta", "1", seed], ["rand-roberta", "1", seed + 1],
+                                          ["released", "1", NO_SEED]]
+    counts = job_counts(run_snakemake("-n", "--cores", "1", "-d", str(micro["tmp"] / "work"), "--configfile",
+                                      str(path)).stdout)
+    assert counts["train"] == 2 and counts["released"] == 1
+    assert counts["index"] == counts["evaluate"] == 3
