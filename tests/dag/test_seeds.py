@@ -215,3 +215,24 @@ def test_a_released_checkpoint_is_one_model_whatever_the_seeds(micro):
                                       str(path)).stdout)
     assert counts["train"] == 2 and counts["released"] == 1
     assert counts["index"] == counts["evaluate"] == 3
+
+
+def test_mteb_check_names_a_run_by_its_seed(toy):
+    """``lsrbench mteb-check <run>/k<k>/seed<s>``: that seed's own train folder (here unfinished:
+    the one line names it); without the seed, with several seeds, the line says how to name one."""
+    seed = _seed(toy)
+    two = _with_recipe(toy, "two.yaml", seeds=[seed, seed + 1])
+    results = toy["tmp"] / "results"
+
+    def check(run: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "lsrbench.cli", "mteb-check", run, "slice", "--configfile", str(two),
+                               "--results", str(results)], capture_output=True, text=True)
+
+    second = layout(two).get("train", run="rand-roberta", k="1", seed=seed + 1).folder.replace("results", str(results), 1)
+    proc = check(f"rand-roberta/k1/seed{seed + 1}")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().startswith(f"lsrbench: error: {second}: not a finished run (no model/ folder)")
+    proc = check("rand-roberta/k1")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().startswith(f"lsrbench: error: {two}: backbones: 'rand-roberta/k1' is not a run of this "
+                                          "config (give <run>/k<k>/seed<s>")
