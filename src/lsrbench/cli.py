@@ -58,14 +58,16 @@ def _config_files(args) -> list[str]:
 
 
 def _check_config(args) -> int:
-    from lsrbench.config.grid import grid_lines, runs
+    from lsrbench.config.grid import grid_lines, runs, several_seeds, training_seeds
     from lsrbench.dag.validate_files import unchecked_inputs
 
     files = _config_files(args)
     config, read = _load_config(files)
     grid = runs(config)
     on = f" (on {', '.join(f for f in read if f not in files)})" if len(read) > len(files) else ""
-    print(f"{', '.join(files)}{on}: ok: {len(config['backbones'])} backbones, {len(grid)} runs, "
+    seeds = training_seeds(config)
+    each = f" x {len(seeds)} training seeds ({', '.join(map(str, seeds))})" if several_seeds(config) else ""
+    print(f"{', '.join(files)}{on}: ok: {len(config['backbones'])} backbones, {len(grid)} runs{each}, "
           f"datasets {', '.join(config['evaluation']['datasets'])}")
     print("runs (backbone, rescale mode, k):")
     for line in grid_lines(config):
@@ -205,6 +207,7 @@ def _mteb_paths(args, config: dict) -> tuple[Path, Path, Path]:
     as a path (laid out ``<run>/model``, ``<run>/<dataset>/metrics.tsv``, data in
     ``<results>/data/<dataset>/eval``), else ``<run>/k<k>`` of the config's content-addressed
     outputs (:mod:`lsrbench.dag.layout`)."""
+    from lsrbench.config.grid import several_seeds
     from lsrbench.dag.declarations import eval_dir
     from lsrbench.dag.layout import Layout
 
@@ -212,13 +215,18 @@ def _mteb_paths(args, config: dict) -> tuple[Path, Path, Path]:
     given = Path(args.run) if Path(args.run).is_dir() else results / "runs" / args.run
     if (given / "model").is_dir():
         return given, results / "data" / args.dataset / "eval", given / args.dataset / "metrics.tsv"
-    run, _, k = args.run.rpartition("/k")
+    # several training seeds: <run>/k<k>/seed<s> (run keys: lsrbench.config.grid.run_keys)
+    name, _, seed = args.run.rpartition("/seed") if several_seeds(config) else (args.run, "", None)
+    run, _, k = name.rpartition("/k")
+    key = {"run": run, "k": k, **({"seed": seed} if seed is not None else {})}
     layout = Layout(config, str(results))
-    if (run, k) not in {(i.fields["run"], i.fields["k"]) for i in layout.all() if i.kind == "train"}:
+    if key not in [{f: str(v) for f, v in i.fields.items() if f in key} for i in layout.all() if i.kind == "train"]:
+        example = "splade-tiny/k1" + ("/seed0" if seed is not None else "")
         raise InputError(_config_files(args)[-1], "backbones", f"'{args.run}' is not a run of this config "
-                                                               "(give <run>/k<k>, e.g. splade-tiny/k1)")
-    return (Path(layout.get("train", run=run, k=k).folder), Path(eval_dir(layout, args.dataset)),
-            Path(layout.get("evaluate", run=run, k=k, dataset=args.dataset).path("metrics.tsv")))
+                                                               f"(give <run>/k<k>{'/seed<s>' if seed is not None else ''}, "
+                                                               f"e.g. {example})")
+    return (Path(layout.get("train", **key).folder), Path(eval_dir(layout, args.dataset)),
+            Path(layout.get("evaluate", **key, dataset=args.dataset).path("metrics.tsv")))
 
 
 def _overrides(pairs: list[str]) -> dict:

@@ -17,6 +17,12 @@ DEFAULT_MODE = "shared"
 
 # The columns of every tidy metrics file (per-run metrics.tsv and results/metrics.csv).
 METRIC_COLUMNS = ["backbone", "k", "dataset", "measure", "value"]
+# results/metrics.csv of a config with several training seeds (recipe.seeds): the seed of each
+# row's training after k (NO_SEED for BM25 and released checkpoints, which are not trained); with
+# one seed the column is left out, so a one-seed metrics.csv is METRIC_COLUMNS as before.
+SEED = "seed"
+SEEDED_METRIC_COLUMNS = ["backbone", "k", SEED, "dataset", "measure", "value"]
+NO_SEED = "-"
 # The columns of a per-query metrics file (perquery.tsv).
 PERQUERY_COLUMNS = ["query_id", "measure", "value"]
 

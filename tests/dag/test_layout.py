@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers.beir import write_beir
-from helpers.snakemake import copy_run, job_counts, layout, micro_config, run_snakemake
+from helpers.snakemake import copy_run, job_counts, layout, micro_config, run_snakemake, toy_inputs
 from lsrbench.dag.layout import ID_WILDCARD
 
 # Rules that compute results; the report rules re-make the current config's reports from them.
@@ -28,12 +27,7 @@ REPORTS = {"metrics.csv", "metrics.sources.json", "table1.md", "table1.cells.jso
 @pytest.fixture
 def toy(tmp_path) -> dict:
     """A micro config over a toy dataset folder and a stand-in model folder (ids only: nothing runs)."""
-    data = write_beir(tmp_path / "data" / "slice", {f"d{i}": f"document {i}" for i in range(6)},
-                      {"q1": "query one", "q2": "query two"}, [("q1", "d1", 1), ("q2", "d2", 1)])
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "config.json").write_text('{"model_type": "roberta"}')
-    (model / "model.safetensors").write_bytes(b"weights")
+    data, model = toy_inputs(tmp_path)
     (tmp_path / "mirror" / "data").mkdir(parents=True)
     return {"tmp": tmp_path, "data": data, "model": model, "config": micro_config(tmp_path, data, model)}
 

@@ -29,7 +29,7 @@ def test_full_collections_share_documents_pooled_subsets_do_not():
     assert corpus_sharing_datasets(full) == ["trec-dl-2019"]
     paper = layout(REPO / "config/paper.yaml")
     dev, dl19 = (paper.get("index", run="bert", k="4", dataset=d) for d in ("msmarco-dev", "trec-dl-2019"))
-    assert docs_npz(paper, "bert", "4", "trec-dl-2019") == dev.path("docs.npz")
+    assert docs_npz(paper, {"run": "bert", "k": "4"}, "trec-dl-2019") == dev.path("docs.npz")
     assert dl19.folder != dev.folder
     pooled = _config(50)  # each pooled subset has its own documents
     assert [docs_dataset(pooled, d) for d in pooled["evaluation"]["datasets"]] == pooled["evaluation"]["datasets"]

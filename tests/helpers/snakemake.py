@@ -21,6 +21,7 @@ from pathlib import Path
 
 import yaml
 
+from helpers.beir import write_beir
 from helpers.paths import REPO
 from lsrbench.dag.dryrun import job_counts, jobs_of  # noqa: F401 (the tests' parsers of a dry run)
 
@@ -34,6 +35,18 @@ def run_snakemake(*args, cwd=REPO, check=True) -> subprocess.CompletedProcess:
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc
+
+
+def toy_inputs(tmp: Path) -> tuple[Path, Path]:
+    """A toy dataset folder (``tmp/data/slice``, BEIR layout) and a stand-in model folder
+    (``tmp/model``): what a micro config's ids are computed from when nothing runs."""
+    data = write_beir(tmp / "data" / "slice", {f"d{i}": f"document {i}" for i in range(6)},
+                      {"q1": "query one", "q2": "query two"}, [("q1", "d1", 1), ("q2", "d2", 1)])
+    model = tmp / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{"model_type": "roberta"}')
+    (model / "model.safetensors").write_bytes(b"weights")
+    return data, model
 
 
 def micro_config(tmp: Path, slice_dir: Path, model_dir: Path) -> Path:
@@ -78,19 +91,24 @@ def layout(config_path: Path):
     return Layout(checked, "results", FileDigests(None), config_file=str(config_path), config_files=[str(config_path)])
 
 
-def train_dir(work: Path, config_path: Path, run: str, k: str) -> Path:
+def _seed(seed) -> dict:
+    """The seed of a run key: only in a config with several training seeds (recipe.seeds)."""
+    return {} if seed is None else {"seed": seed}
+
+
+def train_dir(work: Path, config_path: Path, run: str, k: str, seed=None) -> Path:
     """A run's training folder: model/, train_log.jsonl, status.json, train_provenance.json."""
-    return work / layout(config_path).get("train", run=run, k=k).folder
+    return work / layout(config_path).get("train", run=run, k=k, **_seed(seed)).folder
 
 
-def index_dir(work: Path, config_path: Path, run: str, k: str, dataset: str) -> Path:
+def index_dir(work: Path, config_path: Path, run: str, k: str, dataset: str, seed=None) -> Path:
     """A run's vectors of one dataset: docs.npz, queries.npz."""
-    return work / layout(config_path).get("index", run=run, k=k, dataset=dataset).folder
+    return work / layout(config_path).get("index", run=run, k=k, dataset=dataset, **_seed(seed)).folder
 
 
-def eval_dir(work: Path, config_path: Path, run: str, k: str, dataset: str) -> Path:
+def eval_dir(work: Path, config_path: Path, run: str, k: str, dataset: str, seed=None) -> Path:
     """A run's evaluation on one dataset: run.trec, metrics.tsv, perquery.tsv, status.json, provenance.json."""
-    return work / layout(config_path).get("evaluate", run=run, k=k, dataset=dataset).folder
+    return work / layout(config_path).get("evaluate", run=run, k=k, dataset=dataset, **_seed(seed)).folder
 
 
 def norms_json(work: Path, config_path: Path, backbone: str) -> Path:

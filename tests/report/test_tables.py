@@ -151,12 +151,7 @@ def test_report_files_render(metrics, evidence, tmp_path):
     assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG" and (tmp_path / "t.pdf").read_bytes()[:4] == b"%PDF"
     pts = tradeoff_points(metrics, REPORT)
     assert ("small", "16") not in set(zip(pts["backbone"], pts["k"]))  # collapsed runs are not plotted
-    logs = {}
-    for (run, k), rows in evidence.train_logs.items():
-        path = tmp_path / f"{run}-{k}.jsonl"
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        logs[(run, k)] = str(path)
-    plots.plot_loss_curves(logs, BACKBONES, str(tmp_path / "loss.png"))
+    plots.plot_loss_curves(evidence.train_logs, BACKBONES, str(tmp_path / "loss.png"))
     norms = {}
     for name, n in evidence.norms.items():
         p = tmp_path / f"{name}.json"

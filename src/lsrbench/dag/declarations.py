@@ -4,7 +4,9 @@ runtime-only settings and, through its name, the job function it runs
 (:data:`lsrbench.pipeline.JOBS`). The rule files, the folder ids, ``params.json`` and the job's
 call are all derived from these (:class:`lsrbench.dag.stage.StageRules`).
 
-Per (backbone, k), as the paper's experiment runs: norm -> train -> index -> evaluate; before them
+Per (backbone, k) and training seed (``recipe.seeds``: each seed its own train folder, keyed
+``seed`` in the grids when there are several, :func:`lsrbench.config.grid.run_keys`), as the paper's
+experiment runs: norm -> train -> index -> evaluate; before them
 the datasets (BEIR layout), their pooled subsets and the training triplets; beside them BM25 and
 the FLOPs pooled over NanoBEIR. A new setting of a stage goes into its identity here and into its
 job function's signature, nowhere else.
@@ -15,13 +17,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from lsrbench.config.entries import dataset_entry
-from lsrbench.config.grid import n_triplets, runs
+from lsrbench.config.grid import is_released, n_triplets, run_keys, seed_recipe, several_seeds, training_seeds
 from lsrbench.dag.stage import Stage
-from lsrbench.names import AUTO_K, split_run_name
+from lsrbench.names import AUTO_K, SEED, split_run_name
 
 __all__ = ["STAGES", "RUNTIME_RECIPE_KEYS", "RUNTIME_EVALUATION_KEYS", "LOAD_KEYS", "load_entry", "results_recipe",
            "results_config",
-           "pooled_flops_datasets", "docs_dataset", "used_datasets", "eval_dir", "docs_npz"]
+           "pooled_flops_datasets", "docs_dataset", "used_datasets", "eval_dir", "docs_npz", "model_key"]
 
 # Settings that say how a job runs, not what it computes: in no identity.
 RUNTIME_RECIPE_KEYS = ("checkpoint_steps", "report_to")
@@ -38,10 +40,16 @@ def load_entry(config: dict, backbone: str) -> dict:
     return {k: entry[k] for k in LOAD_KEYS if k in entry}
 
 
-def results_recipe(config: dict) -> dict:
+def results_recipe(config: dict, seed: int | None = None) -> dict:
     """The recipe as it determines results (``checkpoint_steps`` only says how often to save,
-    ``report_to`` where the trainer also reports)."""
-    return {k: v for k, v in config["recipe"].items() if k not in RUNTIME_RECIPE_KEYS}
+    ``report_to`` where the trainer also reports): of one training seed
+    (:func:`lsrbench.config.grid.seed_recipe`: what a train identity holds, exactly the recipe of a
+    one-seed config as it always was), else of the whole config (its seeds as one ``seed``, or as
+    ``seeds`` when there are several: the config snapshot's)."""
+    recipe = {k: v for k, v in config["recipe"].items() if k not in RUNTIME_RECIPE_KEYS}
+    if seed is not None or not several_seeds(config):
+        return seed_recipe(recipe, training_seeds(config)[0] if seed is None else seed)
+    return {k: v for k, v in recipe.items() if k != "seed"}  # seeds replaces it
 
 
 def pooled_flops_datasets(config: dict) -> list[str]:
@@ -93,9 +101,16 @@ def _eval_data(layout, dataset: str) -> str:
     return f"{data.id}/pool{depth}" if depth else data.id
 
 
-def docs_npz(layout, run: str, k: str, dataset: str) -> str:
-    """The docs.npz ``dataset`` is scored against (another dataset's on a shared corpus)."""
-    return layout.get("index", run=run, k=k, dataset=docs_dataset(layout.config, dataset)).path("docs.npz")
+def model_key(key: dict) -> dict:
+    """The key of the model (train folder) an output of ``key`` is made from: ``run``, ``k`` and,
+    with several training seeds, ``seed``."""
+    return {name: key[name] for name in ("run", "k", SEED) if name in key}
+
+
+def docs_npz(layout, key: dict, dataset: str) -> str:
+    """The docs.npz of the model of ``key`` that ``dataset`` is scored against (another dataset's
+    on a shared corpus)."""
+    return layout.get("index", **model_key(key), dataset=docs_dataset(layout.config, dataset)).path("docs.npz")
 
 
 def _where(layout) -> dict:
@@ -129,12 +144,8 @@ def _evaluated(config: dict) -> list[str]:
     return list(config["evaluation"]["datasets"])
 
 
-def _released(config: dict, run: str) -> bool:
-    return bool(config["backbones"][split_run_name(run)[0]].get("evaluate_only"))
-
-
 def _train(layout, key: dict):
-    return layout.get("train", run=key["run"], k=key["k"])
+    return layout.get("train", **model_key(key))
 
 
 # ------------------------------------------------------------------------------ data
@@ -223,8 +234,9 @@ NORM = Stage(
 def _train_identity(layout, key: dict) -> dict:
     run, k = key["run"], key["k"]
     base, mode = split_run_name(run)
+    # the seed is in the recipe (recipe.seed), as it always was: another seed, another folder
     identity = {"run": run, "k": k, "load": _load_identity(layout, base), "mode": mode,
-                "recipe": results_recipe(layout.config), "triplets": layout.get("triplets").id,
+                "recipe": results_recipe(layout.config, key.get(SEED)), "triplets": layout.get("triplets").id,
                 "norms": layout.get("norms", backbone=base).id}
     if k == AUTO_K:
         auto = layout.config["auto_k"]
@@ -257,7 +269,7 @@ TRAINED_OUTPUTS = {"model_dir": "model/", "train_log": "train_log.jsonl", "prove
 
 TRAIN = Stage(
     name="train", kind="train",
-    grid=lambda c: [{"run": r, "k": k} for r, k in runs(c) if not _released(c, r)],
+    grid=lambda c: [key for key in run_keys(c) if not is_released(c, key["run"])],
     identity=_train_identity,
     inputs=_train_inputs,
     outputs=TRAINED_OUTPUTS,
@@ -279,7 +291,7 @@ def _released_identity(layout, key: dict) -> dict:
 # A backbone with `evaluate_only: true`: the same outputs as train, made from the released checkpoint.
 RELEASED = Stage(
     name="released", kind="train",
-    grid=lambda c: [{"run": r, "k": k} for r, k in runs(c) if _released(c, r)],
+    grid=lambda c: [key for key in run_keys(c) if is_released(c, key["run"])],
     identity=_released_identity,
     inputs=lambda layout, item: {"norms_json": layout.get("norms", backbone=item.fields["run"]).path("norms.json")},
     outputs=TRAINED_OUTPUTS,
@@ -298,7 +310,7 @@ def _encoding(config: dict) -> dict:
 
 
 def _index_grid(config: dict, shares_corpus: bool) -> list[dict]:
-    return [{"run": r, "k": k, "dataset": d} for r, k in runs(config) for d in _evaluated(config)
+    return [{**key, "dataset": d} for key in run_keys(config) for d in _evaluated(config)
             if (docs_dataset(config, d) != d) == shares_corpus]
 
 
@@ -341,22 +353,22 @@ INDEX_QUERIES = Stage(
 
 def _evaluate_identity(layout, key: dict) -> dict:
     queries = layout.get("index", **key)
-    docs = layout.get("index", run=key["run"], k=key["k"], dataset=docs_dataset(layout.config, key["dataset"]))
+    docs = layout.get("index", **model_key(key), dataset=docs_dataset(layout.config, key["dataset"]))
     return {"run": key["run"], "k": key["k"], "dataset": key["dataset"], "train": queries.fields["train_id"],
             "docs": docs.id, "queries": queries.id, **_scoring(layout.config, key["dataset"]),
             "collapse_max_active_share": layout.config["evaluation"]["collapse_max_active_share"]}
 
 
 def _evaluate_inputs(layout, item) -> dict:
-    run, k, dataset = (item.fields[key] for key in ("run", "k", "dataset"))
-    return {"data_dir": eval_dir(layout, dataset), "docs_npz": docs_npz(layout, run, k, dataset),
-            "queries_npz": layout.get("index", run=run, k=k, dataset=dataset).path("queries.npz"),
-            "train_status": layout.get("train", run=run, k=k).path("status.json")}
+    model, dataset = model_key(item.fields), item.fields["dataset"]
+    return {"data_dir": eval_dir(layout, dataset), "docs_npz": docs_npz(layout, model, dataset),
+            "queries_npz": layout.get("index", **model, dataset=dataset).path("queries.npz"),
+            "train_status": layout.get("train", **model).path("status.json")}
 
 
 EVALUATE = Stage(
     name="evaluate", kind="evaluate",
-    grid=lambda c: [{"run": r, "k": k, "dataset": d} for r, k in runs(c) for d in _evaluated(c)],
+    grid=lambda c: [{**key, "dataset": d} for key in run_keys(c) for d in _evaluated(c)],
     folder_fields=lambda layout, key: dict(layout.get("index", **key).fields),
     identity=_evaluate_identity,
     inputs=_evaluate_inputs,
@@ -367,24 +379,24 @@ EVALUATE = Stage(
 
 def _pooled_identity(layout, key: dict) -> dict:
     names = pooled_flops_datasets(layout.config)
-    run, k = key["run"], key["k"]
-    return {"run": run, "k": k, "datasets": names,
-            "docs": [layout.get("index", run=run, k=k, dataset=docs_dataset(layout.config, d)).id for d in names],
-            "queries": [layout.get("index", run=run, k=k, dataset=d).id for d in names]}
+    model = model_key(key)
+    return {"run": key["run"], "k": key["k"], "datasets": names,
+            "docs": [layout.get("index", **model, dataset=docs_dataset(layout.config, d)).id for d in names],
+            "queries": [layout.get("index", **model, dataset=d).id for d in names]}
 
 
 def _pooled_inputs(layout, item) -> dict:
-    run, k = item.fields["run"], item.fields["k"]
+    model = model_key(item.fields)
     names = item.identity["datasets"]
-    return {"docs_npz": [docs_npz(layout, run, k, d) for d in names],
-            "queries_npz": [layout.get("index", run=run, k=k, dataset=d).path("queries.npz") for d in names]}
+    return {"docs_npz": [docs_npz(layout, model, d) for d in names],
+            "queries_npz": [layout.get("index", **model, dataset=d).path("queries.npz") for d in names]}
 
 
 # FLOPs and active dims pooled over report.flops_datasets (NanoBEIR) as sentence-transformers'
 # SparseNanoBEIREvaluator pools them; only when it names several datasets.
 POOLED_FLOPS = Stage(
     name="pooled_flops", kind="pooled",
-    grid=lambda c: [{"run": r, "k": k} for r, k in runs(c)] if pooled_flops_datasets(c) else [],
+    grid=lambda c: run_keys(c) if pooled_flops_datasets(c) else [],
     folder_fields=lambda layout, key: dict(_train(layout, key).fields),
     identity=_pooled_identity,
     inputs=_pooled_inputs,

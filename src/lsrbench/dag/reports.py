@@ -4,7 +4,8 @@ settings it is made with, and its job function (:data:`lsrbench.pipeline.JOBS`).
 cached run outputs only, so deleting a report re-runs just its rule.
 
 Files that belong to a run are passed *by key*, never by position: ``params.keyed[name]`` holds
-``[key..., path]`` rows (``[backbone, path]``, ``[run, k, path]``, ``[run, k, dataset, path]``),
+``[key..., path]`` rows (``[backbone, path]``, ``[run, k, path]``, ``[run, k, dataset, path]``; with
+several training seeds the seed follows k: ``[run, k, seed, ...]``, :func:`lsrbench.config.grid.run_keys`),
 the one encoding of a run key the report jobs read (:func:`lsrbench.report.config_record.keyed`);
 the same paths are the rule's inputs, for the DAG.
 """
@@ -14,9 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from lsrbench.config.grid import runs
+from lsrbench.config.grid import run_keys, several_seeds
 from lsrbench.dag.declarations import pooled_flops_datasets
 from lsrbench.report.config_record import report_backbones, report_settings
+from lsrbench.names import POOLED
 
 __all__ = ["REPORTS", "ReportRules", "report_outputs", "html_pages", "claims_datasets", "job_threads",
            "corpus_sharing_datasets"]
@@ -42,12 +44,20 @@ def corpus_sharing_datasets(config: dict) -> list[str]:
 
 # -- the run files the reports read -------------------------------------------------------------
 
+def _run_metric_files(layout) -> list[list[str]]:
+    """``[run, k, (seed,) dataset, path]`` of every model's metric file (pooled FLOPs: dataset
+    :data:`lsrbench.names.POOLED`): how metrics.csv gets its seed column, with several seeds."""
+    config = layout.config
+    rows = [[*key.values(), d, layout.get("evaluate", **key, dataset=d).path("metrics.tsv")]
+            for key in run_keys(config) for d in config["evaluation"]["datasets"]]
+    if pooled_flops_datasets(config):
+        rows += [[*key.values(), POOLED, layout.get("pooled", **key).path("metrics.tsv")] for key in run_keys(config)]
+    return rows
+
+
 def _metric_files(layout) -> list[str]:
     config = layout.config
-    files = [layout.get("evaluate", run=r, k=k, dataset=d).path("metrics.tsv")
-             for r, k in runs(config) for d in config["evaluation"]["datasets"]]
-    if pooled_flops_datasets(config):
-        files += [layout.get("pooled", run=r, k=k).path("metrics.tsv") for r, k in runs(config)]
+    files = [row[-1] for row in _run_metric_files(layout)]
     if config["report"]["bm25"]:
         files += [layout.get("bm25", dataset=d).path("metrics.tsv") for d in config["evaluation"]["datasets"]]
     return files
@@ -58,7 +68,7 @@ def _norm_files(layout) -> list[list[str]]:
 
 
 def _log_files(layout) -> list[list[str]]:
-    return [[r, k, layout.get("train", run=r, k=k).path("train_log.jsonl")] for r, k in runs(layout.config)]
+    return [[*key.values(), layout.get("train", **key).path("train_log.jsonl")] for key in run_keys(layout.config)]
 
 
 def claims_datasets(config: dict) -> list[str]:
@@ -69,8 +79,8 @@ def claims_datasets(config: dict) -> list[str]:
 
 
 def _perquery_files(layout) -> list[list[str]]:
-    return [[r, k, d, layout.get("evaluate", run=r, k=k, dataset=d).path("perquery.tsv")]
-            for r, k in runs(layout.config) for d in claims_datasets(layout.config)]
+    return [[*key.values(), d, layout.get("evaluate", **key, dataset=d).path("perquery.tsv")]
+            for key in run_keys(layout.config) for d in claims_datasets(layout.config)]
 
 
 def _reference(config: dict) -> list[str]:
@@ -101,7 +111,9 @@ def _metrics(layout) -> dict:
 
 
 REPORTS = {
-    "collect": Report("report_collect", files=lambda L: {"metric_files": _metric_files(L), **_config(L)}),
+    # with several training seeds, the seed of each run file too (metrics.csv's seed column)
+    "collect": Report("report_collect", files=lambda L: {"metric_files": _metric_files(L), **_config(L)},
+                      keyed=lambda L: {"seeded_files": _run_metric_files(L)} if several_seeds(L.config) else {}),
     "table1": Report("report_table1", files=lambda L: {**_metrics(L), "reference_file": _reference(L.config)},
                      keyed=lambda L: {"norm_files": _norm_files(L)},
                      settings=lambda c: {**report_settings(c), "auto_k": c.get("auto_k")}),

@@ -12,19 +12,23 @@ from lsrbench.pipeline.stages import as_list
 from lsrbench.report.config_record import config_record, keyed
 
 
-def report_collect(metric_files, metrics_csv: str, sources_json: str, config_yaml: str | None = None) -> None:
+def report_collect(metric_files, metrics_csv: str, sources_json: str, config_yaml: str | None = None,
+                   seeded_files=None) -> None:
     """metrics.csv from the current config's run files, and beside it ``sources_json``
     (metrics.sources.json): which files those were, since results/ also holds other configs' runs
     (``lsrbench verify`` traces the rows to exactly these), and the config snapshot they belong to.
     Every report reads ``config_yaml`` as an input: a changed setting re-makes it, and says which
-    config it was made with (:mod:`lsrbench.report.config_record`)."""
+    config it was made with (:mod:`lsrbench.report.config_record`). With several training seeds,
+    ``seeded_files`` (``[run, k, seed, dataset, path]`` rows) gives each run file's seed:
+    metrics.csv's seed column, and ``seeds`` in metrics.sources.json."""
     from lsrbench.provenance import write_json
     from lsrbench.report.results import collect_metrics
 
     files = as_list(metric_files)
-    collect_metrics(files, metrics_csv)
+    seeds = {path: str(key[2]) for key, path in keyed(seeded_files).items()} if seeded_files else None
+    collect_metrics(files, metrics_csv, seeds)
     write_json(sources_json, {"manifest": sources_json, "metrics_csv": metrics_csv, "sources": files,
-                              "config": config_record(config_yaml)})
+                              "config": config_record(config_yaml), **({"seeds": seeds} if seeds else {})})
 
 
 def report_table1(metrics_csv: str, norm_files, report_cfg: dict, backbones: dict,
@@ -51,12 +55,12 @@ def report_norms(norm_files, metrics_csv: str, report_cfg: dict, backbones: dict
     """norms.md, norms.png and what the figure shows (``data_json``, with the norm files read)."""
     from lsrbench.report.figure_data import write_figure_record
     from lsrbench.report.plots import plot_norms
-    from lsrbench.report.results import read_metrics
+    from lsrbench.report.results import read_mean_metrics
     from lsrbench.report.tables import norms_report_text
 
     files, config = keyed(norm_files), config_record(config_yaml)
     with atomic_open(norms_md, "w", encoding="utf-8") as fh:
-        fh.write(norms_report_text(files, read_metrics(metrics_csv), report_cfg, backbones, auto_k, config))
+        fh.write(norms_report_text(files, read_mean_metrics(metrics_csv), report_cfg, backbones, auto_k, config))
     data = plot_norms(files, metrics_csv, report_cfg, backbones, norms_png, auto_k)
     write_figure_record(data_json, config, [norms_md, norms_png],
                         {"metrics_csv": metrics_csv, "norm_files": norm_files}, data)
@@ -74,12 +78,21 @@ def report_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, tradeof
 
 def report_loss_curves(log_files, backbones: dict, batch_size: int, loss_curves_png: str, data_json: str,
                        config_yaml: str | None = None) -> None:
-    """The loss curves, with the chance level of ``batch_size`` (the recipe's) triplets a step."""
+    """The loss curves, with the chance level of ``batch_size`` (the recipe's) triplets a step;
+    with several training seeds, each curve the mean over seeds step by step."""
     from lsrbench.report.figure_data import write_figure_record
     from lsrbench.report.plots import plot_loss_curves
+    from lsrbench.report.seeds import read_mean_train_logs
 
-    data = plot_loss_curves(keyed(log_files), backbones, loss_curves_png, batch_size=batch_size)
+    data = plot_loss_curves(read_mean_train_logs(keyed(log_files)), backbones, loss_curves_png, batch_size=batch_size, seeds=_n_seeds(log_files))
     write_figure_record(data_json, config_record(config_yaml), [loss_curves_png], {"log_files": log_files}, data)
+
+
+def _n_seeds(log_files) -> int:
+    """How many training seeds ``[run, k, (seed,) path]`` rows come from."""
+    from lsrbench.names import NO_SEED
+
+    return len({row[2] for row in log_files if len(row) == 4 and row[2] != NO_SEED}) or 1
 
 
 def report_claims(metrics_csv: str, perquery_files, norm_files, log_files, claims_cfg: dict, report_cfg: dict,
@@ -90,7 +103,7 @@ def report_claims(metrics_csv: str, perquery_files, norm_files, log_files, claim
     ``reference_file``: ``report_cfg["reference"]`` as an input (the paper's numbers, its best k)."""
     from lsrbench.config.schema import with_defaults
     from lsrbench.report.claims import evaluate_claims
-    from lsrbench.report.claims_output import read_evidence, write_claims
+    from lsrbench.report.claims_output import evidence_seeds, read_evidence, write_claims
 
     reference = (as_list(reference_file or []) or [None])[0]
     ev = read_evidence(metrics_csv, keyed(perquery_files), keyed(norm_files), keyed(log_files), backbones, report_cfg,
@@ -99,7 +112,7 @@ def report_claims(metrics_csv: str, perquery_files, norm_files, log_files, claim
     sources = {"metrics_csv": metrics_csv, "reference_file": reference, "perquery_files": perquery_files,
                "norm_files": norm_files, "log_files": log_files}
     write_claims(evaluate_claims(ev, claims_cfg), claims_cfg, claims_md, claims_json, config_record(config_yaml),
-                 sources)
+                 sources, evidence_seeds(metrics_csv))
 
 
 def report_html(markdown: str, html: str) -> None:

@@ -9,10 +9,12 @@ from __future__ import annotations
 import math
 from typing import ClassVar, NamedTuple
 
-from lsrbench.report.claims_evidence import Evidence, Settings, Verdict, effective_k, is_synthetic, paired_scores
+from lsrbench.report.claims_evidence import (Evidence, Settings, Verdict, best_k, effective_k, is_synthetic, paired_scores,
+                                             seed_best_ks)
 from lsrbench.report.stats import MacroTest, macro_paired_test
 
-__all__ = ["ClaimRun", "ClaimType", "paired_test", "combine", "selection_notes", "same_model", "DATA_SELECTED_K"]
+__all__ = ["ClaimRun", "ClaimType", "paired_test", "combine", "selection_notes", "seed_notes", "same_model",
+           "DATA_SELECTED_K"]
 
 # k selectors whose value the results decide (the best k on claims.select_on): two sides that are one
 # model through them are a finding, never true by construction. ``max`` (the largest swept k) and a
@@ -83,4 +85,20 @@ def selection_notes(ev: Evidence, s: Settings, runs: list[str], selected: bool =
     if any(is_synthetic(ev, r) for r in runs):
         notes.append("a synthetic twin (another backbone's checkpoint with its head scaled at load): evidence about "
                      "the rescale itself, not about a backbone whose head is large from pretraining")
+    return notes + (seed_notes(ev, s, runs) if selected else [])
+
+
+def seed_notes(ev: Evidence, s: Settings, runs: list[str]) -> list[str]:
+    """With several training seeds, per run: how many seeds, each on its own, select the best k
+    of the seeds' mean (the k the claim uses); nothing with one seed."""
+    notes = []
+    for run in dict.fromkeys(runs):
+        per_seed = seed_best_ks(ev, s, run)
+        if not per_seed:
+            continue
+        chosen = best_k(ev, s, run)
+        same = sum(k == chosen for k in per_seed.values())
+        listing = ", ".join(f"seed {seed}: {'–' if k is None else k}" for seed, k in per_seed.items())
+        notes.append(f"{run}: {same} of {len(per_seed)} training seeds select k={chosen}, the best k of their mean, "
+                     f"each on its own ({listing}; on {', '.join(s.select_datasets)}, {s.select_measure})")
     return notes

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from lsrbench.names import k_value, split_run_name
-from lsrbench.report.claim_type import ClaimType, combine, paired_test, selection_notes
+from lsrbench.report.claim_type import ClaimType, combine, paired_test, seed_notes, selection_notes
 from lsrbench.report.claims_evidence import (BY_CONSTRUCTION, FAILS, Evidence, NotMeasured, Settings, Verdict, best_k,
                                              checkpoint_key, numeric_ks, paper_k)
 from lsrbench.report.results import collapsed_runs, mean_score
@@ -123,7 +123,8 @@ class NormBestKCorrelation(ClaimType):
         swept = [r for r in runs if r in ev.norms and len(numeric_ks(ev.metrics, r)) >= 2]
         pts = [(r, ev.norms[r][stat], best_k(ev, s, r)) for r in swept]
         pts = [(r, n, k) for r, n, k in pts if k is not None]
-        v = self.verdict(spec, datasets=s.select_datasets, runs=[[r, k] for r, _, k in pts])
+        v = self.verdict(spec, datasets=s.select_datasets, runs=[[r, k] for r, _, k in pts],
+                         notes=seed_notes(ev, s, [r for r, _, _ in pts]))
         listing = ", ".join(f"{r} (norm {n:.1f}, best k {k})" for r, n, k in sorted(pts, key=lambda p: p[1]))
         theirs = {r: paper_k(ev, r) for r, _, _ in pts if paper_k(ev, r)}
         v.paper = ", ".join(f"{r}: best k {k}" for r, k in theirs.items()) or None

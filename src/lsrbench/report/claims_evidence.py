@@ -16,7 +16,7 @@ from lsrbench.names import AUTO_K, format_k, k_value, split_run_name
 from lsrbench.report import results
 
 __all__ = ["HOLDS", "FAILS", "INCONCLUSIVE", "BY_CONSTRUCTION", "DESCRIPTIVE", "NOT_MEASURED", "VERDICTS", "NotMeasured",
-           "Evidence", "Settings", "Verdict", "checkpoint_key", "effective_k", "is_synthetic", "numeric_ks", "best_k", "resolve_k", "paired_scores",
+           "Evidence", "Settings", "Verdict", "checkpoint_key", "effective_k", "is_synthetic", "numeric_ks", "best_k", "seed_best_ks", "resolve_k", "paired_scores",
            "run_text", "paper_value", "paper_k", "paper_compare"]
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "fails", "inconclusive"
@@ -33,7 +33,9 @@ class NotMeasured(Exception):
 @dataclass
 class Evidence:
     """What the claims read: tidy metrics, per-query scores, head norms, training logs, the
-    config's backbones and report block, and the paper's reported values."""
+    config's backbones and report block, and the paper's reported values. With several training
+    seeds, metrics, per-query scores and logs are the means over seeds
+    (:mod:`lsrbench.report.seeds`), and ``seed_metrics`` holds each seed's own metrics."""
 
     metrics: pd.DataFrame  # backbone,k,dataset,measure,value
     perquery: dict[tuple[str, str, str], pd.DataFrame] = field(default_factory=dict)  # (run,k,dataset) -> query_id,measure,value
@@ -42,6 +44,7 @@ class Evidence:
     backbones: dict[str, dict] = field(default_factory=dict)
     report: dict = field(default_factory=dict)
     reference: dict = field(default_factory=dict)  # paper_reference.yaml: values, optimal_k
+    seed_metrics: dict[str, pd.DataFrame] = field(default_factory=dict)  # seed -> its metrics ({}: one seed)
 
 
 @dataclass
@@ -131,6 +134,11 @@ def best_k(ev: Evidence, s: Settings, run: str, above: float | None = None) -> s
     if above is not None:
         metrics = metrics[metrics["k"].map(lambda k: (k_value(k) or 0) > above)]
     return results.best_k(metrics, run, s.select_measure, s.select_datasets)
+
+
+def seed_best_ks(ev: Evidence, s: Settings, run: str) -> dict[str, str | None]:
+    """Each training seed's own best k of ``run`` on the selection set ({} with one seed)."""
+    return {seed: results.best_k(m, run, s.select_measure, s.select_datasets) for seed, m in ev.seed_metrics.items()}
 
 
 def resolve_k(ev: Evidence, s: Settings, run: str, k) -> str | None:

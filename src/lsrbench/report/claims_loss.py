@@ -57,7 +57,9 @@ class Loss(ClaimType):
             raise NotMeasured("training logs missing (or zero training steps)")
         (sa, la), (sb, lb) = finite_curve(ev.train_logs[a], key), finite_curve(ev.train_logs[b], key)
         v = self.verdict(spec, verdict=DESCRIPTIVE, runs=[list(a), list(b)])
-        v.notes.append("descriptive: the training losses of one seed, no test; not in Holm's correction")
+        losses = (f"the training losses averaged over {len(ev.seed_metrics)} seeds step by step" if ev.seed_metrics
+                  else "the training losses of one seed")
+        v.notes.append(f"descriptive: {losses}, no test; not in Holm's correction")
         v.notes += selection_notes(ev, s, [run], spec.get("a_k", "best") == "best")
         if not la or not lb:
             v.details = f"{key}: {run_text(*(a if not la else b))} has no finite loss from its first logged step"

@@ -10,7 +10,7 @@ import pandas as pd
 
 from lsrbench.report.claims_evidence import BY_CONSTRUCTION, Evidence, Settings, Verdict
 
-__all__ = ["claims_markdown", "claims_record", "read_evidence", "write_claims"]
+__all__ = ["claims_markdown", "claims_record", "claims_texts", "evidence_seeds", "read_evidence", "write_claims"]
 
 
 def _p(x) -> str:
@@ -21,7 +21,18 @@ def _finite(x):
     return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
 
 
-def _header(claims_cfg: dict, s: Settings, verdicts: list[Verdict]) -> list[str]:
+def seeds_sentence(seeds: list[str] | None) -> str:
+    """What the claims can say about training variance: with one seed, plainly that they cannot."""
+    if not seeds or len(seeds) < 2:
+        return ("Training variance is not measured: every run was trained once, with one seed, so each comparison "
+                "is between two trained models and seed-to-seed noise is in no test (recipe.seeds trains several).")
+    return (f"Training seeds: every run was trained once per seed ({len(seeds)} seeds: {', '.join(seeds)}; "
+            "recipe.seeds). Comparisons test each query's score averaged over the seeds (the tests' randomness is over "
+            "queries: averaging lowers the seed noise but does not test it), a run's best k is that of the seeds' mean "
+            "metrics, and each best-k claim says how many seeds, each on its own, select the same k.")
+
+
+def _header(claims_cfg: dict, s: Settings, verdicts: list[Verdict], seeds: list[str] | None = None) -> list[str]:
     n_tested = sum(v.p_adjusted is not None for v in verdicts)
     select = (f"the best k of a run is chosen on {s.select_measure} over {', '.join(s.select_datasets)}"
               + (" (the test datasets themselves: no held-out selection set)" if s.selects_on_test_set else ""))
@@ -36,7 +47,7 @@ def _header(claims_cfg: dict, s: Settings, verdicts: list[Verdict]) -> list[str]
         f"when its adjusted p-value is below alpha, in its direction or against it; otherwise it is inconclusive. "
         f"An untested claim holds or fails on a measured fact its details name. "
         f"`by construction`: the config makes the claim true whatever training does; `descriptive`: no test; "
-        f"`not measured`: evidence the claim needs is absent.", ""]
+        f"`not measured`: evidence the claim needs is absent.", "", seeds_sentence(seeds), ""]
     if any(v.verdict == BY_CONSTRUCTION for v in verdicts) or any("synthetic twin" in " ".join(v.notes) for v in verdicts):
         lines += ["This config compares twins of one checkpoint (a synthetic large-norm head): only the claims "
                   "about the rescale itself carry evidence here; claims about backbones whose heads are large from "
@@ -44,9 +55,11 @@ def _header(claims_cfg: dict, s: Settings, verdicts: list[Verdict]) -> list[str]
     return lines
 
 
-def claims_markdown(verdicts: list[Verdict], claims_cfg: dict) -> str:
+def claims_markdown(verdicts: list[Verdict], claims_cfg: dict, seeds: list[str] | None = None) -> str:
+    """claims.md; ``seeds``: the run's training seeds (one seed: the sentence that says training
+    variance is not measured)."""
     s = Settings.from_config(claims_cfg)
-    lines = _header(claims_cfg, s, verdicts)
+    lines = _header(claims_cfg, s, verdicts, seeds)
     rows = [{"claim": v.text, "verdict": v.verdict, "ours: difference [95% CI]": v.estimate or "–",
              "p (Holm)": f"{_p(v.p_value)} ({_p(v.p_adjusted)})" if v.p_value is not None else "–",
              "paper": v.paper or "–"} for v in verdicts]
@@ -62,10 +75,11 @@ def claims_markdown(verdicts: list[Verdict], claims_cfg: dict) -> str:
     return "\n".join(lines)
 
 
-def claims_record(verdicts: list[Verdict], claims_cfg: dict) -> dict:
-    """``results/claims.json``: the settings and, per claim, everything its line in claims.md shows."""
+def claims_record(verdicts: list[Verdict], claims_cfg: dict, seeds: list[str] | None = None) -> dict:
+    """``results/claims.json``: the settings and, per claim, everything its line in claims.md shows
+    (and the training seeds, when there are several)."""
     s = Settings.from_config(claims_cfg)
-    return {
+    return {**({"seeds": list(seeds)} if seeds and len(seeds) > 1 else {}),
         "measure": s.measure, "datasets": s.datasets, "select_on": {"measure": s.select_measure, "datasets": s.select_datasets},
         "alpha": s.alpha, "resamples": s.resamples, "seed": s.seed, "margin": s.margin, "correction": "holm",
         "claims": [{
@@ -80,34 +94,48 @@ def claims_record(verdicts: list[Verdict], claims_cfg: dict) -> dict:
 def read_evidence(metrics_csv: str, perquery_files: dict, norm_files: dict, log_files: dict, backbones: dict,
                   report_cfg: dict, reference_file: str | None) -> Evidence:
     """The claims' evidence from the files the claims rule reads (run files by key: ``{(run, k,
-    dataset): perquery.tsv}``, ``{backbone: norms.json}``, ``{(run, k): train_log.jsonl}``); also
-    what ``lsrbench verify`` recomputes the claims from."""
+    dataset): perquery.tsv}``, ``{backbone: norms.json}``, ``{(run, k): train_log.jsonl}``; with
+    several training seeds the seed follows k, and each query's score and each step's loss are
+    averaged over the seeds, :mod:`lsrbench.report.seeds`); also what ``lsrbench verify``
+    recomputes the claims from."""
     from lsrbench.config.reference import read_reference
-    from lsrbench.model.train_log import read_train_log
     from lsrbench.report.results import read_metrics
+    from lsrbench.report.seeds import by_model, mean_perquery, per_seed, read_mean_train_logs, seed_mean
 
-    perquery = {key: pd.read_csv(path, sep="\t", dtype={"query_id": str}) for key, path in perquery_files.items()}
+    perquery = {key: mean_perquery([pd.read_csv(p, sep="\t", dtype={"query_id": str}) for p in paths])
+                for key, paths in by_model(perquery_files, 3).items()}
     norms = {b: json.loads(open(path, encoding="utf-8").read()) for b, path in norm_files.items()}
-    logs = {key: read_train_log(path) for key, path in log_files.items()}
-    return Evidence(read_metrics(metrics_csv), perquery, norms, logs, backbones, report_cfg, read_reference(reference_file))
+    logs = read_mean_train_logs(log_files)
+    metrics = read_metrics(metrics_csv)
+    return Evidence(seed_mean(metrics), perquery, norms, logs, backbones, report_cfg, read_reference(reference_file),
+                    seed_metrics=per_seed(metrics))
+
+
+def evidence_seeds(metrics_csv: str) -> list[str]:
+    """The training seeds claims.md names (none for a one-seed config)."""
+    from lsrbench.report.results import read_metrics
+    from lsrbench.report.seeds import seeds_of
+
+    return seeds_of(read_metrics(metrics_csv))
 
 
 def claims_texts(verdicts: list[Verdict], claims_cfg: dict, config: dict | None = None,
-                 sources: dict | None = None, manifest: str | None = None) -> tuple[str, str]:
+                 sources: dict | None = None, manifest: str | None = None,
+                 seeds: list[str] | None = None) -> tuple[str, str]:
     """claims.md and claims.json as written: the Markdown with the config line, the record with the
     config and the files the claims were evaluated from (``sources``; ``manifest``: the record's own
     path as written, which finds them again wherever the results folder is)."""
     from lsrbench.report.config_record import config_line
 
-    record = {**claims_record(verdicts, claims_cfg), "config": config, "manifest": manifest, "sources": sources}
-    return claims_markdown(verdicts, claims_cfg) + config_line(config), json.dumps(record, indent=1) + "\n"
+    record = {**claims_record(verdicts, claims_cfg, seeds), "config": config, "manifest": manifest, "sources": sources}
+    return claims_markdown(verdicts, claims_cfg, seeds) + config_line(config), json.dumps(record, indent=1) + "\n"
 
 
 def write_claims(verdicts: list[Verdict], claims_cfg: dict, out_md: str, out_json: str, config: dict | None = None,
-                 sources: dict | None = None) -> None:
+                 sources: dict | None = None, seeds: list[str] | None = None) -> None:
     from lsrbench.atomic import atomic_open
 
-    md, record = claims_texts(verdicts, claims_cfg, config, sources, out_json if sources else None)
+    md, record = claims_texts(verdicts, claims_cfg, config, sources, out_json if sources else None, seeds)
     with atomic_open(out_md, "w", encoding="utf-8") as fh:
         fh.write(md)
     with atomic_open(out_json, "w", encoding="utf-8") as fh:

@@ -4,6 +4,8 @@ al., "MTEB", EACL 2023)::
 
     <root>/results/lsrbench__<run>-k<k>/<revision>/<Task>.json   (+ model_meta.json, run_settings.jsonl)
 
+(``lsrbench__<run>-k<k>-seed<s>`` per training seed, with several seeds: each seed is its own model.)
+
 A NanoBEIR dataset is filed under MTEB's own task (``NanoSciFactRetrieval``, split ``train``, as
 MTEB evaluates them); any other dataset under ``LocalBEIR-<dataset>``, split ``test``. Measures
 mteb also has go under its keys (``nDCG@10`` -> ``ndcg_at_10``), the rest as ``lsrbench:<name>``.
@@ -18,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from lsrbench.evaluate.mteb_check import task_metadata, mteb_key
-from lsrbench.names import BM25, POOLED
+from lsrbench.names import BM25, NO_SEED, POOLED, SEED
 
 __all__ = ["MTEB_NANOBEIR_TASKS", "write_mteb_result", "load_mteb_result", "export_mteb_results", "evaluated_lengths"]
 
@@ -92,8 +94,9 @@ def load_mteb_result(root: str | os.PathLike, model_name: str, task_name: str, m
     return found[0]
 
 
-def _run_sources(results_dir: Path) -> dict[tuple[str, str, str], Path]:
-    """(run, k, dataset) -> the metrics.tsv metrics.csv was collected from: each
+def _run_sources(results_dir: Path) -> dict[tuple[str, ...], Path]:
+    """(run, k, dataset) (with several seeds (run, k, seed, dataset)) -> the metrics.tsv metrics.csv
+    was collected from: each
     ``<train folder>/<dataset>/<index id>/<eval id>/metrics.tsv`` listed in metrics.sources.json
     (content-addressed folders, :mod:`lsrbench.dag.layout`)."""
     from lsrbench.report.trace import resolve_recorded, workdir_of
@@ -104,23 +107,27 @@ def _run_sources(results_dir: Path) -> dict[tuple[str, str, str], Path]:
     record = json.loads(side.read_text(encoding="utf-8"))
     workdir = workdir_of(side, record["manifest"])
     found = {}
+    seeds = record.get("seeds", {})  # several seeds: each run file's seed
     for source in record["sources"]:
         path = resolve_recorded(workdir, source)
         parts = path.relative_to(workdir).parts
         if len(parts) == 9 and parts[1] == "runs":  # results/runs/<run>/k<k>/<train>/<dataset>/<index>/<eval>/metrics.tsv
-            found[(parts[2], parts[3][1:], parts[5])] = path
+            seed = (str(seeds[source]),) if source in seeds else ()
+            found[(parts[2], parts[3][1:], *seed, parts[5])] = path
     return found
 
 
-def _train_provenances(results_dir: Path) -> dict[tuple[str, str], Path]:
-    """(run, k) -> the train_provenance.json of the runs metrics.csv was collected from."""
-    return {(run, k): path.parents[3] / "train_provenance.json" for (run, k, _), path in _run_sources(results_dir).items()}
+def _train_provenances(results_dir: Path) -> dict[tuple[str, ...], Path]:
+    """(run, k) (with several seeds (run, k, seed)) -> the train_provenance.json of the runs
+    metrics.csv was collected from."""
+    return {key[:-1]: path.parents[3] / "train_provenance.json" for key, path in _run_sources(results_dir).items()}
 
 
-def evaluated_lengths(results_dir: str | os.PathLike) -> dict[tuple[str, str, str], tuple[int, int]]:
-    """(run, k, dataset) -> the (query, document) token lengths its metrics were computed at: the
-    index folder's (``params.json`` above the metrics.tsv: ``evaluation.*_max_length``), which are
-    not the training lengths a run's ``model/`` saves (issue 23.1)."""
+def evaluated_lengths(results_dir: str | os.PathLike) -> dict[tuple[str, ...], tuple[int, int]]:
+    """(run, k, dataset) (with several seeds (run, k, seed, dataset)) -> the (query, document) token
+    lengths its metrics were computed at: the index folder's (``params.json`` above the metrics.tsv:
+    ``evaluation.*_max_length``), which are not the training lengths a run's ``model/`` saves
+    (issue 23.1)."""
     found = {}
     for key, metrics_tsv in _run_sources(Path(results_dir)).items():
         try:
@@ -141,14 +148,17 @@ def export_mteb_results(results_dir: str | os.PathLike, root: str | os.PathLike)
     trained = _train_provenances(results_dir)
     lengths = evaluated_lengths(results_dir)
     written = []
-    for (run, k, dataset), rows in metrics[metrics["dataset"] != POOLED].groupby(["backbone", "k", "dataset"], sort=False):
+    keys = ["backbone", "k", *([SEED] if SEED in metrics.columns else []), "dataset"]
+    for key, rows in metrics[metrics["dataset"] != POOLED].groupby(keys, sort=False):
+        (run, k, *seed), dataset = key[:-1], key[-1]
         values = dict(zip(rows["measure"], rows["value"]))
         if "nDCG@10" not in values:
             continue
-        provenance = trained.get((run, k), results_dir / "runs" / run / f"k{k}" / "train_provenance.json")
+        provenance = trained.get(tuple(key[:-1]), results_dir / "runs" / run / f"k{k}" / "train_provenance.json")
         revision = json.loads(provenance.read_text())["config_hash"][:16] if provenance.is_file() else "unknown"
-        name = "lsrbench/bm25" if run == BM25 else "lsrbench/" + re.sub(r"[^A-Za-z0-9._-]", "_", f"{run}-k{k}")
-        max_tokens = max(lengths[(run, k, dataset)]) if (run, k, dataset) in lengths else None
+        suffix = f"-seed{seed[0]}" if seed and seed[0] != NO_SEED else ""
+        name = "lsrbench/bm25" if run == BM25 else "lsrbench/" + re.sub(r"[^A-Za-z0-9._-]", "_", f"{run}-k{k}{suffix}")
+        max_tokens = max(lengths[tuple(key)]) if tuple(key) in lengths else None
         written.append(write_mteb_result(root, values, model_name=name, model_revision=revision, dataset=dataset,
                                          max_tokens=max_tokens))
     return written

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 
 from lsrbench.atomic import atomic_path
-from lsrbench.model.train_log import log_losses, read_train_log
+from lsrbench.model.train_log import log_losses
 from lsrbench.names import k_order, k_value, split_run_name
 from lsrbench.report.figure_data import NORM_STATISTICS, loss_data, norms_data, tradeoff_data
 from lsrbench.report.render import MISSING
-from lsrbench.report.results import read_metrics, run_label
+from lsrbench.report.results import read_mean_metrics, run_label
 
 __all__ = ["pyplot", "save_figure", "tradeoff_figure", "plot_tradeoff", "k_colors", "rolling_mean", "loss_figure",
            "loss_runs", "plot_loss_curves", "norms_figure", "plot_norms"]
@@ -179,7 +179,7 @@ def plot_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: 
     frontier dashed and BM25 dotted. Runs scoring below BAND of the best go to a lower panel of a
     broken y axis, so the competitive runs are not squeezed together by a y axis from 0."""
     plt = pyplot()
-    metrics = read_metrics(metrics_csv)
+    metrics = read_mean_metrics(metrics_csv)
     fig, _, _ = tradeoff_figure(metrics, report_cfg, backbones)
     save_figure(fig, [out_png] + ([out_pdf] if out_pdf else []))
     plt.close(fig)
@@ -206,7 +206,7 @@ def rolling_mean(values: list[float], window: int) -> np.ndarray:
 
 
 def loss_figure(runs: dict[str, dict[str, list]], backbones: dict, key: str = "ranking_loss",
-                chance: dict | None = None):
+                chance: dict | None = None, seeds: int = 1):
     """The loss-curves figure (see :func:`plot_loss_curves`); returns ``(figure, axes, window)``.
     ``chance``: ``{"candidates_per_query", "chance_level"}`` (:func:`lsrbench.report.figure_data.loss_data`),
     drawn in every panel."""
@@ -257,29 +257,32 @@ def loss_figure(runs: dict[str, dict[str, list]], backbones: dict, key: str = "r
                 "(every candidate scored alike)")
         handles[name] = plt.Line2D([], [], color="black", linewidth=0.9, linestyle=":")
     fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncol=min(8, len(handles)),
-               fontsize=8, frameon=False, title=f"thin: every step{'' if log_y else ' (cut at the top of the axis)'}; thick: moving average over {window} steps",
+               fontsize=8, frameon=False, title=(f"mean over {seeds} training seeds; " if seeds > 1 else "")
+               + f"thin: every step{'' if log_y else ' (cut at the top of the axis)'}; thick: moving average over {window} steps",
                title_fontsize=7.5)
     return fig, list(axes[:len(names)]), window
 
 
-def loss_runs(log_files: dict[tuple[str, str], str], key: str = "ranking_loss") -> dict[str, dict[str, list]]:
-    """run -> k -> ``[(step, value), ...]`` of the training logs (``{(run, k): train_log.jsonl}``)."""
+def loss_runs(logs: dict[tuple[str, str], list[dict]], key: str = "ranking_loss") -> dict[str, dict[str, list]]:
+    """run -> k -> ``[(step, value), ...]`` of training logs' rows (``{(run, k): rows}``; with several
+    training seeds their mean step by step, :func:`lsrbench.report.seeds.read_mean_train_logs`)."""
     runs: dict[str, dict[str, list]] = {}
-    for (run, k), path in log_files.items():
-        runs.setdefault(run, {})[k] = log_losses(read_train_log(path), key)
+    for (run, k), rows in logs.items():
+        runs.setdefault(run, {})[k] = log_losses(rows, key)
     return runs
 
 
-def plot_loss_curves(log_files: dict[tuple[str, str], str], backbones: dict, out_png: str,
-                     key: str = "ranking_loss", batch_size: int | None = None) -> dict:
+def plot_loss_curves(logs: dict[tuple[str, str], list[dict]], backbones: dict, out_png: str,
+                     key: str = "ranking_loss", batch_size: int | None = None, seeds: int = 1) -> dict:
     """Training loss per step, one panel per run name, one colour per k (the same in every panel),
     one shared y axis (log when every value is positive), each curve raw (thin) and smoothed (thick),
-    the chance level dotted (``batch_size``: the recipe's), the legend below the panels. Returns
-    what it shows (:func:`lsrbench.report.figure_data.loss_data`)."""
+    the chance level dotted (``batch_size``: the recipe's), the legend below the panels (``seeds`` > 1:
+    each curve the mean over that many training seeds). Returns what it shows
+    (:func:`lsrbench.report.figure_data.loss_data`)."""
     plt = pyplot()
-    runs = loss_runs(log_files, key)
+    runs = loss_runs(logs, key)
     data = loss_data(runs, backbones, batch_size, key)
-    fig, _, _ = loss_figure(runs, backbones, key, chance=data)
+    fig, _, _ = loss_figure(runs, backbones, key, chance=data, seeds=seeds)
     save_figure(fig, [out_png])
     plt.close(fig)
     return data
@@ -331,7 +334,7 @@ def plot_norms(norm_files: dict[str, str], metrics_csv: str, report_cfg: dict, b
     plt = pyplot()
     norms = {n: head_statistics(json.loads(Path(p).read_text()), probe_at_k1(probes or [], n))
              for n, p in norm_files.items()}
-    data = norms_data(norms, read_metrics(metrics_csv), report_cfg, auto_k_values(norms, auto_cfg))
+    data = norms_data(norms, read_mean_metrics(metrics_csv), report_cfg, auto_k_values(norms, auto_cfg))
     best = {row["backbone"]: row["best_k"] for row in data["backbones"] if row["best_k"] is not None}
     autos = {row["backbone"]: row["auto_k"] for row in data["backbones"] if row["auto_k"] is not None}
     fig, _ = norms_figure(norms, best, autos, backbones)

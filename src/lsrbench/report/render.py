@@ -38,12 +38,12 @@ def _cell(value, floatfmt: str) -> str:
     return str(value)
 
 
-def markdown_table(frame: pd.DataFrame, floatfmt: str = ".3f") -> str:
+def markdown_table(frame: pd.DataFrame, floatfmt: str = ".3f", right: list[str] | None = None) -> str:
     """``frame`` as a Markdown table: floats formatted with ``floatfmt``, missing values (NaN,
-    None) as :data:`MISSING`, numeric columns right-aligned. (tabulate's ``missingval`` leaves
-    NaN as ``nan``.)"""
-    numeric = [pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
-               for c in frame.columns]
+    None) as :data:`MISSING`, numeric columns (and the columns ``right`` names: numbers already
+    written as text) right-aligned. (tabulate's ``missingval`` leaves NaN as ``nan``.)"""
+    numeric = [(pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c]))
+               or c in (right or []) for c in frame.columns]
     shown = pd.DataFrame({c: [_cell(v, floatfmt) for v in frame[c]] for c in frame.columns}, columns=frame.columns)
     align = ["right" if n else "left" for n in numeric]
     return shown.to_markdown(index=False, colalign=align, disable_numparse=True)

@@ -1,6 +1,8 @@
 """Reading the results of a grid: ``results/metrics.csv`` (tidy rows, one per run, dataset and
 measure), the per-run table every report is built from, and the best k of a run: the one
-definition used by Table 1's bold, the norms report, the auto-k report and the claims."""
+definition used by Table 1's bold, the norms report, the auto-k report and the claims. With several
+training seeds metrics.csv has a ``seed`` column; the run table and the best k read its mean over
+seeds (:func:`lsrbench.report.seeds.seed_mean`)."""
 
 from __future__ import annotations
 
@@ -8,11 +10,11 @@ import numpy as np
 import pandas as pd
 
 from lsrbench.atomic import atomic_open
-from lsrbench.names import (BM25, COLLAPSED, DEFAULT_MODE, DOC_DIMS, FLOPS, METRIC_COLUMNS, POOLED, QUERY_DIMS, k_order,
-                            k_value, split_run_name)
+from lsrbench.names import (BM25, COLLAPSED, DEFAULT_MODE, DOC_DIMS, FLOPS, METRIC_COLUMNS, NO_SEED, POOLED, QUERY_DIMS,
+                            SEED, SEEDED_METRIC_COLUMNS, k_order, k_value, split_run_name)
 
-__all__ = ["OWN_COLUMNS", "collect_metrics", "read_metrics", "run_label", "bm25_label", "label_notes", "flops_datasets", "run_table",
-           "collapsed_runs", "mean_score", "best_k", "swept_ks", "best_ks", "pareto_front"]
+__all__ = ["OWN_COLUMNS", "collect_metrics", "read_metrics", "read_mean_metrics", "run_label", "bm25_label", "label_notes",
+           "flops_datasets", "run_table", "collapsed_runs", "mean_score", "best_k", "swept_ks", "best_ks", "pareto_front"]
 
 
 # Columns the tables make themselves (run_table's, Table 1's and table_beir's): a report column
@@ -20,22 +22,47 @@ __all__ = ["OWN_COLUMNS", "collect_metrics", "read_metrics", "run_label", "bm25_
 OWN_COLUMNS = ("backbone", "k", "FLOPs", "q dims", "d dims", "collapsed", "Backbone", "q / d dims")
 
 
-def collect_metrics(files: list[str], out_csv: str) -> pd.DataFrame:
-    """Concatenate per-run tidy metric files into ``results/metrics.csv`` (deterministic order)."""
+def collect_metrics(files: list[str], out_csv: str, seeds: dict[str, str] | None = None) -> pd.DataFrame:
+    """Concatenate per-run tidy metric files into ``results/metrics.csv`` (deterministic order).
+    ``seeds`` (several training seeds): each file's training seed, written as a ``seed`` column
+    after ``k`` (:data:`lsrbench.names.NO_SEED` for a file it does not name: BM25, a released
+    checkpoint); None: the tidy columns alone, as with one seed."""
     frames = [pd.read_csv(f, sep="\t", dtype={"backbone": str, "k": str, "dataset": str, "measure": str}) for f in files]
-    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=METRIC_COLUMNS)
-    df = df[METRIC_COLUMNS]
+    columns = METRIC_COLUMNS if seeds is None else SEEDED_METRIC_COLUMNS
+    if seeds is not None:
+        frames = [frame.assign(**{SEED: str(seeds.get(f, NO_SEED))}) for f, frame in zip(files, frames)]
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+    df = df[columns]
     df["_bm25"] = df["backbone"] != BM25
     df["_k"] = df["k"].map(k_order)
-    df = df.sort_values(["_bm25", "backbone", "_k", "dataset", "measure"], kind="stable").drop(columns=["_k", "_bm25"])
+    order = ["_bm25", "backbone", "_k", "dataset", "measure"]
+    if seeds is not None:
+        from lsrbench.report.seeds import seed_order
+
+        df["_seed"] = df[SEED].map(seed_order)
+        order.insert(3, "_seed")
+    df = df.sort_values(order, kind="stable").drop(columns=[c for c in df.columns if c.startswith("_")])
     with atomic_open(out_csv, "w", encoding="utf-8", newline="") as fh:
         df.to_csv(fh, index=False, float_format="%.6g")
     return df
 
 
 def read_metrics(path: str) -> pd.DataFrame:
-    """results/metrics.csv as a frame (k and names as text)."""
-    return pd.read_csv(path, dtype={"backbone": str, "k": str, "dataset": str, "measure": str})
+    """results/metrics.csv as a frame (k, seed and names as text), per-seed rows as written."""
+    return pd.read_csv(path, dtype={"backbone": str, "k": str, SEED: str, "dataset": str, "measure": str})
+
+
+def read_mean_metrics(path: str) -> pd.DataFrame:
+    """metrics.csv as the reports read it: one row per run, dataset and measure, the mean over
+    training seeds (:func:`lsrbench.report.seeds.seed_mean`; with one seed, the file as it is)."""
+    from lsrbench.report.seeds import seed_mean
+
+    return seed_mean(read_metrics(path))
+
+
+def _one_row_per_run(metrics: pd.DataFrame) -> None:
+    if SEED in metrics.columns:
+        raise ValueError("metrics with per-seed rows: average them first (lsrbench.report.seeds.seed_mean)")
 
 
 SYNTHETIC_NOTE = "† synthetic backbone: a real checkpoint with its head scaled at load (see config)."
@@ -80,6 +107,7 @@ def flops_datasets(metrics: pd.DataFrame, report_cfg: dict) -> list[str]:
 def run_table(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> pd.DataFrame:
     """One row per (backbone, k): each configured column is the mean of its measure over its
     datasets; FLOPs and active dims come from :func:`flops_datasets`."""
+    _one_row_per_run(metrics)
     rows = []
     flops_ds = flops_datasets(metrics, report_cfg)
     order = {name: i for i, name in enumerate(backbones)}
@@ -111,6 +139,7 @@ def collapsed_runs(metrics: pd.DataFrame) -> set[tuple[str, str]]:
 def mean_score(metrics: pd.DataFrame, run: str, k: str, measure: str, datasets: list[str]) -> float | None:
     """Mean of ``measure`` over ``datasets`` for one run (the macro mean a table column shows);
     None unless every dataset has its row."""
+    _one_row_per_run(metrics)
     sel = metrics[(metrics["backbone"] == run) & (metrics["k"] == k) & (metrics["measure"] == measure)
                   & metrics["dataset"].isin(datasets)]
     if len(sel) != len(datasets):

@@ -1,7 +1,9 @@
 """Table 1 of the paper, reproduced: one row per (backbone, k), the report's columns (a macro mean
 of a measure over datasets each), FLOPs and active dims, the best k in bold, collapsed runs
 marked, the paper's reported values beside ours; and its sidecar ``table1.cells.json``, which
-records where every cell comes from so that ``lsrbench verify`` can trace it."""
+records where every cell comes from so that ``lsrbench verify`` can trace it. With several
+training seeds every number is the mean over seeds with the sample standard deviation beside it,
+and the best k is the one of the means (:mod:`lsrbench.report.seeds`)."""
 
 from __future__ import annotations
 
@@ -16,12 +18,13 @@ from lsrbench.hashing import sha256_file
 from lsrbench.config.reference import load_reference
 from lsrbench.report.config_record import config_line
 from lsrbench.model.auto_k import auto_k_ratio
-from lsrbench.names import BM25, COLLAPSED, DOC_DIMS, FLOPS, QUERY_DIMS, format_k, split_run_name
-from lsrbench.report.results import (best_ks, bm25_label, swept_ks, flops_datasets, label_notes, mean_score,
-                                     read_metrics, run_label, run_table)
+from lsrbench.names import BM25, COLLAPSED, DOC_DIMS, FLOPS, QUERY_DIMS, SEED, format_k, split_run_name
+from lsrbench.report.results import (best_ks, bm25_label, flops_datasets, label_notes, mean_score, read_metrics, run_label,
+                                     run_table, swept_ks)
+from lsrbench.report.seeds import run_seeds, seed_mean, seeds_of, spread
 
-__all__ = ["auto_k_values", "render_cell", "best_texts", "twin_notes", "table1_cells", "table1_markdown", "table1_record",
-           "write_table1"]
+__all__ = ["auto_k_values", "render_cell", "best_texts", "twin_notes", "table1_cells", "table1_markdown", "seeds_note",
+           "table1_record", "write_table1"]
 
 
 def auto_k_values(norms: dict[str, dict], auto_cfg: dict | None) -> dict[str, float]:
@@ -41,10 +44,10 @@ def auto_k_values(norms: dict[str, dict], auto_cfg: dict | None) -> dict[str, fl
 def render_cell(cell: dict) -> str:
     """The text of one table1.md cell from its record (see :func:`table1_cells`)."""
     if cell.get("collapsed"):
-        return "collapsed"
+        return f"collapsed ({cell['collapsed_seeds']} seeds)" if cell.get("collapsed_seeds") else "collapsed"
     if "numbers" not in cell:
         return cell["text"]
-    texts = [n["text"] for n in cell["numbers"]]
+    texts = [n["text"] if n.get("spread_text") is None else f"{n['text']} ± {n['spread_text']}" for n in cell["numbers"]]
     body = "–" if all(t is None for t in texts) else cell.get("sep", "").join("–" if t is None else t for t in texts)
     if cell.get("bold"):
         body = f"**{body}**"
@@ -56,16 +59,32 @@ def render_cell(cell: dict) -> str:
 
 
 def _number(run: pd.DataFrame, measure: str, datasets: list[str], fmt: str, require_all: bool) -> dict:
-    """A mean of metric rows, as shown in a cell, with the metrics.csv rows it averages."""
+    """A mean of metric rows, as shown in a cell, with the metrics.csv rows it averages. With
+    several seeds: the mean over the run's seeds of each seed's mean (every seed complete), and
+    their sample standard deviation (``spread``)."""
     sel = run[(run["measure"] == measure) & run["dataset"].isin(datasets)]
-    complete = len(sel) == len(datasets) if require_all else len(sel) > 0
-    value = sel["value"].mean() if complete else np.nan
-    return {"measure": measure, "datasets": list(datasets), "require_all": require_all, "format": fmt,
-            # metrics.csv line of each source row: the frame is metrics.csv as read (header = line 1)
-            "sources": [{"line": int(i) + 2, "dataset": d, "value": float(v)}
-                        for i, d, v in zip(sel.index, sel["dataset"], sel["value"])],
-            "value": None if pd.isna(value) else float(value),
-            "text": None if pd.isna(value) else format(value, fmt)}
+    seeds = run_seeds(run)
+    groups = [(s, sel[sel[SEED] == s]) for s in seeds] if seeds else [(None, sel)]
+    if require_all:
+        complete = all(len(rows) == len(datasets) for _, rows in groups)
+    else:
+        groups = [(s, rows) for s, rows in groups if len(rows)]
+        complete = bool(groups)
+    values = [rows["value"].mean() for _, rows in groups] if complete else []
+    value = values[0] if len(values) == 1 else float(np.mean(values)) if values else np.nan
+    number = {"measure": measure, "datasets": list(datasets), "require_all": require_all, "format": fmt,
+              # metrics.csv line of each source row: the frame is metrics.csv as read (header = line 1)
+              "sources": [{"line": int(i) + 2, "dataset": d, "value": float(v)}
+                          for i, d, v in zip(sel.index, sel["dataset"], sel["value"])],
+              "value": None if pd.isna(value) else float(value),
+              "text": None if pd.isna(value) else format(value, fmt)}
+    if seeds:  # several training seeds: which ones the mean is over, and their spread
+        for source, seed in zip(number["sources"], sel[SEED]):
+            source["seed"] = seed
+        deviation = spread(values) if complete else None
+        number.update(seeds=[s for s, _ in groups] if complete else [], spread=deviation,
+                      spread_text=None if deviation is None or pd.isna(deviation) else format(deviation, fmt))
+    return number
 
 
 def best_texts(metrics: pd.DataFrame, column: dict, fmt: str) -> dict[str, str]:
@@ -113,22 +132,25 @@ def table1_cells(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms
     ``sources``, metrics.csv rows of ``measure`` over ``datasets``; or, for ``k: auto``, a ratio of
     two head norms), and its decorations: ``bold`` (best k), ``collapsed``, ``reference`` (a value
     from the paper, read from ``report_cfg["reference"]``, not from any run). ``text`` is
-    :func:`render_cell` of the rest. ``metrics`` must be metrics.csv as :func:`read_metrics` reads it.
+    :func:`render_cell` of the rest. ``metrics`` must be metrics.csv as :func:`read_metrics` reads it
+    (with several seeds, per-seed rows: each number then also has ``seeds`` and ``spread``, each
+    source its ``seed``, and ``seeds`` lists them all).
     """
-    table = run_table(metrics, report_cfg, backbones)
+    means = seed_mean(metrics)
+    table = run_table(means, report_cfg, backbones)
     columns = [c["name"] for c in report_cfg["columns"]]
     out = {"columns": ["Backbone", "k", *columns, "FLOPs", "q / d dims"], "rows": []}
     if table.empty:
         return out
     first = columns[0]
     first_col = report_cfg["columns"][0]
-    best_text = best_texts(metrics, first_col, ".3f")
+    best_text = best_texts(means, first_col, ".3f")
     reference = load_reference(report_cfg.get("reference"))
     autos = auto_k_values(norms or {}, auto_cfg)
-    flops_ds = flops_datasets(metrics, report_cfg)
+    flops_ds = flops_datasets(means, report_cfg)
     for b, k, collapsed in zip(table["backbone"], table["k"], table["collapsed"]):
         run = metrics[(metrics["backbone"] == b) & (metrics["k"] == k)]
-        flags = run[run["measure"] == COLLAPSED]
+        mark = _collapse_mark(run, bool(collapsed))
         k_cell = {"column": "k", "text": k}
         base = split_run_name(b)[0]
         if k == "auto" and base in autos:
@@ -139,8 +161,7 @@ def table1_cells(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms
         cells = [{"column": "Backbone", "text": run_label(b, backbones) if b != BM25 else bm25_label(report_cfg)}, k_cell]
         for col in report_cfg["columns"]:
             name = col["name"]
-            cell = {"column": name, "numbers": [_number(run, col["measure"], col["datasets"], ".3f", True)],
-                    "collapsed": bool(collapsed)}
+            cell = {"column": name, "numbers": [_number(run, col["measure"], col["datasets"], ".3f", True)], **mark}
             # every k that ties with the best at the precision shown (the caption says so)
             cell["bold"] = (name == first and not collapsed
                             and cell["numbers"][0]["text"] is not None and cell["numbers"][0]["text"] == best_text.get(b))
@@ -149,17 +170,37 @@ def table1_cells(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms
                 cell["reference"] = {"file": report_cfg["reference"], "backbone": b, "k": k, "column": name,
                                      "value": float(ref), "text": f"{ref:.3f}"}
             cells.append(cell)
-        cells.append({"column": "FLOPs", "numbers": [_number(run, FLOPS, flops_ds, ".2f", False)],
-                      "collapsed": bool(collapsed)})
+        cells.append({"column": "FLOPs", "numbers": [_number(run, FLOPS, flops_ds, ".2f", False)], **mark})
         cells.append({"column": "q / d dims", "sep": " / ", "numbers": [_number(run, QUERY_DIMS, flops_ds, ".1f", False),
                                                                         _number(run, DOC_DIMS, flops_ds, ".1f", False)]})
         for cell in cells:
             cell["text"] = render_cell(cell)
-        out["rows"].append({"backbone": b, "k": k, "collapsed": bool(collapsed),
-                            "collapsed_sources": [{"line": int(i) + 2, "dataset": d, "value": float(v)}
-                                                  for i, d, v in zip(flags.index, flags["dataset"], flags["value"])],
+        out["rows"].append({"backbone": b, "k": k, "collapsed": bool(collapsed), "collapsed_sources": _flag_sources(run),
                             "cells": cells})
+    if seeds_of(metrics):
+        out["seeds"] = seeds_of(metrics)
     return out
+
+
+def _flag_sources(run: pd.DataFrame) -> list[dict]:
+    """The metrics.csv rows of a run's collapse flags (each with its seed, with several seeds)."""
+    flags = run[run["measure"] == COLLAPSED]
+    sources = [{"line": int(i) + 2, "dataset": d, "value": float(v)}
+               for i, d, v in zip(flags.index, flags["dataset"], flags["value"])]
+    if SEED in flags.columns:
+        for source, seed in zip(sources, flags[SEED]):
+            source["seed"] = seed
+    return sources
+
+
+def _collapse_mark(run: pd.DataFrame, collapsed: bool) -> dict:
+    """A cell's collapse decoration: ``collapsed`` (some seed's run collapsed) and, with several
+    seeds, in how many of them (``collapsed_seeds``: "1 of 3")."""
+    seeds = run_seeds(run)
+    if not collapsed or len(seeds) < 2:
+        return {"collapsed": collapsed}
+    flags = run[(run["measure"] == COLLAPSED) & (run["value"] > 0)]
+    return {"collapsed": True, "collapsed_seeds": f"{flags[SEED].nunique()} of {len(seeds)}"}
 
 
 def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms: dict | None = None,
@@ -188,6 +229,8 @@ def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, no
         "FLOPs: sum_j p_q(j) p_d(j), the expected number of multiplications per query-document pair; q / d dims: "
         "mean non-zero terms per query / document. collapsed: the run's status says it collapsed (see its status.json).",
     ]
+    if cells.get("seeds"):
+        notes.append(seeds_note(cells["seeds"]))
     notes += label_notes(backbones)
     shown_ks: dict[str, set[str]] = {}
     for row in cells["rows"]:
@@ -198,6 +241,16 @@ def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, no
     for note in notes:  # one paragraph each
         lines += ["", note]
     return "\n".join(lines) + "\n" + config_line(config)
+
+
+def seeds_note(seeds: list[str], best_k: bool = True) -> str:
+    """What a table's numbers are with several training seeds (recipe.seeds); ``best_k``: the
+    table marks the best k and collapsed runs (Table 1)."""
+    marks = (" The best k is the one of the means; collapsed (m of n seeds): m of the run's seeds collapsed, and the "
+             "run counts as collapsed." if best_k else "")
+    return (f"Seeds: every run was trained once per seed ({len(seeds)} seeds: {', '.join(seeds)}; recipe.seeds). A "
+            "number is the mean over the seeds of each seed's value, ± the sample standard deviation over seeds "
+            f"(n − 1).{marks} BM25 and released checkpoints are not trained: one value.")
 
 
 def table1_record(cells: dict, metrics_csv: str, report_cfg: dict, backbones: dict, norm_files: dict,

@@ -10,38 +10,60 @@ import numpy as np
 import pandas as pd
 
 from lsrbench.atomic import atomic_open
-from lsrbench.names import BM25, k_order, split_run_name
+from lsrbench.names import BM25, SEED, k_order, split_run_name
 from lsrbench.report.config_record import config_line
 from lsrbench.report.render import MISSING, markdown_table
 from lsrbench.report.results import best_ks, bm25_label, label_notes, read_metrics, run_label, run_table
-from lsrbench.report.table1 import auto_k_values
+from lsrbench.report.seeds import is_seeded, seeds_of, spread
+from lsrbench.report.table1 import auto_k_values, seeds_note
 
 __all__ = ["beir_markdown", "table_beir_text", "write_table_beir", "RANKED_STATISTICS", "norms_markdown",
            "auto_k_markdown", "norms_report_text"]
 
 
 def beir_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> str:
-    """Per-dataset effectiveness of every run (one column per dataset, then each group's mean)."""
+    """Per-dataset effectiveness of every run (one column per dataset, then each group's mean).
+    With several training seeds (per-seed rows), each cell is the mean over seeds ± their sample
+    standard deviation, a group's mean that of each seed's mean over the group."""
     measure = report_cfg["beir_measure"]
     sel = metrics[metrics["measure"] == measure]
     if sel.empty:
         return f"No {measure} values.\n"
-    pivot = sel.pivot_table(index=["backbone", "k"], columns="dataset", values="value", aggfunc="first")
+    seeds = seeds_of(sel)
+    index = ["backbone", "k", SEED] if is_seeded(sel) else ["backbone", "k"]
+    pivot = sel.pivot_table(index=index, columns="dataset", values="value", aggfunc="first")
     datasets = [d for c in report_cfg["columns"] for d in c["datasets"]]
     datasets = list(dict.fromkeys(d for d in datasets if d in pivot.columns)) + [d for d in pivot.columns if d not in datasets]
     pivot = pivot[datasets]
     for col in report_cfg["columns"]:
         if col["measure"] == measure and len(col["datasets"]) > 1:
             pivot[f"mean ({col['name']})"] = pivot[col["datasets"]].mean(axis=1, skipna=False)
+    if is_seeded(sel):
+        pivot = _over_seeds(pivot)
     rows = pivot.reset_index()
     rows["_k"] = rows["k"].map(k_order)
     rows["_b"] = rows["backbone"].map(lambda b: -1 if b == BM25 else list(backbones).index(split_run_name(b)[0])
                                       if split_run_name(b)[0] in backbones else 99)
     rows = rows.sort_values(["_b", "backbone", "_k"]).drop(columns=["_k", "_b"])
     rows.insert(0, "Backbone", [(bm25_label(report_cfg) if b == BM25 else run_label(b, backbones)) for b in rows.pop("backbone")])
-    notes = "".join(f"\n{note}\n" for note in label_notes(backbones))
+    notes = "".join(f"\n{note}\n" for note in ([seeds_note(seeds, best_k=False)] if is_seeded(sel) else []) + label_notes(backbones))
+    right = [c for c in rows.columns if c != "Backbone"] if is_seeded(sel) else None
     return (f"# Per-dataset {measure}\n\nEvery run on every evaluated dataset.\n\n"
-            + markdown_table(rows) + "\n" + notes)
+            + markdown_table(rows, right=right) + "\n" + notes)
+
+
+def _over_seeds(pivot: pd.DataFrame) -> pd.DataFrame:
+    """A (backbone, k, seed) x dataset pivot as (backbone, k) x dataset texts: the mean over seeds
+    (missing when a seed lacks the value) ± the sample standard deviation (when there are two)."""
+    grouped = pivot.groupby(level=["backbone", "k"], sort=False)
+
+    def cell(values: pd.Series) -> str:
+        if values.isna().any():
+            return MISSING
+        deviation = spread(values)
+        return f"{values.mean():.3f}" + ("" if deviation is None else f" ± {deviation:.3f}")
+
+    return grouped.agg(cell)
 
 
 def table_beir_text(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, config: dict | None = None) -> str:

@@ -22,8 +22,9 @@ class Trace:
     backed: dict[Path, dict[tuple[str, str, str, str], float]] = field(default_factory=dict)
     # resolved paths of every recorded file whose hash still matches
     vouched: set[Path] = field(default_factory=set)
-    # (run, k, dataset, measure) -> (metrics.csv line, whether it traces to a manifest-backed run file)
-    traced: dict[tuple[str, str, str, str], tuple[int, bool]] = field(default_factory=dict)
+    # (run, k, (seed: several seeds,) dataset, measure) -> (metrics.csv line, whether it traces to a
+    # manifest-backed run file)
+    traced: dict[tuple[str, ...], tuple[int, bool]] = field(default_factory=dict)
 
 
 def workdir_of(manifest_file: Path, recorded: str) -> Path:

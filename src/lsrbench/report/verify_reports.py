@@ -100,7 +100,7 @@ def _check_outputs(record: dict, located: Where, side: Path, trace: Trace) -> No
 
 
 def _table_beir(root: Path, stated, trace: Trace) -> None:
-    from lsrbench.report.results import read_metrics
+    from lsrbench.report.results import read_metrics  # raw: the table shows each seed's spread
     from lsrbench.report.tables import table_beir_text
 
     md, metrics_csv = root / "table_beir.md", root / "metrics.csv"
@@ -116,7 +116,7 @@ def _table_beir(root: Path, stated, trace: Trace) -> None:
 def _norms(root: Path, stated, trace: Trace) -> None:
     from lsrbench.model.auto_k import head_statistics
     from lsrbench.report.figure_data import norms_data
-    from lsrbench.report.results import read_metrics
+    from lsrbench.report.results import read_mean_metrics
     from lsrbench.report.table1 import auto_k_values
     from lsrbench.report.tables import norms_report_text
 
@@ -129,7 +129,7 @@ def _norms(root: Path, stated, trace: Trace) -> None:
     files = _run_files(record["sources"].get("norm_files"), located, side, trace)
     if files is None:
         return
-    s, metrics = report_settings(config), read_metrics(str(metrics_csv))
+    s, metrics = report_settings(config), read_mean_metrics(str(metrics_csv))
     origin = _origin([metrics_csv, *files.values()], config_rec)
     if md.is_file() and md in stated:
         fresh = norms_report_text({b: str(p) for b, p in files.items()}, metrics, s["report_cfg"], s["backbones"],
@@ -143,7 +143,7 @@ def _norms(root: Path, stated, trace: Trace) -> None:
 def _claims(root: Path, stated, trace: Trace) -> None:
     from lsrbench.config.schema import with_defaults
     from lsrbench.report.claims import evaluate_claims
-    from lsrbench.report.claims_output import claims_texts, read_evidence
+    from lsrbench.report.claims_output import claims_texts, evidence_seeds, read_evidence
 
     md, side, metrics_csv = root / "claims.md", root / "claims.json", root / "metrics.csv"
     settings = _settings(stated, side)
@@ -164,7 +164,7 @@ def _claims(root: Path, stated, trace: Trace) -> None:
                        s["backbones"], s["report_cfg"], str(reference) if reference else None)
     claims_cfg = with_defaults("claims", config.get("claims"))
     fresh_md, fresh_json = claims_texts(evaluate_claims(ev, claims_cfg), claims_cfg, config_rec, sources,
-                                        record["manifest"])
+                                        record["manifest"], evidence_seeds(str(metrics_csv)))
     origin = _origin([metrics_csv, "the per-query, head-norm and training-log files it names"], config_rec)
     _compare_data(side, record, json.loads(fresh_json), origin, trace)
     if md.is_file():
@@ -173,7 +173,7 @@ def _claims(root: Path, stated, trace: Trace) -> None:
 
 def _tradeoff(root: Path, stated, trace: Trace) -> None:
     from lsrbench.report.figure_data import tradeoff_data
-    from lsrbench.report.results import read_metrics
+    from lsrbench.report.results import read_mean_metrics
 
     side, metrics_csv = root / "tradeoff.data.json", root / "metrics.csv"
     settings = _settings(stated, side)
@@ -182,13 +182,14 @@ def _tradeoff(root: Path, stated, trace: Trace) -> None:
     (record, located), (config_rec, config) = read, settings
     _check_outputs(record, located, side, trace)
     s = report_settings(config)
-    _compare_data(side, record["data"], tradeoff_data(read_metrics(str(metrics_csv)), s["report_cfg"], s["backbones"]),
+    _compare_data(side, record["data"], tradeoff_data(read_mean_metrics(str(metrics_csv)), s["report_cfg"], s["backbones"]),
                   _origin([metrics_csv], config_rec), trace)
 
 
 def _loss_curves(root: Path, stated, trace: Trace) -> None:
     from lsrbench.report.figure_data import loss_data
     from lsrbench.report.plots import loss_runs
+    from lsrbench.report.seeds import read_mean_train_logs
 
     side = root / "loss_curves.data.json"
     settings = _settings(stated, side)
@@ -199,7 +200,7 @@ def _loss_curves(root: Path, stated, trace: Trace) -> None:
     files = _run_files(record["sources"].get("log_files"), located, side, trace)
     if files is None:
         return
-    fresh = loss_data(loss_runs({key: str(p) for key, p in files.items()}), report_settings(config)["backbones"],
+    fresh = loss_data(loss_runs(read_mean_train_logs({key: str(p) for key, p in files.items()})), report_settings(config)["backbones"],
                       config["recipe"]["batch_size"])
     _compare_data(side, record["data"], fresh, _origin(["the training logs it names"], config_rec), trace)
 

@@ -231,13 +231,13 @@ def _check_row(s: _Sidecar, row: dict, old: dict, where: str, recorded_refs: dic
         problems.append(f"{where}: recorded as {'' if old.get('collapsed') else 'not '}collapsed, but {s.metrics_csv} "
                         f"says {'' if row['collapsed'] else 'not '}collapsed")
 
-    def check_traced(column: str, dataset: str, measure: str) -> None:
-        line, ok = trace.traced.get((*key, dataset, measure), (None, False))
+    def check_traced(column: str, dataset: str, measure: str, seed: str | None) -> None:
+        line, ok = trace.traced.get((*key, *([] if seed is None else [seed]), dataset, measure), (None, False))
         if not ok:
             untraced.setdefault(column, set()).add(line if line else f"{dataset} {measure} (no row)")
 
     for src in row["collapsed_sources"]:
-        check_traced("collapsed", src["dataset"], COLLAPSED)
+        check_traced("collapsed", src["dataset"], COLLAPSED, src.get("seed"))
     for cell in row["cells"]:
         col = cell["column"]
         if recorded_refs is not None and recorded_refs.get((*key, col)):
@@ -249,7 +249,7 @@ def _check_row(s: _Sidecar, row: dict, old: dict, where: str, recorded_refs: dic
                             f"{' and '.join(_origins(s, cell)) or 'its inputs'}: recomputed {cell['text']!r}")
         for number in cell.get("numbers", []):
             for src in number.get("sources", []):
-                check_traced(col, src["dataset"], number["measure"])
+                check_traced(col, src["dataset"], number["measure"], src.get("seed"))
             if "norms" in number:
                 _check_norms(s, number["norms"], norm_paths, f"{where}, column {col}", trace)
     if untraced:
