@@ -250,6 +250,61 @@ def _(ctx):
     return ctx.snakemake(ctx.write_config(lambda c: c.update(backbones={"a" * 101: c["backbones"]["rand-roberta"]})))
 
 
+@case("label equal to another's but for a trailing space", CONFIG,
+      r"backbones\.twin\.label: 'random RoBERTa 1L ' is also how rand-roberta is shown \('random RoBERTa 1L', as a reader")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["backbones"].update(
+        twin=dict(c["backbones"]["rand-roberta"], label="random RoBERTa 1L "))))
+
+
+@case("label equal to the BM25 row's but for a space", CONFIG, r"backbones\.rand-roberta\.label: 'BM25 \(Anserini,  k1=0\.9, "
+                                                               r"b=0\.4\)' is also how BM25 is shown")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["backbones"]["rand-roberta"].update(
+        label="BM25 (Anserini,  k1=0.9, b=0.4)")))
+
+
+@case("report column ' k ' beside the table's own k", CONFIG,
+      r"report\.columns\[0\]\.name: column ' k ' is already a column of the tables \('k', as a reader sees it\)")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["report"]["columns"][0].update(name=" k ")))
+
+
+@case("two backbones of one folder on a case-folding filesystem", CONFIG,
+      r"backbones\.Rand-RoBERTa: 'Rand-RoBERTa' and 'rand-roberta' name one folder where a filesystem ignores case")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["backbones"].update(
+        {"Rand-RoBERTa": dict(c["backbones"]["rand-roberta"], label="other")})))
+
+
+@case("measure cutoff deeper than evaluation.top_k", CONFIG,
+      r"evaluation\.measures\[2\]: R@100 reads 100 documents per query, but evaluation\.top_k keeps 50")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("evaluation.top_k", 50)))  # nDCG@10, RR@10 within it
+
+
+@case("FLOPs dataset not evaluated", CONFIG, r"report\.flops_datasets\[0\]: dataset 'other' is not evaluated")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("report.flops_datasets", ["other"])))
+
+
+@case("datasets_file ''", CONFIG, r"datasets_file: '' is empty: give the dataset registry")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("datasets_file", "")))
+
+
+@case("mirror '' (not the working directory)", CONFIG, r"mirror: '' is empty: give a folder laid out like \.\./shared")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("mirror", "")))
+
+
+@case("base: a config file of only a comment", lambda ctx: re.escape(str(ctx.tmp / "empty.yaml")),
+      r"empty: no settings in it \(only blank lines or comments\)")
+def _(ctx):
+    (ctx.tmp / "empty.yaml").write_text("# nothing here yet\n")
+    return ctx.snakemake(ctx.write_config(text=lambda t: "base: empty.yaml\n" + t))
+
+
 def _claims(*items, **top):
     def edit(config):
         config["claims"] = {"datasets": ["slice"], "list": list(items), **top}
@@ -576,6 +631,18 @@ def _(ctx):
 def _(ctx):
     folder = ctx.model_copy(lambda f: (f / "model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}"))
     return [*LSRBENCH, "norm", "--model", str(folder)]
+
+
+@case("check-config: an empty config file", lambda ctx: re.escape(str(ctx.tmp / "empty.yaml")),
+      r"empty: no settings in it \(only blank lines or comments\)")
+def _(ctx):
+    (ctx.tmp / "empty.yaml").write_text("")
+    return [*LSRBENCH, "check-config", "--configfile", str(ctx.tmp / "empty.yaml")]
+
+
+@case("run: --cores abc", r"command line", r"--cores: 'abc' is not a number of cores \(a positive integer, or all\)")
+def _(ctx):
+    return [*LSRBENCH, "run", "-n", "--cores", "abc"]
 
 
 @case("prefetch: NaN in the config", CONFIG, r"recipe\.lambda_q: must be a finite number, got nan")
