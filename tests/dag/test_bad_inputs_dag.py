@@ -681,7 +681,7 @@ def test_k_auto_with_a_zero_reference_norm_fails_its_train_job_in_one_line(micro
     config["auto_k"] = {"reference": "zero"}
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-    target = layout(path).train("rand-roberta", "auto").path("train_log.jsonl")
+    target = layout(path).get("train", run="rand-roberta", k="auto").path("train_log.jsonl")
     line, before, work = _run_in_copy(micro_run, tmp_path, path, target)
     assert re.fullmatch(r"lsrbench: error: results/norms/zero/[0-9a-f]{12}/norms\.json: frobenius_norm: 0\.0: "
                         r"k auto divides head norms.*", line), line
@@ -735,7 +735,7 @@ def test_empty_queries_drop_drops_them_and_counts_them_in_info_json(micro_run, t
     def data_with(**setting):
         entry = {"source": "beir", "path": str(folder), **setting}
         (tmp_path / "datasets.yaml").write_text(yaml.safe_dump({"slice": entry}))
-        return layout(path).data("slice")
+        return layout(path).get("data", dataset="slice")
 
     assert data_with().id == data_with(empty_queries="error").id  # the default: ids as before the setting
     data = data_with(empty_queries="drop")
@@ -801,8 +801,8 @@ def test_a_download_without_a_network_fails_its_job_in_one_line(micro_run, tmp_p
         file = re.escape(str(tmp_path / "config.yaml"))
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-    target = (layout(path).data("web").path("info.json") if "source" in entry
-              else layout(path).norms("web").path("norms.json"))
+    target = (layout(path).get("data", dataset="web").path("info.json") if "source" in entry
+              else layout(path).get("norms", backbone="web").path("norms.json"))
     with unreachable_network(tmp_path) as env:
         line, before, _ = _run_in_copy(micro_run, tmp_path, path, target, env=env)
     expected = f"lsrbench: error: {file}: {field}: " + FETCH_FAILED.format(what=what, where=where, reason=reason)

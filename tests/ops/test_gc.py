@@ -110,5 +110,5 @@ def test_gc_after_a_reverted_edit_removes_its_outputs_and_the_config_plans_nothi
     verify = subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", str(work / "results")],
                             capture_output=True, text=True)
     assert verify.returncode == 0, verify.stderr
-    params = json.loads((work / layout(micro_run["config"]).bm25("slice").path("params.json")).read_text())
+    params = json.loads((work / layout(micro_run["config"]).get("bm25", dataset="slice").path("params.json")).read_text())
     assert params["identity"]["top_k"] == 100
