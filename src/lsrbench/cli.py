@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+from lsrbench.cli_errors import cores_argument, require_extra, run_one_line
 from lsrbench.errors import InputError
 
 DEFAULT_CONFIG = "config/config.yaml"
@@ -170,9 +171,8 @@ def _run(args) -> int:
 
 def _mteb_check(args) -> int:
     from lsrbench.atomic import atomic_open
-    from lsrbench.evaluate.mteb_check import check_run, summary_line
-
     from lsrbench.config.entries import dataset_entry
+    from lsrbench.evaluate.mteb_check import check_run, summary_line
 
     config = _load_config(_config_files(args), check_files=False)[0]
     if args.dataset not in config["_datasets"]:
@@ -329,7 +329,7 @@ def _add_run_parser(parser, sub) -> None:
     p.add_argument("targets", nargs="*", metavar="TARGET", help="files to build (default: every report)")
     _configfile_option(p)
     p.add_argument("--mirror", metavar="DIR", help="read models and data from this mirror folder (--config mirror=DIR)")
-    p.add_argument("--cores", metavar="N", help="cores for snakemake (default: all; 1 for --report)")
+    p.add_argument("--cores", metavar="N", type=cores_argument, help="cores for snakemake (default: all; 1 for --report)")
     p.add_argument("--gpus", type=int, metavar="N", help="GPUs train/index jobs may use at once (--resources gpu=N)")
     p.add_argument("--profile", metavar="DIR", help="a snakemake profile, e.g. profiles/local or profiles/slurm")
     p.add_argument("-n", "--dry-run", action="store_true", help="list the jobs without running them")
@@ -376,7 +376,7 @@ def _add_mteb_parsers(sub) -> None:
     p.add_argument("--tolerance", type=float, default=TOLERANCE,
                    help=f"largest accepted difference (default: {TOLERANCE:g}; mteb rounds to 5 decimals)")
     p.add_argument("--mteb-results", metavar="DIR", help="also file mteb's own result there (MTEB's layout)")
-    p.set_defaults(func=_mteb_check)
+    p.set_defaults(func=_mteb_check, extra="mteb")
 
     p = sub.add_parser("export-mteb", help="write every run's metrics in MTEB's result format",
                        description="Write each (run, dataset) of metrics.csv as an MTEB result (mteb's ResultCache "
@@ -384,7 +384,7 @@ def _add_mteb_parsers(sub) -> None:
                                    "published MTEB / NanoBEIR results. Needs pip install -e '.[mteb]'.")
     p.add_argument("out", metavar="OUT", help="the results root to write into")
     p.add_argument("--results", default="results", metavar="DIR", help="the results folder (default: results)")
-    p.set_defaults(func=_export_mteb)
+    p.set_defaults(func=_export_mteb, extra="mteb")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -446,16 +446,16 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = _parse(parser, list(sys.argv[1:] if argv is None else argv))
+    return run_one_line(lambda: _main(list(sys.argv[1:] if argv is None else argv)))
+
+
+def _main(argv: list[str]) -> int:
+    args = _parse(parser := build_parser(), argv)
     if args.command is None:  # no subcommand: the help, with argparse's usage-error status
         parser.print_help()
         return 2
-    try:
-        return args.func(args)
-    except InputError as exc:
-        print(f"lsrbench: error: {exc}", file=sys.stderr)
-        return 2
+    getattr(args, "extra", None) and require_extra(args.extra, args.extra, args.command)  # before any work
+    return args.func(args)
 
 
 if __name__ == "__main__":

@@ -152,6 +152,20 @@ def test_hostile_yaml_is_refused_in_bounded_time_and_memory(tmp_path, case):
     assert peak < 100 * 2**20, peak
 
 
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n", "---\n# a document of comments\n"])
+def test_an_empty_or_comment_only_file_is_refused(tmp_path, text):
+    path = tmp_path / "my.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        load_config_files([path])
+    assert str(err.value) == f"{path}: empty: no settings in it (only blank lines or comments)"
+    top = tmp_path / "top.yaml"  # as a base: layer too: the error names the empty file
+    _write(top, {"base": "my.yaml", "recipe": {"steps": 2}})
+    with pytest.raises(InputError) as err:
+        load_config_files([top])
+    assert str(err.value).startswith(f"{path}: empty")
+
+
 def test_aliases_and_nesting_within_the_bounds_load(tmp_path):
     path = tmp_path / "ok.yaml"
     path.write_text(_laughs(4) + "deep: " + "[" * (MAX_YAML_DEPTH - 2) + "1" + "]" * (MAX_YAML_DEPTH - 2) + "\n")

@@ -250,6 +250,61 @@ def _(ctx):
     return ctx.snakemake(ctx.write_config(lambda c: c.update(backbones={"a" * 101: c["backbones"]["rand-roberta"]})))
 
 
+@case("label equal to another's but for a trailing space", CONFIG,
+      r"backbones\.twin\.label: 'random RoBERTa 1L ' is also how rand-roberta is shown \('random RoBERTa 1L', as a reader")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["backbones"].update(
+        twin=dict(c["backbones"]["rand-roberta"], label="random RoBERTa 1L "))))
+
+
+@case("label equal to the BM25 row's but for a space", CONFIG, r"backbones\.rand-roberta\.label: 'BM25 \(Anserini,  k1=0\.9, "
+                                                               r"b=0\.4\)' is also how BM25 is shown")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["backbones"]["rand-roberta"].update(
+        label="BM25 (Anserini,  k1=0.9, b=0.4)")))
+
+
+@case("report column ' k ' beside the table's own k", CONFIG,
+      r"report\.columns\[0\]\.name: column ' k ' is already a column of the tables \('k', as a reader sees it\)")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["report"]["columns"][0].update(name=" k ")))
+
+
+@case("two backbones of one folder on a case-folding filesystem", CONFIG,
+      r"backbones\.Rand-RoBERTa: 'Rand-RoBERTa' and 'rand-roberta' name one folder where a filesystem ignores case")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["backbones"].update(
+        {"Rand-RoBERTa": dict(c["backbones"]["rand-roberta"], label="other")})))
+
+
+@case("measure cutoff deeper than evaluation.top_k", CONFIG,
+      r"evaluation\.measures\[2\]: R@100 reads 100 documents per query, but evaluation\.top_k keeps 50")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("evaluation.top_k", 50)))  # nDCG@10, RR@10 within it
+
+
+@case("FLOPs dataset not evaluated", CONFIG, r"report\.flops_datasets\[0\]: dataset 'other' is not evaluated")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("report.flops_datasets", ["other"])))
+
+
+@case("datasets_file ''", CONFIG, r"datasets_file: '' is empty: give the dataset registry")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("datasets_file", "")))
+
+
+@case("mirror '' (not the working directory)", CONFIG, r"mirror: '' is empty: give a folder laid out like \.\./shared")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("mirror", "")))
+
+
+@case("base: a config file of only a comment", lambda ctx: re.escape(str(ctx.tmp / "empty.yaml")),
+      r"empty: no settings in it \(only blank lines or comments\)")
+def _(ctx):
+    (ctx.tmp / "empty.yaml").write_text("# nothing here yet\n")
+    return ctx.snakemake(ctx.write_config(text=lambda t: "base: empty.yaml\n" + t))
+
+
 def _claims(*items, **top):
     def edit(config):
         config["claims"] = {"datasets": ["slice"], "list": list(items), **top}
@@ -578,6 +633,18 @@ def _(ctx):
     return [*LSRBENCH, "norm", "--model", str(folder)]
 
 
+@case("check-config: an empty config file", lambda ctx: re.escape(str(ctx.tmp / "empty.yaml")),
+      r"empty: no settings in it \(only blank lines or comments\)")
+def _(ctx):
+    (ctx.tmp / "empty.yaml").write_text("")
+    return [*LSRBENCH, "check-config", "--configfile", str(ctx.tmp / "empty.yaml")]
+
+
+@case("run: --cores abc", r"command line", r"--cores: 'abc' is not a number of cores \(a positive integer, or all\)")
+def _(ctx):
+    return [*LSRBENCH, "run", "-n", "--cores", "abc"]
+
+
 @case("prefetch: NaN in the config", CONFIG, r"recipe\.lambda_q: must be a finite number, got nan")
 def _(ctx):
     path = ctx.write_config(text=lambda t: re.sub(r"lambda_q: .*", "lambda_q: .nan", t))
@@ -614,7 +681,7 @@ def test_k_auto_with_a_zero_reference_norm_fails_its_train_job_in_one_line(micro
     config["auto_k"] = {"reference": "zero"}
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-    target = layout(path).train("rand-roberta", "auto").path("train_log.jsonl")
+    target = layout(path).get("train", run="rand-roberta", k="auto").path("train_log.jsonl")
     line, before, work = _run_in_copy(micro_run, tmp_path, path, target)
     assert re.fullmatch(r"lsrbench: error: results/norms/zero/[0-9a-f]{12}/norms\.json: frobenius_norm: 0\.0: "
                         r"k auto divides head norms.*", line), line
@@ -668,7 +735,7 @@ def test_empty_queries_drop_drops_them_and_counts_them_in_info_json(micro_run, t
     def data_with(**setting):
         entry = {"source": "beir", "path": str(folder), **setting}
         (tmp_path / "datasets.yaml").write_text(yaml.safe_dump({"slice": entry}))
-        return layout(path).data("slice")
+        return layout(path).get("data", dataset="slice")
 
     assert data_with().id == data_with(empty_queries="error").id  # the default: ids as before the setting
     data = data_with(empty_queries="drop")
@@ -734,8 +801,8 @@ def test_a_download_without_a_network_fails_its_job_in_one_line(micro_run, tmp_p
         file = re.escape(str(tmp_path / "config.yaml"))
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-    target = (layout(path).data("web").path("info.json") if "source" in entry
-              else layout(path).norms("web").path("norms.json"))
+    target = (layout(path).get("data", dataset="web").path("info.json") if "source" in entry
+              else layout(path).get("norms", backbone="web").path("norms.json"))
     with unreachable_network(tmp_path) as env:
         line, before, _ = _run_in_copy(micro_run, tmp_path, path, target, env=env)
     expected = f"lsrbench: error: {file}: {field}: " + FETCH_FAILED.format(what=what, where=where, reason=reason)

@@ -115,7 +115,7 @@ def _poke(path: Path) -> None:
 
 RESULT_EDITS = {
     "learning rate": (lambda c, t: c["recipe"].update(learning_rate=3e-5), {"train", "index", "evaluate"}),
-    "top_k": (lambda c, t: c["evaluation"].update(top_k=50), {"evaluate", "bm25"}),
+    "top_k": (lambda c, t: c["evaluation"].update(top_k=200), {"evaluate", "bm25"}),  # within it: R@100 needs 100
     "collapse threshold": (lambda c, t: c["evaluation"].update(collapse_max_active_share=0.5), {"evaluate"}),
     "encode batch size": (lambda c, t: c["evaluation"].update(encode_batch_size=8), {"index", "evaluate"}),
     "pool depth": (lambda c, t: c["evaluation"].update(pool_depth=20), {"pool", "index", "evaluate", "bm25"}),

@@ -110,7 +110,7 @@ def slurm_runs(request, slurm_env, tmp_path_factory, vaswani_slice, tiny_roberta
     config["backbones"]["zero"] = {"model": str(zero), "k": [1]}
     config["auto_k"] = {"reference": "zero"}
     bad_cfg.write_text(yaml.safe_dump(config, sort_keys=False))
-    bad_target = layout(bad_cfg).train("rand-roberta", "auto").path("train_log.jsonl")
+    bad_target = layout(bad_cfg).get("train", run="rand-roberta", k="auto").path("train_log.jsonl")
     bad = SlurmRun(slurm_env, tmp / "bad" / "work", bad_target, "--configfile", str(bad_cfg), timeout=300)
     try:
         local = request.getfixturevalue("micro_run")

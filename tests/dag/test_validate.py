@@ -64,6 +64,9 @@ def test_non_finite_numbers_and_non_string_keys_anywhere():
     (lambda c: c["recipe"].update(seed=2**32), "recipe.seed: 4294967296 is greater than the maximum of 4294967295"),
     (lambda c: c["claims"].update(seed=-1), "claims.seed: -1 is less than the minimum of 0"),
     (lambda c: c["evaluation"].update(top_k=2**31), "evaluation.top_k: 2147483648 is greater than the maximum"),
+    (lambda c: c.update(datasets_file=""), "datasets_file: '' is empty: give the dataset registry"),
+    (lambda c: c.update(mirror=""), "mirror: '' is empty: give a folder laid out like ../shared"),  # not the cwd
+    (lambda c: c.update(cache_dir=" "), "cache_dir: ' ' is empty"),
 ])
 def test_numbers(tiny, edit, says):
     assert says in refused(edited(tiny, edit))
@@ -77,6 +80,20 @@ def test_numbers(tiny, edit, says):
     (lambda c: c["report"]["columns"][1].update(name="k"), "report.columns[1].name: column 'k' is already a column"),
     (lambda c: c["report"]["columns"][1].update(name="a\nb"), "report.columns[1].name: 'a\\nb' cannot be a table cell"),
     (lambda c: c["claims"]["list"].append(dict(c["claims"]["list"][0])), "claims.list[9].id: claim id"),
+    # equal as a reader sees them (Markdown collapses whitespace)
+    (lambda c: c["backbones"]["splade-tiny-x10"].update(label="SPLADE-tiny  (BERT 2L, tied head) ", synthetic=False),
+     "backbones.splade-tiny-x10.label: 'SPLADE-tiny  (BERT 2L, tied head) ' is also how splade-tiny is shown "
+     "('SPLADE-tiny (BERT 2L, tied head)', as a reader sees it)"),
+    (lambda c: c["backbones"]["splade-tiny"].update(label="BM25 (Anserini, k1=0.9, b=0.4) "), "is also how BM25 is shown"),
+    (lambda c: c["report"]["columns"][1].update(name=" k "), "report.columns[1].name: column ' k ' is already a column "
+                                                             "of the tables ('k', as a reader sees it)"),
+    (lambda c: c["report"]["columns"][1].update(name=c["report"]["columns"][0]["name"] + "\t"), "report.columns[1].name"),
+    (lambda c: c["claims"]["list"].append(dict(c["claims"]["list"][0], id=c["claims"]["list"][0]["id"] + " ")),
+     "claims.list[9].id: claim id"),
+    # one folder on a case-folding filesystem (macOS, Windows)
+    (lambda c: c["backbones"].update({"SPLADE-tiny": dict(c["backbones"]["splade-tiny"], label="other")}),
+     "backbones.SPLADE-tiny: 'SPLADE-tiny' and 'splade-tiny' name one folder where a filesystem ignores case"),
+    (lambda c: c["backbones"].update(bm25={"model": "x"}), "backbones.bm25: 'bm25' and 'BM25' name one folder"),
 ])
 def test_derived_names_are_unique(tiny, edit, says):
     assert says in refused(edited(tiny, edit))
@@ -96,6 +113,14 @@ def test_derived_names_are_unique(tiny, edit, says):
     (lambda c: c["claims"]["list"][2].pop("expect"), "claims.list[2]: 'expect' is a required property"),
     (lambda c: c["auto_k"].update(reference="bert"), "auto_k.reference: backbone 'bert' is not defined"),
     (lambda c: c.pop("auto_k"), "backbones.splade-tiny-x10.k: k: auto needs auto_k.reference"),
+    # contradicting settings: a cutoff deeper than the ranking the runs keep (R@100 of a top-5 run is R@5)
+    (lambda c: c["evaluation"].update(top_k=5, measures=["nDCG@5", "R@100"]),
+     "evaluation.measures[1]: R@100 reads 100 documents per query, but evaluation.top_k keeps 5"),
+    (lambda c: c["evaluation"].update(top_k=999), "evaluation.measures[2]: R@1000 reads 1000 documents per query"),
+    (lambda c: c["evaluation"].update(top_k=9, measures=["P(rel=2)@10"]), "evaluation.measures[0]: P(rel=2)@10 reads 10"),
+    (lambda c: c["report"].update(flops_datasets=["msmarco-dev"]),
+     "report.flops_datasets[0]: dataset 'msmarco-dev' is not evaluated"),
+    (lambda c: c["claims"].update(datasets=["msmarco-dev"]), "claims.datasets[0]: dataset 'msmarco-dev' is not evaluated"),
 ])
 def test_references_to_what_the_config_produces(tiny, edit, says):
     assert says in refused(edited(tiny, edit))
@@ -112,6 +137,29 @@ def test_a_dataset_measure_is_named_in_the_datasets_file(tiny, tmp_path):
     path.write_text(yaml.safe_dump(datasets))
     assert "report.columns[2].measure: measure 'R@1000' is not computed on vaswani" in refused(
         edited(tiny, lambda c: c.update(datasets_file=str(path))))
+
+
+def test_two_datasets_of_one_folder_on_a_case_folding_filesystem(tiny, tmp_path):
+    datasets = yaml.safe_load((REPO / "config" / "datasets.yaml").read_text())
+    datasets["Vaswani"] = datasets["vaswani"]
+    path = tmp_path / "datasets.yaml"
+    path.write_text(yaml.safe_dump(datasets))
+    config = edited(tiny, lambda c: (c.update(datasets_file=str(path)), c["evaluation"].update(datasets=["vaswani", "Vaswani"])))
+    assert refused(config).startswith(f"{FILE}: evaluation.datasets[1]: 'Vaswani' and 'vaswani' name one folder")
+
+
+def test_a_dataset_measure_deeper_than_top_k_names_both_fields(tiny, tmp_path):
+    datasets = yaml.safe_load((REPO / "config" / "datasets.yaml").read_text())
+    datasets["vaswani"]["measures"] = ["nDCG@10", "R@100"]
+    path = tmp_path / "datasets.yaml"
+    path.write_text(yaml.safe_dump(datasets))
+    config = edited(tiny, lambda c: (c.update(datasets_file=str(path)), c["evaluation"].update(top_k=50)))
+    assert refused(config).startswith(f"{path}: vaswani.measures[1]: R@100 reads 100 documents per query, "
+                                      "but evaluation.top_k keeps 50")
+    config["evaluation"].update(top_k=100, measures=["nDCG", "AP", "R@1000"])  # unused default: parsed, not computed
+    assert produced_measures(config, datasets, FILE)["vaswani"] >= {"nDCG@10", "R@100"}
+    datasets["vaswani"]["measures"] = ["nDCG", "AP@100"]  # no cutoff (the whole ranking kept), or one within it
+    assert produced_measures(config, datasets, FILE)["vaswani"] >= {"nDCG", "AP@100"}
 
 
 def test_produced_measures_use_ir_measures_spelling(tiny):

@@ -93,7 +93,7 @@ def test_gc_errors_are_one_line(tree, capsys, monkeypatch):
 def test_gc_after_a_reverted_edit_removes_its_outputs_and_the_config_plans_nothing(micro_run, tmp_path):
     work = copy_run(micro_run, tmp_path / "work")
     config = yaml.safe_load(micro_run["config"].read_text())
-    config["evaluation"]["top_k"] = 50
+    config["evaluation"]["top_k"] = 200  # deeper: a shallower one than R@100 is refused
     edited = tmp_path / "edited.yaml"
     edited.write_text(yaml.safe_dump(config, sort_keys=False))
     run_snakemake("--cores", "2", "-d", str(work), "--configfile", str(edited))
@@ -101,7 +101,7 @@ def test_gc_after_a_reverted_edit_removes_its_outputs_and_the_config_plans_nothi
 
     current = {p.resolve() for p in outputs_of(work, micro_run["config"])}
     away = {p.resolve() for p in outputs_of(work, edited)} - current
-    assert len(away) == 3  # the two runs' evaluations at top_k 50 (inside the kept vectors) and BM25's
+    assert len(away) == 3  # the two runs' evaluations at top_k 200 (of the kept vectors) and BM25's
     assert _listed(_gc(work, "--configfile", str(micro_run["config"])).stdout) == away
     assert _listed(_gc(work, "--configfile", str(micro_run["config"]), "--delete").stdout) == away
     assert not any(p.exists() for p in away) and all(p.is_dir() for p in current)
@@ -110,5 +110,5 @@ def test_gc_after_a_reverted_edit_removes_its_outputs_and_the_config_plans_nothi
     verify = subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", str(work / "results")],
                             capture_output=True, text=True)
     assert verify.returncode == 0, verify.stderr
-    params = json.loads((work / layout(micro_run["config"]).bm25("slice").path("params.json")).read_text())
+    params = json.loads((work / layout(micro_run["config"]).get("bm25", dataset="slice").path("params.json")).read_text())
     assert params["identity"]["top_k"] == 100

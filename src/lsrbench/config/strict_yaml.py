@@ -131,8 +131,8 @@ def load_yaml(path: str | Path) -> dict:
         raise InputError(path, f"line {line}", f"YAML error: unacceptable character #x{exc.character:04x}") from None
     except yaml.YAMLError as exc:
         raise InputError(path, *_yaml_problem(exc)) from None
-    if data is None:
-        data = {}
+    if data is None:  # nothing but blank lines and comments: never what a run meant to give
+        raise InputError(path, None, "empty: no settings in it (only blank lines or comments)")
     if not isinstance(data, dict):
         raise InputError(path, None, "expected a YAML mapping at the top level")
     return data

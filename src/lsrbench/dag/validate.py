@@ -65,6 +65,7 @@ def _check_config(config: dict, config_file, files: bool, record, mirror_must_ex
     check_values(config, config_file)
     # in the schema's order: a config whose keys are written in another order is the same config
     config = canonical_order(validate(config, "config.schema.yaml", config_file), load_schema("config.schema.yaml"))
+    _check_paths(config, config_file)
     datasets = load_datasets_file(config["datasets_file"])
     check_values(datasets, config["datasets_file"])
     datasets = canonical_order(datasets, load_schema("datasets.schema.yaml"))
@@ -84,6 +85,20 @@ def _check_config(config: dict, config_file, files: bool, record, mirror_must_ex
 
         check_files(config, config_file, record)
     return config
+
+
+# Paths a config names, and what an empty one would silently become ('' is the working directory).
+PATH_FIELDS = {"datasets_file": "the dataset registry, a YAML file such as config/datasets.yaml",
+               "mirror": "a folder laid out like ../shared, or null to read the real sources",
+               "cache_dir": "the folder downloads are cached in (default: cache)"}
+
+
+def _check_paths(config: dict, file) -> None:
+    """A path field that is given is not empty or blank."""
+    for field, meaning in PATH_FIELDS.items():
+        value = config.get(field)
+        if isinstance(value, str) and not value.strip():
+            raise InputError(file, field, f"{value!r} is empty: give {meaning}")
 
 
 def check_mirror(config: dict, config_file: str | Path) -> None:
@@ -122,16 +137,19 @@ def _check_dataset_names(config: dict, datasets: dict, file) -> None:
     """Evaluated and training datasets exist in the registry and can name a folder."""
     from lsrbench.data.training_sources import check_training_data
 
-    datasets_file = config["datasets_file"]
+    datasets_file, folders = config["datasets_file"], {POOLED.casefold(): POOLED}
     for i, name in enumerate(config["evaluation"]["datasets"]):
         field = f"evaluation.datasets[{i}]"
         if name == POOLED:
             raise InputError(file, field, f"'{POOLED}' is reserved for FLOPs pooled over report.flops_datasets")
         if name not in datasets:
             raise InputError(file, field, f"dataset '{name}' is not defined in {datasets_file}")
-        problem = name_problem(name, DATASET_PATTERN)
+        problem = name_problem(name, DATASET_PATTERN) or (folders.get(name.casefold()) and
+                                                          f"'{name}' and '{folders[name.casefold()]}' name one folder "
+                                                          "where a filesystem ignores case (macOS, Windows)")
         if problem:
             raise InputError(file, field, problem)
+        folders[name.casefold()] = name
     td = config["training_data"]
     check_training_data(td, file)
     if td["source"] == "pseudo_queries" and td["dataset"] not in datasets:
@@ -193,37 +211,58 @@ def _check_evaluate_only(config: dict, file) -> None:
 # --------------------------------------------------------------------------- names
 
 
+def _as_read(text: str) -> str:
+    """A label or column name as a reader sees it: Markdown and HTML collapse runs of whitespace."""
+    return " ".join(text.split())
+
+
 def _check_names(config: dict, file) -> None:
-    """Backbone names usable as run names, distinct run labels, column names and claim ids."""
+    """Backbone names usable as run names (and distinct on a case-folding filesystem: a run's
+    folder is named after it), distinct run labels, column names and claim ids as a reader sees them."""
     from lsrbench.report.results import OWN_COLUMNS, bm25_label, run_label
 
+    folders = {name.casefold(): name for name in RESERVED_RUN_NAMES}
     for name in config["backbones"]:
         if name in RESERVED_RUN_NAMES:
             raise InputError(file, f"backbones.{name}", f"'{name}' names the reference row lsrbench adds to every table")
-        problem = name_problem(name)
+        problem = name_problem(name) or (folders.get(name.casefold()) and
+                                         f"'{name}' and '{folders[name.casefold()]}' name one folder where a "
+                                         "filesystem ignores case (macOS, Windows)")
         if problem:
             raise InputError(file, f"backbones.{name}", problem)
-    labels: dict[str, str] = {bm25_label(config["report"]): BM25}
-    for run, _ in runs(config):
-        label = run_label(run, config["backbones"])
-        base = run.split("+")[0]
-        if labels.get(label, run) != run:
-            raise InputError(file, f"backbones.{base}.label",
-                             f"'{label}' is also how {labels[label]} is shown: their table rows could not be told apart")
-        labels[label] = run
-        _check_cell_text(label, file, f"backbones.{base}.label")
-    columns: set[str] = set()
+        folders[name.casefold()] = name
+    _check_labels(config, file, bm25_label(config["report"]), run_label)
+    columns = {_as_read(c): c for c in OWN_COLUMNS}
     for i, col in enumerate(config["report"]["columns"]):
         field = f"report.columns[{i}].name"
-        if col["name"] in OWN_COLUMNS or col["name"] in columns:
-            raise InputError(file, field, f"column '{col['name']}' is already a column of the tables")
+        if _as_read(col["name"]) in columns:
+            raise InputError(file, field, f"column '{col['name']}' is already a column of the tables"
+                                          + _shown_as(col["name"], columns[_as_read(col["name"])]))
         _check_cell_text(col["name"], file, field)
-        columns.add(col["name"])
+        columns[_as_read(col["name"])] = col["name"]
     ids: set[str] = set()
     for i, claim in enumerate((config.get("claims") or {}).get("list", [])):
-        if claim["id"] in ids:
+        if _as_read(claim["id"]) in ids:
             raise InputError(file, f"claims.list[{i}].id", f"claim id '{claim['id']}' is used twice")
-        ids.add(claim["id"])
+        ids.add(_as_read(claim["id"]))
+
+
+def _shown_as(text: str, other: str) -> str:
+    return "" if text == other else f" ('{other}', as a reader sees it)"
+
+
+def _check_labels(config: dict, file, bm25: str, run_label) -> None:
+    """Distinct table rows: no two runs (or a run and the BM25 row) with one label as a reader sees it."""
+    labels: dict[str, tuple[str, str]] = {_as_read(bm25): (BM25, bm25)}
+    for run, _ in runs(config):
+        label = run_label(run, config["backbones"])
+        field = f"backbones.{run.split('+')[0]}.label"
+        other, shown = labels.get(_as_read(label), (run, label))
+        if other != run:
+            raise InputError(file, field, f"'{label}' is also how {other} is shown{_shown_as(label, shown)}: "
+                                          "their table rows could not be told apart")
+        labels[_as_read(label)] = (run, label)
+        _check_cell_text(label, file, field)
 
 
 def _check_cell_text(text: str, file, field: str) -> None:
@@ -235,27 +274,36 @@ def _check_cell_text(text: str, file, field: str) -> None:
 # --------------------------------------------------------------------------- measures and references
 
 
-def _parse_measures(names: list[str], file, field: str) -> set[str]:
-    """The names metrics.tsv gives these measures (ir_measures' own spelling)."""
+def _parse_measures(names: list[str], top_k: int | None, file, field: str) -> set[str]:
+    """The names metrics.tsv gives these measures (ir_measures' own spelling); a cutoff deeper than
+    the ranking the runs keep (``evaluation.top_k``) is refused: R@100 of a top-5 run is R@5."""
     from lsrbench.evaluate.metrics import parse_measures
 
     out = set()
     for i, name in enumerate(names):
         try:
-            out |= {str(m) for m in parse_measures([name])}
+            measure = parse_measures([name])[0]
         except InputError as exc:
             raise InputError(file, f"{field}[{i}]", exc.message) from None
+        cutoff = measure.params.get("cutoff")
+        if top_k is not None and cutoff is not None and cutoff > top_k:
+            raise InputError(file, f"{field}[{i}]", f"{name} reads {cutoff} documents per query, but evaluation.top_k "
+                                                    f"keeps {top_k} (its value would be that of a cutoff of {top_k}): "
+                                                    f"raise evaluation.top_k to {cutoff} or lower the cutoff")
+        out.add(str(measure))
     return out
 
 
 def produced_measures(config: dict, datasets: dict, file) -> dict[str, set[str]]:
     """Evaluated dataset -> the measure names its metrics.tsv will have (its own ``measures`` from
     the registry, else ``evaluation.measures``, parsed by ir_measures; FLOPs, active dims, collapsed)."""
-    default = _parse_measures(config["evaluation"]["measures"], file, "evaluation.measures")
+    top_k, evaluated = config["evaluation"]["top_k"], config["evaluation"]["datasets"]
+    used = any(datasets[name].get("measures") is None for name in evaluated)  # else only parsed, never computed
+    default = _parse_measures(config["evaluation"]["measures"], top_k if used else None, file, "evaluation.measures")
     produced = {}
-    for name in config["evaluation"]["datasets"]:
+    for name in evaluated:
         own = datasets[name].get("measures")
-        parsed = _parse_measures(own, config["datasets_file"], f"{name}.measures") if own is not None else default
+        parsed = _parse_measures(own, top_k, config["datasets_file"], f"{name}.measures") if own is not None else default
         produced[name] = parsed | OWN_MEASURES
     return produced
 

@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from lsrbench.errors import InputError
 from lsrbench.evaluate.mteb_check import task_metadata, mteb_key
 from lsrbench.names import BM25, NO_SEED, POOLED, SEED
 
@@ -143,6 +144,8 @@ def export_mteb_results(results_dir: str | os.PathLike, root: str | os.PathLike)
     model ``lsrbench/<run>-k<k>`` (BM25: ``lsrbench/bm25``), revision the run's training config hash."""
     from lsrbench.report.results import read_metrics
 
+    if Path(root).exists() and not Path(root).is_dir():
+        raise InputError(root, None, "a file, not a folder: give the folder to write the MTEB results into")
     results_dir = Path(results_dir)
     metrics = read_metrics(str(results_dir / "metrics.csv"))
     trained = _train_provenances(results_dir)

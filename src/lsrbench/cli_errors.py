@@ -1,0 +1,62 @@
+"""The command line's one-line contract for failures that are not a bad config (issue 22 item 7):
+every subcommand runs through :func:`run_one_line`, so bad input, a reader that closed the pipe
+(``lsrbench check-config | head``), an optional package that is not installed, and a file the
+operating system refuses (an unwritable folder, a file where a folder was meant, a full disk) each
+end in at most one line, ``lsrbench: error: <file>: <field>: <message>``, never a traceback."""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from typing import Callable
+
+from lsrbench.errors import InputError
+
+__all__ = ["BROKEN_PIPE_STATUS", "cores_argument", "require_extra", "run_one_line"]
+
+# A process a shell's closed pipe ends: 128 + SIGPIPE, the status `yes | head` leaves for `yes`.
+BROKEN_PIPE_STATUS = 128 + 13
+
+
+def cores_argument(text: str) -> str:
+    """``--cores`` as Snakemake takes it, a positive integer or ``all``, refused here in one line
+    (argparse lets an InputError of a ``type`` through; Snakemake's own refusal is a usage block)."""
+    if text == "all" or (text.isdigit() and int(text) > 0):
+        return text
+    raise InputError("command line", "--cores", f"'{text}' is not a number of cores (a positive integer, or all)")
+
+
+def require_extra(module: str, extra: str, command: str) -> None:
+    """Import ``module`` now, or refuse ``command`` naming the pyproject extra that installs it."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError:
+        raise InputError("command line", command, f"needs the optional package {module}, which is not installed: "
+                                                   f"pip install -e '.[{extra}]'") from None
+
+
+def run_one_line(command: Callable[[], int]) -> int:
+    """``command()``'s exit status; its failures of the kinds above as one line on stderr."""
+    try:
+        status = command()
+        sys.stdout.flush()  # a closed reader is seen here, inside the guard, not at interpreter exit
+        return status
+    except InputError as exc:
+        _say(str(exc))
+        return 2
+    except BrokenPipeError:  # the reader has what it wanted: no line (stderr may be the same pipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit finds no pipe
+        return BROKEN_PIPE_STATUS
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        reason = exc.strerror or errno.errorcode.get(exc.errno, str(exc))
+        _say(f"{exc.filename}: {reason}")
+        return 1
+
+
+def _say(line: str) -> None:
+    print(f"lsrbench: error: {line}", file=sys.stderr)
