@@ -33,13 +33,15 @@ def report_collect(metric_files, metrics_csv: str, sources_json: str, config_yam
 
 def report_table1(metrics_csv: str, norm_files, report_cfg: dict, backbones: dict,
                   auto_k: dict | None, table1_md: str, cells_json: str, reference_file=None,
-                  config_yaml: str | None = None) -> None:
+                  config_yaml: str | None = None, probe_files=None) -> None:
     """table1.md, and beside it ``cells_json`` (table1.cells.json): every cell with the metrics.csv rows
     it comes from, which ``lsrbench verify`` checks the table against. ``reference_file`` is
-    ``report_cfg["reference"]`` as a Snakemake input (so that editing it re-runs the table)."""
+    ``report_cfg["reference"]`` as a Snakemake input (so that editing it re-runs the table);
+    ``probe_files``: where k auto is read from the probes (a logit-scale ``auto_k.statistic``)."""
     from lsrbench.report.table1 import write_table1
 
-    write_table1(metrics_csv, report_cfg, backbones, table1_md, keyed(norm_files), auto_k, cells_json=cells_json)
+    write_table1(metrics_csv, report_cfg, backbones, table1_md, keyed(norm_files), auto_k, cells_json=cells_json,
+                 probe_files=keyed(probe_files or []))
 
 
 def report_table_beir(metrics_csv: str, report_cfg: dict, backbones: dict, table_beir_md: str,
@@ -54,18 +56,67 @@ def _read_norms(norm_files) -> tuple[dict[str, str], dict[str, dict]]:
     return files, {b: json.loads(Path(p).read_text(encoding="utf-8")) for b, p in files.items()}
 
 
+def read_probes(probe_files) -> list[dict]:
+    """Every probe result of ``probe_files`` (``[backbone, probe.json]`` rows), backbone by backbone."""
+    return [result for path in keyed(probe_files or []).values()
+            for result in json.loads(Path(path).read_text(encoding="utf-8"))]
+
+
+def _head_statistics(norm_files, probes: list[dict]) -> tuple[dict[str, str], dict[str, dict]]:
+    """Each backbone's norms.json with the probe's logit-scale statistics at k = 1 joined
+    (:func:`lsrbench.model.auto_k.head_statistics`): what k auto and the claims may divide."""
+    from lsrbench.model.auto_k import head_statistics, probe_at_k1
+
+    files, norms = _read_norms(norm_files)
+    return files, {b: head_statistics(n, probe_at_k1(probes, b)) for b, n in norms.items()}
+
+
 def report_norms(norm_files, metrics_csv: str, report_cfg: dict, backbones: dict,
-                 auto_k: dict | None, norms_md: str, norms_png: str, config_yaml: str | None = None) -> None:
+                 auto_k: dict | None, norms_md: str, norms_png: str, config_yaml: str | None = None,
+                 probe_files=None) -> None:
+    """norms.md and norms.png: the head norms, with the probe's logit scale at k = 1 where the
+    config runs the probe (``probe_files``)."""
     from lsrbench.report.plots import plot_norms
     from lsrbench.report.results import read_metrics
     from lsrbench.report.tables import auto_k_markdown, norms_markdown
 
-    files, norms = _read_norms(norm_files)
-    text = norms_markdown(files, backbones) + auto_k_markdown(read_metrics(metrics_csv), report_cfg, backbones, norms,
-                                                              auto_k)
+    probes = read_probes(probe_files)
+    files, norms = _head_statistics(norm_files, probes)
+    text = norms_markdown(files, backbones, probes) + auto_k_markdown(read_metrics(metrics_csv), report_cfg, backbones,
+                                                                      norms, auto_k)
     with atomic_open(norms_md, "w", encoding="utf-8") as fh:
         fh.write(text)
-    plot_norms(files, metrics_csv, report_cfg, backbones, norms_png, auto_k)
+    plot_norms(files, metrics_csv, report_cfg, backbones, norms_png, auto_k, probes)
+
+
+def report_probe(probe_files, backbones: dict, reference: str | None, statistic: str, probe_md: str, probe_json: str,
+                 probe_png: str, config_yaml: str | None = None) -> None:
+    """results/probe.md, probe.json and probe.png: every backbone at step 0, before any training
+    (:mod:`lsrbench.report.probe_report`, :mod:`lsrbench.report.probe_plots`)."""
+    from lsrbench.provenance import write_json
+    from lsrbench.report.probe_plots import plot_probe
+    from lsrbench.report.probe_report import probe_markdown, probe_record
+
+    results = read_probes(probe_files)
+    with atomic_open(probe_md, "w", encoding="utf-8") as fh:
+        fh.write(probe_markdown(results, backbones, reference, statistic))
+    write_json(probe_json, probe_record(results, reference, statistic))
+    plot_probe(results, backbones, reference, probe_png, statistic)
+
+
+def report_probe_outcomes(probe_files, metrics_csv: str, report_cfg: dict, backbones: dict, reference: str | None,
+                          statistic: str, outcomes_md: str, outcomes_json: str, config_yaml: str | None = None) -> None:
+    """results/probe_outcomes.md and .json: the probe beside the trained outcome of every run, and
+    the rank correlation between the probe's prediction and them (how far it can be trusted)."""
+    from lsrbench.provenance import write_json
+    from lsrbench.report.probe_report import probe_markdown, probe_outcomes, probe_record
+    from lsrbench.report.results import read_metrics
+
+    results = read_probes(probe_files)
+    outcomes = probe_outcomes(results, read_metrics(metrics_csv), report_cfg, backbones, reference, statistic)
+    with atomic_open(outcomes_md, "w", encoding="utf-8") as fh:
+        fh.write(probe_markdown(results, backbones, reference, statistic, outcomes))
+    write_json(outcomes_json, probe_record(results, reference, statistic, outcomes))
 
 
 def report_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, tradeoff_png: str, tradeoff_pdf: str,
@@ -83,9 +134,11 @@ def report_loss_curves(log_files, backbones: dict, loss_curves_png: str, config_
 
 def report_claims(metrics_csv: str, perquery_files, norm_files, log_files, claims_cfg: dict, report_cfg: dict,
                   backbones: dict, claims_md: str, claims_json: str, reference_file=None,
-                  config_yaml: str | None = None) -> None:
+                  config_yaml: str | None = None, probe_files=None) -> None:
     """Evaluate the config's claims on this run's numbers into claims.md and claims.json.
-    ``reference_file``: ``report_cfg["reference"]`` as an input (the paper's numbers, its best k)."""
+    ``reference_file``: ``report_cfg["reference"]`` as an input (the paper's numbers, its best k);
+    ``probe_files``: the step-0 probes where the config runs them (a loss claim's start without a
+    training log, the logit-scale head statistics)."""
     import pandas as pd
 
     from lsrbench.config.reference import read_reference
@@ -96,10 +149,11 @@ def report_claims(metrics_csv: str, perquery_files, norm_files, log_files, claim
     from lsrbench.report.results import read_metrics
 
     perquery = {key: pd.read_csv(path, sep="\t", dtype={"query_id": str}) for key, path in keyed(perquery_files).items()}
-    _, norms = _read_norms(norm_files)
+    probes = read_probes(probe_files)
+    _, norms = _head_statistics(norm_files, probes)
     logs = {key: read_train_log(path) for key, path in keyed(log_files).items()}
     reference = read_reference((as_list(reference_file or []) or [None])[0])
-    ev = Evidence(read_metrics(metrics_csv), perquery, norms, logs, backbones, report_cfg, reference)
+    ev = Evidence(read_metrics(metrics_csv), perquery, norms, logs, backbones, report_cfg, reference, probes)
     claims_cfg = with_defaults("claims", claims_cfg)
     write_claims(evaluate_claims(ev, claims_cfg), claims_cfg, claims_md, claims_json)
 
