@@ -81,7 +81,8 @@ def _probe(args) -> int:
     from lsrbench.ops.probe import run_probe
 
     config = _load_config(_config_files(args), command_line={"mirror": args.mirror} if args.mirror else None)[0]
-    return run_probe(args.configfile, args.mirror, args.cores, config["backbones"])
+    return run_probe(args.configfile, args.mirror, args.cores, config["backbones"], args.snakefile, args.directory,
+                     args.dry_run)
 
 
 def _norm(args) -> int:
@@ -366,6 +367,8 @@ def _add_mteb_parsers(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from lsrbench.ops.probe import add_probe_arguments
+
     parser = argparse.ArgumentParser(prog="lsrbench", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"lsrbench {_version()}")
@@ -385,8 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "activations, scores, losses and gradients before any optimiser step, per k) and "
                                    "print it with the recommended k per backbone (docs/probe.md).")
     _configfile_option(p)
-    p.add_argument("--mirror", metavar="DIR", help="read models and data from this mirror folder (--config mirror=DIR)")
-    p.add_argument("--cores", metavar="N", help="cores for snakemake (default: all)")
+    add_probe_arguments(p)
     p.set_defaults(func=_probe)
 
     p = sub.add_parser("verify", help="re-hash every artifact and trace every number to a manifest",

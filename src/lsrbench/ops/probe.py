@@ -11,40 +11,53 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lsrbench.dag.reports import PROBE_REPORTS
-from lsrbench.errors import InputError
+__all__ = ["probe_targets", "probe_command", "run_probe", "add_probe_arguments"]
 
-__all__ = ["probe_targets", "probe_command", "run_probe"]
+
+def add_probe_arguments(parser) -> None:
+    """``lsrbench probe``'s options besides ``--configfile``."""
+    parser.add_argument("--mirror", metavar="DIR",
+                        help="read models and data from this mirror folder (--config mirror=DIR)")
+    parser.add_argument("--cores", metavar="N", help="cores for snakemake (default: all)")
+    parser.add_argument("--snakefile", help="the Snakefile (default: ./Snakefile, else the installed checkout's)")
+    parser.add_argument("-d", "--directory", default=".", help="the working directory (default: .)")
+    parser.add_argument("-n", "--dry-run", action="store_true", help="list the probe's jobs without running them")
 
 
 def probe_targets(results: str = "results") -> list[str]:
     """What ``lsrbench probe`` builds: the probe's report before training (and so every probe job)."""
+    from lsrbench.dag.reports import PROBE_REPORTS
+
     return [f"{results}/{name}" for name in PROBE_REPORTS]
 
 
-def probe_command(configfiles: list[str] | None, mirror: str | None, cores: str | None) -> list[str]:
+def probe_command(configfiles: list[str] | None, mirror: str | None, cores: str | None, snakefile: str | None = None,
+                  directory: str = ".") -> list[str]:
     """The snakemake arguments: the probe's targets first (no option taking several values may
-    swallow one), then the cores, the config files and the mirror."""
-    cmd = [*probe_targets(), "--cores", cores or "all"]
+    swallow one), then the Snakefile (:func:`lsrbench.dag.dryrun.find_snakefile`), the working
+    directory, the cores, the config files and the mirror."""
+    from lsrbench.dag.dryrun import find_snakefile
+
+    cmd = [*probe_targets(), "--snakefile", str(find_snakefile(snakefile)), "-d", directory, "--cores", cores or "all"]
     if configfiles:
         cmd += ["--configfile", *configfiles]
     return cmd + (["--config", f"mirror={mirror}"] if mirror else [])
 
 
-def run_probe(configfiles: list[str] | None, mirror: str | None, cores: str | None, backbones: dict) -> int:
-    """Run the probe's jobs through Snakemake in this folder, then print its table (per run the
+def run_probe(configfiles: list[str] | None, mirror: str | None, cores: str | None, backbones: dict,
+              snakefile: str | None = None, directory: str = ".", dry_run: bool = False) -> int:
+    """Run the probe's jobs through Snakemake in ``directory``, then print its table (per run the
     crossed statistic, the losses at step 0, the largest logit) and the recommended k per run;
-    ``backbones``: the checked config's, for their labels."""
+    ``backbones``: the checked config's, for their labels. ``dry_run``: only list the jobs."""
     from lsrbench.report.probe_report import probe_summary
 
-    if not Path("Snakefile").is_file():
-        raise InputError(Path.cwd(), None, "no Snakefile here: run lsrbench probe from the lsrbench checkout")
-    cmd = probe_command(configfiles, mirror, cores)
+    cmd = probe_command(configfiles, mirror, cores, snakefile, directory) + (["--dry-run"] if dry_run else [])
     print("$ snakemake " + shlex.join(cmd), file=sys.stderr)
     code = subprocess.run([sys.executable, "-m", "snakemake", *cmd]).returncode
-    if code:
+    if code or dry_run:
         return code
-    record = json.loads(Path(probe_targets()[1]).read_text(encoding="utf-8"))
+    md, record_json, png = (Path(directory) / target for target in probe_targets())
+    record = json.loads(record_json.read_text(encoding="utf-8"))
     print(probe_summary(record["runs"], backbones, record["reference"], record["statistic"]), end="")
-    print(f"\nEvery statistic: {probe_targets()[0]}; each against k: {probe_targets()[2]} (docs/probe.md).")
+    print(f"\nEvery statistic: {md}; each against k: {png} (docs/probe.md).")
     return 0
