@@ -64,11 +64,14 @@ def _log_files(layout) -> list[list[str]]:
 
 def uses_probe(config: dict) -> bool:
     """Whether the config's default target runs the step-0 probe (docs/probe.md), and so whether
-    its reports read the probe's results: ``probe.with_grid``, a run of ``k: probe``, or a
-    logit-scale statistic (the probe measures those) for ``auto_k`` or a claim."""
+    its reports read the probe's results: ``probe.with_grid`` where something is trained (a grid
+    of released checkpoints only needs no training data: ``lsrbench probe`` still probes them), a
+    run of ``k: probe``, or a logit-scale statistic (the probe measures those) for ``auto_k`` or a
+    claim."""
     statistics = [(config.get("auto_k") or {}).get("statistic")]
     statistics += [c.get("statistic") for c in (config.get("claims") or {}).get("list", [])]
-    return (probe_settings(config)["with_grid"] or any(k == PROBE_K for _, k in runs(config))
+    trains = not all(entry.get("evaluate_only") for entry in config["backbones"].values())
+    return ((probe_settings(config)["with_grid"] and trains) or any(k == PROBE_K for _, k in runs(config))
             or any(s in LOGIT_STATISTICS for s in statistics))
 
 
