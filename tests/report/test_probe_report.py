@@ -76,6 +76,10 @@ def test_probe_markdown_and_record(tmp_path):
     assert [c.strip() for c in big.strip("|").split("|")][2:4] == ["2", "1 – 2"]
     record = json.loads(json.dumps(probe_record(RESULTS, "ref", outcomes=outcomes)))
     assert record["recommendations"]["big"]["k"] == pytest.approx(2.0) and len(record["runs"]) == len(RESULTS)
+    # before training (results/probe.md) there are no outcomes below: it points to probe_outcomes.md
+    assert "The trained outcomes below test it." in md
+    assert "The trained outcomes below" not in probe_markdown(RESULTS, BACKBONES, "ref")
+    assert "probe_outcomes.md tests it" in probe_markdown(RESULTS, BACKBONES, "ref")
 
 
 def test_probe_figure_draws_the_reference_value_and_the_crossing():

@@ -227,8 +227,10 @@ def probe_markdown(results: list[dict], backbones: dict, reference: str, statist
            "log k and log value between the probed k. Assumption: the recipe tuned for the reference backbone works "
            "for another one when training starts at the same scale (the scores set the in-batch softmax's "
            "temperature, the FLOPS term grows with the activations squared); it ignores everything else that "
-           "differs between backbones. The trained outcomes below test it.\n\n"
-           + _recommendation_table(recs, backbones, reference) + "\n")
+           "differs between backbones. "
+           + ("The trained outcomes below test it." if outcomes else
+              "probe_outcomes.md tests it against the trained outcomes, once the grid is trained.")
+           + "\n\n" + _recommendation_table(recs, backbones, reference) + "\n")
     notes = "".join(f"\n{note}\n" for note in label_notes(backbones))
     return (head + table + "\n" + rec + start_loss_markdown(results, backbones, reference)
             + (_outcome_section(outcomes, backbones) if outcomes else "") + notes)
