@@ -40,8 +40,14 @@ def probe_command(configfiles: list[str] | None, mirror: str | None, cores: str 
 
     cmd = [*probe_targets(), "--snakefile", str(find_snakefile(snakefile)), "-d", directory, "--cores", cores or "all"]
     if configfiles:
-        cmd += ["--configfile", *configfiles]
-    return cmd + (["--config", f"mirror={mirror}"] if mirror else [])
+        cmd += ["--configfile", *(_as_read_here(f, directory) for f in configfiles)]
+    return cmd + (["--config", f"mirror={_as_read_here(mirror, directory)}"] if mirror else [])
+
+
+def _as_read_here(path: str, directory: str) -> str:
+    """A path given on the command line as this folder reads it (the config was checked from here),
+    for Snakemake running in ``directory``: as written where that is this folder, else absolute."""
+    return path if Path(directory).resolve() == Path.cwd().resolve() else str(Path(path).resolve())
 
 
 def run_probe(configfiles: list[str] | None, mirror: str | None, cores: str | None, backbones: dict,
