@@ -94,6 +94,15 @@ def test_probe_figure_draws_the_reference_value_and_the_crossing():
     assert len(axes) == 3  # only the statistics the results have: score scale, ranking loss, FLOPS loss
 
 
+def test_without_a_reference_backbone_nothing_is_marked_or_recommended():
+    """A config without auto_k.reference (the micro runs): the probe still reports every run."""
+    fig, axes = probe_figure(RESULTS, BACKBONES, None)
+    assert all(list(line.get_xdata()) != [pytest.approx(2.0)] * 2 for ax in axes for line in ax.lines)
+    assert not any("reference" in text.get_text() for legend in fig.legends for text in legend.get_texts())
+    md = probe_markdown(RESULTS, BACKBONES, None)
+    assert "No reference backbone (auto_k.reference)" in md and "★" not in md and "None" not in md
+
+
 def test_start_loss_uses_the_training_log_else_the_probe():
     logs = {("big", "1"): [{"step": 1, "ranking_loss": 9.0}, {"step": 2, "ranking_loss": 7.0}], ("big", "4"): []}
     assert start_loss("big", "1", logs, RESULTS, window=2) == {"value": 8.0, "source": "training log",

@@ -220,7 +220,8 @@ def probe_markdown(results: list[dict], backbones: dict, reference: str, statist
             "optimiser step, dropout off. Scores: dot products of a query with the batch's 2B documents (score scale: "
             "their standard deviation per query). Losses: the training loss at step 0, the FLOPS terms at the recipe's "
             "full lambda. Gradients: norms w.r.t. the head weight (for a tied head, the shared matrix, embedding path "
-            f"included). {REFERENCE_MARK}: the reference backbone ({reference}).\n\n")
+            + (f"included). {REFERENCE_MARK}: the reference backbone ({reference}).\n\n" if reference else
+               "included). No reference backbone (auto_k.reference): nothing is marked or recommended.\n\n"))
     table = markdown_table(probe_frame(results, backbones, reference), floatfmt=".4g")
     rec = ("\n## Recommended k (heuristic)\n\n"
            f"The k at which a run's {statistic} matches the reference's at k = 1 ({_fmt(target)}), interpolated in "
