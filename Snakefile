@@ -52,6 +52,7 @@ config["_report"] = {"config_files": READ, "grid": grid_lines(config)}
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/norm.smk"
+include: "workflow/rules/probe.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/index.smk"
 include: "workflow/rules/evaluate.smk"

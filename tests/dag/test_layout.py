@@ -18,7 +18,7 @@ from helpers.snakemake import copy_run, job_counts, layout, micro_config, run_sn
 from lsrbench.dag.layout import ID_WILDCARD
 
 # Rules that compute results; the report rules re-make the current config's reports from them.
-RESULT_RULES = {"dataset", "pool", "norm", "triplets", "train", "index", "index_queries", "evaluate",
+RESULT_RULES = {"dataset", "pool", "norm", "triplets", "probe", "train", "index", "index_queries", "evaluate",
                 "pooled_flops", "bm25"}
 REPORTS = {"metrics.csv", "metrics.sources.json", "table1.md", "table1.cells.json", "table_beir.md", "norms.md",
            "norms.png", "tradeoff.png", "tradeoff.pdf", "loss_curves.png", "claims.md", "claims.json"}
@@ -119,11 +119,11 @@ RESULT_EDITS = {
     "collapse threshold": (lambda c, t: c["evaluation"].update(collapse_max_active_share=0.5), {"evaluate"}),
     "encode batch size": (lambda c, t: c["evaluation"].update(encode_batch_size=8), {"index", "evaluate"}),
     "pool depth": (lambda c, t: c["evaluation"].update(pool_depth=20), {"pool", "index", "evaluate", "bm25"}),
-    "triplet seed": (lambda c, t: c["training_data"].update(seed=2), {"triplets", "train", "index", "evaluate"}),
-    "a new k": (lambda c, t: c.update(k_grid=c["k_grid"] + [2]), {"train", "index", "evaluate"}),
+    "triplet seed": (lambda c, t: c["training_data"].update(seed=2), {"triplets", "probe", "train", "index", "evaluate"}),
+    "a new k": (lambda c, t: c.update(k_grid=c["k_grid"] + [2]), {"probe", "train", "index", "evaluate"}),
     "the dataset's bytes": (lambda c, t: _poke(t["data"] / "corpus.jsonl"),
-                            {"data", "triplets", "train", "index", "evaluate", "bm25"}),
-    "the model's bytes": (lambda c, t: _poke(t["model"] / "model.safetensors"), {"norms", "train", "index", "evaluate"}),
+                            {"data", "triplets", "probe", "train", "index", "evaluate", "bm25"}),
+    "the model's bytes": (lambda c, t: _poke(t["model"] / "model.safetensors"), {"norms", "probe", "train", "index", "evaluate"}),
 }
 
 

@@ -18,3 +18,12 @@ def shared_or_skip(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} not present (../shared is read-only test material beside the repo)")
     return path
+
+
+def tiny_default() -> dict:
+    """config/config.yaml as loaded, its datasets file made absolute (checked from any folder)."""
+    from lsrbench.config.strict_yaml import load_yaml
+
+    config = load_yaml(REPO / "config" / "config.yaml")
+    config["datasets_file"] = str(REPO / "config" / "datasets.yaml")
+    return config

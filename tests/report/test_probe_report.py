@@ -76,6 +76,10 @@ def test_probe_markdown_and_record(tmp_path):
     assert [c.strip() for c in big.strip("|").split("|")][2:4] == ["2", "1 – 2"]
     record = json.loads(json.dumps(probe_record(RESULTS, "ref", outcomes=outcomes)))
     assert record["recommendations"]["big"]["k"] == pytest.approx(2.0) and len(record["runs"]) == len(RESULTS)
+    # before training (results/probe.md) there are no outcomes below: it points to probe_outcomes.md
+    assert "The trained outcomes below test it." in md
+    assert "The trained outcomes below" not in probe_markdown(RESULTS, BACKBONES, "ref")
+    assert "probe_outcomes.md tests it" in probe_markdown(RESULTS, BACKBONES, "ref")
 
 
 def test_probe_figure_draws_the_reference_value_and_the_crossing():
@@ -88,6 +92,15 @@ def test_probe_figure_draws_the_reference_value_and_the_crossing():
     curves = [line for line in scale.lines if len(line.get_xdata()) > 2]
     assert sorted(len(line.get_xdata()) for line in curves) == [4]  # big: k = 1, 2 (auto), 4, 16
     assert len(axes) == 3  # only the statistics the results have: score scale, ranking loss, FLOPS loss
+
+
+def test_without_a_reference_backbone_nothing_is_marked_or_recommended():
+    """A config without auto_k.reference (the micro runs): the probe still reports every run."""
+    fig, axes = probe_figure(RESULTS, BACKBONES, None)
+    assert all(list(line.get_xdata()) != [pytest.approx(2.0)] * 2 for ax in axes for line in ax.lines)
+    assert not any("reference" in text.get_text() for legend in fig.legends for text in legend.get_texts())
+    md = probe_markdown(RESULTS, BACKBONES, None)
+    assert "No reference backbone (auto_k.reference)" in md and "★" not in md and "None" not in md
 
 
 def test_start_loss_uses_the_training_log_else_the_probe():

@@ -42,6 +42,7 @@ wildcard_constraints:
     pool_depth="[0-9]+",
     data_id=ID_REGEX,
     norms_id=ID_REGEX,
+    probe_id=ID_REGEX,
     triplets_id=ID_REGEX,
     train_id=ID_REGEX,
     index_id=ID_REGEX,

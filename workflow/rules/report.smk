@@ -107,6 +107,34 @@ rule claims:
         "../scripts/stage.py"
 
 
+# The step-0 probe of every backbone (docs/probe.md): before any training (results/probe.md, what
+# `lsrbench probe` makes: it reads the probe files only), and beside the trained outcomes with the
+# rank correlation between the probe's prediction and them (results/probe_outcomes.md).
+rule probe_report:
+    input:
+        **R.inputs("probe_report"),
+    output:
+        probe_md="results/probe.md",
+        probe_json="results/probe.json",
+        probe_png=report("results/probe.png", category="Probe", caption="../report/probe.rst"),
+    params:
+        **R.params("probe_report"),
+    script:
+        "../scripts/stage.py"
+
+
+rule probe_outcomes:
+    input:
+        **R.inputs("probe_outcomes"),
+    output:
+        outcomes_md="results/probe_outcomes.md",
+        outcomes_json="results/probe_outcomes.json",
+    params:
+        **R.params("probe_outcomes"),
+    script:
+        "../scripts/stage.py"
+
+
 # One HTML page per Markdown report (Snakemake's report shows .md files only as download links).
 for page, category in html_pages(config).items():
 

@@ -6,51 +6,33 @@ call are all derived from these (:class:`lsrbench.dag.stage.StageRules`).
 
 Per (backbone, k) and training seed (``recipe.seeds``: each seed its own train folder, keyed
 ``seed`` in the grids when there are several, :func:`lsrbench.config.grid.run_keys`), as the paper's
-experiment runs: norm -> train -> index -> evaluate; before them
-the datasets (BEIR layout), their pooled subsets and the training triplets; beside them BM25 and
-the FLOPs pooled over NanoBEIR. A new setting of a stage goes into its identity here and into its
-job function's signature, nowhere else.
+experiment runs: norm -> train -> index -> evaluate; before them the datasets (BEIR layout), their
+pooled subsets and the training triplets; beside them BM25, the FLOPs pooled over NanoBEIR and the
+step-0 probe of each backbone (upstream only of ``k: probe`` and of ``k: auto`` by a logit-scale
+statistic; its parts in :mod:`lsrbench.dag.probe_parts`). A new setting of a stage goes into its
+identity here and into its job function's signature, nowhere else.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from lsrbench.config.entries import dataset_entry
-from lsrbench.config.grid import is_released, n_triplets, run_keys, seed_recipe, several_seeds, training_seeds
+from lsrbench.config.grid import is_released, n_triplets, run_keys
+from lsrbench.dag.probe_parts import (k_source_identity, k_source_inputs, k_sources, probe_identity, probe_inputs,
+                                      probe_runtime)
 from lsrbench.dag.stage import Stage
-from lsrbench.names import AUTO_K, SEED, split_run_name
+from lsrbench.dag.stage_parts import (LOAD_KEYS, RUNTIME_RECIPE_KEYS, job_location, load_entry, load_identity,
+                                      results_recipe)
+from lsrbench.names import SEED, split_run_name
 
 __all__ = ["STAGES", "RUNTIME_RECIPE_KEYS", "RUNTIME_EVALUATION_KEYS", "LOAD_KEYS", "load_entry", "results_recipe",
            "results_config",
            "pooled_flops_datasets", "docs_dataset", "used_datasets", "eval_dir", "docs_npz", "model_key"]
 
 # Settings that say how a job runs, not what it computes: in no identity.
-RUNTIME_RECIPE_KEYS = ("checkpoint_steps", "report_to")
 RUNTIME_EVALUATION_KEYS = ("encode_shard_size",)
-# The backbone keys that decide what is loaded (labels, k lists and modes do not change a result).
-LOAD_KEYS = ("model", "revision", "trust_remote_code", "head_scale", "fetch")
 
 
 # ------------------------------------------------------------------------------ shared helpers
-
-def load_entry(config: dict, backbone: str) -> dict:
-    """A backbone entry's keys that decide what is loaded, as written in the config."""
-    entry = config["backbones"][backbone]
-    return {k: entry[k] for k in LOAD_KEYS if k in entry}
-
-
-def results_recipe(config: dict, seed: int | None = None) -> dict:
-    """The recipe as it determines results (``checkpoint_steps`` only says how often to save,
-    ``report_to`` where the trainer also reports): of one training seed
-    (:func:`lsrbench.config.grid.seed_recipe`: what a train identity holds, exactly the recipe of a
-    one-seed config as it always was), else of the whole config (its seeds as one ``seed``, or as
-    ``seeds`` when there are several: the config snapshot's)."""
-    recipe = {k: v for k, v in config["recipe"].items() if k not in RUNTIME_RECIPE_KEYS}
-    if seed is not None or not several_seeds(config):
-        return seed_recipe(recipe, training_seeds(config)[0] if seed is None else seed)
-    return {k: v for k, v in recipe.items() if k != "seed"}  # seeds replaces it
-
 
 def pooled_flops_datasets(config: dict) -> list[str]:
     """The datasets whose FLOPs are pooled per run: report.flops_datasets when it names several
@@ -111,19 +93,6 @@ def docs_npz(layout, key: dict, dataset: str) -> str:
     """The docs.npz of the model of ``key`` that ``dataset`` is scored against (another dataset's
     on a shared corpus)."""
     return layout.get("index", **model_key(key), dataset=docs_dataset(layout.config, dataset)).path("docs.npz")
-
-
-def _where(layout) -> dict:
-    """Where jobs read from and name in errors: never part of a result."""
-    return {"mirror": layout.config["mirror"], "cache_dir": layout.config["cache_dir"], "config_file": layout.config_file}
-
-
-def _load_identity(layout, backbone: str) -> dict:
-    """What a backbone loads: a local checkpoint folder's bytes, else the hub id / wheel digests."""
-    entry = load_entry(layout.config, backbone)
-    if Path(str(entry["model"])).expanduser().is_dir():
-        entry["model"] = layout.fingerprint(entry["model"])
-    return entry
 
 
 def _measures(config: dict, dataset: str) -> list[str]:
@@ -215,7 +184,7 @@ TRIPLETS = Stage(
     outputs={"triplets_jsonl": "triplets.jsonl"},
     # the training data as written (its mirror folder name, a local repo's path): a mirror holds the
     # same triplets, checked against it
-    runtime=lambda layout, item: {"entry": layout.config["training_data"], **_where(layout)},
+    runtime=lambda layout, item: {"entry": layout.config["training_data"], **job_location(layout)},
 )
 
 
@@ -224,10 +193,10 @@ TRIPLETS = Stage(
 NORM = Stage(
     name="norm", kind="norms",
     grid=lambda c: [{"backbone": b} for b in c["backbones"]],
-    identity=lambda layout, key: {"backbone": key["backbone"], "load": _load_identity(layout, key["backbone"])},
+    identity=lambda layout, key: {"backbone": key["backbone"], "load": load_identity(layout, key["backbone"])},
     outputs={"norms_json": "norms.json"},
     # the entry as written (a local folder's path), where errors point and downloads go
-    runtime=lambda layout, item: {"entry": load_entry(layout.config, item.fields["backbone"]), **_where(layout)},
+    runtime=lambda layout, item: {"entry": load_entry(layout.config, item.fields["backbone"]), **job_location(layout)},
 )
 
 
@@ -235,23 +204,18 @@ def _train_identity(layout, key: dict) -> dict:
     run, k = key["run"], key["k"]
     base, mode = split_run_name(run)
     # the seed is in the recipe (recipe.seed), as it always was: another seed, another folder
-    identity = {"run": run, "k": k, "load": _load_identity(layout, base), "mode": mode,
+    identity = {"run": run, "k": k, "load": load_identity(layout, base), "mode": mode,
                 "recipe": results_recipe(layout.config, key.get(SEED)), "triplets": layout.get("triplets").id,
                 "norms": layout.get("norms", backbone=base).id}
-    if k == AUTO_K:
-        auto = layout.config["auto_k"]
-        identity.update(auto_k=auto, reference_norms=layout.get("norms", backbone=auto["reference"]).id)
-    return identity
+    return identity | k_source_identity(k_sources(layout, base, k))
 
 
 def _train_inputs(layout, item) -> dict:
-    """Its backbone's norms (plus the reference's for ``k: auto``) and the triplets."""
+    """Its backbone's norms and the triplets (plus what a symbolic k is read from)."""
     base, _ = split_run_name(item.fields["run"])
     inputs = {"norms_json": layout.get("norms", backbone=base).path("norms.json"),
               "triplets_jsonl": layout.get("triplets").path("triplets.jsonl")}
-    if item.fields["k"] == AUTO_K:
-        inputs["reference_norms_json"] = layout.get("norms", backbone=layout.config["auto_k"]["reference"]).path("norms.json")
-    return inputs
+    return inputs | k_source_inputs(k_sources(layout, base, item.fields["k"]))
 
 
 def _train_runtime(layout, item) -> dict:
@@ -261,7 +225,7 @@ def _train_runtime(layout, item) -> dict:
     return {"entry": load_entry(layout.config, split_run_name(item.fields["run"])[0]),
             "checkpoint_dir": item.path("checkpoints"), "checkpoint_steps": layout.config["recipe"]["checkpoint_steps"],
             "report_to": layout.config["recipe"].get("report_to", []),
-            "processes": layout.config["train_processes"], **_where(layout)}
+            "processes": layout.config["train_processes"], **job_location(layout)}
 
 
 TRAINED_OUTPUTS = {"model_dir": "model/", "train_log": "train_log.jsonl", "provenance_json": "train_provenance.json",
@@ -283,7 +247,7 @@ def _released_identity(layout, key: dict) -> dict:
     is made into a SparseEncoder with."""
     base, _ = split_run_name(key["run"])
     recipe = layout.config["recipe"]
-    return {"run": key["run"], "k": key["k"], "load": _load_identity(layout, base), "released": True,
+    return {"run": key["run"], "k": key["k"], "load": load_identity(layout, base), "released": True,
             "query_max_length": recipe["query_max_length"], "document_max_length": recipe["document_max_length"],
             "norms": layout.get("norms", backbone=base).id}
 
@@ -295,8 +259,22 @@ RELEASED = Stage(
     identity=_released_identity,
     inputs=lambda layout, item: {"norms_json": layout.get("norms", backbone=item.fields["run"]).path("norms.json")},
     outputs=TRAINED_OUTPUTS,
-    runtime=lambda layout, item: {"entry": load_entry(layout.config, item.fields["run"]), **_where(layout)},
+    runtime=lambda layout, item: {"entry": load_entry(layout.config, item.fields["run"]), **job_location(layout)},
     log="train.log",
+)
+
+
+# ------------------------------------------------------------------------------ the step-0 probe
+
+# Every backbone at step 0, per (mode, k) its probe measures, the checkpoint loaded once (the
+# norm job reads it first: its download, its tokenizer check).
+PROBE = Stage(
+    name="probe", kind="probe",
+    grid=lambda c: [{"backbone": b} for b in c["backbones"]],
+    identity=probe_identity,
+    inputs=probe_inputs,
+    outputs={"probe_json": "probe.json", "provenance_json": "provenance.json"},
+    runtime=probe_runtime,
 )
 
 
@@ -446,4 +424,5 @@ CONFIG = Stage(
 )
 
 # The registry: one line per stage (the Layout builds outputs in this order).
-STAGES = (NORM, TRIPLETS, DATASET, POOL, TRAIN, RELEASED, INDEX, INDEX_QUERIES, EVALUATE, POOLED_FLOPS, BM25, CONFIG)
+STAGES = (NORM, TRIPLETS, DATASET, POOL, PROBE, TRAIN, RELEASED, INDEX, INDEX_QUERIES, EVALUATE, POOLED_FLOPS, BM25,
+          CONFIG)

@@ -17,6 +17,7 @@ FOLDERS = {
     "data": "{results}/data/{dataset}/{data_id}",
     "pool": "{results}/data/{dataset}/{data_id}/pool{pool_depth}",
     "norms": "{results}/norms/{backbone}/{norms_id}",
+    "probe": "{results}/probe/{backbone}/{probe_id}",
     "triplets": "{results}/triplets/{triplets_id}",
     "train": "{results}/runs/{run}/k{k}/{train_id}",
     "index": "{results}/runs/{run}/k{k}/{train_id}/{dataset}/{index_id}",
@@ -26,8 +27,8 @@ FOLDERS = {
     "configs": "{results}/configs/{config_id}",
 }
 # The wildcard holding each kind's own id (pool folders are named by their depth instead).
-ID_WILDCARD = {"data": "data_id", "norms": "norms_id", "triplets": "triplets_id", "train": "train_id",
-               "index": "index_id", "evaluate": "eval_id", "pooled": "pooled_id", "bm25": "bm25_id",
+ID_WILDCARD = {"data": "data_id", "norms": "norms_id", "probe": "probe_id", "triplets": "triplets_id",
+               "train": "train_id", "index": "index_id", "evaluate": "eval_id", "pooled": "pooled_id", "bm25": "bm25_id",
                "configs": "config_id"}
 
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from lsrbench.config.grid import run_keys, several_seeds
+from lsrbench.config.grid import probe_settings, run_keys, runs, several_seeds
 from lsrbench.dag.declarations import pooled_flops_datasets
+from lsrbench.model.probe_names import LOGIT_STATISTICS
+from lsrbench.names import POOLED, PROBE_K
 from lsrbench.report.config_record import report_backbones, report_settings
-from lsrbench.names import POOLED
 
 __all__ = ["REPORTS", "ReportRules", "report_outputs", "html_pages", "claims_datasets", "job_threads",
-           "corpus_sharing_datasets"]
+           "corpus_sharing_datasets", "uses_probe", "PROBE_REPORTS"]
 
 
 def job_threads(remote_exec: bool, cores: int | None) -> int:
@@ -71,6 +72,35 @@ def _log_files(layout) -> list[list[str]]:
     return [[*key.values(), layout.get("train", **key).path("train_log.jsonl")] for key in run_keys(layout.config)]
 
 
+def uses_probe(config: dict) -> bool:
+    """Whether the config's default target runs the step-0 probe (docs/probe.md), and so whether
+    its reports read the probe's results: ``probe.with_grid`` where something is trained (a grid
+    of released checkpoints only needs no training data: ``lsrbench probe`` still probes them), a
+    run of ``k: probe``, or a logit-scale statistic (the probe measures those) for ``auto_k`` or a
+    claim."""
+    statistics = [(config.get("auto_k") or {}).get("statistic")]
+    statistics += [c.get("statistic") for c in (config.get("claims") or {}).get("list", [])]
+    trains = not all(entry.get("evaluate_only") for entry in config["backbones"].values())
+    return ((probe_settings(config)["with_grid"] and trains) or any(k == PROBE_K for _, k in runs(config))
+            or any(s in LOGIT_STATISTICS for s in statistics))
+
+
+def _probe_files(layout) -> list[list[str]]:
+    return [[b, layout.get("probe", backbone=b).path("probe.json")] for b in layout.config["backbones"]]
+
+
+def _probes_read(layout, needed: bool | None = None) -> dict:
+    """The probe files, for a report that shows them where the config runs the probe (``needed``:
+    only where the report needs them)."""
+    wanted = uses_probe(layout.config) if needed is None else needed
+    return {"probe_files": _probe_files(layout)} if wanted else {}
+
+
+def _logit_auto_k(config: dict) -> bool:
+    """k auto by a logit-scale statistic: Table 1 reads its value from the probes."""
+    return (config.get("auto_k") or {}).get("statistic") in LOGIT_STATISTICS
+
+
 def claims_datasets(config: dict) -> list[str]:
     """Datasets whose per-query scores the claims read: what each claim type says it needs."""
     from lsrbench.report.claims import perquery_datasets
@@ -86,6 +116,13 @@ def _perquery_files(layout) -> list[list[str]]:
 def _reference(config: dict) -> list[str]:
     """The paper's values shown beside ours, as an input: editing the file re-runs the report."""
     return [config["report"]["reference"]] if config["report"]["reference"] else []
+
+
+def _probe_report_settings(config: dict) -> dict:
+    """The probe's reference backbone (``auto_k.reference``) and the statistic it crosses."""
+    reference = (config.get("auto_k") or {}).get("reference")
+    return {"backbones": report_backbones(config), "statistic": probe_settings(config)["statistic"],
+            "reference": reference if reference in config["backbones"] else None}
 
 
 # -- the report rules ----------------------------------------------------------------------------
@@ -115,19 +152,26 @@ REPORTS = {
     "collect": Report("report_collect", files=lambda L: {"metric_files": _metric_files(L), **_config(L)},
                       keyed=lambda L: {"seeded_files": _run_metric_files(L)} if several_seeds(L.config) else {}),
     "table1": Report("report_table1", files=lambda L: {**_metrics(L), "reference_file": _reference(L.config)},
-                     keyed=lambda L: {"norm_files": _norm_files(L)},
+                     keyed=lambda L: {"norm_files": _norm_files(L), **_probes_read(L, _logit_auto_k(L.config))},
                      settings=lambda c: {**report_settings(c), "auto_k": c.get("auto_k")}),
     "table_beir": Report("report_table_beir", files=_metrics, settings=report_settings),
-    "norms_report": Report("report_norms", files=_metrics, keyed=lambda L: {"norm_files": _norm_files(L)},
+    "norms_report": Report("report_norms", files=_metrics,
+                           keyed=lambda L: {"norm_files": _norm_files(L), **_probes_read(L)},
                            settings=lambda c: {**report_settings(c), "auto_k": c.get("auto_k")}),
     "tradeoff": Report("report_tradeoff", files=_metrics, settings=report_settings),
     "loss_curves": Report("report_loss_curves", files=_config, keyed=lambda L: {"log_files": _log_files(L)},
                           settings=lambda c: {"backbones": report_backbones(c), "batch_size": c["recipe"]["batch_size"]}),
     "claims": Report("report_claims", files=lambda L: {**_metrics(L), "reference_file": _reference(L.config)},
                      keyed=lambda L: {"perquery_files": _perquery_files(L), "norm_files": _norm_files(L),
-                                      "log_files": _log_files(L)},
+                                      "log_files": _log_files(L), **_probes_read(L)},
                      settings=lambda c: {**report_settings(c), "claims_cfg": c.get("claims")}),
+    # the probe before any training (what `lsrbench probe` makes), and beside the trained outcomes
+    "probe_report": Report("report_probe", files=_config, keyed=lambda L: {"probe_files": _probe_files(L)},
+                           settings=_probe_report_settings),
+    "probe_outcomes": Report("report_probe_outcomes", files=_metrics, keyed=lambda L: {"probe_files": _probe_files(L)},
+                             settings=lambda c: {**_probe_report_settings(c), "report_cfg": c["report"]}),
 }
+
 
 
 class ReportRules:
@@ -150,12 +194,18 @@ class ReportRules:
 
 
 # The Markdown reports shown as HTML pages in `snakemake --report` (page -> report category).
-HTML_PAGES = {"table1": "Tables", "table_beir": "Tables", "norms": "Head norms", "claims": "Claims"}
+HTML_PAGES = {"table1": "Tables", "table_beir": "Tables", "norms": "Head norms", "claims": "Claims",
+              "probe_outcomes": "Probe"}
+# The probe's reports: before training (`lsrbench probe` makes these), and beside the trained outcomes.
+PROBE_REPORTS = ("probe.md", "probe.json", "probe.png")
+PROBE_OUTCOME_REPORTS = ("probe_outcomes.md", "probe_outcomes.json")
 
 
 def html_pages(config: dict) -> dict[str, str]:
-    """The HTML renderings this config's report has (claims only when the config states claims)."""
-    return {page: cat for page, cat in HTML_PAGES.items() if page != "claims" or config.get("claims")}
+    """The HTML renderings this config's report has (claims only when the config states claims,
+    the probe's only when its default target runs the probe)."""
+    shown = {"claims": bool(config.get("claims")), "probe_outcomes": uses_probe(config)}
+    return {page: cat for page, cat in HTML_PAGES.items() if shown.get(page, True)}
 
 
 def report_outputs(config: dict, results: str = "results") -> list[str]:
@@ -163,4 +213,6 @@ def report_outputs(config: dict, results: str = "results") -> list[str]:
                                              "tradeoff.png", "tradeoff.pdf", "loss_curves.png")]
     if config.get("claims"):
         out += [f"{results}/claims.md", f"{results}/claims.json"]
+    if uses_probe(config):
+        out += [f"{results}/{name}" for name in PROBE_REPORTS + PROBE_OUTCOME_REPORTS]
     return out + [f"{results}/html/{page}.html" for page in html_pages(config)]

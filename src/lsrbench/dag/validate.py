@@ -28,12 +28,13 @@ from collections import deque
 from pathlib import Path
 
 from lsrbench.config.entries import load_datasets_file
-from lsrbench.config.grid import backbone_modes, k_lists, n_triplets, runs
+from lsrbench.config.grid import backbone_modes, k_lists, n_triplets, probe_settings, probed_ks, runs
 from lsrbench.config.layers import ConfigOrigins
 from lsrbench.config.schema import canonical_order, load_schema, validate
 from lsrbench.errors import InputError
-from lsrbench.names import (AUTO_K, BM25, COLLAPSED, DATASET_PATTERN, DEFAULT_MODE, DOC_DIMS, FLOPS, POOLED,
-                            QUERY_DIMS, RESERVED_RUN_NAMES, format_k, k_text_problem, k_value, name_problem)
+from lsrbench.names import (BM25, COLLAPSED, DATASET_PATTERN, DEFAULT_MODE, DOC_DIMS, FLOPS, POOLED, PROBE_K,
+                            QUERY_DIMS, RESERVED_RUN_NAMES, SYMBOLIC_KS, format_k, k_text_problem, k_value,
+                            name_problem)
 
 __all__ = ["check_config", "check_mirror", "check_values", "produced_measures"]
 
@@ -162,7 +163,7 @@ def _check_ks(field: str, ks: list, file) -> None:
     seen: dict[str, object] = {}
     for i, k in enumerate(ks):
         problem = k_text_problem(k)
-        if problem is None and k != AUTO_K and not FLOAT32_MIN_NORMAL <= k <= FLOAT32_MAX:
+        if problem is None and k not in SYMBOLIC_KS and not FLOAT32_MIN_NORMAL <= k <= FLOAT32_MAX:
             problem = f"{k!r} is outside float32, the type the head is divided in"
         if problem is None and format_k(k) in seen:
             problem = f"{k!r} is the same k as {seen[format_k(k)]!r} (both name the run k{format_k(k)})"
@@ -174,6 +175,7 @@ def _check_ks(field: str, ks: list, file) -> None:
 def _check_numbers(config: dict, file) -> None:
     """k and head_scale within float32, one k text per k of a run, the triplet count within int32."""
     _check_ks("k_grid", config["k_grid"], file)  # also when every backbone has its own k
+    _check_ks("probe.k_grid", probe_settings(config)["k_grid"], file)
     for backbone, entry in config["backbones"].items():
         scale = entry.get("head_scale", 1)
         if not FLOAT32_MIN_NORMAL <= scale <= FLOAT32_MAX:
@@ -355,17 +357,31 @@ def _check_report(config: dict, produced: dict, file) -> None:
 
 
 def _check_auto_k(config: dict, file) -> None:
-    """``k: auto`` has a reference backbone to divide by. (Without a run of k auto, an ``auto_k`` whose
-    reference is not in the config only leaves the auto-k column out of the reports: a config
-    copied with its backbones replaced keeps working.)"""
-    uses_auto = [n for n in config["backbones"] if any(AUTO_K in ks for ks in backbone_modes(config, n).values())]
-    if not uses_auto:
-        return
-    reference = (config.get("auto_k") or {}).get("reference")
-    if reference is None:
-        raise InputError(file, f"backbones.{uses_auto[0]}.k", "k: auto needs auto_k.reference (the backbone whose head norm is k = 1)")
-    if reference not in config["backbones"]:
-        raise InputError(file, "auto_k.reference", f"backbone '{reference}' is not defined under backbones")
+    """``k: auto`` and ``k: probe`` have a reference backbone to divide by (or to cross); ``k: probe``
+    a probed k besides 1 to read the crossing off, and the probe enough triplets for one batch.
+    (Without such a run, an ``auto_k`` whose reference is not in the config only leaves the auto-k
+    column out of the reports: a config copied with its backbones replaced keeps working.)"""
+    for symbol in SYMBOLIC_KS:
+        users = [n for n in config["backbones"] if any(symbol in ks for ks in backbone_modes(config, n).values())]
+        if not users:
+            continue
+        reference = (config.get("auto_k") or {}).get("reference")
+        if reference is None:
+            raise InputError(file, f"backbones.{users[0]}.k", f"k: {symbol} needs auto_k.reference (the backbone "
+                                                              "whose head is k = 1)")
+        if reference not in config["backbones"]:
+            raise InputError(file, "auto_k.reference", f"backbone '{reference}' is not defined under backbones")
+    for name in config["backbones"]:
+        for mode, ks in backbone_modes(config, name).items():
+            probed = [k for m, k in probed_ks(config, name) if m == mode and k_value(k) is not None]
+            if PROBE_K in ks and len(probed) < 2:
+                raise InputError(file, k_lists(config, name)[mode][0],
+                                 f"k: probe reads the crossing off the probed k, and {mode} mode probes k = 1 only: "
+                                 "add k to probe.k_grid (e.g. [2, 4, 8, 16, 32])")
+    batch, triplets = config["recipe"]["batch_size"], probe_settings(config)["triplets"]
+    if triplets < batch:
+        raise InputError(file, "probe.triplets", f"{triplets} triplets cannot fill one batch of recipe.batch_size "
+                                                 f"({batch}), which the probe measures in")
 
 
 def _run_ks(config: dict) -> dict[str, set[str]]:

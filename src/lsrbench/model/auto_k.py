@@ -18,7 +18,7 @@ from lsrbench.errors import InputError
 from lsrbench.model.probe_names import LOGIT_STATISTICS
 
 __all__ = ["NORM_STATISTICS", "HEAD_STATISTICS", "head_statistics", "probe_at_k1", "auto_k_ratio",
-           "auto_k_from_files"]
+           "read_head_statistic", "auto_k_from_files"]
 
 # The statistics of norms.json (the norm stage) and all those k auto and the claims may use.
 NORM_STATISTICS = ("frobenius_norm", "mean_row_norm", "max_row_norm")
@@ -64,9 +64,9 @@ def _statistic_record(norms_json: str, probe_json: str | None, statistic: str) -
     return path, record
 
 
-def _head_norm(path: str, statistic: str, probe_json: str | None = None) -> float:
-    """One statistic of a norm file (or of a probe file at k = 1), which ``k: auto`` needs finite
-    and positive."""
+def read_head_statistic(path: str, statistic: str, probe_json: str | None = None) -> float:
+    """One statistic of a norm file (or of a probe file at k = 1, for a logit-scale statistic),
+    which ``k: auto`` needs finite and positive: else a one-line InputError naming the file."""
     path, record = _statistic_record(path, probe_json, statistic)
     try:
         value = record.get(statistic)
@@ -84,6 +84,6 @@ def auto_k_from_files(norms_json: str, reference_norms_json: str, auto_cfg: dict
     is missing, zero or not finite is a one-line InputError naming its file and the statistic.
     A logit-scale statistic (:data:`LOGIT_STATISTICS`) is read from the two probe files instead."""
     statistic = auto_cfg["statistic"]
-    mine = _head_norm(norms_json, statistic, probe_json)
-    ref = _head_norm(reference_norms_json, statistic, reference_probe_json)
+    mine = read_head_statistic(norms_json, statistic, probe_json)
+    ref = read_head_statistic(reference_norms_json, statistic, reference_probe_json)
     return auto_k_ratio({statistic: mine}, {statistic: ref}, statistic)

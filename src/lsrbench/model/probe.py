@@ -37,6 +37,7 @@ import copy
 import logging
 import math
 
+from lsrbench.config.grid import PROBE_TRIPLETS
 from lsrbench.errors import InputError
 from lsrbench.model.encoder import apply_rescale
 from lsrbench.model.rescale import head_norms, mlm_head
@@ -48,9 +49,6 @@ log = logging.getLogger(__name__)
 __all__ = ["PROBE_TRIPLETS", "probe_backbone", "probe_model", "sample_triplets", "probe_batches", "load_backbone",
            "rescaled_copy", "mlm_of", "activation_stats", "score_stats", "LOGIT_STATISTICS"]
 
-# Triplets the probe measures on: two batches of the tiny default's recipe, one of the paper's
-# (benchmark/README.md: what a probe costs per triplet on one CPU core).
-PROBE_TRIPLETS = 32
 
 
 def sample_triplets(triplets: list[dict], n: int, seed: int) -> list[dict]:
@@ -118,12 +116,13 @@ def rescaled_copy(model, k: float, mode: str):
 
 
 def probe_backbone(model_path: str, entry: dict, ks_and_modes, triplets: list[dict], recipe: dict, *,
-                   backbone: str | None = None, n_triplets: int = PROBE_TRIPLETS, auto_k: float | None = None,
+                   backbone: str | None = None, n_triplets: int = PROBE_TRIPLETS, auto_k=None,
                    gradients: bool = True, config_file=None, device: str | None = None) -> list[dict]:
     """Probe one backbone at every ``(k, mode)`` of ``ks_and_modes``, loading the checkpoint once.
 
     ``k`` is a number or ``"auto"`` (then ``auto_k`` is its value, as the train stage resolves it:
-    :func:`lsrbench.model.auto_k.auto_k_from_files`); ``backbone`` names the runs (default: the
+    :func:`lsrbench.model.auto_k.auto_k_from_files`; or a function of the results probed before
+    it, for a statistic the probe itself measures at k = 1); ``backbone`` names the runs (default: the
     entry's model). Returns one :func:`probe_model` dict per ``(k, mode)``, with the run name
     (:func:`lsrbench.names.run_name`), ``k`` as text and its value, the mode and ``head_scale``.
     The fused pooling's self-check (which training runs per run) runs once, on the loaded model."""
@@ -134,7 +133,7 @@ def probe_backbone(model_path: str, entry: dict, ks_and_modes, triplets: list[di
     recipe = _fused_checked(loaded, batches, recipe)
     results = []
     for k, mode in ks_and_modes:
-        value = _k_value(k, auto_k, config_file, name)
+        value = _k_value(k, auto_k(results) if callable(auto_k) and k == AUTO_K else auto_k, config_file, name)
         model = rescaled_copy(loaded, value, mode)
         measures = probe_model(model, batches, recipe, gradients=gradients, check_fused=False)
         results.append({"backbone": run_name(name, mode), "k": format_k(k), "k_value": value, "mode": mode,

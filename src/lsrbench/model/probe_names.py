@@ -1,7 +1,8 @@
-"""Names of the probe's statistics ("Rescaling MLM-Head for Neural Sparse Retrieval", arXiv
-2606.18811; issue 19) that other modules spell the same way, kept free of imports so that the head
-norms (:mod:`lsrbench.model.auto_k`), the probe (:mod:`lsrbench.model.probe`) and the reports share
-them without importing torch or each other."""
+"""Names of the probe's statistics and settings ("Rescaling MLM-Head for Neural Sparse Retrieval",
+arXiv 2606.18811; issue 19) that other modules spell the same way, kept free of imports so that the
+head norms (:mod:`lsrbench.model.auto_k`), the probe (:mod:`lsrbench.model.probe`), the config
+schema's enums, the DAG's declaration of the probe stage and the reports share them without
+importing torch or each other."""
 
 from __future__ import annotations
 
@@ -10,3 +11,17 @@ from __future__ import annotations
 LOGIT_STATISTICS = ("max_logit", "mean_activation")
 # The statistic whose match with the reference backbone's at k = 1 the probe recommends k by.
 DEFAULT_PROBE_STATISTIC = "score_scale"
+# Every number a probe result has at its top level (lsrbench.model.probe.probe_model; the gradient
+# norms only with gradients on), and those of its head's norms after the rescale (its "head").
+PROBE_STATISTICS = (
+    "score_scale", "positive_score", "negative_score", "score_gap",
+    "ranking_loss", "flops_query_loss", "flops_document_loss", "flops_loss", "flops_to_ranking_loss",
+    "ranking_grad_norm", "flops_grad_norm", "total_grad_norm", "flops_to_ranking_grad", "model_grad_norm",
+    "query_active_terms", "query_active_share", "query_mean_weight", "query_max_weight",
+    "document_active_terms", "document_active_share", "document_mean_weight", "document_max_weight",
+) + LOGIT_STATISTICS
+PROBE_HEAD_STATISTICS = ("frobenius_norm", "mean_row_norm", "max_row_norm")
+# The recipe keys a probe reads (the rest of the recipe, steps and learning rate among them, cannot
+# change a step-0 measure; it always runs in fp32): the probe stage's identity holds exactly these.
+PROBE_RECIPE_KEYS = ("seed", "batch_size", "query_max_length", "document_max_length", "lambda_q", "lambda_d",
+                     "fused_pooling")

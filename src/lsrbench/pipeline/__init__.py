@@ -13,9 +13,10 @@ JOBS = {
     "norm": stages.norm, "dataset": stages.dataset, "pool": stages.pool, "triplets": stages.triplets,
     "train": stages.train, "released": stages.released, "index": stages.index, "index_queries": stages.index,
     "evaluate": stages.evaluate, "pooled_flops": stages.pooled_flops, "bm25": stages.bm25,
-    "config_snapshot": stages.config_snapshot,
+    "config_snapshot": stages.config_snapshot, "probe": stages.probe,
     "report_collect": report_stages.report_collect, "report_table1": report_stages.report_table1,
     "report_table_beir": report_stages.report_table_beir, "report_norms": report_stages.report_norms,
     "report_tradeoff": report_stages.report_tradeoff, "report_loss_curves": report_stages.report_loss_curves,
     "report_claims": report_stages.report_claims, "report_html": report_stages.report_html,
+    "report_probe": report_stages.report_probe, "report_probe_outcomes": report_stages.report_probe_outcomes,
 }

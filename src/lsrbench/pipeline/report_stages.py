@@ -9,7 +9,7 @@ from pathlib import Path
 
 from lsrbench.atomic import atomic_open
 from lsrbench.pipeline.stages import as_list
-from lsrbench.report.config_record import config_record, keyed
+from lsrbench.report.config_record import config_record, keyed, read_probes
 
 
 def report_collect(metric_files, metrics_csv: str, sources_json: str, config_yaml: str | None = None,
@@ -33,14 +33,15 @@ def report_collect(metric_files, metrics_csv: str, sources_json: str, config_yam
 
 def report_table1(metrics_csv: str, norm_files, report_cfg: dict, backbones: dict,
                   auto_k: dict | None, table1_md: str, cells_json: str, reference_file=None,
-                  config_yaml: str | None = None) -> None:
+                  config_yaml: str | None = None, probe_files=None) -> None:
     """table1.md, and beside it ``cells_json`` (table1.cells.json): every cell with the metrics.csv rows
     it comes from, which ``lsrbench verify`` checks the table against. ``reference_file`` is
-    ``report_cfg["reference"]`` as a Snakemake input (so that editing it re-runs the table)."""
+    ``report_cfg["reference"]`` as a Snakemake input (so that editing it re-runs the table);
+    ``probe_files``: where k auto is read from the probes (a logit-scale ``auto_k.statistic``)."""
     from lsrbench.report.table1 import write_table1
 
     write_table1(metrics_csv, report_cfg, backbones, table1_md, keyed(norm_files), auto_k, cells_json=cells_json,
-                 config=config_record(config_yaml))
+                 config=config_record(config_yaml), probe_files=keyed(probe_files or []))
 
 
 def report_table_beir(metrics_csv: str, report_cfg: dict, backbones: dict, table_beir_md: str,
@@ -51,19 +52,52 @@ def report_table_beir(metrics_csv: str, report_cfg: dict, backbones: dict, table
 
 
 def report_norms(norm_files, metrics_csv: str, report_cfg: dict, backbones: dict, auto_k: dict | None,
-                 norms_md: str, norms_png: str, data_json: str, config_yaml: str | None = None) -> None:
-    """norms.md, norms.png and what the figure shows (``data_json``, with the norm files read)."""
+                 norms_md: str, norms_png: str, data_json: str, config_yaml: str | None = None,
+                 probe_files=None) -> None:
+    """norms.md, norms.png and what the figure shows (``data_json``, with the files read): the head
+    norms, with the probe's logit scale at k = 1 where the config runs the probe (``probe_files``)."""
     from lsrbench.report.figure_data import write_figure_record
     from lsrbench.report.plots import plot_norms
     from lsrbench.report.results import read_mean_metrics
     from lsrbench.report.tables import norms_report_text
 
-    files, config = keyed(norm_files), config_record(config_yaml)
+    files, config, probes = keyed(norm_files), config_record(config_yaml), read_probes(keyed(probe_files or []))
     with atomic_open(norms_md, "w", encoding="utf-8") as fh:
-        fh.write(norms_report_text(files, read_mean_metrics(metrics_csv), report_cfg, backbones, auto_k, config))
-    data = plot_norms(files, metrics_csv, report_cfg, backbones, norms_png, auto_k)
+        fh.write(norms_report_text(files, read_mean_metrics(metrics_csv), report_cfg, backbones, auto_k, config, probes))
+    data = plot_norms(files, metrics_csv, report_cfg, backbones, norms_png, auto_k, probes)
     write_figure_record(data_json, config, [norms_md, norms_png],
-                        {"metrics_csv": metrics_csv, "norm_files": norm_files}, data)
+                        {"metrics_csv": metrics_csv, "norm_files": norm_files,
+                         **({"probe_files": probe_files} if probe_files else {})}, data)
+
+
+def report_probe(probe_files, backbones: dict, reference: str | None, statistic: str, probe_md: str, probe_json: str,
+                 probe_png: str, config_yaml: str | None = None) -> None:
+    """results/probe.md, probe.json and probe.png: every backbone at step 0, before any training
+    (:mod:`lsrbench.report.probe_report`, :mod:`lsrbench.report.probe_plots`)."""
+    from lsrbench.provenance import write_json
+    from lsrbench.report.probe_plots import plot_probe
+    from lsrbench.report.probe_report import probe_markdown, probe_record
+
+    results = read_probes(keyed(probe_files))
+    with atomic_open(probe_md, "w", encoding="utf-8") as fh:
+        fh.write(probe_markdown(results, backbones, reference, statistic))
+    write_json(probe_json, probe_record(results, reference, statistic))
+    plot_probe(results, backbones, reference, probe_png, statistic)
+
+
+def report_probe_outcomes(probe_files, metrics_csv: str, report_cfg: dict, backbones: dict, reference: str | None,
+                          statistic: str, outcomes_md: str, outcomes_json: str, config_yaml: str | None = None) -> None:
+    """results/probe_outcomes.md and .json: the probe beside the trained outcome of every run, and
+    the rank correlation between the probe's prediction and them (how far it can be trusted)."""
+    from lsrbench.provenance import write_json
+    from lsrbench.report.probe_report import probe_markdown, probe_outcomes, probe_record
+    from lsrbench.report.results import read_metrics
+
+    results = read_probes(keyed(probe_files))
+    outcomes = probe_outcomes(results, read_metrics(metrics_csv), report_cfg, backbones, reference, statistic)
+    with atomic_open(outcomes_md, "w", encoding="utf-8") as fh:
+        fh.write(probe_markdown(results, backbones, reference, statistic, outcomes))
+    write_json(outcomes_json, probe_record(results, reference, statistic, outcomes))
 
 
 def report_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, tradeoff_png: str, tradeoff_pdf: str,
@@ -97,20 +131,22 @@ def _n_seeds(log_files) -> int:
 
 def report_claims(metrics_csv: str, perquery_files, norm_files, log_files, claims_cfg: dict, report_cfg: dict,
                   backbones: dict, claims_md: str, claims_json: str, reference_file=None,
-                  config_yaml: str | None = None) -> None:
+                  config_yaml: str | None = None, probe_files=None) -> None:
     """Evaluate the config's claims on this run's numbers into claims.md and claims.json (with the
     files they were evaluated from, which ``lsrbench verify`` evaluates them again from).
-    ``reference_file``: ``report_cfg["reference"]`` as an input (the paper's numbers, its best k)."""
+    ``reference_file``: ``report_cfg["reference"]`` as an input (the paper's numbers, its best k);
+    ``probe_files``: the step-0 probes where the config runs them (a loss claim's start without a
+    training log, the logit-scale head statistics)."""
     from lsrbench.config.schema import with_defaults
     from lsrbench.report.claims import evaluate_claims
     from lsrbench.report.claims_output import evidence_seeds, read_evidence, write_claims
 
     reference = (as_list(reference_file or []) or [None])[0]
     ev = read_evidence(metrics_csv, keyed(perquery_files), keyed(norm_files), keyed(log_files), backbones, report_cfg,
-                       reference)
+                       reference, keyed(probe_files or []))
     claims_cfg = with_defaults("claims", claims_cfg)
     sources = {"metrics_csv": metrics_csv, "reference_file": reference, "perquery_files": perquery_files,
-               "norm_files": norm_files, "log_files": log_files}
+               "norm_files": norm_files, "log_files": log_files, **({"probe_files": probe_files} if probe_files else {})}
     write_claims(evaluate_claims(ev, claims_cfg), claims_cfg, claims_md, claims_json, config_record(config_yaml),
                  sources, evidence_seeds(metrics_csv))
 

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from lsrbench.errors import InputError
-from lsrbench.names import AUTO_K, BM25, NO_K, POOLED, split_run_name
+from lsrbench.names import AUTO_K, BM25, NO_K, POOLED, PROBE_K, split_run_name
 from lsrbench.provenance import manifest_fields, provenance, write_json
 
 log = logging.getLogger(__name__)
@@ -109,17 +109,19 @@ def triplets(entry: dict, n: int, seed: int, triplets_jsonl: str, full_dir: str 
 def train(run: str, k: str, mode: str, recipe: dict, config_hash: str, entry: dict, mirror, cache_dir: str,
           config_file: str, norms_json: str, triplets_jsonl: str, model_dir: str, train_log: str,
           provenance_json: str, status_json: str | None = None, reference_norms_json: str | None = None,
-          auto_k: dict | None = None, checkpoint_dir: str | None = None, checkpoint_steps: int | None = None,
+          auto_k: dict | None = None, probe_json: str | None = None, reference_probe_json: str | None = None,
+          k_from_probe: dict | None = None, checkpoint_dir: str | None = None, checkpoint_steps: int | None = None,
           processes: int | str = 1, report_to: list | None = None) -> dict:
     """Rescale by ``k`` and train; writes the SparseEncoder model, the per-step log, the status and
     provenance (which records the head norms of the backbone as loaded, from the norm stage).
 
     ``run`` is the run name (``<backbone>+untie`` for the untie ``mode``, see
-    :func:`lsrbench.names.run_name`); ``entry`` the backbone's load keys as written; ``k == "auto"`` is resolved from the head norms
-    (:mod:`lsrbench.model.auto_k`). Resumable through ``checkpoint_dir`` and collapse-tolerant
-    (:func:`lsrbench.model.train.train_splade`). ``processes`` (``auto``: one per visible CUDA
-    GPU): more than one trains data-parallel through torchrun
-    (:mod:`lsrbench.pipeline.distributed`); the recipe's batch is the global batch."""
+    :func:`lsrbench.names.run_name`); ``entry`` the backbone's load keys as written; ``k == "auto"``
+    is resolved from the head norms (:mod:`lsrbench.model.auto_k`; a logit-scale statistic from
+    the probes), ``k == "probe"`` from the probes (:func:`k_from_probes`). Resumable through
+    ``checkpoint_dir`` and collapse-tolerant (:func:`lsrbench.model.train.train_splade`).
+    ``processes`` (``auto``: one per visible CUDA GPU): more than one trains data-parallel through
+    torchrun (:mod:`lsrbench.pipeline.distributed`); the recipe's batch is the global batch."""
     from lsrbench.model.ranks import training_processes, world
 
     n = training_processes(processes)
@@ -131,16 +133,19 @@ def train(run: str, k: str, mode: str, recipe: dict, config_hash: str, entry: di
 
         call = {key: value for key, value in locals().items() if key in inspect.signature(train).parameters}
         return run_distributed(n, f"{__name__}:train", call, status_json)
-    status, summary, path, k_value = _train_here(run, entry, k, mode, recipe, mirror, cache_dir, config_file,
-                                                 norms_json, triplets_jsonl, model_dir, train_log,
-                                                 reference_norms_json, auto_k, checkpoint_dir, checkpoint_steps,
-                                                 report_to)
+    files = {"norms_json": norms_json, "reference_norms_json": reference_norms_json, "probe_json": probe_json,
+             "reference_probe_json": reference_probe_json}
+    k_value = _k_value(run, k, config_file, files, auto_k, k_from_probe)
+    sources = [p for p in files.values() if p]
+    status, summary, path = _train_here(run, entry, k, k_value, mode, recipe, mirror, cache_dir, config_file,
+                                        triplets_jsonl, model_dir, train_log, checkpoint_dir, checkpoint_steps,
+                                        report_to)
     if world()[0] != 0:
         return status  # the main process writes the outputs
     if status_json:
         write_json(status_json, status)
-    _write_train_provenance(provenance_json, config_hash, run, entry, k, k_value, recipe, summary, path, norms_json,
-                            reference_norms_json, triplets_jsonl, model_dir, train_log, status_json, checkpoint_steps)
+    _write_train_provenance(provenance_json, config_hash, run, entry, k, k_value, recipe, summary, path, sources,
+                            triplets_jsonl, model_dir, train_log, status_json, checkpoint_steps)
     if checkpoint_dir:
         from lsrbench.model.resume import discard_checkpoints
 
@@ -148,15 +153,45 @@ def train(run: str, k: str, mode: str, recipe: dict, config_hash: str, entry: di
     return status
 
 
-def _train_here(run, entry, k, mode, recipe, mirror, cache_dir, config_file, norms_json, triplets_path, model_dir,
-                log_path, reference_norms_json, auto_k, checkpoint_dir, checkpoint_steps, report_to=None):
-    from lsrbench.data.triplets import read_triplets
+def _k_value(run: str, k: str, config_file: str, files: dict, auto_k: dict | None, k_from_probe: dict | None) -> float:
+    """The number a run's k stands for: itself, or what ``auto`` / ``probe`` read off the norm and
+    probe ``files`` (the train job's inputs of those names)."""
     from lsrbench.model.auto_k import auto_k_from_files
+
+    if k == AUTO_K:
+        return auto_k_from_files(files["norms_json"], files["reference_norms_json"], auto_k, files["probe_json"],
+                                 files["reference_probe_json"])
+    if k == PROBE_K:
+        return k_from_probes(run, [files["probe_json"], files["reference_probe_json"]], k_from_probe, config_file)
+    return float(k)
+
+
+def k_from_probes(run: str, probe_files: list[str], k_from_probe: dict, config_file: str) -> float:
+    """``k: probe``: the k at which the run's statistic at step 0 crosses the reference backbone's at
+    k = 1 (:func:`lsrbench.report.probe_report.recommend_k`, the heuristic docs/probe.md states),
+    from the run's and the reference's probe files; a crossing the probed k do not bracket is a
+    one-line InputError saying which way to probe further."""
+    from lsrbench.report.probe_report import recommend_k
+
+    results = []
+    for path in dict.fromkeys(probe_files):
+        results += json.loads(Path(path).read_text(encoding="utf-8"))
+    rec = recommend_k(results, k_from_probe["reference"], k_from_probe["statistic"]).get(run)
+    if rec is None or rec["k"] is None:
+        why = rec["note"] if rec else f"{run} is not among the probed runs of {', '.join(dict.fromkeys(probe_files))}"
+        raise InputError(config_file, f"backbones.{split_run_name(run)[0]}.k", f"k: probe: {why} (probe.k_grid)")
+    log.info("k probe of %s: %.4g (%s crosses the reference's between k = %s)", run, rec["k"], rec["statistic"],
+             " and ".join(f"{b:g}" for b in rec["bracket"]))
+    return float(rec["k"])
+
+
+def _train_here(run, entry, k, k_value, mode, recipe, mirror, cache_dir, config_file, triplets_path, model_dir,
+                log_path, checkpoint_dir, checkpoint_steps, report_to=None):
+    from lsrbench.data.triplets import read_triplets
     from lsrbench.model.checkpoint import resolve_model
     from lsrbench.model.train import train_splade
 
     base, _ = split_run_name(run)
-    k_value = auto_k_from_files(norms_json, reference_norms_json, auto_k) if k == AUTO_K else float(k)
     path = resolve_model(entry, mirror, cache_dir, config_file, base)
     summary = train_splade(
         path, read_triplets(triplets_path), recipe, model_dir, log_path,
@@ -165,20 +200,73 @@ def _train_here(run, entry, k, mode, recipe, mirror, cache_dir, config_file, nor
         checkpoint_dir=checkpoint_dir, checkpoint_steps=checkpoint_steps, config_file=config_file,
         report_to=report_to or (),
     )
-    return {"backbone": run, "k": k, **summary["status"]}, summary, path, k_value
+    return {"backbone": run, "k": k, **summary["status"]}, summary, path
 
 
-def _write_train_provenance(prov_path, config_hash, run, entry, k, k_value, recipe, summary, path, norms_json,
-                            reference_norms_json, triplets_path, model_dir, log_path, status_path, checkpoint_steps):
+def _write_train_provenance(prov_path, config_hash, run, entry, k, k_value, recipe, summary, path, sources,
+                            triplets_path, model_dir, log_path, status_path, checkpoint_steps):
     from lsrbench.model.checkpoint import resolved_revision
 
-    inputs = [norms_json, reference_norms_json, triplets_path] + ([path] if Path(path).is_dir() else [])
+    inputs = [*sources, triplets_path] + ([path] if Path(path).is_dir() else [])
     revision = {"requested": entry.get("revision"), "resolved": resolved_revision(path, entry.get("revision"))}
     write_json(prov_path, provenance("train", config_hash, recipe["seed"], backbone=run, k=k, k_value=k_value,
                                      model=entry["model"], resolved_path=path, model_revision=revision,
                                      recipe=recipe, summary=summary, checkpoint_steps=checkpoint_steps,
-                                     head_norms=json.loads(Path(norms_json).read_text()),
+                                     head_norms=json.loads(Path(sources[0]).read_text()),  # norms_json, always first
                                      **manifest_fields(prov_path, inputs, [model_dir, log_path, status_path])))
+
+
+def probe(backbone: str, ks: list, recipe: dict, n_triplets: int, gradients: bool, config_hash: str, entry: dict,
+          mirror, cache_dir: str, config_file: str, triplets_jsonl: str, norms_json: str, probe_json: str,
+          provenance_json: str, auto_k: dict | None = None, reference_norms_json: str | None = None,
+          reference_probe_json: str | None = None) -> list[dict]:
+    """The step-0 probe of one backbone at every ``[mode, k]`` of ``ks``, its checkpoint loaded once
+    (:func:`lsrbench.model.probe.probe_backbone`; docs/probe.md), written as a JSON list of results.
+    A k auto is resolved as training resolves it: from the norm files, or for a logit-scale
+    statistic from this probe's own k = 1 and the reference's probe file."""
+    from lsrbench.data.triplets import read_triplets
+    from lsrbench.model.checkpoint import resolve_model
+    from lsrbench.model.probe import probe_backbone
+
+    path = resolve_model(entry, mirror, cache_dir, config_file, backbone)
+    auto = _probe_auto_k(backbone, auto_k, norms_json, reference_norms_json, reference_probe_json, config_file)
+    results = probe_backbone(path, entry, [(k, mode) for mode, k in ks], read_triplets(triplets_jsonl), recipe,
+                             backbone=backbone, n_triplets=n_triplets, auto_k=auto, gradients=gradients,
+                             config_file=config_file)
+    write_json(probe_json, results)
+    inputs = [p for p in (triplets_jsonl, norms_json, reference_norms_json, reference_probe_json) if p]
+    write_json(provenance_json, provenance("probe", config_hash, recipe["seed"], backbone=backbone, model=entry["model"],
+                                           resolved_path=path, runs=[[r["mode"], r["k"]] for r in results],
+                                           **manifest_fields(provenance_json, inputs + ([path] if Path(path).is_dir() else []),
+                                                             [probe_json])))
+    log.info("probe %s: %s", backbone, "; ".join(
+        f"{r['backbone']} k={r['k']}: score scale {r['score_scale']}, ranking loss {r['ranking_loss']}" for r in results))
+    return results
+
+
+def _probe_auto_k(backbone: str, auto_k: dict | None, norms_json: str, reference_norms_json: str | None,
+                  reference_probe_json: str | None, config_file: str):
+    """The probe's k auto: the number training uses (the norm files), or, for a logit-scale
+    statistic, a function of the results probed before it (its own k = 1 over the reference's)."""
+    if auto_k is None:
+        return None
+    from lsrbench.model.auto_k import auto_k_from_files, auto_k_ratio, read_head_statistic
+    from lsrbench.model.probe_names import LOGIT_STATISTICS
+
+    statistic = auto_k["statistic"]
+    if statistic not in LOGIT_STATISTICS:
+        return auto_k_from_files(norms_json, reference_norms_json, auto_k)
+
+    def from_own_k1(results: list[dict]) -> float:
+        # the forward pass at k = 1 is the same in every mode: its logit scale is the backbone's
+        own = next((r[statistic] for r in results if r["k_value"] == 1.0 and r.get(statistic)), None)
+        if own is None:
+            raise InputError(config_file, "auto_k.statistic", f"{backbone} has no finite positive {statistic} at k = 1 "
+                                                              "for k auto to divide")
+        ref = own if reference_probe_json is None else read_head_statistic(norms_json, statistic, reference_probe_json)
+        return auto_k_ratio({statistic: own}, {statistic: ref}, statistic)
+
+    return from_own_k1
 
 
 def released(run: str, query_max_length: int, document_max_length: int, config_hash: str, entry: dict, mirror,

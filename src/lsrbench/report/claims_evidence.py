@@ -32,18 +32,20 @@ class NotMeasured(Exception):
 
 @dataclass
 class Evidence:
-    """What the claims read: tidy metrics, per-query scores, head norms, training logs, the
-    config's backbones and report block, and the paper's reported values. With several training
-    seeds, metrics, per-query scores and logs are the means over seeds
+    """What the claims read: tidy metrics, per-query scores, head statistics, training logs, the
+    config's backbones and report block, the paper's reported values and the step-0 probes. With
+    several training seeds, metrics, per-query scores and logs are the means over seeds
     (:mod:`lsrbench.report.seeds`), and ``seed_metrics`` holds each seed's own metrics."""
 
     metrics: pd.DataFrame  # backbone,k,dataset,measure,value
     perquery: dict[tuple[str, str, str], pd.DataFrame] = field(default_factory=dict)  # (run,k,dataset) -> query_id,measure,value
-    norms: dict[str, dict] = field(default_factory=dict)  # backbone -> norms.json
+    # backbone -> norms.json with the probe's logit scale at k = 1 (lsrbench.model.auto_k.head_statistics)
+    norms: dict[str, dict] = field(default_factory=dict)
     train_logs: dict[tuple[str, str], list[dict]] = field(default_factory=dict)  # (run,k) -> rows
     backbones: dict[str, dict] = field(default_factory=dict)
     report: dict = field(default_factory=dict)
     reference: dict = field(default_factory=dict)  # paper_reference.yaml: values, optimal_k
+    probes: list[dict] = field(default_factory=list)  # probe results (lsrbench.model.probe.probe_backbone)
     seed_metrics: dict[str, pd.DataFrame] = field(default_factory=dict)  # seed -> its metrics ({}: one seed)
 
 

@@ -92,23 +92,25 @@ def claims_record(verdicts: list[Verdict], claims_cfg: dict, seeds: list[str] | 
 
 
 def read_evidence(metrics_csv: str, perquery_files: dict, norm_files: dict, log_files: dict, backbones: dict,
-                  report_cfg: dict, reference_file: str | None) -> Evidence:
+                  report_cfg: dict, reference_file: str | None, probe_files: dict | None = None) -> Evidence:
     """The claims' evidence from the files the claims rule reads (run files by key: ``{(run, k,
-    dataset): perquery.tsv}``, ``{backbone: norms.json}``, ``{(run, k): train_log.jsonl}``; with
-    several training seeds the seed follows k, and each query's score and each step's loss are
-    averaged over the seeds, :mod:`lsrbench.report.seeds`); also what ``lsrbench verify``
-    recomputes the claims from."""
+    dataset): perquery.tsv}``, ``{backbone: norms.json}``, ``{(run, k): train_log.jsonl}``,
+    ``{backbone: probe.json}`` where the config runs the step-0 probe, whose logit-scale statistics
+    join the head norms; with several training seeds the seed follows k, and each query's score and
+    each step's loss are averaged over the seeds, :mod:`lsrbench.report.seeds`); also what
+    ``lsrbench verify`` recomputes the claims from."""
     from lsrbench.config.reference import read_reference
+    from lsrbench.report.config_record import read_probes
     from lsrbench.report.results import read_metrics
     from lsrbench.report.seeds import by_model, mean_perquery, per_seed, read_mean_train_logs, seed_mean
+    from lsrbench.report.table1 import head_statistics_of
 
     perquery = {key: mean_perquery([pd.read_csv(p, sep="\t", dtype={"query_id": str}) for p in paths])
                 for key, paths in by_model(perquery_files, 3).items()}
-    norms = {b: json.loads(open(path, encoding="utf-8").read()) for b, path in norm_files.items()}
-    logs = read_mean_train_logs(log_files)
+    norms = head_statistics_of(norm_files, probe_files)
     metrics = read_metrics(metrics_csv)
-    return Evidence(seed_mean(metrics), perquery, norms, logs, backbones, report_cfg, read_reference(reference_file),
-                    seed_metrics=per_seed(metrics))
+    return Evidence(seed_mean(metrics), perquery, norms, read_mean_train_logs(log_files), backbones, report_cfg,
+                    read_reference(reference_file), probes=read_probes(probe_files), seed_metrics=per_seed(metrics))
 
 
 def evidence_seeds(metrics_csv: str) -> list[str]:

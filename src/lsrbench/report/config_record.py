@@ -15,8 +15,8 @@ import json
 import re
 from pathlib import Path
 
-__all__ = ["REPORT_BACKBONE_KEYS", "report_backbones", "report_settings", "keyed", "config_record", "config_line",
-           "stated_config"]
+__all__ = ["REPORT_BACKBONE_KEYS", "report_backbones", "report_settings", "keyed", "read_probes", "config_record",
+           "config_line", "stated_config"]
 
 # What the reports read of a backbone entry: its label, synthetic and evaluate_only flags, and what
 # tells a synthetic twin's original (Table 1's note). The rest (fetch digests, k lists) stays out.
@@ -39,6 +39,13 @@ def keyed(rows) -> dict[tuple[str, ...], str]:
     report jobs and ``verify`` read) as ``{(key...): path}``; a key of one field (a backbone) as that
     string."""
     return {(row[0] if len(row) == 2 else tuple(row[:-1])): row[-1] for row in rows}
+
+
+def read_probes(probe_files: dict | None) -> list[dict]:
+    """Every step-0 probe result of ``{backbone: probe.json}`` (``keyed`` probe rows), backbone by
+    backbone; [] where the config runs no probe."""
+    return [result for path in (probe_files or {}).values()
+            for result in json.loads(Path(path).read_text(encoding="utf-8"))]
 
 
 def config_record(config_yaml: str | None) -> dict | None:

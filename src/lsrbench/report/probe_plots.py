@@ -59,7 +59,7 @@ def _panel(ax, results: list[dict], runs: list[str], key: str, label: str, refer
     ax.grid(True, alpha=0.3, which="both")
 
 
-def probe_figure(results: list[dict], backbones: dict, reference: str, statistic: str = DEFAULT_PROBE_STATISTIC):
+def probe_figure(results: list[dict], backbones: dict, reference: str | None, statistic: str = DEFAULT_PROBE_STATISTIC):
     """The probe figure (see :func:`plot_probe`); returns ``(figure, axes)``."""
     import matplotlib
 
@@ -78,15 +78,16 @@ def probe_figure(results: list[dict], backbones: dict, reference: str, statistic
     for ax in axes[len(panels):]:
         ax.set_visible(False)
     handles = [plt.Line2D([], [], color=colors[r], marker="o", markersize=3.5, label=run_label(r, backbones)) for r in runs]
-    handles.append(plt.Line2D([], [], color="black", linestyle="--", linewidth=0.9,
-                              label=f"reference {run_label(reference, backbones)} at k = 1"))
-    handles.append(plt.Line2D([], [], color="grey", linestyle=":", label=f"recommended k ({statistic} panel)"))
+    if reference is not None:  # without auto_k.reference: no reference line, nothing recommended
+        handles.append(plt.Line2D([], [], color="black", linestyle="--", linewidth=0.9,
+                                  label=f"reference {run_label(reference, backbones)} at k = 1"))
+        handles.append(plt.Line2D([], [], color="grey", linestyle=":", label=f"recommended k ({statistic} panel)"))
     fig.legend(handles=handles, loc="outside lower center", ncol=min(3, len(handles)), fontsize=7.5, frameon=False)
     fig.suptitle("The probe: each statistic at step 0 against the rescale factor k (W_head / k)", fontsize=10)
     return fig, axes[:len(panels)]
 
 
-def plot_probe(results: list[dict], backbones: dict, reference: str, out_png: str,
+def plot_probe(results: list[dict], backbones: dict, reference: str | None, out_png: str,
                statistic: str = DEFAULT_PROBE_STATISTIC) -> None:
     """Write :func:`probe_figure` to ``out_png``."""
     plt = pyplot()

@@ -22,13 +22,13 @@ import numpy as np
 import pandas as pd
 
 from lsrbench.model.probe_names import DEFAULT_PROBE_STATISTIC
-from lsrbench.names import k_order, split_run_name
+from lsrbench.names import k_order, k_value, split_run_name
 from lsrbench.report.render import MISSING, markdown_table
 from lsrbench.report.results import label_notes, run_label, run_table
 from lsrbench.report.stats import spearman_exact
 
 __all__ = ["PROBE_COLUMNS", "probe_frame", "reference_value", "recommend_k", "probe_outcomes", "probe_markdown",
-           "probe_record", "start_loss", "MIN_CORRELATION_RUNS"]
+           "probe_record", "start_loss", "start_loss_markdown", "probe_summary", "MIN_CORRELATION_RUNS"]
 
 # What probe.md shows, in order: (result key, column header).
 PROBE_COLUMNS = (
@@ -50,6 +50,11 @@ def _value(result: dict, key: str):
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def _k_text(result: dict) -> str:
+    """A probed k as shown: ``auto (10)`` for a k the probe resolved, else its text."""
+    return result["k"] if k_value(result["k"]) is not None else f"{result['k']} ({result['k_value']:.3g})"
+
+
 def _order(results: list[dict], backbones: dict) -> list[dict]:
     names = list(backbones)
 
@@ -66,7 +71,7 @@ def probe_frame(results: list[dict], backbones: dict, reference: str | None) -> 
     rows = []
     for r in _order(results, backbones):
         mark = f" {REFERENCE_MARK}" if r["backbone"] == reference else ""
-        row = {"Backbone": run_label(r["backbone"], backbones) + mark, "k": r["k"]}
+        row = {"Backbone": run_label(r["backbone"], backbones) + mark, "k": _k_text(r)}
         row |= {header: _value(r, key) for key, header in PROBE_COLUMNS}
         rows.append(row)
     return pd.DataFrame(rows, columns=["Backbone", "k", *(h for _, h in PROBE_COLUMNS)])
@@ -112,7 +117,9 @@ def recommend_k(results: list[dict], reference: str, statistic: str = DEFAULT_PR
         pts = _points(results, run, statistic)
         rec = {"statistic": statistic, "target": target, "k": None, "bracket": None,
                "probed_k": [k for k, _ in pts], "note": ""}
-        if target is None:
+        if reference is None:
+            rec["note"] = "no reference backbone (auto_k.reference)"
+        elif target is None:
             rec["note"] = f"no {statistic} of the reference {reference} at k = 1"
         elif not pts:
             rec["note"] = f"no {statistic} probed"
@@ -213,17 +220,69 @@ def probe_markdown(results: list[dict], backbones: dict, reference: str, statist
             "optimiser step, dropout off. Scores: dot products of a query with the batch's 2B documents (score scale: "
             "their standard deviation per query). Losses: the training loss at step 0, the FLOPS terms at the recipe's "
             "full lambda. Gradients: norms w.r.t. the head weight (for a tied head, the shared matrix, embedding path "
-            f"included). {REFERENCE_MARK}: the reference backbone ({reference}).\n\n")
+            + (f"included). {REFERENCE_MARK}: the reference backbone ({reference}).\n\n" if reference else
+               "included). No reference backbone (auto_k.reference): nothing is marked or recommended.\n\n"))
     table = markdown_table(probe_frame(results, backbones, reference), floatfmt=".4g")
     rec = ("\n## Recommended k (heuristic)\n\n"
            f"The k at which a run's {statistic} matches the reference's at k = 1 ({_fmt(target)}), interpolated in "
            "log k and log value between the probed k. Assumption: the recipe tuned for the reference backbone works "
            "for another one when training starts at the same scale (the scores set the in-batch softmax's "
            "temperature, the FLOPS term grows with the activations squared); it ignores everything else that "
-           "differs between backbones. The trained outcomes below test it.\n\n"
-           + _recommendation_table(recs, backbones, reference) + "\n")
+           "differs between backbones. "
+           + ("The trained outcomes below test it." if outcomes else
+              "probe_outcomes.md tests it against the trained outcomes, once the grid is trained.")
+           + "\n\n" + _recommendation_table(recs, backbones, reference) + "\n")
     notes = "".join(f"\n{note}\n" for note in label_notes(backbones))
-    return head + table + "\n" + rec + (_outcome_section(outcomes, backbones) if outcomes else "") + notes
+    return (head + table + "\n" + rec + start_loss_markdown(results, backbones, reference)
+            + (_outcome_section(outcomes, backbones) if outcomes else "") + notes)
+
+
+def _k1_and_lowest(results: list[dict], run: str, key: str) -> tuple[dict | None, dict | None]:
+    """A run's probe at k = 1 and its probe with the lowest ``key`` among the other probed k."""
+    mine = [r for r in results if r["backbone"] == run and _value(r, key) is not None]
+    at1 = next((r for r in mine if r["k_value"] == 1.0), None)
+    others = [r for r in mine if r["k_value"] != 1.0]
+    return at1, (min(others, key=lambda r: _value(r, key)) if others else None)
+
+
+def start_loss_markdown(results: list[dict], backbones: dict, reference: str | None, key: str = "ranking_loss") -> str:
+    """The paper's claim 3 at step 0 ("unrescaled large-norm models start with very high loss"),
+    checkable without training: per probed run its loss at k = 1 against the reference's at k = 1
+    and against its own lowest over the probed k (claims.md uses these starts where a run has no
+    training log: :func:`start_loss`)."""
+    ref = reference_value(results, reference, key) if reference else None
+    rows = []
+    for run in dict.fromkeys(r["backbone"] for r in _order(results, backbones)):
+        at1, low = _k1_and_lowest(results, run, key)
+        rows.append({"Backbone": run_label(run, backbones) + (f" {REFERENCE_MARK}" if run == reference else ""),
+                     "‖W‖_F at k = 1": _value(at1, "frobenius_norm") if at1 else None,
+                     "loss at k = 1": _value(at1, key) if at1 else None,
+                     "reference's at k = 1": ref,
+                     "lowest at another k": _value(low, key) if low else None, "at k": _k_text(low) if low else MISSING,
+                     "k = 1 starts higher": MISSING if not (at1 and low) else
+                     ("yes" if _value(at1, key) > _value(low, key) else "no")})
+    batch = (results[0].get("batch_size") if results else None) or 0
+    uniform = f" A uniform in-batch softmax over the 2B = {2 * batch} documents gives ln({2 * batch}) = " \
+              f"{math.log(2 * batch):.3f}." if batch else ""
+    return ("\n## Claim 3 at step 0: does the unrescaled head start with a high loss?\n\n"
+            f"{key.replace('_', ' ')} at step 0 (the training loss before any optimiser step) of each run unrescaled "
+            "(k = 1), the reference backbone's at k = 1, and the run's lowest over its other probed k. Measured "
+            f"without training; claims.md takes a run's start from here where it has no training log.{uniform}\n\n"
+            + markdown_table(pd.DataFrame(rows), floatfmt=".4g") + "\n")
+
+
+def probe_summary(results: list[dict], backbones: dict, reference: str | None,
+                  statistic: str = DEFAULT_PROBE_STATISTIC) -> str:
+    """The few columns ``lsrbench probe`` prints: per run and k the crossed statistic, the losses at
+    step 0 and the largest logit, then the recommended k per run."""
+    keys = list(dict.fromkeys([statistic, "ranking_loss", "flops_loss", "max_logit"]))
+    frame = probe_frame(results, backbones, reference)
+    rows = [{"Backbone": row["Backbone"], "k": row["k"], **{key: _value(r, key) for key in keys}}
+            for row, r in zip(frame.to_dict("records"), _order(results, backbones))]
+    recs = recommend_k(results, reference, statistic)
+    return (markdown_table(pd.DataFrame(rows), floatfmt=".4g") + "\n\nRecommended k (where the " + statistic
+            + " crosses the reference's at k = 1; a heuristic, docs/probe.md):\n\n"
+            + _recommendation_table(recs, backbones, reference) + "\n")
 
 
 def probe_record(results: list[dict], reference: str, statistic: str = DEFAULT_PROBE_STATISTIC,

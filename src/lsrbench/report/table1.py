@@ -23,8 +23,8 @@ from lsrbench.report.results import (best_ks, bm25_label, flops_datasets, label_
                                      run_table, swept_ks)
 from lsrbench.report.seeds import run_seeds, seed_mean, seeds_of, spread
 
-__all__ = ["auto_k_values", "render_cell", "best_texts", "twin_notes", "table1_cells", "table1_markdown", "seeds_note",
-           "table1_record", "write_table1"]
+__all__ = ["auto_k_values", "head_statistics_of", "render_cell", "best_texts", "twin_notes", "table1_cells",
+           "table1_markdown", "seeds_note", "table1_record", "write_table1"]
 
 
 def auto_k_values(norms: dict[str, dict], auto_cfg: dict | None) -> dict[str, float]:
@@ -36,9 +36,19 @@ def auto_k_values(norms: dict[str, dict], auto_cfg: dict | None) -> dict[str, fl
     for b, n in norms.items():
         try:
             values[b] = auto_k_ratio(n, norms[auto_cfg["reference"]], stat)
-        except ValueError:  # a head norm of zero: no auto k (a train job of k auto refuses it, naming the file)
+        except (KeyError, ValueError):  # zero, or not measured (a logit scale without a probe): no auto k
             continue
     return values
+
+
+def head_statistics_of(norm_files: dict, probe_files: dict | None = None) -> dict[str, dict]:
+    """Backbone -> its norms.json with the probe's logit-scale statistics at k = 1 joined
+    (:func:`lsrbench.model.auto_k.head_statistics`) where ``probe_files`` are given."""
+    from lsrbench.model.auto_k import head_statistics, probe_at_k1
+
+    probes = [r for path in (probe_files or {}).values() for r in json.loads(Path(path).read_text(encoding="utf-8"))]
+    return {b: head_statistics(json.loads(Path(p).read_text(encoding="utf-8")), probe_at_k1(probes, b))
+            for b, p in norm_files.items()}
 
 
 def render_cell(cell: dict) -> str:
@@ -254,7 +264,8 @@ def seeds_note(seeds: list[str], best_k: bool = True) -> str:
 
 
 def table1_record(cells: dict, metrics_csv: str, report_cfg: dict, backbones: dict, norm_files: dict,
-                  auto_cfg: dict | None, out_md: str, cells_json: str, config: dict | None = None) -> dict:
+                  auto_cfg: dict | None, out_md: str, cells_json: str, config: dict | None = None,
+                  probe_files: dict | None = None) -> dict:
     """The sidecar of table1.md (``table1.cells.json``): what the table was computed from (with
     SHA-256), the settings needed to compute it again, and every cell (see :func:`table1_cells`).
     ``lsrbench verify`` checks the table against it and recomputes every cell from metrics.csv."""
@@ -271,6 +282,8 @@ def table1_record(cells: dict, metrics_csv: str, report_cfg: dict, backbones: di
         "metrics_csv": stamp(metrics_csv),
         "reference": ({**stamp(ref), "resolved": str(Path(ref).resolve())} if ref and Path(ref).is_file() else None),
         "norm_files": {b: str(p) for b, p in norm_files.items()},
+        # where k auto by a logit-scale statistic was read (the probes at k = 1)
+        **({"probe_files": {b: str(p) for b, p in probe_files.items()}} if probe_files else {}),
         "settings": {"report": report_cfg, "auto_k": auto_cfg,
                      "backbones": {b: {key: e[key] for key in ("label", "synthetic", "evaluate_only") if key in e}
                                    for b, e in backbones.items()}},
@@ -279,16 +292,20 @@ def table1_record(cells: dict, metrics_csv: str, report_cfg: dict, backbones: di
 
 
 def write_table1(metrics_csv: str, report_cfg: dict, backbones: dict, out_md: str, norm_files: dict | None = None,
-                 auto_cfg: dict | None = None, cells_json: str | None = None, config: dict | None = None) -> None:
+                 auto_cfg: dict | None = None, cells_json: str | None = None, config: dict | None = None,
+                 probe_files: dict | None = None) -> None:
+    """table1.md (and its sidecar ``cells_json``), ending with the config line (``config``:
+    :mod:`lsrbench.report.config_record`); ``probe_files`` (backbone -> probe.json): where
+    ``auto_k.statistic`` is a logit-scale statistic, read at k = 1 of the probe."""
     norm_files = dict(norm_files or {})
-    norms = {b: json.loads(Path(p).read_text()) for b, p in norm_files.items()}
+    norms = head_statistics_of(norm_files, probe_files)
     metrics = read_metrics(metrics_csv)
     cells = table1_cells(metrics, report_cfg, backbones, norms, auto_cfg)
     with atomic_open(out_md, "w", encoding="utf-8") as fh:
         fh.write(table1_markdown(metrics, report_cfg, backbones, norms, auto_cfg, cells=cells, config=config))
     if cells_json:
         record = table1_record(cells, metrics_csv, report_cfg, backbones, norm_files, auto_cfg, out_md, cells_json,
-                               config)
+                               config, probe_files)
         with atomic_open(cells_json, "w", encoding="utf-8") as fh:
             json.dump(record, fh, indent=1, ensure_ascii=False)
             fh.write("\n")

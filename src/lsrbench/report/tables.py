@@ -77,10 +77,14 @@ def write_table_beir(metrics_csv: str, report_cfg: dict, backbones: dict, out_md
 
 
 def norms_report_text(norm_files: dict[str, str], metrics: pd.DataFrame, report_cfg: dict, backbones: dict,
-                      auto_cfg: dict | None, config: dict | None = None) -> str:
-    """norms.md as written: the head norms, choosing k without a sweep, the config it was made with."""
-    norms = {b: json.loads(Path(p).read_text(encoding="utf-8")) for b, p in norm_files.items()}
-    return (norms_markdown(norm_files, backbones) + auto_k_markdown(metrics, report_cfg, backbones, norms, auto_cfg)
+                      auto_cfg: dict | None, config: dict | None = None, probes: list[dict] | None = None) -> str:
+    """norms.md as written: the head norms (with the probe's logit scale at k = 1 where ``probes``
+    are given), choosing k without a sweep, the config it was made with."""
+    from lsrbench.model.auto_k import head_statistics, probe_at_k1
+
+    norms = {b: head_statistics(json.loads(Path(p).read_text(encoding="utf-8")), probe_at_k1(probes or [], b))
+             for b, p in norm_files.items()}
+    return (norms_markdown(norm_files, backbones, probes) + auto_k_markdown(metrics, report_cfg, backbones, norms, auto_cfg)
             + config_line(config))
 
 

@@ -114,7 +114,8 @@ def _table_beir(root: Path, stated, trace: Trace) -> None:
 
 
 def _norms(root: Path, stated, trace: Trace) -> None:
-    from lsrbench.model.auto_k import head_statistics
+    from lsrbench.model.auto_k import head_statistics, probe_at_k1
+    from lsrbench.report.config_record import read_probes
     from lsrbench.report.figure_data import norms_data
     from lsrbench.report.results import read_mean_metrics
     from lsrbench.report.table1 import auto_k_values
@@ -127,15 +128,18 @@ def _norms(root: Path, stated, trace: Trace) -> None:
     (record, located), (config_rec, config) = read, settings
     _check_outputs(record, located, side, trace)
     files = _run_files(record["sources"].get("norm_files"), located, side, trace)
-    if files is None:
+    probe_files = _run_files(record["sources"].get("probe_files"), located, side, trace)
+    if files is None or probe_files is None:
         return
+    probes = read_probes({b: str(p) for b, p in probe_files.items()})
     s, metrics = report_settings(config), read_mean_metrics(str(metrics_csv))
-    origin = _origin([metrics_csv, *files.values()], config_rec)
+    origin = _origin([metrics_csv, *files.values(), *probe_files.values()], config_rec)
     if md.is_file() and md in stated:
         fresh = norms_report_text({b: str(p) for b, p in files.items()}, metrics, s["report_cfg"], s["backbones"],
-                                  config.get("auto_k"), stated[md][0])
+                                  config.get("auto_k"), stated[md][0], probes)
         _compare_text(md, fresh, origin, trace)
-    statistics = {b: head_statistics(json.loads(p.read_text(encoding="utf-8"))) for b, p in files.items()}
+    statistics = {b: head_statistics(json.loads(p.read_text(encoding="utf-8")), probe_at_k1(probes, b))
+                  for b, p in files.items()}
     fresh_data = norms_data(statistics, metrics, s["report_cfg"], auto_k_values(statistics, config.get("auto_k")))
     _compare_data(side, record["data"], fresh_data, origin, trace)
 
@@ -152,7 +156,7 @@ def _claims(root: Path, stated, trace: Trace) -> None:
     (record, located), (config_rec, config) = read, settings
     sources = record.get("sources") or {}
     files = {name: _run_files(sources.get(name), located, side, trace)
-             for name in ("perquery_files", "norm_files", "log_files")}
+             for name in ("perquery_files", "norm_files", "log_files", "probe_files")}
     if any(f is None for f in files.values()):
         return
     reference = located(sources["reference_file"]) if sources.get("reference_file") else None
@@ -160,8 +164,9 @@ def _claims(root: Path, stated, trace: Trace) -> None:
         trace.problems.append(f"{side}: its paper values cannot be traced: reference file {reference} not found")
         return
     s = report_settings(config)
-    ev = read_evidence(str(metrics_csv), *({k: str(p) for k, p in f.items()} for f in files.values()),
-                       s["backbones"], s["report_cfg"], str(reference) if reference else None)
+    perquery, norms, logs, probes = ({k: str(p) for k, p in f.items()} for f in files.values())
+    ev = read_evidence(str(metrics_csv), perquery, norms, logs, s["backbones"], s["report_cfg"],
+                       str(reference) if reference else None, probes)
     claims_cfg = with_defaults("claims", config.get("claims"))
     fresh_md, fresh_json = claims_texts(evaluate_claims(ev, claims_cfg), claims_cfg, config_rec, sources,
                                         record["manifest"], evidence_seeds(str(metrics_csv)))

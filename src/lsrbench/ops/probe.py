@@ -1,0 +1,69 @@
+"""``lsrbench probe``: the step-0 probe of every backbone of a config (docs/probe.md; "Rescaling
+MLM-Head for Neural Sparse Retrieval", arXiv 2606.18811), the first thing to run for a new backbone:
+only the probe jobs and their report (``results/probe.md``, ``probe.json``, ``probe.png``) through
+Snakemake, which never trains anything for these targets, then the probe's table on stdout."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["probe_targets", "probe_command", "run_probe", "add_probe_arguments"]
+
+
+def add_probe_arguments(parser) -> None:
+    """``lsrbench probe``'s options besides ``--configfile``."""
+    parser.add_argument("--mirror", metavar="DIR",
+                        help="read models and data from this mirror folder (--config mirror=DIR)")
+    parser.add_argument("--cores", metavar="N", help="cores for snakemake (default: all)")
+    parser.add_argument("--snakefile", help="the Snakefile (default: ./Snakefile, else the installed checkout's)")
+    parser.add_argument("-d", "--directory", default=".", help="the working directory (default: .)")
+    parser.add_argument("-n", "--dry-run", action="store_true", help="list the probe's jobs without running them")
+
+
+def probe_targets(results: str = "results") -> list[str]:
+    """What ``lsrbench probe`` builds: the probe's report before training (and so every probe job)."""
+    from lsrbench.dag.reports import PROBE_REPORTS
+
+    return [f"{results}/{name}" for name in PROBE_REPORTS]
+
+
+def probe_command(configfiles: list[str] | None, mirror: str | None, cores: str | None, snakefile: str | None = None,
+                  directory: str = ".") -> list[str]:
+    """The snakemake arguments: the probe's targets first (no option taking several values may
+    swallow one), then the Snakefile (:func:`lsrbench.dag.dryrun.find_snakefile`), the working
+    directory, the cores, the config files and the mirror."""
+    from lsrbench.dag.dryrun import find_snakefile
+
+    cmd = [*probe_targets(), "--snakefile", str(find_snakefile(snakefile)), "-d", directory, "--cores", cores or "all"]
+    if configfiles:
+        cmd += ["--configfile", *(_as_read_here(f, directory) for f in configfiles)]
+    return cmd + (["--config", f"mirror={_as_read_here(mirror, directory)}"] if mirror else [])
+
+
+def _as_read_here(path: str, directory: str) -> str:
+    """A path given on the command line as this folder reads it (the config was checked from here),
+    for Snakemake running in ``directory``: as written where that is this folder, else absolute."""
+    return path if Path(directory).resolve() == Path.cwd().resolve() else str(Path(path).resolve())
+
+
+def run_probe(configfiles: list[str] | None, mirror: str | None, cores: str | None, backbones: dict,
+              snakefile: str | None = None, directory: str = ".", dry_run: bool = False) -> int:
+    """Run the probe's jobs through Snakemake in ``directory``, then print its table (per run the
+    crossed statistic, the losses at step 0, the largest logit) and the recommended k per run;
+    ``backbones``: the checked config's, for their labels. ``dry_run``: only list the jobs."""
+    from lsrbench.report.probe_report import probe_summary
+
+    cmd = probe_command(configfiles, mirror, cores, snakefile, directory) + (["--dry-run"] if dry_run else [])
+    print("$ snakemake " + shlex.join(cmd), file=sys.stderr)
+    code = subprocess.run([sys.executable, "-m", "snakemake", *cmd]).returncode
+    if code or dry_run:
+        return code
+    md, record_json, png = (Path(directory) / target for target in probe_targets())
+    record = json.loads(record_json.read_text(encoding="utf-8"))
+    print(probe_summary(record["runs"], backbones, record["reference"], record["statistic"]), end="")
+    print(f"\nEvery statistic: {md}; each against k: {png} (docs/probe.md).")
+    return 0
