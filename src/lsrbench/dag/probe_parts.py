@@ -5,7 +5,7 @@ crossing), and what one backbone's probe is (its identity, inputs and runtime)."
 
 from __future__ import annotations
 
-from lsrbench.config.grid import probe_settings, probed_ks
+from lsrbench.config.grid import probe_settings, probed_ks, seed_recipe, training_seeds
 from lsrbench.dag.stage_parts import job_location, load_entry, load_identity
 from lsrbench.model.probe_names import LOGIT_STATISTICS, PROBE_RECIPE_KEYS
 from lsrbench.names import AUTO_K, PROBE_K, SYMBOLIC_KS
@@ -63,8 +63,10 @@ def probe_identity(layout, key: dict) -> dict:
     keys the probe reads, every ``[mode, k]`` it measures and what its k auto is read from."""
     b, config = key["backbone"], layout.config
     settings = probe_settings(config)
+    # the recipe of the first training seed (recipe.seeds): the probe samples once, whatever the seeds
+    recipe = seed_recipe(config["recipe"], training_seeds(config)[0])
     identity = {"backbone": b, "load": load_identity(layout, b), "norms": layout.get("norms", backbone=b).id,
-                "triplets": layout.get("triplets").id, "recipe": {k: config["recipe"][k] for k in PROBE_RECIPE_KEYS},
+                "triplets": layout.get("triplets").id, "recipe": {k: recipe[k] for k in PROBE_RECIPE_KEYS},
                 "n_triplets": settings["triplets"], "gradients": settings["gradients"], "ks": probed_ks(config, b)}
     identity |= {"released": True} if config["backbones"][b].get("evaluate_only") else {}
     return identity | k_source_identity(_probe_sources(layout, b))
