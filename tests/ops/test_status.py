@@ -111,3 +111,21 @@ def test_cli_bad_plan_file_is_one_line(grid, tmp_path, capsys):
                  "--plan", str(tmp_path / "bad.json")]) != 0
     err = capsys.readouterr().err.strip()
     assert err == f"lsrbench: error: {tmp_path / 'bad.json'}: backbones: missing: not a plan of lsrbench plan --json FILE"
+
+
+def test_cli_watch_prints_again_until_interrupted(grid, capsys, monkeypatch):
+    import lsrbench.ops.status as status
+
+    sleeps = []
+
+    def sleep(seconds):
+        sleeps.append(seconds)
+        if len(sleeps) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(status.time, "sleep", sleep)
+    assert main(["status", "--configfile", str(grid["config"]), "-d", str(grid["work"]), "--watch", "2.5"]) == 0
+    assert sleeps == [2.5, 2.5] and capsys.readouterr().out.count("lsrbench status: ") == 2
+    with pytest.raises(SystemExit):
+        main(["status", "--watch", "0"])
+    assert "expected a number of seconds above 0" in capsys.readouterr().err

@@ -382,4 +382,16 @@ def add_status_arguments(p) -> None:
                    help="the --config values the grid runs with (e.g. mirror=../shared)")
     p.add_argument("--plan", metavar="FILE", help="a plan written by lsrbench plan --json FILE: its estimate per job "
                                                   "for train, index and evaluate jobs nothing was measured for yet")
-    p.add_argument("--watch", type=float, metavar="SECONDS", help="print it again every SECONDS until all is done")
+    p.add_argument("--watch", type=_seconds, metavar="SECONDS", help="print it again every SECONDS until all is done")
+
+
+def _seconds(text: str) -> float:
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of seconds above 0")
+    return value
