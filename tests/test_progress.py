@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 
-from lsrbench.progress import Progress, format_duration, log_format
+from lsrbench.progress import Progress, format_duration, log_format, parse_duration, parse_progress
 
 
 class FakeClock:
@@ -63,3 +63,26 @@ def test_log_lines_carry_a_utc_timestamp(caplog):
     record.created = 0.0  # 1970-01-01T00:00:00 UTC, whatever the local zone
     assert log_format().format(record) == "1970-01-01T00:00:00Z INFO x: hello"
     assert re.fullmatch(r"1h01m01s", format_duration(3661)) and format_duration(None) == "?"
+
+
+def test_a_logged_progress_line_reads_back(tmp_path):
+    """What lsrbench status reads from a job's log is what Progress wrote there, through the log format."""
+    logger = logging.getLogger("test.progress.file")
+    handler = logging.FileHandler(tmp_path / "train.log")
+    handler.setFormatter(log_format())
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    clock = FakeClock()
+    progress = Progress("index slice documents", 650, "docs", clock=clock, logger=logger)
+    clock.now = 4.0
+    progress.update(48)
+    handler.close()
+    logger.removeHandler(handler)
+    line = (tmp_path / "train.log").read_text().splitlines()[-1]
+    read = parse_progress(line)
+    assert (read.what, read.done, read.total, read.rate) == ("index slice documents", 48, 650, 12.0)
+    assert read.eta == 50.0 and read.text == "index slice documents: 48/650 docs (7%) | 12 docs/s | elapsed 4s | ETA 50s"
+    assert parse_progress("2026-12-01T04:13:30Z INFO lsrbench.job: evaluate: done in 9s") is None
+    assert parse_progress("2026-12-01T00:00:10Z INFO x: train: 0/3 steps (0%) | ? steps/s | elapsed 0s | ETA ?").eta is None
+    assert [parse_duration(format_duration(s)) for s in (0, 59, 61, 3725)] == [0, 59, 61, 3725]
+    assert parse_duration("?") is None

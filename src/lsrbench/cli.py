@@ -34,6 +34,7 @@ examples:
   lsrbench mteb-check splade-tiny/k1 vaswani      score a run through mteb, compare with ours
   lsrbench gc [--delete]                          list (remove) outputs no current config refers to
   lsrbench plan --configfile config/paper.yaml    jobs, dataset sizes and compute before submitting
+  lsrbench status --configfile config/paper.yaml  running jobs, done/total per rule, ETA (local or SLURM)
 
 Bad input is one line: lsrbench: error: <file>: <field>: <message>. Documentation: README.md, docs/.
 """
@@ -240,6 +241,12 @@ def _add_gc_parser(sub) -> None:
     p.set_defaults(func=_gc)
 
 
+def _status(args) -> int:
+    from lsrbench.ops.status import show_status
+
+    return show_status(_config_files(args), _overrides(args.config), args.directory, args.plan, args.watch)
+
+
 def _export_mteb(args) -> int:
     from lsrbench.cli_mteb import export_mteb
 
@@ -382,6 +389,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_plan_parser(sub)
     _add_mteb_parsers(sub)
     _add_gc_parser(sub)
+    from lsrbench.ops.status import add_status_arguments
+
+    add_status_arguments(p := sub.add_parser("status", help="running jobs, done/total per rule and an ETA of a grid"))
+    _configfile_option(p)
+    p.set_defaults(func=_status)
     return parser
 
 

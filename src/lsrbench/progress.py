@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
+from calendar import timegm
+from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["Progress", "format_duration", "log_format", "log_to_file", "log_file", "LOG_FORMAT", "LOG_DATEFMT"]
+__all__ = ["Progress", "ProgressLine", "parse_progress", "parse_duration", "format_duration", "log_format", "log_to_file", "log_file", "LOG_FORMAT", "LOG_DATEFMT"]
 
 # Every line of a job's log starts with its UTC time: ``2026-07-01T12:00:00Z INFO name: message``.
 LOG_FORMAT = "%(asctime)sZ %(levelname)s %(name)s: %(message)s"
@@ -55,6 +58,50 @@ def format_duration(seconds: float) -> str:
     if hours:
         return f"{hours}h{minutes:02d}m{secs:02d}s"
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+
+
+def parse_duration(text: str) -> float | None:
+    """The seconds of a :func:`format_duration` text (``1h02m03s``); None for ``?`` or anything else."""
+    match = _DURATION.match(text.strip())
+    if not match or not any(match.groups()):
+        return None
+    hours, minutes, secs = (int(g or 0) for g in match.groups())
+    return float(hours * 3600 + minutes * 60 + secs)
+
+
+# A progress line of a job's log as :meth:`Progress.line` writes it, after the log format's head.
+_LINE = re.compile(r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)Z \S+ \S+: (?P<text>(?P<what>.+?): (?P<done>\d+)/"
+                   r"(?P<total>\d+) (?P<unit>\S+) \(\d+%\).* \| (?P<rate>\S+) \S+/s \| elapsed \S+ \| ETA (?P<eta>\S+))$")
+
+
+@dataclass(frozen=True)
+class ProgressLine:
+    """One progress line read back from a job's log (:func:`parse_progress`)."""
+
+    time: float            # when it was written (UTC epoch seconds)
+    text: str              # the line without its time stamp and logger
+    what: str
+    done: int
+    total: int
+    rate: float | None     # units per second of the job's process
+    eta: float | None      # seconds left when it was written
+
+
+def parse_progress(line: str) -> ProgressLine | None:
+    """The progress line ``line`` of a job's log (:data:`LOG_FORMAT` then :meth:`Progress.line`), else None."""
+    match = _LINE.match(line.rstrip("\n"))
+    if not match:
+        return None
+    try:
+        rate = float(match["rate"])
+    except ValueError:
+        rate = None
+    return ProgressLine(time=float(timegm(time.strptime(match["time"], LOG_DATEFMT))), text=match["text"],
+                        what=match["what"], done=int(match["done"]), total=int(match["total"]), rate=rate,
+                        eta=parse_duration(match["eta"]))
 
 
 class Progress:

@@ -26,7 +26,7 @@ from pathlib import Path
 from lsrbench.errors import InputError
 from lsrbench.dag.layout import ID_LENGTH
 
-__all__ = ["Garbage", "find_garbage", "current_folders", "report_folders", "remove_garbage", "addressed_folders"]
+__all__ = ["Garbage", "find_garbage", "current_folders", "config_layout", "report_folders", "remove_garbage", "addressed_folders"]
 
 ADDRESSED_NAME = re.compile(rf"^(?:[0-9a-f]{{{ID_LENGTH}}}|pool[0-9]+)$")
 
@@ -43,23 +43,31 @@ def _workflow_dir() -> Path:
     return repo if (repo / "Snakefile").is_file() else Path.cwd()
 
 
+def config_layout(config_files: list[str], overrides: dict | None, results: str, digests):
+    """The :class:`~lsrbench.dag.layout.Layout` of one config (``config_files`` merged in order, each
+    with its ``base:`` chain, then the ``--config`` ``overrides``), loaded as the Snakefile loads it;
+    local folders are fingerprinted through ``digests`` (a :class:`~lsrbench.dag.fingerprint.FileDigests`)."""
+    from lsrbench.config.layers import load_config_files, locate_config_paths
+    from lsrbench.dag.layout import Layout
+    from lsrbench.dag.validate import check_config
+
+    config, origins, read = load_config_files(config_files, overrides)
+    config = check_config(locate_config_paths(config, _workflow_dir()), config_files[-1], origins, files=False,
+                          mirror_must_exist=False)
+    return Layout(config, results, digests, config_file=config_files[-1], config_files=read)
+
+
 def current_folders(config_files: list[str], overrides: dict, results: str) -> set[Path]:
     """Every addressed folder the configs' runs write, resolved. Each file is one current config
     (with its ``base:`` chain and the ``--config`` overrides, loaded as the Snakefile loads it)."""
-    from lsrbench.config.layers import load_config_files, locate_config_paths
     from lsrbench.dag.fingerprint import FileDigests
-    from lsrbench.dag.layout import Layout
-    from lsrbench.dag.validate import check_config
 
     if not Path(results).is_dir():
         raise InputError(results, None, "results folder not found")
     folders: set[Path] = set()
     digests = FileDigests(Path(results) / ".cache" / "file-digests.json")
     for config_file in config_files:
-        config, origins, read = load_config_files([config_file], overrides)
-        config = check_config(locate_config_paths(config, _workflow_dir()), config_file, origins, files=False,
-                              mirror_must_exist=False)
-        layout = Layout(config, results, digests, config_file=config_file, config_files=read)
+        layout = config_layout([config_file], overrides, results, digests)
         folders |= {Path(item.folder).resolve() for item in layout.all()}
     digests.save()
     return folders
