@@ -63,10 +63,10 @@ def _config_files(args) -> list[str]:
 
 def _check_config(args) -> int:
     from lsrbench.config.grid import grid_lines, runs, several_seeds, training_seeds
-    from lsrbench.dag.validate_files import unchecked_inputs
+    from lsrbench.dag.validate_files import input_checks
 
     files = _config_files(args)
-    config, read = _load_config(files)
+    config, read = _load_config(files, command_line={"mirror": args.mirror} if args.mirror else None)
     grid = runs(config)
     on = f" (on {', '.join(f for f in read if f not in files)})" if len(read) > len(files) else ""
     seeds = training_seeds(config)
@@ -76,8 +76,8 @@ def _check_config(args) -> int:
     print("runs (backbone, rescale mode, k):")
     for line in grid_lines(config):
         print(f"  {line}")
-    for note in unchecked_inputs(config, files[-1]):
-        print(f"not checked on this machine: {note}")
+    for line in input_checks(config, files[-1]):
+        print(line)
     return 0
 
 
@@ -314,7 +314,7 @@ def _add_mteb_parsers(sub) -> None:
 
     p = sub.add_parser("mteb-check", help="score a finished run through mteb and compare with lsrbench's metrics",
                        description="Score RUN's trained model on DATASET's evaluated folder "
-                       "(results/data/DATASET/eval) through mteb, offline, and compare every measure both compute "
+                       "(results/data/<dataset>/<id>/pool<depth>/eval, or .../<id>/full without pooling) through mteb, offline, and compare every measure both compute "
                        "with RUN's metrics.tsv. Writes <run>/<dataset>/mteb_check.json; exit status 1 if a measure "
                        "differs by more than the tolerance. Needs pip install -e '.[mteb]'.")
     p.add_argument("run", metavar="RUN", help="the run folder under results/runs, e.g. splade-tiny/k1 (or a path)")
@@ -348,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "one line per (backbone, rescale mode) with its k values.")
     _configfile_option(p)
     p.add_argument("legacy_configfile", nargs="?", metavar="FILE", help=argparse.SUPPRESS)
+    p.add_argument("--mirror", metavar="DIR", help="check the models and data of this mirror folder (--config mirror=DIR)")
     p.set_defaults(func=_check_config)
 
     _add_run_parser(parser, sub)

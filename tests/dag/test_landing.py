@@ -68,11 +68,21 @@ def test_recorded_origins_in_words():
     assert origin_text(None, None) == "not recorded"
 
 
+def _config(name: str) -> dict:
+    from lsrbench.config.layers import load_config_files
+
+    return load_config_files([str(REPO / "config" / name)])[0]
+
+
 def test_the_landing_page_links_every_result_with_its_caption():
-    with_claims = landing_results({"claims": {"list": []}}, REPO / "workflow" / "report")
-    assert [r["title"] for r in with_claims] == [title for title, *_ in RESULTS]
-    assert [r["title"] for r in landing_results({}, REPO / "workflow" / "report")] == \
-        [title for title, *_ in RESULTS if title != "Claims of the paper, checked"]
+    paper = landing_results(_config("paper.yaml"), REPO / "workflow" / "report")  # claims and the probe
+    assert [r["title"] for r in paper] == [title for title, *_ in RESULTS]
+    with_claims = landing_results(_config("config.yaml"), REPO / "workflow" / "report")
+    assert [r["title"] for r in with_claims] == [title for title, *_ in RESULTS
+                                                 if title != "The probe beside the trained runs"]
+    without = {**_config("config.yaml"), "claims": None}
+    assert [r["title"] for r in landing_results(without, REPO / "workflow" / "report")] == \
+        [title for title, *_ in RESULTS if title not in ("Claims of the paper, checked", "The probe beside the trained runs")]
     table1 = with_claims[0]
     assert table1 == {"title": "Table 1", "path": "results/html/table1.html", "view": "html",
                       "caption": "The paper's Table 1 shape: one row per (backbone, k), effectiveness per dataset "
@@ -86,7 +96,7 @@ def test_every_linked_result_is_a_report_output_listed_under_its_title():
     report.smk labelled with its title (a renamed output would leave a dead link)."""
     rules = (REPO / "workflow" / "rules" / "report.smk").read_text()
     labelled = set(re.findall(r'result_label\((f?)"([^"]+)"\)', rules))
-    pages = {f"results/html/{page}.html" for page in html_pages({"claims": {"list": []}})}
+    pages = {f"results/html/{page}.html" for page in html_pages(_config("paper.yaml"))}  # every page
     assert {path for fmt, path in labelled if not fmt} | pages == {path for _, path, *_ in RESULTS}
     assert ("f", "results/html/{page}.html") in labelled
     assert result_label("results/tradeoff.png") == "Effectiveness against FLOPs"

@@ -61,6 +61,12 @@ def test_published_sizes_of_the_paper_grid(tmp_path):
     assert all(b["calibration"] is None and b["train_jobs"] == 5 + (name in untie)
                and b["evaluate_jobs"] == (5 + (name in untie)) * 28 for name, b in plan["backbones"].items())
     assert re.search(r"^\| total \(calibrated rows\) +\| +\| 37 ", stdout, re.M), stdout
+    # docs/cluster.md quotes these counts: they must be plan's
+    (line,) = [line for line in (REPO / "docs/cluster.md").read_text(encoding="utf-8").splitlines()
+               if "For the paper config:" in line]
+    quoted = {rule: int(n.replace(",", "")) for n, rule in re.findall(r"([\d,]+) (train|index_queries|index|evaluate)\b", line)}
+    assert quoted == {rule: jobs[rule] for rule in ("train", "index", "index_queries", "evaluate")}, line
+    assert f"{jobs['total']:,} jobs in all" in line, line
 
 
 @pytest.mark.slow

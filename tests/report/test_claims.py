@@ -302,10 +302,27 @@ def test_loss_claim_is_descriptive_start_end_at_one_step_and_roughness(tmp_path)
     assert f"{end_k4:.4f}" in v.details
     rough_k1 = np.std(np.diff([r["ranking_loss"] for r in k1[:30]]))
     assert f"{rough_k1:.4f}" in v.details and "smoother" in v.details
+    # the table's cell in words (before: "start -4.820, end -3.940, roughness ..."): which run minus which, and
+    # the start by hand: k=4 0.97 (mean of its first 5 losses) vs k=1 5.79; the end at step 30: 0.72 vs 4.66
+    rough_k4 = np.std(np.diff([r["ranking_loss"] for r in k4[:30]]))
+    assert v.estimate == (f"k=4 minus k=1, loss at the start -4.820, at the end -3.940; jumpiness (std of the "
+                          f"step-to-step changes) {rough_k4:.3f} vs {rough_k1:.3f}: 3 of 3 as the paper says")
     write_claims([v, c], cfg, str(tmp_path / "claims.md"), str(tmp_path / "claims.json"))
     assert json.loads((tmp_path / "claims.json").read_text())["claims"][0]["verdict"] == "descriptive"
     assert "| loss    | descriptive |" in (tmp_path / "claims.md").read_text()
 
+
+
+def test_loss_claim_without_training_logs_says_the_start_in_words():
+    """Only the step-0 probes (no training log): the cell names which k minus which and which starts lower."""
+    probes = [{"backbone": "other", "k": k, "mode": "shared", "ranking_loss": loss} for k, loss in (("1", 3.5), ("4", 0.9))]
+    x = _scores(0.5, 0.4, 50)
+    ev = evidence({("other", "1", "d1"): x, ("other", "4", "d1"): x + 0.1}, probes=probes)
+    spec = {"id": "loss", "text": "loss", "type": "loss", "backbone": "other", "a_k": "best", "b_k": 1}
+    (v,) = evaluate_claims(ev, claims(spec))
+    assert v.verdict == "descriptive"
+    assert v.estimate == "k=4 minus k=1, loss at the start: -2.600 (k=4 lower)"
+    assert "end and roughness: not measured" in v.details
 
 # ---------------------------------------------------------------------------------- the registry (issue 20, finding 4)
 def test_the_registry_is_the_schema_enum_and_the_docs_table():

@@ -64,6 +64,32 @@ def test_tradeoff_coincident_runs_stay_visible(metrics):
     assert len(sizes) == 2 and sizes[0] > sizes[1]
 
 
+def test_tradeoff_coincident_runs_are_told_apart(metrics):
+    """Before: a filled blue circle with a filled green diamond 1.5x smaller inside it, hard to tell
+    apart. Now the outer marker is an unfilled ring in its backbone's colour, its radius at least
+    1.8x the filled inner one's, so both shapes and colours show."""
+    import matplotlib.colors as mcolors
+
+    fig, axes, _ = plots.tradeoff_figure(metrics, REPORT, BACKBONES)
+    def colour_at(xy):  # the face colour of the (filled) marker at xy, on any panel
+        return next(mcolors.to_hex(c.get_facecolors()[k]) for a in axes for c in a.collections
+                    for k, p in enumerate(c.get_offsets()) if np.allclose(p, xy))
+
+    colors = {"orig": colour_at([11.9, 0.010]), "twin": colour_at([8.7, 0.388])}
+    assert colors["orig"] != colors["twin"]
+    spot = np.array([3.2, 0.394])
+    found = [(c, i) for c in axes[0].collections for i, xy in enumerate(c.get_offsets()) if np.allclose(xy, spot)]
+    (outer, i), (inner, j) = found
+    assert outer.get_sizes()[i] >= 1.8 ** 2 * inner.get_sizes()[j]  # areas: radius ratio >= 1.8
+    assert outer.get_facecolors()[i][3] == 0  # a ring: nothing inside it hides the inner marker
+    assert mcolors.to_hex(outer.get_edgecolors()[i]) == colors["orig"]
+    assert mcolors.to_hex(inner.get_facecolors()[j]) == colors["twin"] and inner.get_facecolors()[j][3] == 1
+    alone = [(c, k) for c in axes[0].collections for k, xy in enumerate(c.get_offsets())
+             if np.allclose(xy, [8.7, 0.388])]  # a run at a spot of its own: filled, as before
+    ((c, k),) = alone
+    assert c.get_facecolors()[k][3] == 1 and c.get_sizes()[k] == inner.get_sizes()[j]
+
+
 def test_loss_curves_one_scale_one_colour_per_k_legend_below(tmp_path):
     runs = {"orig": {"1": [(s, 0.5 + 0.1 * np.sin(s)) for s in range(1, 51)],
                      "16": [(s, 3.4 + 0.01 * s) for s in range(1, 51)]},

@@ -252,3 +252,26 @@ def test_bm25_row_is_named_by_its_settings(metrics):
     assert bm25_label(REPORT) == "BM25 (Anserini, k1=0.9, b=0.4)"  # the schema's defaults
     assert "| BM25 (bm25s, unstemmed, k1=1.2, b=0.75) |" in table1.table1_markdown(metrics, settings, BACKBONES)
     assert "| BM25 (bm25s, unstemmed, k1=1.2, b=0.75) |" in tables.beir_markdown(metrics, settings, BACKBONES)
+
+
+def test_bm25_row_on_a_pooled_dataset_gets_its_note(metrics):
+    """Before: BM25 (0.455) above every SPLADE run on the tiny default's pool, without a word: with
+    evaluation.pool_depth, Table 1 and table_beir say how the pool was made and what it can do."""
+    from lsrbench.report.config_record import report_settings
+
+    config = {"report": REPORT, "backbones": BACKBONES, "evaluation": {"pool_depth": 50}}
+    pooled = report_settings(config)
+    note = ("BM25's row: every run is evaluated on a pooled subset, the judged documents and each query's top-50 BM25 "
+            "documents of the full collection (evaluation.pool_depth).")
+    for text in (table1.table1_markdown(metrics, pooled["report_cfg"], BACKBONES),
+                 tables.beir_markdown(metrics, pooled["report_cfg"], BACKBONES)):
+        (paragraph,) = [p for p in text.split("\n\n") if p.startswith("BM25's row:")]
+        assert paragraph.startswith(note) and "so on the full collection it would score at most what it scores here" \
+            in paragraph
+    full = report_settings({**config, "evaluation": {"pool_depth": None}})
+    assert full["report_cfg"] is REPORT  # unpooled: the report block as configured
+    no_bm25 = metrics[metrics["backbone"] != "BM25"]
+    for text in (table1.table1_markdown(metrics, full["report_cfg"], BACKBONES),
+                 table1.table1_markdown(no_bm25, pooled["report_cfg"], BACKBONES),
+                 tables.beir_markdown(no_bm25, pooled["report_cfg"], BACKBONES)):
+        assert "BM25's row" not in text

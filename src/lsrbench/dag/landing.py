@@ -18,17 +18,18 @@ from lsrbench.dag.declarations import used_datasets
 __all__ = ["RESULTS", "origin_text", "read_from", "landing_results", "result_label"]
 
 # The results the landing page links to, in its order: (title, result file, caption file stem under
-# workflow/report/, whether the config must state claims). The same titles label the results in
-# the report's menus (report.smk).
+# workflow/report/, what the config must have for it: claims, the probe, or nothing). The same
+# titles label the results in the report's menus (report.smk).
 RESULTS = (
-    ("Table 1", "results/html/table1.html", "table1", False),
-    ("Claims of the paper, checked", "results/html/claims.html", "claims", True),
-    ("Effectiveness against FLOPs", "results/tradeoff.png", "tradeoff", False),
-    ("Training loss curves", "results/loss_curves.png", "loss_curves", False),
-    ("Head norms (table)", "results/html/norms.html", "norms", False),
-    ("Head norms (figure)", "results/norms.png", "norms", False),
-    ("Every run on every dataset", "results/html/table_beir.html", "table_beir", False),
-    ("Every number (metrics.csv)", "results/metrics.csv", "metrics", False),
+    ("Table 1", "results/html/table1.html", "table1", None),
+    ("Claims of the paper, checked", "results/html/claims.html", "claims", "claims"),
+    ("Effectiveness against FLOPs", "results/tradeoff.png", "tradeoff", None),
+    ("Training loss curves", "results/loss_curves.png", "loss_curves", None),
+    ("Head norms (table)", "results/html/norms.html", "norms", None),
+    ("Head norms (figure)", "results/norms.png", "norms", None),
+    ("Every run on every dataset", "results/html/table_beir.html", "table_beir", None),
+    ("Every number (metrics.csv)", "results/metrics.csv", "metrics", None),
+    ("The probe beside the trained runs", "results/html/probe_outcomes.html", "probe_outcomes", "probe"),
 )
 
 
@@ -48,8 +49,11 @@ def landing_results(config: dict, report_dir: str | Path) -> list[dict]:
     """``[{"title", "path", "caption", "view"}]`` of the results the landing page links to (``view``:
     how the report shows it: ``html``, ``img`` or a download)."""
     out = []
-    for title, path, stem, needs_claims in RESULTS:
-        if needs_claims and not config.get("claims"):
+    from lsrbench.dag.reports import uses_probe
+
+    has = {"claims": bool(config.get("claims")), "probe": uses_probe(config), None: True}
+    for title, path, stem, needs in RESULTS:
+        if not has[needs]:
             continue
         view = {".html": "html", ".png": "img"}.get(Path(path).suffix, "download")
         out.append({"title": title, "path": path, "caption": _caption(Path(report_dir), stem), "view": view})

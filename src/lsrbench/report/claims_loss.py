@@ -75,7 +75,8 @@ class Loss(ClaimType):
         start = (starts[0]["value"], starts[1]["value"])
         where = "; ".join(f"{run_text(*side)} from the {st['source']} ({st['detail']})" for side, st in zip((a, b), starts))
         if not la or not lb:
-            v.estimate = f"start {start[0] - start[1]:+.3f}: {'a lower' if start[0] < start[1] else 'b lower'}"
+            v.estimate = (f"{_minus(a, b)}, loss at the start: {start[0] - start[1]:+.3f} "
+                          f"(k={(a if start[0] < start[1] else b)[1]} lower)")
             v.details = (f"{key}, a = {run_text(*a)}, b = {run_text(*b)}: start {start[0]:.4f} vs {start[1]:.4f} "
                          f"({where}); the paper says the rescaled run starts lower: "
                          f"{'yes' if start[0] < start[1] else 'no'}; end and roughness: not measured (no training "
@@ -83,6 +84,11 @@ class Loss(ClaimType):
             return v
         _curves(v, key, (a, b), (sa, sb), (la, lb), start, where, window, ev.train_logs)
         return v
+
+
+def _minus(a, b) -> str:
+    """Which run's loss the cell subtracts from which, in the claims table's words: "k=4 minus k=1"."""
+    return f"k={a[1]} minus k={b[1]}"
 
 
 def _curves(v: Verdict, key: str, sides, steps, losses, start, where: str, window: int, logs: dict) -> None:
@@ -93,8 +99,9 @@ def _curves(v: Verdict, key: str, sides, steps, losses, start, where: str, windo
     end = (float(np.mean(ea[-window:])), float(np.mean(eb[-window:])))
     rough = (roughness(ea), roughness(eb))
     shown = {"a lower start": start[0] < start[1], "a lower end": end[0] < end[1], "a smoother curve": rough[0] < rough[1]}
-    v.estimate = (f"start {start[0] - start[1]:+.3f}, end {end[0] - end[1]:+.3f}, roughness {rough[0]:.3f} vs "
-                  f"{rough[1]:.3f}: {sum(shown.values())} of 3 as the paper says")
+    v.estimate = (f"{_minus(a, b)}, loss at the start {start[0] - start[1]:+.3f}, at the end {end[0] - end[1]:+.3f}; "
+                  f"jumpiness (std of the step-to-step changes) {rough[0]:.3f} vs {rough[1]:.3f}: "
+                  f"{sum(shown.values())} of 3 as the paper says")
     v.details = (f"{key}, a = {run_text(*a)}, b = {run_text(*b)}: start {start[0]:.4f} vs {start[1]:.4f} ({where}); "
                  f"end at step {last} (mean of the last {window} logged steps up to "
                  f"it) {end[0]:.4f} vs {end[1]:.4f}; roughness (std of the step-to-step changes up to step {last}) "

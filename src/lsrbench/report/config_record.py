@@ -30,8 +30,12 @@ def report_backbones(config: dict) -> dict:
 
 def report_settings(config: dict) -> dict:
     """The settings every report is made with: the ``report:`` block and the backbones as the
-    reports show them."""
-    return {"report_cfg": config["report"], "backbones": report_backbones(config)}
+    reports show them; with ``evaluation.pool_depth``, the ``report:`` block also carries it as
+    ``bm25_pool_depth`` (the note on BM25's row: :func:`lsrbench.report.results.bm25_notes`)."""
+    report = config["report"]
+    depth = (config.get("evaluation") or {}).get("pool_depth")
+    return {"report_cfg": {**report, "bm25_pool_depth": depth} if depth else report,
+            "backbones": report_backbones(config)}
 
 
 def keyed(rows) -> dict[tuple[str, ...], str]:

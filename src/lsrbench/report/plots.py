@@ -50,18 +50,22 @@ def _palette(names: list[str]) -> dict[str, str]:
     return {name: matplotlib.colors.to_hex(cmap(i % 10)) for i, name in enumerate(names)}
 
 
-def _coincident_sizes(pts: pd.DataFrame, base: float) -> list[float]:
-    """Marker area per point: points at the same spot (FLOPs to 4 significant digits, score to 4
-    decimals) get decreasing sizes in plotting order, so all of them stay visible, concentric."""
+def _coincident_sizes(pts: pd.DataFrame, base: float) -> tuple[list[float], list[bool]]:
+    """Marker area per point, and whether it is drawn as a ring: points at the same spot (FLOPs to 4
+    significant digits, score to 4 decimals) get decreasing sizes in plotting order, each outer one
+    an unfilled ring in its colour at least 1.8x the radius of the next, so that every marker of the
+    spot, shape and colour, stays visible around the filled innermost one."""
     keys = [(f"{f:.4g}", round(s, 4)) for f, s in zip(pts["flops"], pts["score"])]
     counts = {key: keys.count(key) for key in keys}
     seen: dict = {}
-    sizes = []
+    sizes, rings = [], []
     for key in keys:
         i = seen.get(key, 0)
         seen[key] = i + 1
-        sizes.append(base * (1 + 1.3 * (counts[key] - 1 - i)))
-    return sizes
+        outer = counts[key] - 1 - i  # how many of the spot's markers lie inside this one
+        sizes.append(base * 3.3 ** outer)
+        rings.append(outer > 0)
+    return sizes, rings
 
 
 def _score_ranges(scores: list[float], bm25: float | None) -> tuple[tuple[float, float], tuple[float, float] | None]:
@@ -98,14 +102,17 @@ def _draw_runs(axes, pts: pd.DataFrame, names: list[str], colors: dict, backbone
     returns the legend handles and each panel's frontier line."""
     plt = pyplot()
     ax = axes[0]
-    sizes = _coincident_sizes(pts, 34.0)
+    sizes, rings = _coincident_sizes(pts, 34.0)
     markers = "osD^vP*Xh<>"
     handles = []
     for i, name in enumerate(names):
         mine = pts["backbone"] == name
         for a in axes:
+            ring = [rings[j] for j in pts.index[mine]]
             a.scatter(pts.loc[mine, "flops"], pts.loc[mine, "score"], s=[sizes[j] for j in pts.index[mine]],
-                      marker=markers[i % len(markers)], color=colors[name], edgecolor="white", linewidth=0.6, zorder=3)
+                      marker=markers[i % len(markers)], facecolors=["none" if r else colors[name] for r in ring],
+                      edgecolors=[colors[name] if r else "white" for r in ring],
+                      linewidths=[1.6 if r else 0.6 for r in ring], zorder=3)
         handles.append(plt.Line2D([], [], marker=markers[i % len(markers)], color=colors[name], linestyle="none",
                                   markersize=6, label=run_label(name, backbones)))
     frontier = {}

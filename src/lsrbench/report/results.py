@@ -13,7 +13,7 @@ from lsrbench.atomic import atomic_open
 from lsrbench.names import (BM25, COLLAPSED, DEFAULT_MODE, DOC_DIMS, FLOPS, METRIC_COLUMNS, NO_SEED, POOLED, QUERY_DIMS,
                             SEED, SEEDED_METRIC_COLUMNS, k_order, k_value, split_run_name)
 
-__all__ = ["OWN_COLUMNS", "collect_metrics", "read_metrics", "read_mean_metrics", "run_label", "bm25_label", "label_notes",
+__all__ = ["OWN_COLUMNS", "collect_metrics", "read_metrics", "read_mean_metrics", "run_label", "bm25_label", "bm25_notes", "label_notes",
            "flops_datasets", "run_table", "collapsed_runs", "mean_score", "best_k", "swept_ks", "best_ks", "pareto_front"]
 
 
@@ -94,6 +94,21 @@ def bm25_label(report_cfg: dict) -> str:
     settings = report_cfg.get("bm25_settings") or {}
     analyzer = {"anserini": "Anserini", "bm25s": "bm25s, unstemmed"}.get(settings.get("analyzer", "anserini"))
     return f"BM25 ({analyzer}, k1={settings.get('k1', 0.9):g}, b={settings.get('b', 0.4):g})"
+
+
+def bm25_notes(report_cfg: dict) -> list[str]:
+    """The note on BM25's row where the evaluated data are pooled (``bm25_pool_depth``, set from
+    ``evaluation.pool_depth`` by :func:`lsrbench.report.config_record.report_settings`): the pool
+    is chosen by BM25, and which way that can move the SPLADE runs' numbers."""
+    depth = report_cfg.get("bm25_pool_depth")
+    if not depth:
+        return []
+    return [f"BM25's row: every run is evaluated on a pooled subset, the judged documents and each query's "
+            f"top-{depth} BM25 documents of the full collection (evaluation.pool_depth). The pool is chosen by "
+            "BM25: its unjudged documents are BM25's own best candidates, and those only a SPLADE run would rank "
+            "high are absent. That does not give BM25 its lead: a SPLADE run's scores do not depend on the "
+            "collection, and removing unjudged documents can only raise its nDCG, RR and recall, so on the full "
+            "collection it would score at most what it scores here."]
 
 
 def flops_datasets(metrics: pd.DataFrame, report_cfg: dict) -> list[str]:

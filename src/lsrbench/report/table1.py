@@ -19,7 +19,8 @@ from lsrbench.config.reference import load_reference
 from lsrbench.report.config_record import config_line
 from lsrbench.model.auto_k import auto_k_ratio
 from lsrbench.names import BM25, COLLAPSED, DOC_DIMS, FLOPS, QUERY_DIMS, SEED, format_k, split_run_name
-from lsrbench.report.results import (best_ks, bm25_label, flops_datasets, label_notes, mean_score, read_metrics, run_label,
+from lsrbench.report.results import (best_ks, bm25_label, bm25_notes, flops_datasets, label_notes, mean_score, read_metrics,
+                                     run_label,
                                      run_table, swept_ks)
 from lsrbench.report.seeds import run_seeds, seed_mean, seeds_of, spread
 
@@ -242,6 +243,8 @@ def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, no
     if cells.get("seeds"):
         notes.append(seeds_note(cells["seeds"]))
     notes += label_notes(backbones)
+    if any(row["backbone"] == BM25 for row in cells["rows"]):
+        notes += bm25_notes(report_cfg)
     shown_ks: dict[str, set[str]] = {}
     for row in cells["rows"]:
         shown_ks.setdefault(row["backbone"], set()).add(row["k"])

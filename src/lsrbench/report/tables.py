@@ -13,7 +13,7 @@ from lsrbench.atomic import atomic_open
 from lsrbench.names import BM25, SEED, k_order, split_run_name
 from lsrbench.report.config_record import config_line
 from lsrbench.report.render import MISSING, markdown_table
-from lsrbench.report.results import best_ks, bm25_label, label_notes, read_metrics, run_label, run_table
+from lsrbench.report.results import best_ks, bm25_label, bm25_notes, label_notes, read_metrics, run_label, run_table
 from lsrbench.report.seeds import is_seeded, seeds_of, spread
 from lsrbench.report.table1 import auto_k_values, seeds_note
 
@@ -46,7 +46,8 @@ def beir_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> s
                                       if split_run_name(b)[0] in backbones else 99)
     rows = rows.sort_values(["_b", "backbone", "_k"]).drop(columns=["_k", "_b"])
     rows.insert(0, "Backbone", [(bm25_label(report_cfg) if b == BM25 else run_label(b, backbones)) for b in rows.pop("backbone")])
-    notes = "".join(f"\n{note}\n" for note in ([seeds_note(seeds, best_k=False)] if is_seeded(sel) else []) + label_notes(backbones))
+    notes = "".join(f"\n{note}\n" for note in ([seeds_note(seeds, best_k=False)] if is_seeded(sel) else []) + label_notes(backbones)
+                    + (bm25_notes(report_cfg) if (sel["backbone"] == BM25).any() else []))
     right = [c for c in rows.columns if c != "Backbone"] if is_seeded(sel) else None
     return (f"# Per-dataset {measure}\n\nEvery run on every evaluated dataset.\n\n"
             + markdown_table(rows, right=right) + "\n" + notes)
