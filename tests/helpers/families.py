@@ -8,7 +8,25 @@ from pathlib import Path
 
 import numpy as np
 
-FAMILIES = ["bert", "distilbert", "albert", "roberta", "modernbert"]
+from lsrbench.model.families import FAMILIES as FAMILY_SPECS
+
+FAMILIES = list(FAMILY_SPECS)  # bert, distilbert, albert, roberta, modernbert (the seeds follow this order)
+
+# Each family's tiny shape (its config's own names for the widths), given its tokenizer.
+TINY = {
+    "bert": lambda tok: dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                             max_position_embeddings=64),
+    "distilbert": lambda tok: dict(dim=32, n_layers=2, n_heads=2, hidden_dim=64, max_position_embeddings=64),
+    "albert": lambda tok: dict(embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                               intermediate_size=64, max_position_embeddings=64),
+    "roberta": lambda tok: dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                                max_position_embeddings=70, bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id),
+    "modernbert": lambda tok: dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=2,
+                                   max_position_embeddings=64, local_attention=8,
+                                   layer_types=["full_attention", "sliding_attention", "full_attention"],
+                                   bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id,
+                                   cls_token_id=tok.cls_token_id, sep_token_id=tok.sep_token_id),
+}
 
 WORDS = (
     "the of and to in is was for on that with as by at from retrieval sparse dense vector query document "
@@ -60,30 +78,12 @@ def model(family: str, tok, seed: int):
     import transformers as tf
 
     torch.manual_seed(seed)
-    v = len(tok)
-    common = dict(vocab_size=v, pad_token_id=tok.pad_token_id)
-    if family == "bert":
-        m = tf.BertForMaskedLM(tf.BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                             intermediate_size=64, max_position_embeddings=64, **common))
-    elif family == "distilbert":
-        m = tf.DistilBertForMaskedLM(tf.DistilBertConfig(dim=32, n_layers=2, n_heads=2, hidden_dim=64,
-                                                         max_position_embeddings=64, **common))
-    elif family == "albert":
-        m = tf.AlbertForMaskedLM(tf.AlbertConfig(embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                                                 num_attention_heads=2, intermediate_size=64,
-                                                 max_position_embeddings=64, **common))
-    elif family == "roberta":
-        m = tf.RobertaForMaskedLM(tf.RobertaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                                   intermediate_size=64, max_position_embeddings=70,
-                                                   bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id, **common))
-    elif family == "modernbert":
-        m = tf.ModernBertForMaskedLM(tf.ModernBertConfig(
-            hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=2, max_position_embeddings=64,
-            local_attention=8, layer_types=["full_attention", "sliding_attention", "full_attention"],
-            bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id, cls_token_id=tok.cls_token_id,
-            sep_token_id=tok.sep_token_id, **common))
-    else:
+    if family not in TINY:
         raise ValueError(family)
+    kwargs = TINY[family](tok)
+    kwargs.update(vocab_size=len(tok), pad_token_id=tok.pad_token_id)
+    spec = FAMILY_SPECS[family]
+    m = getattr(tf, spec.masked_lm)(getattr(tf, spec.config_class)(**kwargs))
     # A random head gives logits around 0; a non-zero bias and a larger scale give a realistic
     # mix of inactive terms (all tokens negative) and active ones.
     with torch.no_grad():

@@ -9,6 +9,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 from transformers import AutoConfig, AutoModelForMaskedLM  # noqa: E402
 
+from lsrbench.model.families import FAMILIES as FAMILY_SPECS  # noqa: E402
 from lsrbench.model.rescale import head_norms  # noqa: E402
 from lsrbench.model.rescale import head_is_tied, mlm_head, rescale_mlm_head  # noqa: E402
 
@@ -180,10 +181,10 @@ def test_unknown_mode_rejected():
 
 
 # ------------------------------------------------------------------ what shared mode does besides the head
-# Families whose word embeddings are added to position (and token-type) embeddings before the
-# embedding LayerNorm: shrinking them by k changes the mix the encoder sees. ModernBERT's go straight
-# into a LayerNorm, invariant to the scale up to its eps.
-ADDITIVE_EMBEDDINGS = {"bert", "distilbert", "albert", "roberta"}
+# Families whose word embeddings are added to a learned position table (and token-type embeddings)
+# before the embedding LayerNorm: shrinking them by k changes the mix the encoder sees. ModernBERT's
+# (rotary positions) go straight into a LayerNorm, invariant to the scale up to its eps.
+ADDITIVE_EMBEDDINGS = {name for name, spec in FAMILY_SPECS.items() if spec.position_table}
 
 
 def family_batch(folder, family: str, seed: int):

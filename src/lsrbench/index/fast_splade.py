@@ -17,6 +17,7 @@ import logging
 import numpy as np
 import scipy.sparse as sp
 
+from lsrbench.model.families import family_of
 from lsrbench.model.fused_pooling import PROBE_TEXTS, FusedUnsupported, probe, splade_layout_problem
 
 log = logging.getLogger(__name__)
@@ -43,8 +44,7 @@ class FastSplade:
         self.prompt = prompt
         self.max_active_dims = max_active_dims
         self.weight = decoder.weight
-        bias = getattr(decoder, "bias", None)
-        self.bias = bias if bias is not None and bias.ndim == 1 else None
+        self.bias = family_of(transformer.auto_model).decoder_bias(decoder)
         self.vocab = int(self.weight.shape[0])
 
     # -- recognition -------------------------------------------------------------------------
@@ -55,7 +55,7 @@ class FastSplade:
             log.info("encode_texts: plain sentence-transformers path (%s)", reason)
             return None
         transformer = model[0]
-        decoder = transformer.auto_model.get_output_embeddings()
+        decoder = family_of(transformer.auto_model).decoder(transformer.auto_model)
         try:
             prompt = model._resolve_prompt(None, cls._prompt_name(model, kind))
         except Exception as exc:  # noqa: BLE001 - any failure means: let sentence-transformers do it
@@ -93,16 +93,8 @@ class FastSplade:
             captured.append(x)
             return x[..., :0]  # no vocabulary-sized logits
 
-        had_own = "forward" in decoder.__dict__
-        saved = decoder.__dict__.get("forward")
-        decoder.forward = capture
-        try:
+        with family_of(self.transformer.auto_model).capture(decoder, capture):
             self.transformer(features)
-        finally:
-            if had_own:
-                decoder.forward = saved
-            else:
-                del decoder.forward
         if len(captured) != 1:
             raise FusedUnsupported(f"the MLM decoder was called {len(captured)} times in one forward pass")
         return captured[0]

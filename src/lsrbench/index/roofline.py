@@ -18,21 +18,24 @@ from __future__ import annotations
 
 import functools
 
+from lsrbench.model.families import FAMILIES, family_of
+
 __all__ = ["BACKBONE_SHAPES", "DATASHEET_BF16_TFLOPS", "forward_flops", "train_step_flops", "document_tokens",
            "stage_hours"]
 
-# Published shapes of the paper's backbones (their hub config.json), as transformers config classes.
+# Published shapes of the paper's backbones (their hub config.json): a family of
+# :mod:`lsrbench.model.families` and its config's settings.
 BACKBONE_SHAPES: dict[str, tuple[str, dict, str]] = {
-    "bert": ("BertConfig", {}, "bert-base-uncased: transformers' BertConfig defaults (12 x 768, vocab 30,522)"),
-    "distilbert": ("DistilBertConfig", {}, "distilbert-base-uncased: DistilBertConfig defaults (6 x 768)"),
-    "albert": ("AlbertConfig", dict(embedding_size=128, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                                    intermediate_size=3072, vocab_size=30000), "albert-base-v2 (12 x 768, embedding 128)"),
-    "gte-mlm": ("BertConfig", dict(vocab_size=30528), "Alibaba-NLP/gte-en-mlm-base: its own architecture (remote "
-                                                      "code) counted as BERT-base's widths, vocab 30,528 (approximate)"),
-    "roberta": ("RobertaConfig", dict(vocab_size=50265, max_position_embeddings=514, type_vocab_size=1),
+    "bert": ("bert", {}, "bert-base-uncased: transformers' BertConfig defaults (12 x 768, vocab 30,522)"),
+    "distilbert": ("distilbert", {}, "distilbert-base-uncased: DistilBertConfig defaults (6 x 768)"),
+    "albert": ("albert", dict(embedding_size=128, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                              intermediate_size=3072, vocab_size=30000), "albert-base-v2 (12 x 768, embedding 128)"),
+    "gte-mlm": ("bert", dict(vocab_size=30528), "Alibaba-NLP/gte-en-mlm-base: its own architecture (remote "
+                                             "code) counted as BERT-base's widths, vocab 30,528 (approximate)"),
+    "roberta": ("roberta", dict(vocab_size=50265, max_position_embeddings=514, type_vocab_size=1),
                 "roberta-base (12 x 768, vocab 50,265)"),
-    "modernbert": ("ModernBertConfig", {}, "answerdotai/ModernBERT-base: ModernBertConfig defaults (22 x 768, vocab 50,368)"),
-    "ettin": ("ModernBertConfig", {}, "jhu-clsp/ettin-encoder-150m: ModernBERT-base's shape (22 x 768, vocab 50,368)"),
+    "modernbert": ("modernbert", {}, "answerdotai/ModernBERT-base: ModernBertConfig defaults (22 x 768, vocab 50,368)"),
+    "ettin": ("modernbert", {}, "jhu-clsp/ettin-encoder-150m: ModernBERT-base's shape (22 x 768, vocab 50,368)"),
 }
 
 # bf16 dense (no sparsity) tensor-core peaks from the vendors' datasheets, TFLOP/s.
@@ -47,11 +50,12 @@ def _meta_model(backbone: str):
     import torch
     import transformers
 
-    config_cls, kwargs, _ = BACKBONE_SHAPES[backbone]
-    config = getattr(transformers, config_cls)(**kwargs)
+    family, kwargs, _ = BACKBONE_SHAPES[backbone]
+    spec = FAMILIES[family]
+    config = getattr(transformers, spec.config_class)(**kwargs)
     config._attn_implementation = "eager"  # attention as matmuls: counted
     with torch.device("meta"):
-        return getattr(transformers, config_cls.replace("Config", "ForMaskedLM"))(config)
+        return getattr(transformers, spec.masked_lm)(config)
 
 
 def forward_flops(backbone: str, tokens: int) -> dict:
@@ -70,7 +74,7 @@ def _count(backbone: str, tokens: int) -> tuple[int, int]:
     ids = torch.zeros((1, tokens), dtype=torch.long, device="meta")
     with FlopCounterMode(display=False) as counter, torch.no_grad():
         model(input_ids=ids)  # no attention mask: a data-dependent check on it cannot run on meta tensors
-    vocab, width = model.get_output_embeddings().weight.shape
+    vocab, width = family_of(model).decoder(model).weight.shape
     return int(counter.get_total_flops()), 2 * tokens * int(vocab) * int(width)
 
 

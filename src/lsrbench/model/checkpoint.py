@@ -14,6 +14,7 @@ from pathlib import Path
 from lsrbench.downloads import FetchFailed, network_reason
 from lsrbench.errors import InputError
 from lsrbench.hashing import sha256_chunks, sha256_file
+from lsrbench.model.families import family_of, is_head_key
 from lsrbench.names import is_commit
 
 log = logging.getLogger(__name__)
@@ -237,9 +238,9 @@ def load_mlm(path: str, config_file: str, field: str, trust_remote_code: bool = 
         found = non_finite(model.named_parameters())
         if found is not None:
             raise InputError(config_file, field, non_finite_message(path, found))
-    head = model.get_output_embeddings()
+    head = family_of(model).decoder(model)
     head_params = {n for n, p in model.named_parameters(remove_duplicate=False) if head is not None and any(p is q for q in head.parameters())}
-    missing_head = sorted(k for k in info.get("missing_keys", []) if k in head_params or _is_head_key(k))
+    missing_head = sorted(k for k in info.get("missing_keys", []) if k in head_params or is_head_key(k))
     if head is None or missing_head:
         raise InputError(
             config_file, field,
@@ -360,11 +361,7 @@ def check_tokenizer(path: str, model, config_file: str, field: str, trust_remote
     except Exception as exc:  # noqa: BLE001 - the tokenizers library raises plain Exception on a malformed file
         _raise_if_unreachable(exc, path, config_file, field)
         raise InputError(config_file, field, f"'{path}': cannot load its tokenizer: {_first_line(exc)}") from None
-    rows = model.get_output_embeddings().weight.shape[0]
+    rows = family_of(model).decoder(model).weight.shape[0]
     if len(tokenizer) > rows:
         raise InputError(config_file, field, f"'{path}': its tokenizer has {len(tokenizer)} tokens but the MLM head "
                                              f"{rows} rows: token ids from {rows} on have no vocabulary term")
-
-
-def _is_head_key(key: str) -> bool:
-    return any(s in key for s in ("predictions.", "lm_head.", "vocab_projector", "vocab_transform", "head.", "decoder."))

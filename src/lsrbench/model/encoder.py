@@ -5,6 +5,7 @@ with the paper's rescale applied, and the device and precision they encode with.
 
 from __future__ import annotations
 
+from lsrbench.model.families import family_of
 from lsrbench.model.rescale import rescale_mlm_head
 
 __all__ = ["apply_rescale", "build_sparse_encoder", "released_sparse_encoder", "is_sparse_encoder", "set_encode_lengths",
@@ -104,19 +105,11 @@ def released_sparse_encoder(path: str, query_length: int, document_length: int, 
 
 
 def position_limit(transformer) -> int | None:
-    """The most tokens the backbone's learned position table takes (``max_position_embeddings``,
-    less RoBERTa-style offsets of ``padding_idx + 1``); None without such a table (rotary)."""
-    import torch
-
-    config = transformer.auto_model.config
-    limit = getattr(config, "max_position_embeddings", None)
-    if not isinstance(limit, int) or limit <= 0:
-        return None
-    for module in transformer.auto_model.modules():
-        padding_idx = getattr(module, "padding_idx", None)
-        if isinstance(padding_idx, int) and isinstance(getattr(module, "position_embeddings", None), torch.nn.Embedding):
-            return limit - (padding_idx + 1)
-    return limit
+    """The most tokens the backbone takes (``max_position_embeddings``, less RoBERTa-style offsets
+    of ``padding_idx + 1``; :meth:`lsrbench.model.families.Family.position_limit`); None without
+    such a limit."""
+    model = transformer.auto_model
+    return family_of(model).position_limit(model)
 
 
 def set_encode_lengths(model, query_length: int | None, document_length: int | None) -> dict:

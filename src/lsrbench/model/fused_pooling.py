@@ -19,6 +19,8 @@ import contextlib
 import functools
 import logging
 
+from lsrbench.model.families import family_of, replaced_forward
+
 log = logging.getLogger(__name__)
 
 # Elements of one [batch, tokens, chunk] logits block in the forward pass.
@@ -119,7 +121,7 @@ def splade_layout_problem(model) -> str | None:
     if pooling.pooling_strategy != "max" or pooling.activation_function != "relu":
         return f"SpladePooling({pooling.pooling_strategy!r}, {pooling.activation_function!r})"
     auto_model = getattr(transformer, "auto_model", None)
-    decoder = auto_model.get_output_embeddings() if hasattr(auto_model, "get_output_embeddings") else None
+    decoder = family_of(auto_model).decoder(auto_model)
     weight = getattr(decoder, "weight", None)
     if decoder is None or weight is None or weight.ndim != 2:
         return "no linear output embeddings"
@@ -283,9 +285,9 @@ def _patched(model):
     import types
 
     transformer, pooling = model[0], model[1]
-    decoder = transformer.auto_model.get_output_embeddings()
-    bias = getattr(decoder, "bias", None)
-    bias = bias if bias is not None and bias.ndim == 1 else None
+    family = family_of(transformer.auto_model)
+    decoder = family.decoder(transformer.auto_model)
+    bias = family.decoder_bias(decoder)
 
     def pass_hidden(x, *args, **kwargs):
         return x  # the model's "logits" become the decoder's input; the pooling applies the decoder
@@ -297,17 +299,8 @@ def _patched(model):
             self.embedding_dimension = int(decoder.weight.shape[0])
         return features
 
-    saved = {m: m.__dict__.get("forward") for m in (decoder, pooling)}
-    decoder.forward = pass_hidden
-    pooling.forward = types.MethodType(pool, pooling)
-    try:
+    with family.capture(decoder, pass_hidden), replaced_forward(pooling, types.MethodType(pool, pooling)):
         yield
-    finally:
-        for m, fwd in saved.items():
-            if fwd is None:
-                del m.forward
-            else:
-                m.forward = fwd
 
 
 def _training_probe(model, texts, precision: str = "fp32") -> str | None:

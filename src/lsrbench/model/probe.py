@@ -40,6 +40,7 @@ import math
 from lsrbench.config.grid import PROBE_TRIPLETS
 from lsrbench.errors import InputError
 from lsrbench.model.encoder import apply_rescale
+from lsrbench.model.families import family_of
 from lsrbench.model.rescale import head_norms, mlm_head
 from lsrbench.model.probe_names import LOGIT_STATISTICS
 from lsrbench.names import AUTO_K, format_k, run_name
@@ -100,7 +101,7 @@ def mlm_of(model):
     from transformers import PreTrainedModel
 
     for module in model.modules():
-        if isinstance(module, PreTrainedModel) and module.get_output_embeddings() is not None:
+        if isinstance(module, PreTrainedModel) and family_of(module).decoder(module) is not None:
             return module
     raise ValueError(f"{type(model).__name__} holds no model with an MLM head")
 

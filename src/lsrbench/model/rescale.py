@@ -3,7 +3,8 @@ constant k before training, ``W_head <- W_head / k`` ("Rescaling MLM-Head for Ne
 Retrieval", arXiv 2606.18811), and measure the head's norms.
 
 Written here because it is the object of study and is three lines on top of transformers'
-``get_output_embeddings()``, which finds the head for every ``*ForMaskedLM`` family.
+``get_output_embeddings()``, which finds the head for every ``*ForMaskedLM`` family; what differs
+between families (tying, a shared bias) is said once per family in :mod:`lsrbench.model.families`.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from typing import Literal
 import torch
 from torch import nn
 
+from lsrbench.model.families import family_of
+
 RescaleMode = Literal["shared", "untie"]
 
 
 def mlm_head(model: nn.Module) -> nn.Module:
     """The vocabulary projection (``W_head``, ``b``) of a ``*ForMaskedLM`` model."""
-    head = model.get_output_embeddings()
+    head = family_of(model).decoder(model)
     if head is None or getattr(head, "weight", None) is None:
         raise ValueError(f"{type(model).__name__} has no MLM output embeddings")
     return head
@@ -26,9 +29,7 @@ def mlm_head(model: nn.Module) -> nn.Module:
 
 def head_is_tied(model: nn.Module) -> bool:
     """True when the head's weight is the very tensor of the input embeddings."""
-    head = mlm_head(model)
-    inp = model.get_input_embeddings()
-    return inp is not None and head.weight.data_ptr() == inp.weight.data_ptr()
+    return family_of(model).is_tied(model, mlm_head(model))
 
 
 @torch.no_grad()
@@ -49,23 +50,9 @@ def rescale_mlm_head(model: nn.Module, k: float, mode: RescaleMode = "shared") -
         raise ValueError(f"rescale mode must be 'shared' or 'untie', got {mode!r}")
     head = mlm_head(model)
     if mode == "untie":
-        if head_is_tied(model):
-            head.weight = nn.Parameter(head.weight.detach().clone())
-        if getattr(head, "bias", None) is not None:
-            # Several heads (BERT, ALBERT, RoBERTa) share the decoder bias with a head-level
-            # ``bias`` only through the tying machinery; once untied, transformers would reload
-            # the decoder bias as freshly initialised. An own copy is saved under both names.
-            head.bias = nn.Parameter(head.bias.detach().clone())
-        _mark_untied(model)
+        family_of(model).untie(model, head)
     head.weight.div_(k)
     return model
-
-
-def _mark_untied(model: nn.Module) -> None:
-    # transformers re-ties on load (and in tie_weights()) unless the config says otherwise.
-    for cfg in {id(c): c for c in (model.config, getattr(model.config, "get_text_config", lambda: None)())}.values():
-        if cfg is not None:
-            cfg.tie_word_embeddings = False
 
 
 @torch.no_grad()
