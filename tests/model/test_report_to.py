@@ -82,6 +82,6 @@ def test_report_to_is_no_part_of_the_training_identity():
     assert "report_to" in RUNTIME_RECIPE_KEYS
     config = {"recipe": {**recipe, "report_to": ["tensorboard"]}}
     assert results_recipe(config) == results_recipe({"recipe": recipe}) == {
-        k: v for k, v in recipe.items() if k not in ("checkpoint_steps", "report_to")}
+        k: v for k, v in recipe.items() if k not in ("checkpoint_steps", "report_to", "weight_decay")}
     assert training_key("m", TRIPLETS, config["recipe"], 1, "shared", 1.0, None) == \
         training_key("m", TRIPLETS, recipe, 1, "shared", 1.0, None)

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["RUNTIME_RECIPE_KEYS", "LOAD_KEYS", "load_entry", "load_identity", "results_recipe", "job_location"]
+__all__ = ["RUNTIME_RECIPE_KEYS", "LATE_RECIPE_KEYS", "LOAD_KEYS", "load_entry", "load_identity", "results_recipe", "job_location"]
 
 # Settings that say how a job runs, not what it computes: in no identity.
 RUNTIME_RECIPE_KEYS = ("checkpoint_steps", "report_to")
+# Recipe keys added after grids had been trained: in a train identity only when they differ from
+# their schema default, so that a finished run's folder id stays what it was.
+LATE_RECIPE_KEYS = ("weight_decay",)
 # The backbone keys that decide what is loaded (labels, k lists and modes do not change a result).
 LOAD_KEYS = ("model", "revision", "trust_remote_code", "head_scale", "fetch")
 
@@ -29,7 +32,11 @@ def results_recipe(config: dict, seed: int | None = None) -> dict:
     ``seeds`` when there are several: the config snapshot's)."""
     from lsrbench.config.grid import seed_recipe, several_seeds, training_seeds
 
-    recipe = {k: v for k, v in config["recipe"].items() if k not in RUNTIME_RECIPE_KEYS}
+    from lsrbench.config.schema import property_defaults
+
+    late = property_defaults("config.schema.yaml", "recipe")
+    recipe = {k: v for k, v in config["recipe"].items()
+              if k not in RUNTIME_RECIPE_KEYS and not (k in LATE_RECIPE_KEYS and v == late[k])}
     if seed is not None or not several_seeds(config):
         return seed_recipe(recipe, training_seeds(config)[0] if seed is None else seed)
     return {k: v for k, v in recipe.items() if k != "seed"}  # seeds replaces it

@@ -308,6 +308,14 @@ def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callb
     return model, outcome
 
 
+def _recipe_value(recipe: dict, key: str):
+    """A recipe setting a train identity leaves out at its schema default
+    (:data:`lsrbench.dag.stage_parts.LATE_RECIPE_KEYS`): the value, else that default."""
+    from lsrbench.config.schema import property_defaults
+
+    return recipe[key] if key in recipe else property_defaults("config.schema.yaml", "recipe")[key]
+
+
 def _training_args(recipe: dict, out: Path, processes: int, every: int, report_to: list[str]):
     import torch
     from sentence_transformers.sentence_transformer.training_args import BatchSamplers
@@ -322,6 +330,7 @@ def _training_args(recipe: dict, out: Path, processes: int, every: int, report_t
         per_device_train_batch_size=recipe["batch_size"] // processes,
         learning_rate=recipe["learning_rate"],
         warmup_steps=recipe["warmup_steps"],
+        weight_decay=_recipe_value(recipe, "weight_decay"),
         seed=recipe["seed"],
         data_seed=recipe["seed"],
         logging_steps=1,
