@@ -21,7 +21,9 @@ from lsrbench.dag.layout import ID_WILDCARD
 RESULT_RULES = {"dataset", "pool", "norm", "triplets", "probe", "train", "index", "index_queries", "evaluate",
                 "pooled_flops", "bm25"}
 REPORTS = {"metrics.csv", "metrics.sources.json", "table1.md", "table1.cells.json", "table_beir.md", "norms.md",
-           "norms.png", "tradeoff.png", "tradeoff.pdf", "loss_curves.png", "claims.md", "claims.json"}
+           "norms.png", "tradeoff.png", "tradeoff.pdf", "loss_curves.png", "claims.md", "claims.json",
+           # what each figure shows (verify recomputes them): re-made with their figures
+           "norms.data.json", "tradeoff.data.json", "loss_curves.data.json"}
 
 
 @pytest.fixture
