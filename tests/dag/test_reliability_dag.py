@@ -53,18 +53,21 @@ def test_forced_collapse_is_a_result_and_other_runs_continue(micro_run):
 
 
 def test_manifests_hash_every_input_and_output(micro_run):
+    from lsrbench.dag.declarations import eval_dir
     from lsrbench.hashing import sha256_file
 
     work = micro_run["work"]
     paths = layout(micro_run["config"])
-    train, index, evaluate = (paths.train("rand-roberta", "1"), paths.index("rand-roberta", "1", "slice"),
-                              paths.evaluate("rand-roberta", "1", "slice"))
+    key = {"run": "rand-roberta", "k": "1"}
+    train, index, evaluate = (paths.get("train", **key), paths.get("index", **key, dataset="slice"),
+                              paths.get("evaluate", **key, dataset="slice"))
     prov = json.loads((work / train.path("train_provenance.json")).read_text())
     for key in ("config_hash", "packages", "git_commit", "seed", "device", "python"):
         assert key in prov
     assert prov["seed"] == 42 and prov["packages"]["torch"] and prov["config_hash"] == train.sha256
     ins, outs = prov["artifacts"]["inputs"], prov["artifacts"]["outputs"]
-    assert paths.norms("rand-roberta").path("norms.json") in ins and paths.triplets().path("triplets.jsonl") in ins
+    assert (paths.get("norms", backbone="rand-roberta").path("norms.json") in ins
+            and paths.get("triplets").path("triplets.jsonl") in ins)
     assert any(p.endswith("model.safetensors") and "tiny_roberta" in p for p in ins)  # the backbone itself
     for name in ("model/model.safetensors", "model/modules.json", "train_log.jsonl", "status.json"):
         assert train.path(name) in outs
@@ -75,7 +78,7 @@ def test_manifests_hash_every_input_and_output(micro_run):
     assert set(ev["artifacts"]["outputs"]) == {evaluate.path(n) for n in
                                                ("run.trec", "metrics.tsv", "perquery.tsv", "status.json")}
     assert {index.path("docs.npz"), index.path("queries.npz"), train.path("status.json"),
-            paths.eval_dir("slice") + "/corpus.jsonl"} <= set(ev["artifacts"]["inputs"])
+            eval_dir(paths, "slice") + "/corpus.jsonl"} <= set(ev["artifacts"]["inputs"])
     # every addressed folder says what its id stands for
     params = json.loads((work / evaluate.path("params.json")).read_text())
     assert params["id"] == evaluate.id and params["identity"]["queries"] == index.id
@@ -150,7 +153,7 @@ def _edit(micro_run: dict, edit) -> dict[str, int]:
     return {k: v for k, v in job_counts(out).items() if k not in ("all", "total")}
 
 
-REPORT_RULES = {"collect", "table1", "tradeoff", "norms_report", "table_beir", "loss_curves", "claims",
+REPORT_RULES = {"config_snapshot", "collect", "table1", "tradeoff", "norms_report", "table_beir", "loss_curves", "claims",
                 "html_table1", "html_table_beir", "html_norms", "html_claims"}
 
 
