@@ -101,7 +101,8 @@ def test_gc_after_a_reverted_edit_removes_its_outputs_and_the_config_plans_nothi
 
     current = {p.resolve() for p in outputs_of(work, micro_run["config"])}
     away = {p.resolve() for p in outputs_of(work, edited)} - current
-    assert len(away) == 3  # the two runs' evaluations at top_k 200 (of the kept vectors) and BM25's
+    # the two runs' evaluations at top_k 200 (of the kept vectors), BM25's, and the edited config's snapshot
+    assert len(away) == 4 and sum("/configs/" in str(p) for p in away) == 1, away
     assert _listed(_gc(work, "--configfile", str(micro_run["config"])).stdout) == away
     assert _listed(_gc(work, "--configfile", str(micro_run["config"]), "--delete").stdout) == away
     assert not any(p.exists() for p in away) and all(p.is_dir() for p in current)
