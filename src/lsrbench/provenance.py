@@ -22,6 +22,7 @@ import os
 import platform
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 from lsrbench.atomic import atomic_open
@@ -44,9 +45,14 @@ def package_versions() -> dict[str, str | None]:
 
 
 def device_description() -> dict:
-    import torch
-
-    info = {"cpu": platform.processor() or platform.machine(), "torch_threads": torch.get_num_threads()}
+    """The CPU, and torch's threads and GPUs where the stage used torch. A stage that did not
+    (evaluate, BM25, pool, the reports) is not made to import it for this record: that import
+    alone costs seconds per job (issue 21.3)."""
+    info = {"cpu": platform.processor() or platform.machine()}
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return {**info, "torch": "not used"}
+    info["torch_threads"] = torch.get_num_threads()
     if torch.cuda.is_available():
         info["cuda"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
     return info

@@ -72,3 +72,28 @@ def test_every_job_log_says_what_it_did(micro_run, log, says):
     text = (micro_run["work"] / LOGS[log](layout(micro_run["config"]))).read_text()
     assert re.search(says, text), text
     assert re.search(rf"^{STAMP} INFO lsrbench\.job: \w+: done in \S+; read .*; wrote .*\(", text, re.M), text
+
+
+SPLIT = re.compile(rf"^{STAMP} INFO lsrbench\.job: \w+: time split: ([0-9.]+) s start-up before the job, "
+                   r"([0-9.]+) s importing, ([0-9.]+) s the rest$", re.M)
+
+
+@pytest.mark.parametrize("log", sorted(LOGS))
+def test_every_job_log_splits_its_time_into_start_up_imports_and_the_rest(micro_run, log):
+    """benchmark/job_split.py reads this line (issue 21.3: the fixed costs against compute)."""
+    text = (micro_run["work"] / LOGS[log](layout(micro_run["config"]))).read_text()
+    match = SPLIT.search(text)
+    assert match, text
+    start_up, imports, rest = map(float, match.groups())
+    assert 0 < start_up < 120 and 0 <= imports < 600 and 0 <= rest < 3600
+
+
+@pytest.mark.parametrize("job, provenance", [
+    ("evaluate", lambda lay: lay.get("evaluate", run="rand-roberta", k="1", dataset="slice").path("provenance.json")),
+    ("bm25", lambda lay: lay.get("bm25", dataset="slice").path("provenance.json")),
+])
+def test_jobs_that_need_no_model_never_import_torch(micro_run, job, provenance):
+    """A job that searches CSR matrices or runs BM25 is not made to import torch (seconds per job)
+    for its provenance record, which then says so instead of giving torch's thread count."""
+    record = json.loads((micro_run["work"] / provenance(layout(micro_run["config"]))).read_text())
+    assert record["device"]["torch"] == "not used" and "torch_threads" not in record["device"], record["device"]

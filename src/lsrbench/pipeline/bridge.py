@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from lsrbench.errors import InputError
+from lsrbench.pipeline.job_clock import ImportClock, process_age
 from lsrbench.progress import format_duration, log_to_file
 from lsrbench.provenance import write_json
 
@@ -50,10 +51,11 @@ def run(snakemake) -> None:
     kwargs.update(dict(getattr(params, "keyed", None) or {}))  # run files by key, not by position
     if snakemake.log:
         log_to_file(snakemake.log[0])
-    start = time.monotonic()
+    start, age = time.monotonic(), process_age()
     log.info("%s: started (%s threads)", stage, threads)
     try:
-        JOBS[stage](**kwargs)
+        with ImportClock() as imports:
+            JOBS[stage](**kwargs)
     except InputError as exc:
         log.error("%s: %s", stage, exc)
         print(f"lsrbench: error: {exc}", file=sys.stderr)
@@ -62,6 +64,9 @@ def run(snakemake) -> None:
         write_json(params_json, dict(params.identity))
     log.info("%s: done in %s; read %s; wrote %s", stage, format_duration(time.monotonic() - start),
              describe(list(snakemake.input)), describe(list(snakemake.output)))
+    log.info("%s: time split: %s start-up before the job, %.1f s importing, %.1f s the rest",
+             stage, "?" if age is None else f"{age:.1f} s", imports.seconds,
+             time.monotonic() - start - imports.seconds)
 
 
 def describe(paths: list[str]) -> str:
