@@ -133,9 +133,11 @@ def _long_triplets(n: int) -> list[dict]:
 def bert_base(args, tmp: Path) -> dict:
     """Load once, then per k: the rescaled copy and its probe, each timed."""
     from lsrbench.model.probe import load_backbone, probe_batches, probe_model, rescaled_copy
+    from lsrbench.config.grid import training_seeds
     from lsrbench.config.layers import load_config_files
 
-    recipe = dict(load_config_files([str(REPO / "config" / "paper.yaml")])[0]["recipe"])
+    config = load_config_files([str(REPO / "config" / "paper.yaml")])[0]
+    recipe = dict(config["recipe"], seed=training_seeds(config)[0])  # a config may list seeds only
     recipe["batch_size"] = 4 if args.quick else recipe["batch_size"]
     path = _bert_base_folder(tmp)
     batches = probe_batches(_long_triplets(recipe["batch_size"]), recipe["batch_size"], recipe["seed"])

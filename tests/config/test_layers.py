@@ -1,10 +1,9 @@
 """Config files on top of others (``base:``): the merge rule, errors naming the file a value came
 from, and check-config's grid; strict YAML loading: hostile files (alias bombs, deep nesting, huge
-numbers, huge files) are one-line errors, refused in bounded time and memory."""
+numbers, huge files) are one-line errors, refused by their bounds, in bounded memory."""
 
 from __future__ import annotations
 
-import time
 import tracemalloc
 
 import pytest
@@ -133,22 +132,21 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("case", list(HOSTILE))
-def test_hostile_yaml_is_refused_in_bounded_time_and_memory(tmp_path, case):
+def test_hostile_yaml_is_refused_by_its_bound_in_bounded_memory(tmp_path, case):
+    # the line names the bound that stopped reading (not a time limit: no timed tests; a reader
+    # without the bound would expand the billion laughs to 3.5e9 values, far past the memory bound)
     import re
 
     text, says = HOSTILE[case]
     path = tmp_path / "hostile.yaml"
     path.write_text(text)
     tracemalloc.start()
-    start = time.perf_counter()
     with pytest.raises(InputError) as err:
         load_yaml(path)
-    elapsed = time.perf_counter() - start
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     message = str(err.value)
     assert re.match(rf"{re.escape(str(path))}: {says}", message) and "\n" not in message, message
-    assert elapsed < 20, elapsed  # ~1 s on an idle core (traced by tracemalloc here, which is slower)
     assert peak < 100 * 2**20, peak
 
 
