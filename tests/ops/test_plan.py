@@ -14,6 +14,7 @@ import yaml
 
 from helpers.paths import REPO, shared_or_skip
 from lsrbench.config.grid import runs
+from lsrbench.ops.calibrate import calibration_texts
 from lsrbench.ops.plan import estimate_jobs
 
 
@@ -134,3 +135,19 @@ def test_estimate_per_job_is_start_up_plus_work():
     assert b["evaluate_hours"] * 3600 == pytest.approx(16000 * 1e-6 + 2000 * 1e-4 + 3.0)
     older = {k: v for k, v in calibration.items() if "startup" not in k and k not in ("encode_call_seconds", "result_seconds")}
     assert estimate_jobs(config, "a", jobs, datasets, older, 4.0)["train_hours"] * 3600 == pytest.approx(80.0)
+
+
+def test_calibration_passages_are_spread_over_the_corpus(tmp_path):
+    """The timed passages come from the first folder that has a corpus (the pooled subset the index
+    jobs encode, before the full collection), at an even stride over its lines, not its first lines."""
+    pooled, full = tmp_path / "pool", tmp_path / "full"
+    for folder, docs in ((pooled, 10), (full, 4)):
+        folder.mkdir()
+        (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": str(i), "title": "", "text": f"doc {i}"}) + "\n"
+                                                     for i in range(docs)))
+        (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": str(i), "text": f"query {i}"}) + "\n"
+                                                      for i in range(7)))
+    config = {"training_data": {"dataset": "d"}, "evaluation": {"datasets": ["d"]}, "mirror": None}
+    docs, queries, texts = calibration_texts(config, 3, lambda name: [tmp_path / "missing", pooled, full])
+    assert docs == ["doc 0", "doc 3", "doc 6"] and queries == ["query 0", "query 2", "query 4"]
+    assert texts == f"3 passages of d ({pooled})"

@@ -91,7 +91,11 @@ def _calibrations(config: dict, config_file: str, steps: int, passages: int, bat
     """Backbone -> calibration dict, or ``{"error": why}``; one calibration per model folder."""
     from lsrbench.ops.calibrate import calibrate, calibration_texts, find_local_model
 
-    docs, queries, texts = calibration_texts(config, passages, lambda name: layout.get("data", dataset=name).path("full"))
+    def folders(name):  # what the index jobs encode (the pooled subset), then the whole collection
+        pooled = [layout.get("pool", dataset=name).path("eval")] if config["evaluation"]["pool_depth"] else []
+        return pooled + [layout.get("data", dataset=name).path("full")]
+
+    docs, queries, texts = calibration_texts(config, passages, folders)
     done: dict[str, dict] = {}
     out = {}
     for name, entry in config["backbones"].items():
