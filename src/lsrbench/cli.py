@@ -140,7 +140,8 @@ def _plan(args) -> int:
     with contextlib.redirect_stdout(sys.stderr):
         plan = make_plan(config, files, mirror=args.mirror, snakefile=args.snakefile, workdir=args.directory,
                          remaining=args.remaining, calibrate_models=not args.no_calibration, steps=args.train_steps,
-                         passages=args.passages, batch=args.train_batch, assume_flops=args.flops)
+                         passages=args.passages, batch=args.train_batch, assume_flops=args.flops,
+                         threads=args.threads)
     print(plan_text(plan), end="")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
@@ -303,7 +304,8 @@ def _add_plan_parser(sub) -> None:
     p.add_argument("--no-calibration", action="store_true", help="job counts and sizes only")
     p.add_argument("--train-steps", type=int, default=3, help="training steps timed per backbone (the first is warm-up)")
     p.add_argument("--passages", type=int, default=256, help="passages encoded and searched per backbone")
-    p.add_argument("--train-batch", type=int, help="triplets per timed step (default: the recipe's on a GPU, 4 on a CPU)")
+    p.add_argument("--train-batch", type=int, help="triplets per timed step (default: the recipe's)")
+    p.add_argument("--threads", type=int, help="torch threads of the timing: a job's (default: 1, as local jobs get)")
     p.add_argument("--flops", type=float, default=DEFAULT_FLOPS, help="FLOPs of a trained run assumed for evaluate")
     p.add_argument("--json", metavar="FILE", help="also write the plan as JSON to this file")
     p.set_defaults(func=_plan)

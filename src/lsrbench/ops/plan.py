@@ -4,10 +4,13 @@
   whole grid (``--forceall``) or only what is left in a working directory.
 * Dataset sizes: a finished dataset job's counts, the mirror's files, or the published sizes
   (:mod:`lsrbench.data.sizes`).
-* Compute per stage: each backbone calibrated on this device (:mod:`lsrbench.ops.calibrate`),
-  extrapolated linearly: train = steps x seconds per step (x recipe batch / timed batch); index =
-  documents and queries x seconds per text; evaluate = queries x documents x FLOPs x seconds per
-  posting, with an assumed FLOPs of a trained model (the calibration model is untrained).
+* Compute per stage: each backbone calibrated on this device with a job's threads
+  (:mod:`lsrbench.ops.calibrate`), per job: its start-up (interpreter, imports, model load, measured
+  once) plus its work: train = steps x seconds per step at the recipe's batch (x recipe batch / timed
+  batch when ``--train-batch`` timed another); index = documents and queries x seconds per text, plus
+  the fixed cost of each encode call; evaluate = queries x documents x FLOPs x seconds per posting,
+  with an assumed FLOPs of a trained model (the calibration model is untrained).
+  benchmark/plan_vs_measured.py compares these with the measured jobs of a finished run.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from lsrbench.names import split_run_name
 
 log = logging.getLogger(__name__)
 
-__all__ = ["make_plan", "plan_text", "DEFAULT_FLOPS"]
+__all__ = ["make_plan", "plan_text", "estimate_jobs", "DEFAULT_FLOPS"]
 
 # FLOPs (expected multiplications per query-document pair) assumed for a trained run's evaluate:
 # trained SPLADE models sit around 1-4 on MS MARCO (SPLADE v2, Formal et al. 2021); an untrained
@@ -32,7 +35,8 @@ TRAIN_RULES, INDEX_RULES, EVALUATE_RULES = ("train",), ("index", "index_queries"
 
 def make_plan(config: dict, config_files: list[str], *, mirror: str | None = None, snakefile: str | None = None,
               workdir: str = ".", remaining: bool = False, calibrate_models: bool = True, steps: int = 3,
-              passages: int = 256, batch: int | None = None, assume_flops: float = DEFAULT_FLOPS) -> dict:
+              passages: int = 256, batch: int | None = None, assume_flops: float = DEFAULT_FLOPS,
+              threads: int | None = None) -> dict:
     """The plan of the checked ``config`` loaded from ``config_files`` (with ``mirror`` as its
     ``mirror``), as data (see :func:`plan_text`)."""
     from lsrbench.dag.dryrun import dry_run, find_snakefile, job_counts, planned_jobs
@@ -44,8 +48,9 @@ def make_plan(config: dict, config_files: list[str], *, mirror: str | None = Non
 
     layout = Layout(config, str(Path(workdir) / "results"))  # where finished dataset jobs put their records
     datasets = _datasets(layout)
-    calibrations = _calibrations(config, config_files[-1], steps, passages, batch, layout) if calibrate_models else {}
-    backbones = {name: _estimate(config, name, jobs, datasets, calibrations.get(name), assume_flops)
+    calibrations = (_calibrations(config, config_files[-1], steps, passages, batch, layout, threads)
+                    if calibrate_models else {})
+    backbones = {name: estimate_jobs(config, name, jobs, datasets, calibrations.get(name), assume_flops)
                  for name in config["backbones"]}
     return {"config_files": list(config_files), "scope": "remaining jobs" if remaining else "whole grid",
             "jobs": job_counts(output), "datasets": datasets, "backbones": backbones, "totals": _totals(backbones),
@@ -82,11 +87,15 @@ def _datasets(layout) -> dict:
     return out
 
 
-def _calibrations(config: dict, config_file: str, steps: int, passages: int, batch, layout) -> dict:
+def _calibrations(config: dict, config_file: str, steps: int, passages: int, batch, layout, threads=None) -> dict:
     """Backbone -> calibration dict, or ``{"error": why}``; one calibration per model folder."""
     from lsrbench.ops.calibrate import calibrate, calibration_texts, find_local_model
 
-    docs, queries, texts = calibration_texts(config, passages, lambda name: layout.get("data", dataset=name).path("full"))
+    def folders(name):  # what the index jobs encode (the pooled subset), then the whole collection
+        pooled = [layout.get("pool", dataset=name).path("eval")] if config["evaluation"]["pool_depth"] else []
+        return pooled + [layout.get("data", dataset=name).path("full")]
+
+    docs, queries, texts = calibration_texts(config, passages, folders)
     done: dict[str, dict] = {}
     out = {}
     for name, entry in config["backbones"].items():
@@ -97,13 +106,14 @@ def _calibrations(config: dict, config_file: str, steps: int, passages: int, bat
         if path not in done:
             log.info("calibrating %s (%s)", name, path)
             done[path] = calibrate(path, entry, config["recipe"], config["evaluation"], docs, queries, texts,
-                                   steps=steps, batch=batch).as_dict()
+                                   steps=steps, batch=batch, threads=threads).as_dict()
         out[name] = done[path]
     return out
 
 
-def _estimate(config: dict, backbone: str, jobs: list, datasets: dict, calibration: dict | None, flops: float) -> dict:
-    """Jobs, work and hours of one backbone's train, index and evaluate jobs."""
+def estimate_jobs(config: dict, backbone: str, jobs: list, datasets: dict, calibration: dict | None, flops: float) -> dict:
+    """Jobs, work and hours of one backbone's train, index and evaluate jobs (``jobs``: the dry run's
+    ``(rule, wildcards)``) with ``calibration`` (:class:`lsrbench.ops.calibrate.Calibration` as a dict)."""
     from lsrbench.dag.declarations import docs_dataset
 
     mine = [(rule, w) for rule, w in jobs if "run" in w and split_run_name(w["run"])[0] == backbone]
@@ -114,19 +124,30 @@ def _estimate(config: dict, backbone: str, jobs: list, datasets: dict, calibrati
     documents = sum(sizes[w["dataset"]][0] for rule, w in index if rule == "index")
     queries = sum(sizes[w["dataset"]][1] for _, w in index)
     postings = sum(sizes[docs_dataset(config, w["dataset"])][0] * sizes[w["dataset"]][1] for w in evaluate) * flops
+    top_k = config["evaluation"]["top_k"]
+    lines = sum(min(top_k, sizes[docs_dataset(config, w["dataset"])][0]) * sizes[w["dataset"]][1] for w in evaluate)
     out = {"train_jobs": len(train), "index_jobs": len(index), "evaluate_jobs": len(evaluate),
-           "documents": documents, "queries": queries, "postings": postings, "calibration": calibration,
+           "documents": documents, "queries": queries, "postings": postings, "result_lines": lines,
+           "calibration": calibration,
            "train_hours": None, "index_hours": None, "evaluate_hours": None}
     if not calibration or "error" in calibration:
         return out
-    recipe = config["recipe"]
+    recipe, starts = config["recipe"], _startups(calibration)
     if calibration["train_step_seconds"] is not None:
         per_step = calibration["train_step_seconds"] * recipe["batch_size"] / calibration["train_batch"]
-        out["train_hours"] = len(train) * recipe["steps"] * per_step / 3600
-    out["index_hours"] = (documents * calibration["document_seconds"] + queries * calibration["query_seconds"]) / 3600
+        out["train_hours"] = len(train) * (recipe["steps"] * per_step + starts["train"]) / 3600
+    calls = sum(2 if rule == "index" else 1 for rule, _ in index)  # documents and queries: one encode call each
+    out["index_hours"] = (documents * calibration["document_seconds"] + queries * calibration["query_seconds"]
+                          + calls * calibration.get("encode_call_seconds", 0.0) + len(index) * starts["index"]) / 3600
     if calibration["posting_seconds"] is not None:
-        out["evaluate_hours"] = postings * calibration["posting_seconds"] / 3600
+        out["evaluate_hours"] = (postings * calibration["posting_seconds"] + lines * (calibration.get("result_seconds") or 0.0)
+                                 + len(evaluate) * starts["evaluate"]) / 3600
     return out
+
+
+def _startups(calibration: dict) -> dict:
+    """Seconds of one job's start-up per stage (0 where the calibration has none: a plan of an older version)."""
+    return {stage: calibration.get(f"{stage}_startup_seconds") or 0.0 for stage in ("train", "index", "evaluate")}
 
 
 def plan_text(plan: dict) -> str:
@@ -158,9 +179,12 @@ def _compute_table(plan: dict) -> str:
             "docs/s": _num(1 / c["document_seconds"] if calibrated and c["document_seconds"] else None),
             "index h": _num(b["index_hours"]),
             "evaluate jobs": b["evaluate_jobs"], "evaluate CPU-h": _num(b["evaluate_hours"]),
+            "start-up s/job (model, evaluate)": (f"{_num(c.get('train_startup_seconds'))}, "
+                                                 f"{_num(c.get('evaluate_startup_seconds'))}" if calibrated else "-"),
         })
     total = plan["totals"]
     rows.append({"backbone": "total (calibrated rows)", "calibrated on": "", "s/step": "", "docs/s": "",
+                 "start-up s/job (model, evaluate)": "",
                  **{key: sum(r[key] for r in rows) for key in ("train jobs", "index jobs", "evaluate jobs")},
                  "documents": f"{sum(b['documents'] for b in plan['backbones'].values()):,}",
                  "train h": _num(total["train"]), "index h": _num(total["index"]),
@@ -183,14 +207,18 @@ def _assumptions(plan: dict) -> list[str]:
         f"Hours are device-hours on the device the calibration ran on ({', '.join(devices) or 'none'}): run "
         "`lsrbench plan` on a node like the ones that will run the jobs (train and index on a GPU: GPU-hours; "
         "evaluate runs on CPUs).",
-        f"train: {plan['steps']} steps per run x seconds per step, measured over a few steps after a warm-up step and "
-        f"scaled linearly from the timed batch to the recipe's batch of {plan['recipe_batch']}; data-parallel "
-        "training divides the wall time, not the device-hours.",
-        "index: documents (the evaluated corpus of each index job) and queries x seconds per text measured on "
-        f"{'; '.join(texts) or 'no passages'}; real corpora differ in length (up to document_max_length tokens).",
+        "Each train, index and evaluate job also pays its start-up once (interpreter, imports, model load: "
+        "measured in a fresh interpreter), with the torch threads a job gets (one per local job; --threads).",
+        f"train: {plan['steps']} steps per run x seconds per step, measured over a few steps after a warm-up step at "
+        f"the recipe's batch of {plan['recipe_batch']} (scaled linearly when --train-batch timed another); "
+        "data-parallel training divides the wall time, not the device-hours.",
+        "index: documents (the evaluated corpus of each index job) and queries x seconds per text, plus the fixed "
+        f"cost of each encode call, measured on {'; '.join(texts) or 'no passages'} at the evaluation's token "
+        "lengths; real corpora differ in length (up to document_max_length tokens).",
         f"evaluate: queries x documents x FLOPs x seconds per posting of the exact search, with FLOPs = "
         f"{plan['assume_flops']:g} assumed for a trained model (--flops), the search timed on the untrained "
-        "calibration model's vectors.",
+        "calibration model's vectors; plus queries x top_k retrieved lines x seconds per line (ir_measures, the "
+        "TREC run file).",
         "Not estimated: dataset downloads and preparation, triplets, norm, bm25, pooled FLOPs and reports "
         "(I/O-bound or seconds).",
         "A backbone that is not on disk (no mirror copy, not in the hub cache) is not calibrated: "
