@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Callable
 
-from lsrbench.errors import InputError
+from lsrbench.errors import InputError, out_of_space_line
 
 __all__ = ["BROKEN_PIPE_STATUS", "cores_argument", "require_extra", "run_one_line"]
 
@@ -51,6 +51,10 @@ def run_one_line(command: Callable[[], int]) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit finds no pipe
         return BROKEN_PIPE_STATUS
     except OSError as exc:
+        full = out_of_space_line(exc, None)
+        if full is not None:  # a full disk: named by its file, or by the command that wrote
+            _say(full if exc.filename is not None else f"command line: {full}")
+            return 1
         if exc.filename is None:
             raise
         reason = exc.strerror or errno.errorcode.get(exc.errno, str(exc))
