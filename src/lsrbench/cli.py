@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from lsrbench.cli_errors import cores_argument, default_config, path_argument, require_extra, run_one_line
+from lsrbench.cli_errors import OneLineParser, cores_argument, default_config, path_argument, require_extra, run_one_line
 from lsrbench.errors import InputError
 
 DEFAULT_CONFIG = "config/config.yaml"
@@ -195,7 +195,7 @@ def _overrides(pairs: list[str]) -> dict:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise InputError("--config", pair, "expected key=value")
+            raise InputError("command line", "--config", f"'{pair}' is not KEY=VALUE (as snakemake --config takes it)")
         out[key] = yaml.safe_load(value) if value else None
     return out
 
@@ -340,7 +340,7 @@ def _add_mteb_parsers(sub) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from lsrbench.ops.probe import add_probe_arguments
 
-    parser = argparse.ArgumentParser(prog="lsrbench", description=DESCRIPTION, epilog=EPILOG,
+    parser = OneLineParser(prog="lsrbench", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"lsrbench {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -6,6 +6,7 @@ end in at most one line, ``lsrbench: error: <file>: <field>: <message>``, never 
 
 from __future__ import annotations
 
+import argparse
 import errno
 import os
 import sys
@@ -14,10 +15,22 @@ from typing import Callable
 
 from lsrbench.errors import InputError, out_of_space_line
 
-__all__ = ["BROKEN_PIPE_STATUS", "cores_argument", "default_config", "path_argument", "require_extra", "run_one_line"]
+__all__ = ["BROKEN_PIPE_STATUS", "OneLineParser", "cores_argument", "default_config", "path_argument", "require_extra", "run_one_line"]
 
 # A process a shell's closed pipe ends: 128 + SIGPIPE, the status `yes | head` leaves for `yes`.
 BROKEN_PIPE_STATUS = 128 + 13
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its usage errors (a missing argument, a wrong type, an unknown option) as the
+    one line, naming the option, instead of a usage block and a second line of another form;
+    ``--help`` shows the usage. Its subcommands' parsers are of this class too."""
+
+    def error(self, message: str):
+        option, _, reason = message.partition(": ") if message.startswith("argument ") else ("", "", message)
+        command = self.prog.removeprefix("lsrbench").strip()
+        raise InputError("command line", option.removeprefix("argument ").split("/")[0] or None,
+                         f"{reason} (lsrbench {command + ' ' if command else ''}--help)")
 
 
 def cores_argument(text: str) -> str:
