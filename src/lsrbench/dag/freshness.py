@@ -46,8 +46,9 @@ def check_finished_inputs(layout) -> None:
     made = {p for _, outputs in finished for p in outputs}
     for item, outputs in finished:
         _check_newer_inputs(layout, item, outputs)
+    whole: set[Path] = set()  # folders already read (a model is read by one index job per dataset)
     for item, _ in pending:
-        _check_finished_checkpoints(layout, item, made)
+        _check_finished_checkpoints(layout, item, made, whole)
 
 
 def _inputs(layout, item) -> list[Path]:
@@ -55,16 +56,17 @@ def _inputs(layout, item) -> list[Path]:
     return [Path(p) for value in values for p in ([value] if isinstance(value, str) else value)]
 
 
-def _check_finished_checkpoints(layout, item, made: set[Path]) -> None:
+def _check_finished_checkpoints(layout, item, made: set[Path], whole: set[Path]) -> None:
     """The safetensors headers of every finished output folder ``item`` (a job to run) reads."""
     for path in _inputs(layout, item):
-        if path not in made or not path.is_dir():
+        if path in whole or path not in made or not path.is_dir():
             continue
         damaged = damaged_weights(path)
         if damaged:
             raise InputError(damaged[0], None, f"{damaged[1]}: a finished checkpoint is damaged, and {item.folder} "
                                                f"would be computed from it; delete {path.parent} to train it again "
                                                "(`lsrbench verify results` lists what else is damaged)")
+        whole.add(path)
 
 
 def _check_newer_inputs(layout, item, outputs: list[Path]) -> None:
