@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from lsrbench.cli_errors import cores_argument, require_extra, run_one_line
+from lsrbench.cli_errors import OneLineParser, cores_argument, default_config, path_argument, require_extra, run_one_line
 from lsrbench.errors import InputError
 
 DEFAULT_CONFIG = "config/config.yaml"
@@ -44,10 +44,11 @@ def _load_config(files: list[str], check_files: bool = True, command_line: dict 
     """The checked config of ``files`` (each with its ``base:`` chain, then ``command_line`` values as
     ``--config`` gives them), and every file read; ``check_files``: also the dataset and model
     folders it names and the mirror, which must exist (lsrbench.dag.validate)."""
-    from lsrbench.config.layers import load_config_files
+    from lsrbench.config.layers import load_config_files, locate_config_paths, workflow_dir
     from lsrbench.dag.validate import check_config
 
     config, origins, read = load_config_files(files, command_line)
+    config = locate_config_paths(config, workflow_dir())  # as the Snakefile reads them (snakemake -d elsewhere)
     return check_config(config, files[-1], origins, files=check_files, mirror_must_exist=check_files), read
 
 
@@ -58,7 +59,7 @@ def _config_files(args) -> list[str]:
         print(f"lsrbench: note: 'check-config {legacy}' still works; the documented form is "
               f"'check-config --configfile {legacy}' (as for every other subcommand)", file=sys.stderr)
         files.append(legacy)
-    return files or [DEFAULT_CONFIG]
+    return files or [default_config(DEFAULT_CONFIG)]
 
 
 def _check_config(args) -> int:
@@ -195,7 +196,7 @@ def _overrides(pairs: list[str]) -> dict:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise InputError("--config", pair, "expected key=value")
+            raise InputError("command line", "--config", f"'{pair}' is not KEY=VALUE (as snakemake --config takes it)")
         out[key] = yaml.safe_load(value) if value else None
     return out
 
@@ -229,12 +230,13 @@ def _add_gc_parser(sub) -> None:
                                    "folders, docs/results-layout.md). List every output folder under the results "
                                    "folder that no given config refers to, with sizes; --delete removes them. "
                                    "Run it from the folder snakemake runs in.")
-    p.add_argument("--configfile", action="append", metavar="FILE",
+    p.add_argument("--configfile", action="append", metavar="FILE", type=path_argument("--configfile"),
                    help=f"a current config (default: {DEFAULT_CONFIG}); repeat it for several configs, each kept "
                         "(not merged, unlike the other subcommands)")
     p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
                    help="overrides on the configs, as given to snakemake --config (e.g. mirror=../shared)")
-    p.add_argument("--results", default="results", metavar="DIR", help="the results folder (default: results)")
+    p.add_argument("--results", default="results", metavar="DIR", type=path_argument("--results"),
+                   help="the results folder (default: results)")
     p.add_argument("--delete", action="store_true", help="remove them (default: only list them)")
     p.add_argument("--ignore-reports", action="store_true",
                    help="do not keep what the reports in the results folder were made from (kept by default, "
@@ -266,7 +268,7 @@ def _version() -> str:
 
 
 def _configfile_option(p) -> None:
-    p.add_argument("--configfile", action="append", metavar="FILE",
+    p.add_argument("--configfile", action="append", metavar="FILE", type=path_argument("--configfile"),
                    help=f"the run config (default: {DEFAULT_CONFIG}); repeat it for several files, merged in order; "
                         "a file may start with 'base: FILE' to add to another config")
 
@@ -340,7 +342,7 @@ def _add_mteb_parsers(sub) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from lsrbench.ops.probe import add_probe_arguments
 
-    parser = argparse.ArgumentParser(prog="lsrbench", description=DESCRIPTION, epilog=EPILOG,
+    parser = OneLineParser(prog="lsrbench", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"lsrbench {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -385,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "(<DIR>/models, <DIR>/data), for machines without internet: then run with "
                        "--config mirror=DIR and HF_HUB_OFFLINE=1.")
     _configfile_option(p)
-    p.add_argument("--mirror", required=True, metavar="DIR", help="the mirror folder")
+    p.add_argument("--mirror", required=True, metavar="DIR", type=path_argument("--mirror"), help="the mirror folder")
     p.add_argument("--force", action="store_true", help="fetch again what the mirror already has")
     p.set_defaults(func=_prefetch)
 

@@ -6,17 +6,31 @@ end in at most one line, ``lsrbench: error: <file>: <field>: <message>``, never 
 
 from __future__ import annotations
 
+import argparse
 import errno
 import os
 import sys
+from pathlib import Path
 from typing import Callable
 
-from lsrbench.errors import InputError
+from lsrbench.errors import InputError, out_of_space_line
 
-__all__ = ["BROKEN_PIPE_STATUS", "cores_argument", "require_extra", "run_one_line"]
+__all__ = ["BROKEN_PIPE_STATUS", "OneLineParser", "cores_argument", "default_config", "path_argument", "require_extra", "run_one_line"]
 
 # A process a shell's closed pipe ends: 128 + SIGPIPE, the status `yes | head` leaves for `yes`.
 BROKEN_PIPE_STATUS = 128 + 13
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its usage errors (a missing argument, a wrong type, an unknown option) as the
+    one line, naming the option, instead of a usage block and a second line of another form;
+    ``--help`` shows the usage. Its subcommands' parsers are of this class too."""
+
+    def error(self, message: str):
+        option, _, reason = message.partition(": ") if message.startswith("argument ") else ("", "", message)
+        command = self.prog.removeprefix("lsrbench").strip()
+        raise InputError("command line", option.removeprefix("argument ").split("/")[0] or None,
+                         f"{reason} (lsrbench {command + ' ' if command else ''}--help)")
 
 
 def cores_argument(text: str) -> str:
@@ -25,6 +39,27 @@ def cores_argument(text: str) -> str:
     if text == "all" or (text.isdigit() and int(text) > 0):
         return text
     raise InputError("command line", "--cores", f"'{text}' is not a number of cores (a positive integer, or all)")
+
+
+def path_argument(option: str) -> Callable[[str], str]:
+    """An argparse ``type`` for the path option ``option``: a blank path is refused in one line (it
+    would silently be the working directory, or the empty name)."""
+    def check(text: str) -> str:
+        if not text.strip():
+            raise InputError("command line", option, f"'{text}' is empty: give a path")
+        return text
+    check.__name__ = option.lstrip("-")  # argparse names the type in its own messages
+    return check
+
+
+def default_config(path: str) -> str:
+    """``path``, the default ``--configfile``, when it is here; else one line saying what to give
+    (a results folder outside the checkout has no ``config/config.yaml`` beside it)."""
+    if not Path(path).is_file():
+        raise InputError("command line", "--configfile", f"not given, and the default {path} is not in {Path.cwd()}: "
+                                                         "give the config the results were made with (--configfile "
+                                                         "FILE), or run from the lsrbench checkout")
+    return path
 
 
 def require_extra(module: str, extra: str, command: str) -> None:
@@ -51,6 +86,10 @@ def run_one_line(command: Callable[[], int]) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit finds no pipe
         return BROKEN_PIPE_STATUS
     except OSError as exc:
+        full = out_of_space_line(exc, None)
+        if full is not None:  # a full disk: named by its file, or by the command that wrote
+            _say(full if exc.filename is not None else f"command line: {full}")
+            return 1
         if exc.filename is None:
             raise
         reason = exc.strerror or errno.errorcode.get(exc.errno, str(exc))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 
 
@@ -22,3 +23,21 @@ class InputError(Exception):
     def __str__(self) -> str:
         parts = [p for p in (self.file, self.field) if p]
         return ": ".join(parts + [self.message])
+
+
+# A full disk (ENOSPC) or a spent quota (EDQUOT): the operating system refused a write, the input
+# was fine. Every output is written under a temporary name and renamed once whole (lsrbench.atomic),
+# so nothing finished was changed: what to do is free space and run again.
+OUT_OF_SPACE = frozenset(e for e in (getattr(errno, "ENOSPC", None), getattr(errno, "EDQUOT", None)) if e)
+
+
+def out_of_space_line(exc: OSError, folder: str | os.PathLike | None) -> str | None:
+    """The one line for ``exc`` when it is a full disk or quota (None otherwise), naming the file
+    the system names, else ``folder`` (what was being written)."""
+    if exc.errno not in OUT_OF_SPACE:
+        return None
+    where = exc.filename if exc.filename is not None else folder
+    what = "no space left on device" if exc.errno == errno.ENOSPC else "disk quota exceeded"
+    line = (f"{what} (nothing finished was changed: outputs appear only once whole); free space and run "
+            "again")
+    return f"{where}: {what} writing it{line[len(what):]}" if where is not None else line

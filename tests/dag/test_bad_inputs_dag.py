@@ -752,6 +752,47 @@ def test_empty_queries_drop_drops_them_and_counts_them_in_info_json(micro_run, t
     assert_unchanged(before)
 
 
+FULL_DISK = """
+import errno, os
+_target, _replace = os.environ.get("LSRBENCH_TEST_FULL_DISK"), os.replace
+def replace(src, dst, *args, **kwargs):  # the kernel's ENOSPC at the atomic write of one output file
+    if _target and os.fspath(dst).endswith(_target):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as write() reports it: no file name
+    return _replace(src, dst, *args, **kwargs)
+os.replace = replace
+"""
+
+
+def test_a_full_disk_in_a_job_is_one_line_naming_its_folder(micro_run, tmp_path):
+    """Disk full (issue 22 item 7), through snakemake: an evaluation still to run (its folder removed
+    from the copy) whose write of run.trec the operating system refuses with ENOSPC (injected by a
+    ``sitecustomize`` in the job's Python: a test cannot fill a real disk without root mounts).
+    Before: ``OSError: [Errno 28]`` in a traceback. Now one line naming the folder, nothing of it
+    under a final name, and every other finished file byte-identical."""
+    from helpers.snakemake import eval_dir
+
+    work = copy_run(micro_run, tmp_path / "work")
+    folder = eval_dir(work, micro_run["config"], "rand-roberta", "1", "slice")
+    shutil.rmtree(folder)
+    before = finished_files(work)
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(FULL_DISK)
+    env = {**os.environ, "LSRBENCH_TEST_FULL_DISK": "run.trec",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path / "site"), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([*SNAKEMAKE, str((folder / "metrics.tsv").relative_to(work)), "--cores", "1", "-d",
+                           str(work), "--configfile", str(micro_run["config"])], capture_output=True, text=True,
+                          timeout=600, env=env)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in output, output[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error: ")]
+    relative = folder.relative_to(work)
+    assert errors == [f"lsrbench: error: {relative}: no space left on device writing it (nothing finished was "
+                      "changed: outputs appear only once whole); free space and run again"], output[-3000:]
+    _record("disk full while a job writes (real run: an evaluation)", errors[0], tmp_path)
+    assert not folder.exists() or not any(p.name in ("run.trec", "metrics.tsv") for p in folder.iterdir())
+    assert_unchanged(before)
+
+
 # --------------------------------------------------------------------------- downloads without a network (issue 22.8)
 
 FETCH_FAILED = r"could not fetch {what} from {where} \({reason}\); without a network, give a folder that holds it " \

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers.snakemake import SNAKEMAKE, copy_run, eval_dir, index_dir, job_counts
+from helpers.snakemake import SNAKEMAKE, copy_run, eval_dir, index_dir, job_counts, train_dir
 
 pytestmark = pytest.mark.slow
 LSRBENCH = [sys.executable, "-m", "lsrbench.cli"]
@@ -109,6 +109,35 @@ def test_a_truncated_finished_docs_npz_is_refused_before_anything_is_deleted(mic
         assert errors[0].startswith(f"lsrbench: error: {relative}: ") and "restore the file" in errors[0], errors[0]
         assert _files(work / "results") == before  # the finished evaluation is still there
     assert (eval_dir(work, micro_run["config"], "rand-roberta", "1", "slice") / "metrics.tsv").is_file()
+
+
+def test_a_truncated_finished_model_is_refused_before_the_job_that_reads_it(micro_run, tmp_path):
+    """A finished run's ``model/model.safetensors`` cut short (issue 22 item 7) and an index job
+    still to run that reads it (its folder removed here, as for a dataset added to the evaluation):
+    before, that job ended in safetensors' ``SafetensorError`` traceback, after Snakemake had
+    planned the evaluation downstream of it. Now the Snakefile refuses the file in one line (the
+    folder to delete to retrain), no job starts, and every finished file stays as it was."""
+    import shutil
+
+    work = copy_run(micro_run, tmp_path / "work")
+    run = train_dir(work, micro_run["config"], "rand-roberta", "1")
+    weights = run / "model" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:4096])  # the model folder's own timestamp is untouched
+    shutil.rmtree(index_dir(work, micro_run["config"], "rand-roberta", "1", "slice"))  # with its evaluation
+    before = _files(work / "results")
+    for dry in (True, False):
+        proc = subprocess.run([*SNAKEMAKE, *(["-n"] if dry else []), "--cores", "1", "-d", str(work),
+                               "--configfile", str(micro_run["config"])], capture_output=True, text=True)
+        output = proc.stdout + proc.stderr
+        assert proc.returncode != 0 and "Traceback" not in output, output[-3000:]
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error: ")]
+        assert errors == [f"lsrbench: error: {weights.relative_to(work)}: 4096 bytes where its header describes "
+                          f"{errors[0].split('describes ')[1].split(' ')[0]} (truncated or damaged): a finished "
+                          f"checkpoint is damaged, and "
+                          f"{index_dir(work, micro_run['config'], 'rand-roberta', '1', 'slice').relative_to(work)} "
+                          f"would be computed from it; delete {run.relative_to(work)} to train it again "
+                          "(`lsrbench verify results` lists what else is damaged)"], output[-3000:]
+        assert "rule index" not in proc.stdout and _files(work / "results") == before  # the other runs' too
 
 
 def test_gc_with_another_config_keeps_what_the_reports_were_made_from(micro_run, tmp_path):

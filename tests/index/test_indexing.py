@@ -99,3 +99,50 @@ def test_evaluation_lengths_are_capped_at_the_position_table(tiny_roberta):
     long = " ".join(["sparse retrieval"] * 200)
     vec = model.encode_query([long], convert_to_tensor=True)  # would fail past the position table
     assert vec.shape[0] == 1
+
+
+@pytest.mark.parametrize("keep", [0, 5, 100, None])  # bytes kept: no header, part of it, header only, half
+def test_a_truncated_trained_model_fails_the_index_job_in_one_line(tiny_roberta, vaswani_slice, tmp_path, keep):
+    """A finished run's ``model/model.safetensors`` cut short (issue 22 item 7): the index job's
+    load is one InputError naming the file and the way out, not safetensors' ``SafetensorError``."""
+    from lsrbench.data.beir import load_beir_folder
+    from lsrbench.errors import InputError
+    from lsrbench.index.indexing import index_dataset
+    from lsrbench.model.encoder import build_sparse_encoder
+
+    trained = tmp_path / "run" / "model"
+    build_sparse_encoder(str(tiny_roberta), 16, device="cpu").save(str(trained))
+    weights = trained / "model.safetensors"
+    data = weights.read_bytes()
+    weights.write_bytes(data[:len(data) // 2 if keep is None else keep])
+    ds = load_beir_folder(vaswani_slice)
+    with pytest.raises(InputError) as raised:
+        index_dataset(str(trained), ds, 4, str(tmp_path / "q.npz"), str(tmp_path / "d.npz"))
+    assert raised.value.file == str(weights)
+    assert raised.value.message.startswith("cannot load the trained model: ")
+    assert "truncated" in raised.value.message and f"delete {tmp_path / 'run'} to train it again" in raised.value.message
+    assert not (tmp_path / "q.npz").exists() and not (tmp_path / "d.npz").exists()
+
+
+def test_the_safetensors_header_check_agrees_with_safetensors(tiny_roberta, tmp_path):
+    """:func:`safetensors_problem` (no torch, a few kB read) finds a file whole exactly when
+    safetensors itself loads it, over cuts at every region of the file."""
+    from safetensors import SafetensorError, safe_open
+
+    from lsrbench.model.weights_header import safetensors_problem
+
+    data = (tiny_roberta / "model.safetensors").read_bytes()
+    header_end = 8 + int.from_bytes(data[:8], "little")
+    for cut in (0, 4, 8, 50, header_end - 1, header_end, header_end + 1, len(data) - 1, len(data)):
+        path = tmp_path / f"cut{cut}.safetensors"
+        path.write_bytes(data[:cut])
+        try:
+            with safe_open(str(path), framework="np") as fh:
+                for name in fh.keys():
+                    fh.get_tensor(name)
+            loads = True
+        except (SafetensorError, OSError, ValueError):
+            loads = False
+        assert (safetensors_problem(path) is None) == loads, cut
+    (tmp_path / "bad.safetensors").write_bytes((5).to_bytes(8, "little") + b"[1,2]")
+    assert "not a safetensors header" in safetensors_problem(tmp_path / "bad.safetensors")

@@ -86,7 +86,9 @@ def test_gc_errors_are_one_line(tree, capsys, monkeypatch):
     assert main(["gc", "--configfile", "missing.yaml"]) == 2
     assert capsys.readouterr().err == "lsrbench: error: missing.yaml: file not found\n"
     assert main(["gc", "--configfile", str(tree["config"]), "--results", "nowhere"]) == 2
-    assert capsys.readouterr().err == "lsrbench: error: nowhere: results folder not found\n"
+    assert capsys.readouterr().err == (f"lsrbench: error: nowhere: results folder not found (in {tree['work']}): give "
+                                       "the results folder of a run (--results DIR), or run from the folder snakemake "
+                                       "ran in\n")
 
 
 @pytest.mark.slow

@@ -10,7 +10,15 @@ from pathlib import Path
 from lsrbench.config.strict_yaml import load_yaml
 from lsrbench.errors import InputError
 
-__all__ = ["BASE_KEY", "COMMAND_LINE", "ConfigOrigins", "merge_config", "load_config_files", "locate_config_paths"]
+__all__ = ["BASE_KEY", "COMMAND_LINE", "ConfigOrigins", "merge_config", "load_config_files", "locate_config_paths",
+           "workflow_dir"]
+
+
+def workflow_dir() -> Path:
+    """The repository the package runs from (where the Snakefile looks for relative config files);
+    the working directory for an installed package without a checkout."""
+    repo = Path(__file__).resolve().parents[3]
+    return repo if (repo / "Snakefile").is_file() else Path.cwd()
 
 
 def locate_config_paths(config: dict, basedir: str | Path) -> dict:

@@ -2,7 +2,11 @@
 mtime trigger re-runs, deleting the finished output first) has that input checked, and a damaged
 one (a truncated ``docs.npz``, a ``norms.json`` that is no JSON) is refused with one line naming
 it, so that nothing computed from it is deleted for a job that would then fail on it. An input
-that is whole re-runs what was made from it, as Snakemake decides (a real change).
+that is whole re-runs what was made from it, as Snakemake decides (a real change). A job that is
+still to run and reads a finished checkpoint folder (an index job reading a trained ``model/``)
+has that folder's safetensors headers checked (a few kB read per file, no torch): a truncated
+``model.safetensors`` is refused in one line naming it, before the job would fail on it and before
+Snakemake re-runs anything downstream of that job.
 
 Snakemake's own rule is followed exactly: an input is newer when its mtime is later than the
 oldest output's (a ``directory()`` output by its ``.snakemake_timestamp``); see
@@ -16,6 +20,7 @@ from pathlib import Path
 
 from lsrbench.dag.layout import PARAMS_JSON
 from lsrbench.errors import InputError
+from lsrbench.model.weights_header import damaged_weights
 
 __all__ = ["check_finished_inputs", "check_artifact"]
 
@@ -32,21 +37,48 @@ def _outputs(stage, item) -> list[Path]:
 
 def check_finished_inputs(layout) -> None:
     """Refuse (InputError) a damaged input file of any finished addressed output of ``layout`` that
-    is newer than that output (see the module doc)."""
+    is newer than that output, and a damaged checkpoint folder that a job still to run reads (see
+    the module doc)."""
+    finished, pending = [], []
     for item in layout.all():
-        stage = layout.stages[item.stage]
-        outputs = _outputs(stage, item)
-        if not all(p.exists() for p in outputs):
-            continue  # not finished: it runs anyway, and deletes nothing finished
-        oldest = min(_mtime(p) for p in outputs)
-        for value in stage.inputs(layout, item).values():
-            for path in map(Path, [value] if isinstance(value, str) else value):
-                if path.exists() and _mtime(path) > oldest:
-                    problem = check_artifact(path)
-                    if problem:
-                        raise InputError(path, None, f"{problem}; it was changed after {item.folder} was computed "
-                                                     "from it, which is kept: restore the file, or delete its folder "
-                                                     "to compute it (and what was made from it) again")
+        outputs = _outputs(layout.stages[item.stage], item)
+        (finished if all(p.exists() for p in outputs) else pending).append((item, outputs))
+    made = {p for _, outputs in finished for p in outputs}
+    for item, outputs in finished:
+        _check_newer_inputs(layout, item, outputs)
+    whole: set[Path] = set()  # folders already read (a model is read by one index job per dataset)
+    for item, _ in pending:
+        _check_finished_checkpoints(layout, item, made, whole)
+
+
+def _inputs(layout, item) -> list[Path]:
+    values = layout.stages[item.stage].inputs(layout, item).values()
+    return [Path(p) for value in values for p in ([value] if isinstance(value, str) else value)]
+
+
+def _check_finished_checkpoints(layout, item, made: set[Path], whole: set[Path]) -> None:
+    """The safetensors headers of every finished output folder ``item`` (a job to run) reads."""
+    for path in _inputs(layout, item):
+        if path in whole or path not in made or not path.is_dir():
+            continue
+        damaged = damaged_weights(path)
+        if damaged:
+            raise InputError(damaged[0], None, f"{damaged[1]}: a finished checkpoint is damaged, and {item.folder} "
+                                               f"would be computed from it; delete {path.parent} to train it again "
+                                               "(`lsrbench verify results` lists what else is damaged)")
+        whole.add(path)
+
+
+def _check_newer_inputs(layout, item, outputs: list[Path]) -> None:
+    """A finished ``item``'s inputs that are newer than its outputs, each checked by its kind."""
+    oldest = min(_mtime(p) for p in outputs)
+    for path in _inputs(layout, item):
+        if path.exists() and _mtime(path) > oldest:
+            problem = check_artifact(path)
+            if problem:
+                raise InputError(path, None, f"{problem}; it was changed after {item.folder} was computed "
+                                             "from it, which is kept: restore the file, or delete its folder "
+                                             "to compute it (and what was made from it) again")
 
 
 def check_artifact(path: Path) -> str | None:
@@ -78,27 +110,9 @@ def _check_folder(path: Path) -> str | None:
 
         check_beir_folder(path, written_split(path), unknown_docs="keep")
         return None
-    for weights in sorted(path.rglob("*.safetensors")):
-        problem = _safetensors_problem(weights)
-        if problem:
-            return f"{weights.relative_to(path)}: {problem}"
+    damaged = damaged_weights(path)
+    if damaged:
+        return f"{damaged[0].relative_to(path)}: {damaged[1]}"
     for config in sorted(path.rglob("config.json")):
         json.loads(config.read_text(encoding="utf-8"))
     return None
-
-
-def _safetensors_problem(path: Path) -> str | None:
-    """A safetensors file's header reads and its tensors end where the file does (a truncated file
-    is shorter than its header says)."""
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
-        head = fh.read(8)
-        if len(head) < 8:
-            return "truncated (no header)"
-        n = int.from_bytes(head, "little")
-        if n > size - 8:
-            return "truncated (header longer than the file)"
-        header = json.loads(fh.read(n))
-    ends = [t["data_offsets"][1] for name, t in header.items() if name != "__metadata__"]
-    expected = 8 + n + max(ends, default=0)
-    return None if expected == size else f"{size} bytes where its header describes {expected} (truncated or damaged)"

@@ -136,11 +136,9 @@ def mteb_scores(model_dir: str | os.PathLike, beir_folder: str | os.PathLike, sp
         os.environ.setdefault(var, "1")  # before huggingface_hub reads its constants
     import mteb
     from mteb.models.sentence_transformer_wrapper import SparseEncoderWrapper
-    from sentence_transformers import SparseEncoder
+    from lsrbench.model.encoder import load_trained_encoder, set_encode_lengths
 
-    from lsrbench.model.encoder import set_encode_lengths
-
-    model = SparseEncoder(str(model_dir), device=device, local_files_only=True)
+    model = load_trained_encoder(str(model_dir), device, local_files_only=True)
     saved = set_encode_lengths(model, None, None)
     lengths = set_encode_lengths(model, query_length, document_length)
     wrapper = SparseEncoderWrapper(model)  # its ModelMeta comes from the model alone (no hub look-up)

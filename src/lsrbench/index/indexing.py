@@ -34,15 +34,13 @@ def index_dataset(model_dir: str, dataset, batch_size: int, queries_out: str, do
     ``{"documents": {"shards", "shard_rows", "reused", "encoded"},
     "precision": <resolved>, "lengths": {"query_length", "document_length"}}``.
     """
-    from sentence_transformers import SparseEncoder
-
     from lsrbench.index.encode import EncodePlan, encode_texts
     from lsrbench.index.shards import discard_shards, encode_to_npz
     from lsrbench.index.sparse import save_sparse
-    from lsrbench.model.encoder import default_device, encode_autocast, set_encode_lengths
+    from lsrbench.model.encoder import default_device, encode_autocast, load_trained_encoder, set_encode_lengths
     from lsrbench.progress import Progress
 
-    model = SparseEncoder(model_dir, device=default_device())
+    model = load_trained_encoder(model_dir, default_device())
     lengths = set_encode_lengths(model, query_max_length, document_max_length)
     autocast, precision = encode_autocast(model.device, precision)
     doc_ids, query_ids = list(dataset.corpus), list(dataset.queries)

@@ -5,11 +5,15 @@ with the paper's rescale applied, and the device and precision they encode with.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from lsrbench.errors import InputError
 from lsrbench.model.families import family_of
 from lsrbench.model.rescale import rescale_mlm_head
+from lsrbench.model.weights_header import damaged_weights
 
 __all__ = ["apply_rescale", "build_sparse_encoder", "released_sparse_encoder", "is_sparse_encoder", "set_encode_lengths",
-           "position_limit", "encode_autocast", "default_device"]
+           "position_limit", "encode_autocast", "default_device", "load_trained_encoder"]
 
 
 def apply_rescale(mlm, head_scale: float = 1.0, k: float = 1.0, mode: str = "shared"):
@@ -102,6 +106,22 @@ def released_sparse_encoder(path: str, query_length: int, document_length: int, 
     model = build_sparse_encoder(path, document_length, trust_remote_code=trust_remote_code, revision=revision,
                                  query_length=query_length, document_length=document_length, device="cpu")
     return model, "mlm"
+
+
+def load_trained_encoder(model_dir: str, device: str, **kwargs):
+    """A finished run's SparseEncoder (its ``model/`` folder), or one line naming the damaged file:
+    a truncated ``model.safetensors`` (a disk that filled up under another tool, a partial copy)
+    makes safetensors raise ``SafetensorError``, transformers ``OSError`` / ``ValueError``."""
+    from safetensors import SafetensorError
+    from sentence_transformers import SparseEncoder
+
+    try:
+        return SparseEncoder(str(model_dir), device=device, **kwargs)
+    except (SafetensorError, OSError, ValueError) as exc:
+        damaged = damaged_weights(model_dir)
+        file, problem = damaged if damaged else (Path(model_dir), f"damaged ({' '.join(str(exc).split())})")
+        raise InputError(file, None, f"cannot load the trained model: {problem}; delete {Path(model_dir).parent} "
+                                     "to train it again (`lsrbench verify results` lists what else is damaged)") from None
 
 
 def position_limit(transformer) -> int | None:

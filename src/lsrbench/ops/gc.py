@@ -37,22 +37,16 @@ class Garbage:
     bytes: int
 
 
-def _workflow_dir() -> Path:
-    """The repository the package runs from (where the Snakefile looks for relative config files)."""
-    repo = Path(__file__).resolve().parents[3]
-    return repo if (repo / "Snakefile").is_file() else Path.cwd()
-
-
 def config_layout(config_files: list[str], overrides: dict | None, results: str, digests):
     """The :class:`~lsrbench.dag.layout.Layout` of one config (``config_files`` merged in order, each
     with its ``base:`` chain, then the ``--config`` ``overrides``), loaded as the Snakefile loads it;
     local folders are fingerprinted through ``digests`` (a :class:`~lsrbench.dag.fingerprint.FileDigests`)."""
-    from lsrbench.config.layers import load_config_files, locate_config_paths
+    from lsrbench.config.layers import load_config_files, locate_config_paths, workflow_dir
     from lsrbench.dag.layout import Layout
     from lsrbench.dag.validate import check_config
 
     config, origins, read = load_config_files(config_files, overrides)
-    config = check_config(locate_config_paths(config, _workflow_dir()), config_files[-1], origins, files=False,
+    config = check_config(locate_config_paths(config, workflow_dir()), config_files[-1], origins, files=False,
                           mirror_must_exist=False)
     return Layout(config, results, digests, config_file=config_files[-1], config_files=read)
 
@@ -62,8 +56,7 @@ def current_folders(config_files: list[str], overrides: dict, results: str) -> s
     (with its ``base:`` chain and the ``--config`` overrides, loaded as the Snakefile loads it)."""
     from lsrbench.dag.fingerprint import FileDigests
 
-    if not Path(results).is_dir():
-        raise InputError(results, None, "results folder not found")
+    check_results_folder(results)
     folders: set[Path] = set()
     digests = FileDigests(Path(results) / ".cache" / "file-digests.json")
     for config_file in config_files:
@@ -144,12 +137,21 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
+def check_results_folder(results: str | os.PathLike) -> None:
+    """``results`` is a folder, or one line saying what it is instead."""
+    path = Path(results)
+    if path.is_dir():
+        return
+    what = "a file, not a folder" if path.exists() else f"results folder not found (in {Path.cwd()})"
+    raise InputError(results, None, f"{what}: give the results folder of a run (--results DIR), or run from the "
+                                    "folder snakemake ran in")
+
+
 def find_garbage(results: str | os.PathLike, keep: set[Path]) -> list[Garbage]:
     """The outermost addressed folders below ``results`` that are not in ``keep`` and hold
     nothing in ``keep`` (a kept run's unreferenced evaluation goes, the run stays)."""
+    check_results_folder(results)
     root = Path(results).resolve()
-    if not root.is_dir():
-        raise InputError(results, None, "results folder not found")
     kept_or_above = set(keep)
     for folder in keep:
         kept_or_above.update(folder.parents)

@@ -35,6 +35,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from lsrbench.atomic import atomic_open
@@ -131,7 +132,7 @@ def prefetch(config: dict, config_file: str, mirror: str | os.PathLike, *, force
     if not mirror:
         raise InputError(config_file, "mirror", "prefetch needs a mirror folder (--mirror DIR, or --config mirror=DIR)")
     mirror = Path(mirror)
-    mirror.mkdir(parents=True, exist_ok=True)
+    _make_mirror(mirror)
     cache_dir = config["cache_dir"]
     records = []
 
@@ -170,6 +171,22 @@ def prefetch(config: dict, config_file: str, mirror: str | os.PathLike, *, force
                    "items": records}, fh, indent=1)
         fh.write("\n")
     return records
+
+
+def _make_mirror(mirror: Path) -> None:
+    """Make the mirror folder and write a probe file into it, before anything is fetched: a file
+    where the folder should be, or a place the system refuses (root is refused only by the system,
+    not by a folder's mode), is one line now, not after the first download."""
+    if mirror.exists() and not mirror.is_dir():
+        raise InputError(mirror, None, "a file, not a folder: give the mirror folder to fetch into (--mirror DIR)")
+    try:
+        mirror.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=mirror, prefix=".write-probe-"):
+            pass
+    except OSError as exc:
+        where = "" if exc.filename in (None, str(mirror)) else f"{exc.filename}: "
+        raise InputError(mirror, None, f"cannot write the mirror folder here ({where}{exc.strerror or exc}): give a "
+                                       "folder this user can write (--mirror DIR)") from None
 
 
 def prefetch_or_exit(config: dict, config_file: str, mirror, log_path: str | None = None) -> None:

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from lsrbench.errors import InputError
+from lsrbench.errors import InputError, out_of_space_line
 from lsrbench.pipeline.job_clock import ImportClock, process_age
 from lsrbench.progress import format_duration, log_to_file
 from lsrbench.provenance import write_json
@@ -57,9 +57,12 @@ def run(snakemake) -> None:
         with ImportClock() as imports:
             JOBS[stage](**kwargs)
     except InputError as exc:
-        log.error("%s: %s", stage, exc)
-        print(f"lsrbench: error: {exc}", file=sys.stderr)
-        sys.exit(1)
+        _fail(stage, str(exc))
+    except OSError as exc:  # a full disk or quota: one line naming the folder the job was writing
+        line = out_of_space_line(exc, _output_folder(list(snakemake.output)))
+        if line is None:
+            raise
+        _fail(stage, line)
     if params_json:
         write_json(params_json, dict(params.identity))
     log.info("%s: done in %s; read %s; wrote %s", stage, format_duration(time.monotonic() - start),
@@ -67,6 +70,22 @@ def run(snakemake) -> None:
     log.info("%s: time split: %s start-up before the job, %.1f s importing, %.1f s the rest",
              stage, "?" if age is None else f"{age:.1f} s", imports.seconds,
              time.monotonic() - start - imports.seconds)
+
+
+def _fail(stage: str, line: str) -> None:
+    log.error("%s: %s", stage, line)
+    print(f"lsrbench: error: {line}", file=sys.stderr)
+    sys.exit(1)
+
+
+def _output_folder(outputs: list) -> str | None:
+    """The folder a job writes into: its outputs' common folder (an addressed output folder)."""
+    flat = [str(q) for p in outputs for q in ([p] if isinstance(p, (str, os.PathLike)) else p)]
+    if not flat:
+        return None
+    common = os.path.commonpath([os.path.abspath(p) for p in flat])
+    folder = common if len(flat) > 1 or Path(flat[0]).is_dir() else os.path.dirname(common)
+    return os.path.relpath(folder) if not os.path.isabs(flat[0]) else folder
 
 
 def describe(paths: list[str]) -> str:

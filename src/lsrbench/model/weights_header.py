@@ -1,0 +1,44 @@
+"""A safetensors file checked without reading its tensors or importing torch: the 8-byte header
+length, the JSON header, and the end of its last tensor against the file's size (a truncated file
+is shorter than its header says). Written here because safetensors' own reader only says "incomplete
+metadata" and needs the whole file mapped; this names what is wrong in a few kB read. Used before
+the DAG runs (:mod:`lsrbench.dag.freshness`) and where a job loads a trained model
+(:func:`lsrbench.model.encoder.load_trained_encoder`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+__all__ = ["safetensors_problem", "damaged_weights"]
+
+
+def safetensors_problem(path: str | Path) -> str | None:
+    """What is wrong with the safetensors file ``path`` (None: its header reads and its tensors end
+    where the file does)."""
+    path = Path(path)
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        if len(head) < 8:
+            return "truncated (no header)"
+        n = int.from_bytes(head, "little")
+        if n > size - 8:
+            return "truncated (header longer than the file)"
+        try:
+            header = json.loads(fh.read(n))
+            ends = [t["data_offsets"][1] for name, t in header.items() if name != "__metadata__"]
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+            return "damaged (its header is not a safetensors header)"
+    expected = 8 + n + max(ends, default=0)
+    return None if expected == size else f"{size} bytes where its header describes {expected} (truncated or damaged)"
+
+
+def damaged_weights(folder: str | Path) -> tuple[Path, str] | None:
+    """The first safetensors file below ``folder`` that :func:`safetensors_problem` finds damaged,
+    with its problem (None: all whole)."""
+    for weights in sorted(Path(folder).rglob("*.safetensors")):
+        problem = safetensors_problem(weights)
+        if problem:
+            return weights, problem
+    return None
