@@ -56,6 +56,20 @@ def test_train_and_index_jobs_take_one_thread_each_locally(tmp_path):
     assert (job_threads(False, 16), job_threads(True, 16), job_threads(True, None)) == (1, 16, 1)
 
 
+def test_ready_trainings_go_before_index_jobs_and_index_before_the_rest(tmp_path):
+    """Snakemake's priority per stage (lsrbench.dag.declarations): train 2, index 1, the rest 0,
+    so on 2 cores the last training's index no longer runs alone at the end (benchmark/README.md)."""
+    out = snakemake("-n", "--cores", "2", "-d", str(tmp_path), "--configfile", str(REPO / "config/config.yaml"),
+                    "--config", f"datasets_file={REPO / 'config/datasets.yaml'}", "mirror=").stdout
+    found: dict[str, set[str]] = {}
+    for block in re.split(r"\n(?=(?:local)?rule )", out):
+        name = re.match(r"(?:local)?rule (\w+):", block)
+        if name:
+            found.setdefault(name.group(1), set()).update(re.findall(r"^\s+priority: (\d+)$", block, re.M) or {"0"})
+    assert found.pop("train") == {"2"} and found.pop("index") == {"1"}
+    assert found and all(p == {"0"} for p in found.values()), found
+
+
 def _copy_config(tmp_path: Path, edit) -> Path:
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     config["datasets_file"] = str(REPO / "config/datasets.yaml")

@@ -17,6 +17,7 @@ rule index:
         gpu=GPUS,
     log:
         S.log("index"),
+    priority: S.priority("index")
     script:
         "../scripts/stage.py"
 
@@ -35,5 +36,6 @@ rule index_queries:
         gpu=GPUS,
     log:
         S.log("index_queries"),
+    priority: S.priority("index_queries")
     script:
         "../scripts/stage.py"

@@ -13,6 +13,7 @@ rule train:
         gpu=GPUS,
     log:
         S.log("train"),
+    priority: S.priority("train")
     script:
         "../scripts/stage.py"
 

@@ -239,6 +239,10 @@ TRAIN = Stage(
     outputs=TRAINED_OUTPUTS,
     runtime=_train_runtime,
     log="train.log",
+    # Ready trainings before ready index jobs (index before evaluate): each heads the longest chain
+    # left, so on a small machine the last training's index no longer runs alone on one core while
+    # the others idle (the tiny default: benchmark/README.md, "fixed costs").
+    priority=2,
 )
 
 
@@ -315,6 +319,7 @@ INDEX = Stage(
     # docs.npz does not depend on the shard size
     runtime=lambda layout, item: {"shard_dir": item.path("doc_shards"),
                                   "shard_size": layout.config["evaluation"]["encode_shard_size"] or 0},
+    priority=1,
 )
 
 # A dataset sharing another's corpus (MS MARCO Dev and TREC DL 2019 on full collections): its
@@ -326,6 +331,7 @@ INDEX_QUERIES = Stage(
     identity=_index_identity,
     inputs=_index_inputs,
     outputs={"queries_npz": "queries.npz"},
+    priority=1,
 )
 
 

@@ -44,6 +44,8 @@ class Stage:
     wildcard values of its folder besides its own id (its parent folder's, for a nested kind),
     ``inputs(layout, item)`` / ``runtime(layout, item)`` its named input paths / runtime settings.
     ``outputs`` maps the job function's arguments to names in the folder (a trailing ``/``: a folder).
+    ``priority`` orders ready jobs (Snakemake's ``priority:``): a stage at the head of a longer
+    chain of jobs goes first, so that no long job is left to run alone at the end.
     """
 
     name: str
@@ -55,6 +57,7 @@ class Stage:
     runtime: Callable = _nothing
     folder_fields: Callable = _own_key
     log: str = ""
+    priority: int = 0
     doc: str = field(default="", repr=False)
 
 
@@ -100,6 +103,9 @@ class StageRules:
 
     def log(self, name: str) -> str:
         return pattern(self._stage(name).kind, self._stage(name).log or f"{name}.log")
+
+    def priority(self, name: str) -> int:
+        return self._stage(name).priority
 
     def _item(self, name: str, wildcards):
         return self.layout.find(self._stage(name).kind, wildcards)
