@@ -5,13 +5,15 @@
 # runs each), from an empty results/ every time. Then table1.md, metrics.csv and claims.md of the
 # two revisions are compared byte for byte (cmp), and each run's per-rule job split is kept.
 # Writes benchmark/results/tiny_default_side_by_side.json. Time it on quiet cores only.
+# KEEP=1 keeps the scratch folder (its path is printed), e.g. for benchmark/plan_vs_measured.py
+# on the new revision's last run (in <scratch>/new).
 #   bash benchmark/tiny_default_side_by_side.sh OLD_REV NEW_REV [RUNS_EACH] [MIRROR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 old=$1 new=$2 runs=${3:-2}
 mirror=$(realpath "${4:-../shared}")
 work=$(mktemp -d "${TMPDIR:-/tmp}/lsrbench-sbs.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+if [ -z "${KEEP:-}" ]; then trap 'rm -rf "$work"' EXIT; else echo "scratch folder (kept): $work"; fi
 repo=$PWD
 for side in old new; do
     rev=${!side}
