@@ -56,9 +56,12 @@ def test_train_and_index_jobs_take_one_thread_each_locally(tmp_path):
     assert (job_threads(False, 16), job_threads(True, 16), job_threads(True, None)) == (1, 16, 1)
 
 
-def test_ready_trainings_go_before_index_jobs_and_index_before_the_rest(tmp_path):
-    """Snakemake's priority per stage (lsrbench.dag.declarations): train 2, index 1, the rest 0,
-    so on 2 cores the last training's index no longer runs alone at the end (benchmark/README.md)."""
+def test_ready_jobs_go_in_the_order_of_their_stages_reports_last(tmp_path):
+    """Snakemake's priority per stage (lsrbench.dag.declarations.PRIORITY): data 4, train 3, index 2,
+    evaluate and BM25 1, reports and the config snapshot 0. On 2 cores the last training's index no
+    longer runs alone at the end (benchmark/README.md), and a failing job leaves the reports as they were."""
+    from lsrbench.dag.declarations import PRIORITY
+
     out = snakemake("-n", "--cores", "2", "-d", str(tmp_path), "--configfile", str(REPO / "config/config.yaml"),
                     "--config", f"datasets_file={REPO / 'config/datasets.yaml'}", "mirror=").stdout
     found: dict[str, set[str]] = {}
@@ -66,8 +69,11 @@ def test_ready_trainings_go_before_index_jobs_and_index_before_the_rest(tmp_path
         name = re.match(r"(?:local)?rule (\w+):", block)
         if name:
             found.setdefault(name.group(1), set()).update(re.findall(r"^\s+priority: (\d+)$", block, re.M) or {"0"})
-    assert found.pop("train") == {"2"} and found.pop("index") == {"1"}
-    assert found and all(p == {"0"} for p in found.values()), found
+    assert {rule: found.pop(rule) for rule in ("dataset", "pool", "triplets", "norm", "train", "index", "evaluate", "bm25")} == {
+        "dataset": {"4"}, "pool": {"4"}, "triplets": {"4"}, "norm": {"4"}, "train": {"3"}, "index": {"2"},
+        "evaluate": {"1"}, "bm25": {"1"}}
+    assert PRIORITY["train"] > PRIORITY["index"] > PRIORITY["evaluate"] > 0
+    assert {"table1", "claims", "config_snapshot"} <= set(found) and all(p == {"0"} for p in found.values()), found
 
 
 def _copy_config(tmp_path: Path, edit) -> Path:

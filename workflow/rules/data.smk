@@ -12,6 +12,7 @@ rule dataset:
         **S.params("dataset"),
     log:
         S.log("dataset"),
+    priority: S.priority("dataset")
     script:
         "../scripts/stage.py"
 
@@ -28,6 +29,7 @@ rule pool:
         **S.params("pool"),
     log:
         S.log("pool"),
+    priority: S.priority("pool")
     script:
         "../scripts/stage.py"
 
@@ -43,6 +45,7 @@ rule triplets:
         **S.params("triplets"),
     log:
         S.log("triplets"),
+    priority: S.priority("triplets")
     script:
         "../scripts/stage.py"
 

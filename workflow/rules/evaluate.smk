@@ -9,6 +9,7 @@ rule evaluate:
         **S.params("evaluate"),
     log:
         S.log("evaluate"),
+    priority: S.priority("evaluate")
     script:
         "../scripts/stage.py"
 
@@ -26,6 +27,7 @@ rule pooled_flops:
         **S.params("pooled_flops"),
     log:
         S.log("pooled_flops"),
+    priority: S.priority("pooled_flops")
     script:
         "../scripts/stage.py"
 
@@ -41,5 +43,6 @@ rule bm25:
         **S.params("bm25"),
     log:
         S.log("bm25"),
+    priority: S.priority("bm25")
     script:
         "../scripts/stage.py"

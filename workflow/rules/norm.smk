@@ -7,5 +7,6 @@ rule norm:
         **S.params("norm"),
     log:
         S.log("norm"),
+    priority: S.priority("norm")
     script:
         "../scripts/stage.py"

@@ -17,5 +17,6 @@ rule probe:
         gpu=GPUS,
     log:
         S.log("probe"),
+    priority: S.priority("probe")
     script:
         "../scripts/stage.py"

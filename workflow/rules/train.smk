@@ -33,5 +33,6 @@ rule released:
         **S.params("released"),
     log:
         S.log("released"),
+    priority: S.priority("released")
     script:
         "../scripts/stage.py"

@@ -130,8 +130,18 @@ def _dataset_identity(layout, key: dict) -> dict:
             **({"empty_queries": "drop"} if entry.empty_queries == "drop" else {})}
 
 
+# Snakemake's priority of each stage's jobs: among ready jobs, a stage earlier in the chain goes first
+# (data, then trainings, index, evaluation; reports and the config snapshot last, at 0). On a small
+# machine the last training's index then no longer runs alone on one core while the other idles
+# (the tiny default: benchmark/README.md, "fixed costs"), and a job that fails leaves every report
+# of the results folder as it was (no report is re-made for a config whose jobs did not all run).
+PRIORITY = {"dataset": 4, "pool": 4, "triplets": 4, "norm": 4, "train": 3, "released": 3, "probe": 3,
+            "index": 2, "index_queries": 2, "evaluate": 1, "pooled_flops": 1, "bm25": 1}
+
+
 DATASET = Stage(
     name="dataset", kind="data",
+    priority=PRIORITY["dataset"],
     grid=lambda c: [{"dataset": d} for d in used_datasets(c)],
     identity=_dataset_identity,
     outputs={"full_dir": "full/", "info": "info.json"},
@@ -149,6 +159,7 @@ def _corpus_store(layout) -> str:
 
 POOL = Stage(
     name="pool", kind="pool",
+    priority=PRIORITY["pool"],
     grid=lambda c: [{"dataset": d} for d in _evaluated(c) if _pool_depth(c, d)],
     folder_fields=lambda layout, key: {**layout.get("data", **key).fields,
                                        "pool_depth": str(_pool_depth(layout.config, key["dataset"]))},
@@ -178,6 +189,7 @@ def _triplets_inputs(layout, item) -> dict:
 
 TRIPLETS = Stage(
     name="triplets", kind="triplets",
+    priority=PRIORITY["triplets"],
     grid=lambda c: [{}],
     identity=_triplets_identity,
     inputs=_triplets_inputs,
@@ -192,6 +204,7 @@ TRIPLETS = Stage(
 
 NORM = Stage(
     name="norm", kind="norms",
+    priority=PRIORITY["norm"],
     grid=lambda c: [{"backbone": b} for b in c["backbones"]],
     identity=lambda layout, key: {"backbone": key["backbone"], "load": load_identity(layout, key["backbone"])},
     outputs={"norms_json": "norms.json"},
@@ -233,16 +246,13 @@ TRAINED_OUTPUTS = {"model_dir": "model/", "train_log": "train_log.jsonl", "prove
 
 TRAIN = Stage(
     name="train", kind="train",
+    priority=PRIORITY["train"],
     grid=lambda c: [key for key in run_keys(c) if not is_released(c, key["run"])],
     identity=_train_identity,
     inputs=_train_inputs,
     outputs=TRAINED_OUTPUTS,
     runtime=_train_runtime,
     log="train.log",
-    # Ready trainings before ready index jobs (index before evaluate): each heads the longest chain
-    # left, so on a small machine the last training's index no longer runs alone on one core while
-    # the others idle (the tiny default: benchmark/README.md, "fixed costs").
-    priority=2,
 )
 
 
@@ -259,6 +269,7 @@ def _released_identity(layout, key: dict) -> dict:
 # A backbone with `evaluate_only: true`: the same outputs as train, made from the released checkpoint.
 RELEASED = Stage(
     name="released", kind="train",
+    priority=PRIORITY["released"],
     grid=lambda c: [key for key in run_keys(c) if is_released(c, key["run"])],
     identity=_released_identity,
     inputs=lambda layout, item: {"norms_json": layout.get("norms", backbone=item.fields["run"]).path("norms.json")},
@@ -274,6 +285,7 @@ RELEASED = Stage(
 # norm job reads it first: its download, its tokenizer check).
 PROBE = Stage(
     name="probe", kind="probe",
+    priority=PRIORITY["probe"],
     grid=lambda c: [{"backbone": b} for b in c["backbones"]],
     identity=probe_identity,
     inputs=probe_inputs,
@@ -310,6 +322,7 @@ def _index_folder(layout, key: dict) -> dict:
 
 INDEX = Stage(
     name="index", kind="index",
+    priority=PRIORITY["index"],
     grid=lambda c: _index_grid(c, shares_corpus=False),
     folder_fields=_index_folder,
     identity=_index_identity,
@@ -319,19 +332,18 @@ INDEX = Stage(
     # docs.npz does not depend on the shard size
     runtime=lambda layout, item: {"shard_dir": item.path("doc_shards"),
                                   "shard_size": layout.config["evaluation"]["encode_shard_size"] or 0},
-    priority=1,
 )
 
 # A dataset sharing another's corpus (MS MARCO Dev and TREC DL 2019 on full collections): its
 # queries only, scored against the other's docs.npz.
 INDEX_QUERIES = Stage(
     name="index_queries", kind="index",
+    priority=PRIORITY["index_queries"],
     grid=lambda c: _index_grid(c, shares_corpus=True),
     folder_fields=_index_folder,
     identity=_index_identity,
     inputs=_index_inputs,
     outputs={"queries_npz": "queries.npz"},
-    priority=1,
 )
 
 
@@ -352,6 +364,7 @@ def _evaluate_inputs(layout, item) -> dict:
 
 EVALUATE = Stage(
     name="evaluate", kind="evaluate",
+    priority=PRIORITY["evaluate"],
     grid=lambda c: [{**key, "dataset": d} for key in run_keys(c) for d in _evaluated(c)],
     folder_fields=lambda layout, key: dict(layout.get("index", **key).fields),
     identity=_evaluate_identity,
@@ -380,6 +393,7 @@ def _pooled_inputs(layout, item) -> dict:
 # SparseNanoBEIREvaluator pools them; only when it names several datasets.
 POOLED_FLOPS = Stage(
     name="pooled_flops", kind="pooled",
+    priority=PRIORITY["pooled_flops"],
     grid=lambda c: run_keys(c) if pooled_flops_datasets(c) else [],
     folder_fields=lambda layout, key: dict(_train(layout, key).fields),
     identity=_pooled_identity,
@@ -389,6 +403,7 @@ POOLED_FLOPS = Stage(
 
 BM25 = Stage(
     name="bm25", kind="bm25",
+    priority=PRIORITY["bm25"],
     grid=lambda c: [{"dataset": d} for d in _evaluated(c)] if c["report"]["bm25"] else [],
     identity=lambda layout, key: {"dataset": key["dataset"], "data": _eval_data(layout, key["dataset"]),
                                   **_scoring(layout.config, key["dataset"]),
