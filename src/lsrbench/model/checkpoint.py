@@ -15,6 +15,7 @@ from lsrbench.downloads import FetchFailed, network_reason
 from lsrbench.errors import InputError
 from lsrbench.hashing import sha256_chunks, sha256_file
 from lsrbench.model.families import family_of, is_head_key
+from lsrbench.model.load_options import model_kwargs
 from lsrbench.names import is_commit
 
 log = logging.getLogger(__name__)
@@ -227,7 +228,7 @@ def load_mlm(path: str, config_file: str, field: str, trust_remote_code: bool = 
     extra = {"device_map": device_map} if device_map else {}
     try:
         model, info = AutoModelForMaskedLM.from_pretrained(
-            path, output_loading_info=True, trust_remote_code=trust_remote_code, revision=revision, **extra
+            path, output_loading_info=True, **model_kwargs(trust_remote_code=trust_remote_code, revision=revision), **extra
         )
     except _load_errors() as exc:
         _raise_if_unreachable(exc, path, config_file, field)
@@ -255,8 +256,9 @@ def _mismatch(path: str, trust_remote_code: bool, revision: str | None) -> str |
     from transformers import AutoModelForMaskedLM
 
     try:
-        _, info = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True, trust_remote_code=trust_remote_code,
-                                                       revision=revision, device_map="meta", ignore_mismatched_sizes=True)
+        _, info = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True, device_map="meta",
+                                                       ignore_mismatched_sizes=True,
+                                                       **model_kwargs(trust_remote_code=trust_remote_code, revision=revision))
     except _load_errors():
         return None
     keys = sorted(info.get("mismatched_keys") or [], key=lambda m: m[0])

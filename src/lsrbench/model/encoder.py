@@ -9,6 +9,7 @@ from pathlib import Path
 
 from lsrbench.errors import InputError
 from lsrbench.model.families import family_of
+from lsrbench.model.load_options import model_kwargs
 from lsrbench.model.rescale import rescale_mlm_head
 from lsrbench.model.weights_header import damaged_weights
 
@@ -52,16 +53,14 @@ def build_sparse_encoder(
     from sentence_transformers.sparse_encoder.modules import SpladePooling
 
     transformers.logging.set_verbosity_error()
-    model_kwargs = {"trust_remote_code": trust_remote_code}
-    if revision:
-        model_kwargs["revision"] = revision
+    common = {"trust_remote_code": trust_remote_code, **({"revision": revision} if revision else {})}
     transformer = Transformer(
         path,
         transformer_task="fill-mask",
         max_seq_length=max_seq_length,
-        model_kwargs=model_kwargs,
-        config_kwargs=dict(model_kwargs),
-        processor_kwargs=dict(model_kwargs),
+        model_kwargs=model_kwargs(**common),
+        config_kwargs=dict(common),
+        processor_kwargs=dict(common),
         query_length=query_length,
         document_length=document_length,
     )
@@ -101,7 +100,8 @@ def released_sparse_encoder(path: str, query_length: int, document_length: int, 
     from sentence_transformers import SparseEncoder
 
     if is_sparse_encoder(path, revision):
-        model = SparseEncoder(path, device="cpu", trust_remote_code=trust_remote_code, revision=revision)
+        model = SparseEncoder(path, device="cpu", trust_remote_code=trust_remote_code, revision=revision,
+                              model_kwargs=model_kwargs())
         return model, "sparse_encoder"
     model = build_sparse_encoder(path, document_length, trust_remote_code=trust_remote_code, revision=revision,
                                  query_length=query_length, document_length=document_length, device="cpu")
@@ -116,7 +116,7 @@ def load_trained_encoder(model_dir: str, device: str, **kwargs):
     from sentence_transformers import SparseEncoder
 
     try:
-        return SparseEncoder(str(model_dir), device=device, **kwargs)
+        return SparseEncoder(str(model_dir), device=device, model_kwargs=model_kwargs(), **kwargs)
     except (SafetensorError, OSError, ValueError) as exc:
         damaged = damaged_weights(model_dir)
         file, problem = damaged if damaged else (Path(model_dir), f"damaged ({' '.join(str(exc).split())})")

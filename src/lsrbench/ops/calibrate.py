@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from lsrbench.errors import InputError
+from lsrbench.model.load_options import model_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +167,7 @@ def _time_index(model_dir: Path, device: str, docs: list[str], queries: list[str
 
     from lsrbench.model.encoder import set_encode_lengths
 
-    model = SparseEncoder(str(model_dir), device=device)
+    model = SparseEncoder(str(model_dir), device=device, model_kwargs=model_kwargs())
     set_encode_lengths(model, evaluation.get("query_max_length"), evaluation.get("document_max_length"))
     doc_s, doc_call_s, doc_vectors = _time_encode(model, docs, "document", evaluation)
     query_s, query_call_s, query_vectors = _time_encode(model, queries, "query", evaluation)
@@ -192,7 +193,8 @@ provenance("evaluate", "")
 marks = {"evaluate": time.time()}
 import lsrbench.index.indexing, lsrbench.model.train
 from sentence_transformers import SparseEncoder
-SparseEncoder(sys.argv[1], device=sys.argv[2])
+from lsrbench.model.load_options import model_kwargs
+SparseEncoder(sys.argv[1], device=sys.argv[2], model_kwargs=model_kwargs())
 marks["model"] = time.time()
 print(json.dumps(marks))
 """
