@@ -10,7 +10,7 @@ from lsrbench.config.layers import load_config_files, locate_config_paths
 from lsrbench.dag.reports import report_outputs
 from lsrbench.dag.validate import check_config
 from lsrbench.dag.validate_files import RECORD
-from lsrbench.errors import InputError
+from lsrbench.errors import OneLineError
 
 # A --configfile replaces the embedded default instead of being deep-merged into it, so one
 # config's backbones never leak into another's run; a file that wants the default under it says
@@ -38,7 +38,7 @@ try:
                            mirror_must_exist="prefetch" not in sys.argv[1:])
     config.clear()
     config.update(checked)  # canonical (the schema's key order), defaults filled, registry under _datasets
-except InputError as exc:
+except OneLineError as exc:  # bad input, or lsrbench's incompatibility with a library
     print(f"lsrbench: error: {exc}", file=sys.stderr)
     sys.exit(1)
 # the base files too, in the report's list of config files (jobs get only the command line's)

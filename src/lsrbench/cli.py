@@ -101,10 +101,13 @@ def _norm(args) -> int:
 
 def _verify(args) -> int:
     from lsrbench.report.verify import verify
+    from lsrbench.report.verify_versions import version_notes
 
     problems, counts = verify(args.results)
     for line in problems:
         print(f"lsrbench: verify: {line}", file=sys.stderr)
+    for line in version_notes(args.results):
+        print(f"lsrbench: verify: note: {line}")
     summary = (f"{args.results}: {counts['manifests']} manifests, {counts['artifacts']} artifacts, "
                f"{counts['metric_rows']} metrics.csv rows, {counts.get('table_cells', 0)} table1.md cells checked, "
                f"{counts.get('reports', 0)} reports made again")
@@ -256,15 +259,19 @@ def _export_mteb(args) -> int:
     return export_mteb(args)
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+class _VersionAction(argparse.Action):
+    """``--version``: lsrbench and the libraries that decide its numbers, against requirements.lock
+    (:func:`lsrbench.environment.version_lines`)."""
 
-    try:
-        return version("lsrbench")
-    except PackageNotFoundError:  # run from a source tree without an install
-        from lsrbench import __version__
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, help="print lsrbench's version and its libraries' against "
+                                                             "requirements.lock, then exit")
 
-        return __version__
+    def __call__(self, parser, namespace, values, option_string=None):
+        from lsrbench.environment import version_lines
+
+        print("\n".join(version_lines()))
+        parser.exit()
 
 
 def _configfile_option(p) -> None:
@@ -344,7 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = OneLineParser(prog="lsrbench", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"lsrbench {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("check-config", help="validate a run config and print its run grid",

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from lsrbench.errors import InputError, out_of_space_line
+from lsrbench.errors import InputError, OneLineError, out_of_space_line
 
 __all__ = ["BROKEN_PIPE_STATUS", "OneLineParser", "cores_argument", "default_config", "path_argument", "require_extra", "run_one_line"]
 
@@ -79,7 +79,7 @@ def run_one_line(command: Callable[[], int]) -> int:
         status = command()
         sys.stdout.flush()  # a closed reader is seen here, inside the guard, not at interpreter exit
         return status
-    except InputError as exc:
+    except OneLineError as exc:
         _say(str(exc))
         return 2
     except BrokenPipeError:  # the reader has what it wanted: no line (stderr may be the same pipe)

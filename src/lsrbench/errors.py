@@ -1,4 +1,6 @@
-"""One error type for bad input, rendered as a single line that names the file and the field."""
+"""The errors every entry point (the CLI, the Snakefile, a job) prints as one line, ``lsrbench:
+error: ...``, without a traceback: bad input, naming the file and the field (:class:`InputError`),
+and lsrbench's own incompatibility with an installed library (:class:`LibraryIncompatible`)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,18 @@ import errno
 import os
 
 
-class InputError(Exception):
+class OneLineError(Exception):
+    """An error printed as the one line ``lsrbench: error: <str(exc)>`` and a non-zero exit."""
+
+
+class LibraryIncompatible(OneLineError):
+    """lsrbench's own incompatibility with an installed library release (an argument it no longer
+    takes, an API that moved), never blamed on the user's file: made by
+    :func:`lsrbench.environment.incompatibility`, which names the library, its version, the lock's
+    and what to do."""
+
+
+class InputError(OneLineError):
     """Bad input (config, data, checkpoint).
 
     The CLI prints it as one line, ``lsrbench: error: <file>: <field>: <message>``, and exits

@@ -27,6 +27,7 @@ def _eval(work: Path, micro_run: dict, k: str) -> Path:
     return eval_dir(work, micro_run["config"], "rand-roberta", k, "slice")
 
 
+@pytest.mark.drift  # the micro DAG through snakemake, on every release envs/drift.py tries
 def test_forced_collapse_is_a_result_and_other_runs_continue(micro_run):
     res, work = micro_run["results"], micro_run["work"]
     trained = json.loads((_train(work, micro_run, COLLAPSE_K) / "status.json").read_text())
@@ -88,6 +89,7 @@ def _verify(results: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", str(results)], capture_output=True, text=True)
 
 
+@pytest.mark.drift
 def test_verify_passes_on_the_finished_run(micro_run):
     proc = _verify(micro_run["results"])
     assert proc.returncode == 0, proc.stderr

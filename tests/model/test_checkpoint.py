@@ -27,6 +27,7 @@ from lsrbench.model.checkpoint import (  # noqa: E402
 from lsrbench.model.encoder import build_sparse_encoder  # noqa: E402
 
 transformers.logging.set_verbosity_error()
+pytestmark = pytest.mark.drift  # envs/drift.py runs these on the newest and oldest releases
 
 from helpers.paths import SHARED  # noqa: E402
 CKPT = SHARED / "models" / "splade-tiny-msmarco"
@@ -158,6 +159,25 @@ def test_load_mlm_refuses_checkpoint_without_mlm_head(tmp_path):
     _write_vocab(full)
     model = load_mlm(str(full), CONFIG_FILE, "backbones.full.model")
     assert type(model).__name__ == "BertForMaskedLM"
+
+
+def test_the_meta_device_check_reads_no_weights_on_the_installed_transformers(tmp_path):
+    """The check before a run (issue 28): on the meta device every parameter is a shape without
+    data, on whatever transformers release is installed, and a missing head is still found."""
+    from transformers import BertForMaskedLM, BertModel
+
+    torch.manual_seed(0)
+    full = tmp_path / "full"
+    BertForMaskedLM(_tiny_bert_config()).save_pretrained(full)
+    _write_vocab(full)
+    model = load_mlm(str(full), CONFIG_FILE, "backbones.full.model", device_map="meta")
+    assert all(p.is_meta for p in model.parameters()) and type(model).__name__ == "BertForMaskedLM"
+    bare = tmp_path / "bare"
+    BertModel(_tiny_bert_config()).save_pretrained(bare)
+    _write_vocab(bare)
+    with pytest.raises(InputError) as ei:
+        load_mlm(str(bare), CONFIG_FILE, "backbones.bare.model", device_map="meta")
+    assert "has no trained MLM head" in assert_input_error(ei, "backbones.bare.model")
 
 
 def test_load_mlm_unloadable_folder(tmp_path):

@@ -23,7 +23,7 @@ try:
         # a damaged input of a finished output is refused before Snakemake re-runs (and so
         # deletes) what was computed from it
         check_finished_inputs(L)
-except InputError as exc:
+except OneLineError as exc:
     print(f"lsrbench: error: {exc}", file=sys.stderr)
     sys.exit(1)
 DIGESTS.save()

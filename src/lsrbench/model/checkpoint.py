@@ -200,6 +200,29 @@ def _load_errors() -> tuple[type[BaseException], ...]:
     return OSError, ValueError, KeyError, RuntimeError, SafetensorError
 
 
+# The modules that read a checkpoint's files: what they raise is about the file, unless it is an
+# API mismatch (below). Anything another library raises inside them (e.g. transformers 5.25's hub
+# kernels refusing the meta device) is lsrbench's incompatibility with that library.
+FILE_READERS = ("transformers", "safetensors", "tokenizers", "huggingface_hub", "sentence_transformers",
+                "torch.serialization")
+# Raised when a call does not fit the installed library (an argument it no longer takes, a name
+# that moved), whoever raises it: never a verdict on the file.
+API_MISMATCH = (TypeError, AttributeError, ImportError, NotImplementedError)
+
+
+def library_failure(exc: BaseException, doing: str, caller: str = "transformers") -> Exception | None:
+    """The :class:`~lsrbench.errors.LibraryIncompatible` line for ``exc`` when it is lsrbench's
+    incompatibility with an installed library rather than a problem with the file being read (an
+    API mismatch, or raised by a library that does not read files); None when it is about the file."""
+    from lsrbench.environment import incompatibility, raising_module
+
+    raised = raising_module(exc)
+    reads_files = raised is None or any(raised == m or raised.startswith(m + ".") for m in FILE_READERS)
+    if isinstance(exc, API_MISMATCH) or not reads_files:
+        return incompatibility(exc, doing, caller)
+    return None
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return " ".join(text.splitlines()[0].split()) if text else type(exc).__name__
@@ -230,11 +253,9 @@ def load_mlm(path: str, config_file: str, field: str, trust_remote_code: bool = 
         model, info = AutoModelForMaskedLM.from_pretrained(
             path, output_loading_info=True, **model_kwargs(trust_remote_code=trust_remote_code, revision=revision), **extra
         )
-    except _load_errors() as exc:
+    except Exception as exc:  # noqa: BLE001 - the file's fault (one line naming it) or the library's (another)
         _raise_if_unreachable(exc, path, config_file, field)
-        detail = _mismatch(path, trust_remote_code, revision) if "ignore_mismatched_sizes" in str(exc) else None
-        raise InputError(config_file, field,
-                         f"cannot load '{path}' as a masked-LM checkpoint: {detail or _first_line(exc)}") from None
+        raise _mlm_load_failure(exc, path, config_file, field, trust_remote_code, revision) from None
     if device_map != "meta":
         found = non_finite(model.named_parameters())
         if found is not None:
@@ -249,6 +270,18 @@ def load_mlm(path: str, config_file: str, field: str, trust_remote_code: bool = 
             "SPLADE needs a *ForMaskedLM checkpoint",
         )
     return model
+
+
+def _mlm_load_failure(exc: Exception, path: str, config_file: str, field: str, trust_remote_code: bool,
+                      revision: str | None) -> Exception:
+    """What a failed load of ``path`` as a ``*ForMaskedLM`` checkpoint is: lsrbench's
+    incompatibility with a library (:func:`library_failure`), or the file's problem, in one line
+    naming the weights that do not fit the config when that is it."""
+    library = library_failure(exc, f"loading '{path}' as a masked-LM checkpoint")
+    if library is not None:
+        return library
+    detail = _mismatch(path, trust_remote_code, revision) if "ignore_mismatched_sizes" in str(exc) else None
+    return InputError(config_file, field, f"cannot load '{path}' as a masked-LM checkpoint: {detail or _first_line(exc)}")
 
 
 def _mismatch(path: str, trust_remote_code: bool, revision: str | None) -> str | None:

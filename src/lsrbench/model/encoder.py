@@ -112,13 +112,18 @@ def load_trained_encoder(model_dir: str, device: str, **kwargs):
     """A finished run's SparseEncoder (its ``model/`` folder), or one line naming the damaged file:
     a truncated ``model.safetensors`` (a disk that filled up under another tool, a partial copy)
     makes safetensors raise ``SafetensorError``, transformers ``OSError`` / ``ValueError``."""
-    from safetensors import SafetensorError
     from sentence_transformers import SparseEncoder
+
+    from lsrbench.model.checkpoint import library_failure
 
     try:
         return SparseEncoder(str(model_dir), device=device, model_kwargs=model_kwargs(), **kwargs)
-    except (SafetensorError, OSError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - the file's fault (one line naming it) or the library's (another)
         damaged = damaged_weights(model_dir)
+        library = None if damaged else library_failure(exc, f"loading the trained model {model_dir}",
+                                                       caller="sentence-transformers")
+        if library is not None:
+            raise library from None
         file, problem = damaged if damaged else (Path(model_dir), f"damaged ({' '.join(str(exc).split())})")
         raise InputError(file, None, f"cannot load the trained model: {problem}; delete {Path(model_dir).parent} "
                                      "to train it again (`lsrbench verify results` lists what else is damaged)") from None

@@ -39,7 +39,7 @@ import tempfile
 from pathlib import Path
 
 from lsrbench.atomic import atomic_open
-from lsrbench.errors import InputError
+from lsrbench.errors import InputError, OneLineError
 
 __all__ = ["prefetch", "prefetch_or_exit"]
 
@@ -200,7 +200,7 @@ def prefetch_or_exit(config: dict, config_file: str, mirror, log_path: str | Non
 
     try:
         prefetch(config, config_file, mirror, report=report)
-    except InputError as exc:
+    except OneLineError as exc:
         print(f"lsrbench: error: {exc}", file=sys.stderr)
         lines.append(f"error: {exc}")
         raise RuntimeError(f"lsrbench: error: {exc}") from None

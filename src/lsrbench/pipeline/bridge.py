@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from lsrbench.errors import InputError, out_of_space_line
+from lsrbench.errors import OneLineError, out_of_space_line
 from lsrbench.pipeline.job_clock import ImportClock, process_age
 from lsrbench.progress import format_duration, log_to_file
 from lsrbench.provenance import write_json
@@ -56,7 +56,7 @@ def run(snakemake) -> None:
     try:
         with ImportClock() as imports:
             JOBS[stage](**kwargs)
-    except InputError as exc:
+    except OneLineError as exc:
         _fail(stage, str(exc))
     except OSError as exc:  # a full disk or quota: one line naming the folder the job was writing
         line = out_of_space_line(exc, _output_folder(list(snakemake.output)))
