@@ -98,16 +98,24 @@ def drift_tests(venv: Path, folder: Path, nodes: list[str] | None = None) -> dic
     junit = folder / "junit.xml"
     selection = [*(nodes or []), "-m", "drift"]  # -m after pyproject's addopts: drift tests, slow ones too
     proc = run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", *selection,
-                f"--junitxml={junit}"], env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+                "--continue-on-collection-errors", f"--junitxml={junit}"],
+               env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     (folder / "pytest.log").write_text(proc.stdout + proc.stderr)
     if not junit.is_file():
         raise SystemExit(f"drift: pytest did not run: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     outcomes = {}
     for case in ET.parse(junit).iter("testcase"):
-        node = f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
+        node = _node_id(case.get("classname") or "", case.get("name") or "")
         kinds = {child.tag for child in case}
         outcomes[node] = next((k for k in ("failure", "error", "skipped") if k in kinds), "passed")
     return outcomes
+
+
+def _node_id(classname: str, name: str) -> str:
+    """pytest's node id of a junit test case; a module that failed to import is its file."""
+    if not classname:  # a collection error: the name is the dotted module
+        return name.replace(".", "/") + ".py"
+    return f"{classname.replace('.', '/')}.py::{name}"
 
 
 def culprits(tried: dict[str, str], locked: dict[str, str], failing: list[str], folder: Path) -> dict[str, list[str]]:

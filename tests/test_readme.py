@@ -10,7 +10,8 @@ clean copy of the repository (its tracked files, with ``../shared`` beside it):
 * ``lsrbench check-config`` runs as written, on the ``my.yaml`` the README's YAML block defines;
 * ``lsrbench probe`` runs as written plus ``--dry-run`` there: it plans the probe of every backbone
   and its report, and never a training;
-* install and test commands are what CI runs (``.ci/run``); only the names they use are checked.
+* install and test commands are what CI runs (``.ci/run``); only the names they use are checked;
+* ``lsrbench --version`` runs as written: the libraries against the lock.
 
 A command that fits none of these fails the test: none goes unchecked.
 """
@@ -67,6 +68,8 @@ def kind(command: str) -> str:
         return "check-config"
     if words[:2] == ["lsrbench", "probe"]:
         return "probe"
+    if words == ["lsrbench", "--version"]:
+        return "version"
     return "unknown"
 
 
@@ -110,6 +113,8 @@ def test_install_and_test_commands_name_what_exists():
         for extra in re.findall(r'"\.\[([a-z,]+)\]"', command):
             for name in extra.split(","):
                 assert re.search(rf"^{name} = \[", pyproject, re.M), f"{command}: no extra {name!r}"
+        for lock in re.findall(r"-r (\S+)", command):  # the locks it installs from (tests/test_environment.py)
+            assert (REPO / lock).is_file(), f"{command}: no {lock}"
         if kind(command) == "test" and "-m" in command:
             assert f'"{shlex.split(command)[2]}:' in pyproject, command  # a declared marker
 
@@ -181,3 +186,12 @@ def test_probe_plans_the_probe_of_every_backbone_and_no_training(clone):
     assert counts["probe"] == 3 and counts["probe_report"] == 1, counts  # the default's two backbones and my-mlm
     assert {"train", "index", "evaluate", "collect"}.isdisjoint(counts), counts
     assert {j["backbone"] for j in jobs_of(proc.stdout, "probe")} == {"splade-tiny", "splade-tiny-x10", "my-mlm"}
+
+
+def test_version_names_the_libraries_against_the_lock(clone):
+    (command,) = [c for c in readme_commands() if kind(c) == "version"]
+    proc = run(command, clone)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and lines[0].startswith("lsrbench ") and len(lines) == 6, proc.stdout + proc.stderr
+    assert [line.split()[0] for line in lines[1:5]] == ["torch", "transformers", "sentence-transformers", "snakemake"]
+    assert all("(lock: " in line for line in lines[1:5]) and "requirements.lock" in lines[5]
