@@ -118,20 +118,26 @@ def _node_id(classname: str, name: str) -> str:
     return f"{classname.replace('.', '/')}.py::{name}"
 
 
-def culprits(tried: dict[str, str], locked: dict[str, str], failing: list[str], folder: Path) -> dict[str, list[str]]:
-    """Direct dependency -> the failing tests it breaks alone (the lock with only it moved)."""
-    found = {}
+def culprits(tried: dict[str, str], locked: dict[str, str], failing: list[str], folder: Path) -> tuple[dict, dict]:
+    """Direct dependency -> the failing tests it breaks alone (the lock with only it moved); and
+    the packages that cannot move alone (the lock's other versions require another one: uv pip
+    check's first complaint), which are not blamed."""
+    found, not_alone = {}, {}
     for name in direct_dependencies():
         if name not in tried or tried[name] == locked.get(name) or name == "torch":
             continue
         alone = folder / f"alone-{name}"
         alone.mkdir(exist_ok=True)
         venv = make_venv(alone, REPO / "requirements.lock", [f"{name}=={tried[name]}"])
-        broken = [n for n, outcome in drift_tests(venv, alone, failing).items() if outcome in ("failure", "error")]
-        if broken:
-            found[name] = broken
+        check = run(["uv", "pip", "check", "--python", str(venv / "bin" / "python")])
+        if check.returncode != 0:
+            not_alone[name] = (check.stdout + check.stderr).strip().splitlines()[-1]
+        else:
+            broken = [n for n, o in drift_tests(venv, alone, failing).items() if o in ("failure", "error")]
+            if broken:
+                found[name] = broken
         shutil.rmtree(venv, ignore_errors=True)
-    return found
+    return found, not_alone
 
 
 def check_end(end: str, keep: bool) -> dict:
@@ -152,8 +158,8 @@ def check_end(end: str, keep: bool) -> dict:
                               if locked.get(n) != v and n not in direct_dependencies()},
         "tests": {"passed": sum(o == "passed" for o in outcomes.values()),
                   "skipped": sum(o == "skipped" for o in outcomes.values()), "failed": failing},
-        "culprits": culprits(tried, locked, failing, folder) if failing else {},
     }
+    record["culprits"], record["not_movable_alone"] = culprits(tried, locked, failing, folder) if failing else ({}, {})
     record["result"] = "passed" if not failing else "failed"
     if not keep:
         shutil.rmtree(venv, ignore_errors=True)
@@ -168,6 +174,7 @@ def summary(record: dict) -> str:
              f"  direct dependencies not at the lock's version: {', '.join(moved) or 'none'}"]
     lines += [f"  failed: {n}" for n in record["tests"]["failed"]]
     lines += [f"  {name} alone breaks: {', '.join(tests)}" for name, tests in record["culprits"].items()]
+    lines += [f"  {name} cannot move alone ({why})" for name, why in record["not_movable_alone"].items()]
     if record["tests"]["failed"] and not record["culprits"]:
         lines.append("  no direct dependency breaks them alone: a combination, or another package "
                      f"({', '.join(record['other_differences']) or 'none moved'})")
