@@ -9,7 +9,7 @@ import importlib.metadata
 import re
 from pathlib import Path
 
-from lsrbench.errors import LibraryIncompatible
+from lsrbench.errors import LibraryIncompatible, first_line
 
 __all__ = ["LOCK_FILE", "REPORTED", "lock_path", "locked_versions", "installed_version", "normalise",
            "lock_differences", "version_lines", "raising_module", "incompatibility"]
@@ -104,12 +104,14 @@ def incompatibility(exc: BaseException, doing: str, caller: str | None = None) -
     ``caller``, the library lsrbench called, when another one raised inside it) at which versions,
     what lsrbench was doing, the library's own first line, and what to do."""
     raised = raising_module(exc) or (exc.name if isinstance(exc, ImportError) else None)
-    named = [n for n in dict.fromkeys([_distribution(raised.partition(".")[0]) if raised else None, caller]) if n]
+    named = []  # the raising distribution, then the one lsrbench called, each once
+    for name in (_distribution(raised.partition(".")[0]) if raised else None, caller):
+        if name and normalise(name) not in {normalise(n) for n in named}:
+            named.append(name)
     versions = " via ".join(f"{n} {installed_version(n) or '(not installed)'}" for n in named) or "libraries"
     locked = locked_versions()
     pinned = [f"{n} {locked[normalise(n)]}" for n in named if normalise(n) in locked and locked[normalise(n)] != installed_version(n)]
-    first = " ".join((str(exc).strip().splitlines() or [""])[0].split()) or type(exc).__name__
     advice = (f"the lock has {', '.join(pinned)}: {INSTALL_LOCK}" if pinned
               else f"install the lock ({INSTALL_LOCK}) or report it; `lsrbench --version` compares")
     return LibraryIncompatible(f"lsrbench is incompatible with the installed {versions} while {doing} "
-                               f"({type(exc).__name__}: {first}); this is not a problem with your input: {advice}")
+                               f"({type(exc).__name__}: {first_line(exc)}); this is not a problem with your input: {advice}")

@@ -54,3 +54,10 @@ def out_of_space_line(exc: OSError, folder: str | os.PathLike | None) -> str | N
     line = (f"{what} (nothing finished was changed: outputs appear only once whole); free space and run "
             "again")
     return f"{where}: {what} writing it{line[len(what):]}" if where is not None else line
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message, its spaces squeezed (its type's name when empty):
+    what a one-line error quotes of a library's own message."""
+    text = str(exc).strip()
+    return " ".join(text.splitlines()[0].split()) if text else type(exc).__name__

@@ -12,7 +12,7 @@ import zipfile
 from pathlib import Path
 
 from lsrbench.downloads import FetchFailed, network_reason
-from lsrbench.errors import InputError
+from lsrbench.errors import InputError, first_line
 from lsrbench.hashing import sha256_chunks, sha256_file
 from lsrbench.model.families import family_of, is_head_key
 from lsrbench.model.load_options import model_kwargs
@@ -223,11 +223,6 @@ def library_failure(exc: BaseException, doing: str, caller: str = "transformers"
     return None
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return " ".join(text.splitlines()[0].split()) if text else type(exc).__name__
-
-
 def _raise_if_unreachable(exc: BaseException, path: str, config_file: str, field: str) -> None:
     """A hub checkpoint that could not be downloaded (no network, no cached copy): one line."""
     reason = None if Path(path).is_dir() else network_reason(exc)
@@ -281,7 +276,7 @@ def _mlm_load_failure(exc: Exception, path: str, config_file: str, field: str, t
     if library is not None:
         return library
     detail = _mismatch(path, trust_remote_code, revision) if "ignore_mismatched_sizes" in str(exc) else None
-    return InputError(config_file, field, f"cannot load '{path}' as a masked-LM checkpoint: {detail or _first_line(exc)}")
+    return InputError(config_file, field, f"cannot load '{path}' as a masked-LM checkpoint: {detail or first_line(exc)}")
 
 
 def _mismatch(path: str, trust_remote_code: bool, revision: str | None) -> str | None:
@@ -379,7 +374,7 @@ def check_finite_weights(path: str | os.PathLike, config_file: str, field: str) 
         try:
             found = non_finite(_file_tensors(file))
         except _load_errors() as exc:
-            raise InputError(config_file, field, f"cannot read '{file}': {_first_line(exc)}") from None
+            raise InputError(config_file, field, f"cannot read '{file}': {first_line(exc)}") from None
         if found is not None:
             raise InputError(config_file, field, non_finite_message(file, found))
 
@@ -395,7 +390,7 @@ def check_tokenizer(path: str, model, config_file: str, field: str, trust_remote
                                                   local_files_only=local_files_only)
     except Exception as exc:  # noqa: BLE001 - the tokenizers library raises plain Exception on a malformed file
         _raise_if_unreachable(exc, path, config_file, field)
-        raise InputError(config_file, field, f"'{path}': cannot load its tokenizer: {_first_line(exc)}") from None
+        raise InputError(config_file, field, f"'{path}': cannot load its tokenizer: {first_line(exc)}") from None
     rows = family_of(model).decoder(model).weight.shape[0]
     if len(tokenizer) > rows:
         raise InputError(config_file, field, f"'{path}': its tokenizer has {len(tokenizer)} tokens but the MLM head "
