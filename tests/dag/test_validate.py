@@ -178,30 +178,3 @@ def test_the_paper_reference_file(tiny, tmp_path, values, says):
     path = tmp_path / "reference.yaml"
     path.write_text(yaml.safe_dump({"values": values}))
     assert refused(edited(tiny, lambda c: c["report"].update(reference=str(path)))).startswith(f"{path}: {says}")
-
-
-def test_a_checked_folder_is_checked_again_under_another_library_release(tiny, tmp_path, monkeypatch):
-    """The record of folders that passed (lsrbench.dag.validate_files) vouches for a folder only
-    under the library releases that checked it (issue 28): the same transformers, no new key; a
-    different one, the folders are checked again and recorded again."""
-    import json
-
-    from helpers.paths import SHARED
-    from lsrbench import environment
-    from lsrbench.dag.validate_files import check_files
-
-    if not (SHARED / "models" / "splade-tiny-msmarco").is_dir():
-        pytest.skip(f"{SHARED} not available")
-    config = check_config({**copy.deepcopy(tiny), "mirror": str(SHARED)}, FILE, files=False)
-    record = tmp_path / "checked.json"
-    check_files(config, FILE, record)
-    first = json.loads(record.read_text())
-    assert len(first) == 2  # Vaswani's folder and the one checkpoint folder both backbones read
-    check_files(config, FILE, record)
-    assert json.loads(record.read_text()) == first
-    installed = environment.installed_version
-    monkeypatch.setattr(environment, "installed_version",
-                        lambda name: "0.0.1" if name == "transformers" else installed(name))
-    check_files(config, FILE, record)
-    again = json.loads(record.read_text())
-    assert again[:2] == first and len(again) == 4

@@ -32,9 +32,6 @@ __all__ = ["RECORD", "check_files", "dataset_folder", "input_checks"]
 RECORD = ".snakemake/lsrbench-checked-inputs.json"
 # Part of every record key: a change to what is checked here invalidates old records.
 CHECKS_VERSION = 2  # 2: checkpoints are read whole for non-finite weights
-# The libraries whose releases decide a check's verdict, also in every key: a folder that passed
-# under one transformers release is checked again under another (issue 28).
-CHECKED_WITH = ("transformers", "torch", "safetensors", "tokenizers", "sentence-transformers")
 
 
 def dataset_folder(config: dict, name: str) -> Path | None:
@@ -83,13 +80,10 @@ def check_files(config: dict, config_file, record: str | os.PathLike | None = No
     """Check every dataset folder and checkpoint folder the run will read (see the module doc);
     with ``record``, skip folders recorded there as passed and unchanged, and record the rest
     once all have passed."""
-    from lsrbench.environment import installed_version
-
     done = _read_record(record)
     passed = []
-    libraries = [installed_version(name) for name in CHECKED_WITH]
     for folder, what, check in _dataset_checks(config) + _model_checks(config, config_file):
-        key = stable_hash([CHECKS_VERSION, libraries, str(folder.resolve()), list(what), _listing(folder)])
+        key = stable_hash([CHECKS_VERSION, str(folder.resolve()), list(what), _listing(folder)])
         if key not in done:
             check()
             passed.append(key)
