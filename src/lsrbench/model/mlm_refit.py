@@ -32,7 +32,7 @@ from lsrbench.model.load_options import model_kwargs
 
 log = logging.getLogger(__name__)
 
-__all__ = ["REFIT_DEFAULTS", "split_texts", "reinit_head", "head_parameters", "masked_lm_loss", "held_out_loss",
+__all__ = ["split_texts", "reinit_head", "head_parameters", "masked_lm_loss", "held_out_loss",
            "refit_mlm"]
 
 # Texts per held-out batch (a fixed split, fixed masks: the same numbers before and after).
@@ -148,10 +148,6 @@ def held_out_loss(model, tokenizer, texts: list[str], max_length: int, mlm_proba
     return total / tokens if tokens else None
 
 
-REFIT_DEFAULTS = {"steps": 200, "batch_size": 32, "learning_rate": 1e-3, "max_length": 128, "mlm_probability": 0.15,
-                  "warmup_ratio": 0.1, "weight_decay": 0.01, "held_out": 512, "seed": 0}
-
-
 def refit_mlm(model_path: str, texts: list[str], out_dir: str | os.PathLike, settings: dict, *,
               trust_remote_code: bool = False, revision: str | None = None, log_rows: list | None = None,
               config_file: str = "config", field: str = "mlm_refit") -> dict:
@@ -168,7 +164,9 @@ def refit_mlm(model_path: str, texts: list[str], out_dir: str | os.PathLike, set
 
     from lsrbench.progress import Progress
 
-    s = {**REFIT_DEFAULTS, **settings}
+    from lsrbench.config.schema import property_defaults
+
+    s = {**property_defaults("config.schema.yaml", "backbones", "*", "mlm_refit"), **settings}
     start = time.time()
     common = {"trust_remote_code": trust_remote_code, **({"revision": revision} if revision else {})}
     tokenizer = AutoTokenizer.from_pretrained(model_path, **common)
