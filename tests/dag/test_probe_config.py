@@ -63,8 +63,7 @@ def test_k_probe_and_logit_scale_statistics_are_accepted(tiny):
     assert "splade-tiny-x10  shared  k = 1, 4, 16, auto, probe" in grid_lines(config)
     # the probe measures k = 1, the swept numbers and auto, never "probe" (read off the others)
     assert probed_ks(config, "splade-tiny-x10") == [["shared", k] for k in ("1", "4", "16", "auto")]
-    assert probed_ks(config, "splade-tiny") == [["shared", "1"], ["shared", "4"], ["shared", "16"],
-                                                 ["untie", "1"], ["untie", "16"]]
+    assert probed_ks(config, "splade-tiny") == [["shared", "1"], ["shared", "16"], ["untie", "1"], ["untie", "16"]]
 
 
 @pytest.mark.parametrize("edit, says", [
@@ -129,7 +128,8 @@ def test_the_probe_stage_identity_and_inputs(tiny):
 
 
 def test_k_auto_by_a_logit_scale_statistic_waits_for_the_reference_probe(tiny):
-    layout = _layout(checked(tiny, lambda c: c["auto_k"].update(statistic="max_logit")))
+    layout = _layout(checked(tiny, lambda c: (c["auto_k"].update(statistic="max_logit"),
+                                              c["backbones"]["splade-tiny-x10"].update(k=[1, "auto"]))))
     twin, reference = layout.get("probe", backbone="splade-tiny-x10"), layout.get("probe", backbone="splade-tiny")
     assert twin.identity["reference_probe"] == reference.id and "probe" not in twin.identity
     assert layout.stages["probe"].inputs(layout, twin)["reference_probe_json"] == reference.path("probe.json")
