@@ -10,7 +10,7 @@ import copy
 
 import pytest
 
-from helpers.paths import tiny_default
+from helpers.paths import REPO, tiny_default
 from lsrbench.config.grid import grid_lines, probe_settings, probed_ks, runs
 from lsrbench.config.schema import load_schema
 from lsrbench.dag.fingerprint import FileDigests
@@ -150,8 +150,10 @@ def test_released_checkpoints_are_probed_as_released(tiny):
     assert "evaluate_only" not in layout.stages["probe"].runtime(layout, layout.get("probe", backbone="splade-tiny"))["entry"]
 
 
-# What config/config.yaml (and so a finished tiny default) had before the probe stage: adding it
-# must find every finished output again (docs/results-layout.md), so these ids are pinned.
+# What config/config.yaml (and so a finished tiny default) had before the probe stage and before
+# the MLM re-fit stage (tests/dag/pre_miniature_config.yaml): adding either must find every finished
+# output again (docs/results-layout.md), so these ids are pinned; and the tiny default of issue 30
+# (docs/miniature.md), whose re-fit is one folder both backbones load.
 TINY_DEFAULT_IDS = {
     ("norms", "splade-tiny"): "fea6c83f6f12", ("norms", "splade-tiny-x10"): "f296a21788ee",
     ("triplets", ""): "d04b76a07533",
@@ -160,14 +162,31 @@ TINY_DEFAULT_IDS = {
     ("train", "splade-tiny-x10/1"): "7dfbfa06a67e", ("train", "splade-tiny-x10/4"): "3be833de9516",
     ("train", "splade-tiny-x10/16"): "986a0d564f89", ("train", "splade-tiny-x10/auto"): "8452f03a3f46",
 }
+MINIATURE_IDS = {
+    ("mlm_refit", ""): "774b10ae4f77",
+    ("norms", "splade-tiny"): "6823c6ced9ed", ("norms", "splade-tiny-x10"): "05e13de25f81",
+    ("triplets", ""): "af1859f8d036",
+    ("train", "splade-tiny/1"): "f697d0dc45e8", ("train", "splade-tiny/16"): "f1deefb30147",
+    ("train", "splade-tiny+untie/16"): "b2dab687ffdd", ("train", "splade-tiny-x10/1"): "48f9fbe5d0a5",
+    ("train", "splade-tiny-x10/16"): "8ed6fd83fbb7",
+}
+
+
+def _ids(config: dict) -> dict:
+    layout = _layout(checked(config))
+    found = {("norms", b): layout.get("norms", backbone=b).id for b in ("splade-tiny", "splade-tiny-x10")}
+    found[("triplets", "")] = layout.get("triplets").id
+    found |= {("mlm_refit", ""): item.id for item in layout.of_stage("mlm_refit")}
+    return found | {("train", f"{r}/{k}"): layout.get("train", run=r, k=k).id for r, k in runs(layout.config)}
 
 
 def test_the_tiny_default_finds_its_finished_runs_again(tiny):
-    layout = _layout(checked(tiny))
-    found = {("norms", b): layout.get("norms", backbone=b).id for b in ("splade-tiny", "splade-tiny-x10")}
-    found[("triplets", "")] = layout.get("triplets").id
-    found |= {("train", f"{r}/{k}"): layout.get("train", run=r, k=k).id for r, k in runs(layout.config)}
-    assert found == TINY_DEFAULT_IDS
+    from lsrbench.config.strict_yaml import load_yaml
+
+    before = load_yaml(REPO / "tests" / "dag" / "pre_miniature_config.yaml")
+    before["datasets_file"] = str(REPO / "config" / "datasets.yaml")
+    assert _ids(before) == TINY_DEFAULT_IDS
+    assert _ids(tiny) == MINIATURE_IDS
 
 
 def test_which_reports_read_the_probe(tiny):
