@@ -69,6 +69,7 @@ def test_one_refit_job_feeds_both_backbones_and_is_cached(tmp_path, vaswani_slic
     assert verify.returncode == 0, verify.stdout[-2000:] + verify.stderr[-2000:]
 
     # another re-fit setting: a new folder beside the first, every training re-planned, the data kept
+    (tmp_path / "other").mkdir()
     other = _config(tmp_path / "other", vaswani_slice, tiny_roberta, steps=8)
     plan = job_counts(run_snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(other)).stdout)
     assert plan["mlm_refit"] == 1 and plan["norm"] == 2 and plan["train"] == 4

@@ -23,7 +23,6 @@ import math
 import os
 import random
 import time
-from pathlib import Path
 
 from lsrbench.atomic import atomic_dir
 from lsrbench.errors import InputError
@@ -148,6 +147,45 @@ def held_out_loss(model, tokenizer, texts: list[str], max_length: int, mlm_proba
     return total / tokens if tokens else None
 
 
+def _train_mlm(model, tokenizer, train_texts: list[str], s: dict, rows: list) -> None:
+    """``s['steps']`` MLM steps on ``train_texts`` with transformers' ``Trainer`` (the masked-only
+    loss), one ``{step, loss, learning_rate}`` row per step into ``rows``."""
+    import tempfile
+
+    import torch
+    from datasets import Dataset
+    from transformers import DataCollatorForLanguageModeling, Trainer, TrainerCallback, TrainingArguments
+    from transformers.trainer_callback import PrinterCallback
+
+    from lsrbench.progress import Progress
+
+    progress = Progress("mlm_refit", s["steps"], "steps", logger=log)
+
+    class Rows(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "loss" in logs:
+                rows.append({"step": state.global_step, "loss": logs["loss"], "learning_rate": logs.get("learning_rate")})
+                progress.update(state.global_step, loss=logs["loss"])
+
+    class MaskedOnly(Trainer):
+        def compute_loss(self, model, inputs, return_outputs=False, **kwargs):
+            loss = masked_lm_loss(model, inputs)
+            return (loss, None) if return_outputs else loss
+
+    dataset = Dataset.from_list(_encoded(tokenizer, train_texts, s["max_length"]))
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=s["mlm_probability"], seed=s["seed"])
+    with tempfile.TemporaryDirectory() as tmp:
+        args = TrainingArguments(
+            output_dir=tmp, max_steps=int(s["steps"]), per_device_train_batch_size=int(s["batch_size"]),
+            learning_rate=float(s["learning_rate"]), warmup_steps=float(s["warmup_ratio"]),
+            weight_decay=float(s["weight_decay"]), seed=int(s["seed"]), data_seed=int(s["seed"]), logging_steps=1,
+            report_to="none", save_strategy="no", disable_tqdm=True, dataloader_drop_last=True,
+            remove_unused_columns=False, use_cpu=not torch.cuda.is_available())
+        trainer = MaskedOnly(model=model, args=args, train_dataset=dataset, data_collator=collator, callbacks=[Rows()])
+        trainer.remove_callback(PrinterCallback)
+        trainer.train()
+
+
 def refit_mlm(model_path: str, texts: list[str], out_dir: str | os.PathLike, settings: dict, *,
               trust_remote_code: bool = False, revision: str | None = None, log_rows: list | None = None,
               config_file: str = "config", field: str = "mlm_refit") -> dict:
@@ -156,13 +194,7 @@ def refit_mlm(model_path: str, texts: list[str], out_dir: str | os.PathLike, set
     ``*ForMaskedLM`` checkpoint and its tokenizer saved to ``out_dir``. Returns the summary:
     held-out MLM loss before (the re-initialised head) and after, the parameters re-set, texts
     used, seconds. ``log_rows`` gets one ``{step, loss, learning_rate}`` per step."""
-    import torch
-    from datasets import Dataset
-    from transformers import (AutoModelForMaskedLM, AutoTokenizer, DataCollatorForLanguageModeling, Trainer,
-                              TrainerCallback, TrainingArguments)
-    from transformers.trainer_callback import PrinterCallback
-
-    from lsrbench.progress import Progress
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     from lsrbench.config.schema import property_defaults
 
@@ -181,34 +213,7 @@ def refit_mlm(model_path: str, texts: list[str], out_dir: str | os.PathLike, set
                                                              f"{len(held)} cannot fill a batch of {s['batch_size']}")
     before = held_out_loss(model, tokenizer, held, s["max_length"], s["mlm_probability"])
     rows = log_rows if log_rows is not None else []
-    progress = Progress("mlm_refit", s["steps"], "steps", logger=log)
-
-    class Rows(TrainerCallback):
-        def on_log(self, args, state, control, logs=None, **kwargs):
-            if logs and "loss" in logs:
-                rows.append({"step": state.global_step, "loss": logs["loss"], "learning_rate": logs.get("learning_rate")})
-                progress.update(state.global_step, loss=logs["loss"])
-
-    class MaskedOnly(Trainer):
-        def compute_loss(self, model, inputs, return_outputs=False, **kwargs):
-            loss = masked_lm_loss(model, inputs)
-            return (loss, None) if return_outputs else loss
-
-    dataset = Dataset.from_list(_encoded(tokenizer, train_texts, s["max_length"]))
-    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=s["mlm_probability"], seed=s["seed"])
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        args = TrainingArguments(
-            output_dir=tmp, max_steps=int(s["steps"]), per_device_train_batch_size=int(s["batch_size"]),
-            learning_rate=float(s["learning_rate"]), warmup_steps=float(s["warmup_ratio"]),
-            weight_decay=float(s["weight_decay"]), seed=int(s["seed"]), data_seed=int(s["seed"]), logging_steps=1,
-            report_to="none", save_strategy="no", disable_tqdm=True, dataloader_drop_last=True,
-            remove_unused_columns=False, use_cpu=not torch.cuda.is_available())
-        trainer = MaskedOnly(model=model, args=args, train_dataset=dataset, data_collator=collator,
-                             callbacks=[Rows()])
-        trainer.remove_callback(PrinterCallback)
-        trainer.train()
+    _train_mlm(model, tokenizer, train_texts, s, rows)
     model = model.cpu()
     after = held_out_loss(model, tokenizer, held, s["max_length"], s["mlm_probability"])
     with atomic_dir(out_dir) as tmp_dir:
