@@ -101,3 +101,17 @@ def test_a_model_of_no_known_family_is_refused(tiny_roberta):
 
     with pytest.raises(ValueError, match="no registered backbone family"):
         head_parameters(Unknown())
+
+
+def test_a_head_only_refit_leaves_the_encoder_and_w_head_as_they_were(tiny_roberta, vaswani_slice, tmp_path):
+    """``train: head``: only the re-initialised head parameters move; the encoder and W_head (tied:
+    the input embeddings) are the checkpoint's, bit for bit, and the held-out loss still goes down."""
+    texts = _texts(vaswani_slice)
+    settings = {"steps": 20, "batch_size": 16, "learning_rate": 1e-2, "held_out": 40, "max_length": 64, "train": "head"}
+    summary = refit_mlm(str(tiny_roberta), texts, tmp_path / "head", settings)
+    before, _ = _load(tiny_roberta)
+    after, _ = _load(tmp_path / "head")
+    head = head_parameters(before)
+    assert summary["trained_parameter_count"] == sum(p.numel() for p in head.values())
+    moved = {n for (n, a), (_, b) in zip(before.named_parameters(), after.named_parameters()) if not torch.equal(a, b)}
+    assert moved == set(head) and summary["held_out_loss_after"] < summary["held_out_loss_before"]

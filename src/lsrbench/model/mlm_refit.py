@@ -190,7 +190,8 @@ def refit_mlm(model_path: str, texts: list[str], out_dir: str | os.PathLike, set
               trust_remote_code: bool = False, revision: str | None = None, log_rows: list | None = None,
               config_file: str = "config", field: str = "mlm_refit") -> dict:
     """Re-fit ``model_path`` as an MLM on ``texts`` (docs/miniature.md): the head re-initialised but
-    for ``W_head``, then the whole model trained as an MLM for ``settings['steps']`` steps; the
+    for ``W_head``, then the whole model (``train: all``) or the head alone (``train: head``)
+    trained as an MLM for ``settings['steps']`` steps; the
     ``*ForMaskedLM`` checkpoint and its tokenizer saved to ``out_dir``. Returns the summary:
     held-out MLM loss before (the re-initialised head) and after, the parameters re-set, texts
     used, seconds. ``log_rows`` gets one ``{step, loss, learning_rate}`` per step."""
@@ -211,17 +212,23 @@ def refit_mlm(model_path: str, texts: list[str], out_dir: str | os.PathLike, set
     if len(train_texts) < s["batch_size"]:
         raise InputError(config_file, f"{field}.batch_size", f"{len(train_texts)} training texts after the held-out "
                                                              f"{len(held)} cannot fill a batch of {s['batch_size']}")
+    if s["train"] == "head":  # the encoder and W_head frozen: the head alone learns the MLM
+        for name, p in model.named_parameters():
+            p.requires_grad = name in reset
     before = held_out_loss(model, tokenizer, held, s["max_length"], s["mlm_probability"])
     rows = log_rows if log_rows is not None else []
     _train_mlm(model, tokenizer, train_texts, s, rows)
     model = model.cpu()
     after = held_out_loss(model, tokenizer, held, s["max_length"], s["mlm_probability"])
+    trained = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    for p in model.parameters():
+        p.requires_grad = True
     with atomic_dir(out_dir) as tmp_dir:
         model.save_pretrained(str(tmp_dir))
         tokenizer.save_pretrained(str(tmp_dir))
     losses = [r["loss"] for r in rows]
     summary = {"steps": int(s["steps"]), "reinitialised_parameters": reset,
-               "trained_parameter_count": int(sum(p.numel() for p in model.parameters())),
+               "trained_parameter_count": int(trained),
                "training_texts": len(train_texts), "held_out_texts": len(held),
                "held_out_loss_before": before, "held_out_loss_after": after,
                "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
