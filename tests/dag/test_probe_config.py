@@ -163,12 +163,12 @@ TINY_DEFAULT_IDS = {
     ("train", "splade-tiny-x10/16"): "986a0d564f89", ("train", "splade-tiny-x10/auto"): "8452f03a3f46",
 }
 MINIATURE_IDS = {
-    ("mlm_refit", ""): "774b10ae4f77",
-    ("norms", "splade-tiny"): "6823c6ced9ed", ("norms", "splade-tiny-x10"): "05e13de25f81",
+    ("mlm_refit", ""): "ff558e55ac06",
+    ("norms", "splade-tiny"): "e158cd15f642", ("norms", "splade-tiny-x10"): "9f21b0e8add3",
     ("triplets", ""): "af1859f8d036",
-    ("train", "splade-tiny/1"): "f697d0dc45e8", ("train", "splade-tiny/16"): "f1deefb30147",
-    ("train", "splade-tiny+untie/16"): "b2dab687ffdd", ("train", "splade-tiny-x10/1"): "48f9fbe5d0a5",
-    ("train", "splade-tiny-x10/16"): "8ed6fd83fbb7",
+    ("train", "splade-tiny/1"): "e0b7814a8f5f", ("train", "splade-tiny/16"): "50ad547d2f72",
+    ("train", "splade-tiny+untie/16"): "3828cf4afc6c", ("train", "splade-tiny-x10/1"): "861bbaa39faa",
+    ("train", "splade-tiny-x10/16"): "18a417ef6d00",
 }
 
 
