@@ -51,6 +51,7 @@ config["_report"] = {"config_files": READ, "grid": grid_lines(config)}
 # the rules' outputs, inputs and params, the wildcard constraints; checks before any job.
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/mlm_refit.smk"
 include: "workflow/rules/norm.smk"
 include: "workflow/rules/probe.smk"
 include: "workflow/rules/train.smk"

@@ -48,7 +48,7 @@ def test_check_config_positional_still_works_with_a_note():
     new = _lsrbench("check-config", "--configfile", DEFAULT_CONFIG)
     old = _lsrbench("check-config", DEFAULT_CONFIG)
     assert new.returncode == old.returncode == 0 and new.stdout == old.stdout
-    assert new.stdout.splitlines()[0] == "config/config.yaml: ok: 2 backbones, 8 runs, datasets vaswani"
+    assert new.stdout.splitlines()[0] == "config/config.yaml: ok: 2 backbones, 5 runs, datasets vaswani"
     assert "check-config --configfile config/config.yaml" in old.stderr and new.stderr == ""
 
 

@@ -63,8 +63,9 @@ def test_report_doc_quotes_the_norms_best_and_auto_k():
     (here,) = re.findall(r"Here: ([\d.]+) \(best k (\w+), auto (\w+)\) against ([\d.]+) \(best k (\w+), auto (\w+)\)",
                          _doc("report.md"))
     norm, best, auto, twin_norm, twin_best, twin_auto = here
-    assert _readme_bold_k() == {"SPLADE-tiny (BERT 2L, tied head)": best,
-                                "SPLADE-tiny x10 head (synthetic large-norm twin) †": twin_best}
+    assert _readme_bold_k() == {"SPLADE-tiny MLM re-fit (BERT 2L, tied head)": best,
+                                "SPLADE-tiny MLM re-fit x10 head (synthetic large-norm twin) †": twin_best}
+    # the re-fit trains the head alone (mlm_refit.train: head): W_head is the checkpoint's
     frobenius = head_norms(load_mlm(str(shared_or_skip("models", "splade-tiny-msmarco")), "test", "model"))["frobenius_norm"]
     assert norm == f"{frobenius:.1f}" and twin_norm == f"{10 * frobenius:.0f}"  # the twin: head x10 at load
     assert (auto, twin_auto) == ("1", "10")  # auto k: norm / the reference's norm (splade-tiny itself)
@@ -94,5 +95,5 @@ def test_independent_checks_quote_an_agreement_mteb_check_would_print():
     assert quoted == line, line
     assert "(1e-4: mteb rounds to 5 decimals)" in " ".join(text.split()) and TOLERANCE == 1e-4
     ndcg = float(rows[0][1])
-    assert f"{ndcg:.3f}" == "0.404" and "| SPLADE-tiny (BERT 2L, tied head)                   |         1 |         **0.404** |" \
+    assert f"{ndcg:.3f}" == "0.240" and "| SPLADE-tiny MLM re-fit (BERT 2L, tied head)                   |   1 |         **0.240** |" \
         in (REPO / "README.md").read_text(encoding="utf-8")

@@ -134,14 +134,15 @@ def test_check_config_names_the_line_of_a_yaml_syntax_error(tmp_path):
     import re
 
     # an unclosed flow sequence: the parser notices a few lines later, and names where it was opened
-    path = _config(tmp_path, text_edit=lambda t: t.replace("  steps:", "  steps: [1,", 1))
+    # (the recipe's steps: the first at the start of a line; mlm_refit has steps further in)
+    path = _config(tmp_path, text_edit=lambda t: t.replace("\n  steps:", "\n  steps: [1,", 1))
     opened = _line_of(path.read_text(), "  steps: [1,")
     line = _one_error_line(_check_config(path))
     m = re.fullmatch(rf"lsrbench: error: {re.escape(str(path))}: line (\d+): YAML error: expected ',' or ']', "
                      rf"but got ':' \(while parsing a flow sequence at line {opened}\)", line)
     assert m and opened < int(m[1]) <= opened + 2, line
     # a tab where YAML allows only spaces: that very line
-    path = _config(tmp_path, text_edit=lambda t: t.replace("  steps:", "\tsteps:", 1))
+    path = _config(tmp_path, text_edit=lambda t: t.replace("\n  steps:", "\n\tsteps:", 1))
     tab = _line_of(path.read_text(), "\tsteps:")
     line = _one_error_line(_check_config(path))
     assert line == f"lsrbench: error: {path}: line {tab}: YAML error: found character '\\t' that cannot start any token"

@@ -22,17 +22,17 @@ def test_default_dry_run_lists_every_backbone_and_k(tmp_path):
     out = proc.stdout + proc.stderr
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     expected = set(runs(config))
-    # the minimum: the real checkpoint and a synthetic twin, each over k in {1, 4, 16},
-    # plus the real checkpoint at its largest k in untie mode
-    for b in ("splade-tiny", "splade-tiny-x10"):
-        assert {(b, "1"), (b, "4"), (b, "16")} <= expected
-    assert ("splade-tiny+untie", "16") in expected
+    # the miniature's runs (docs/miniature.md): the re-fit and its x10 twin, each at k in {1, 16},
+    # plus the re-fit at its largest k in untie mode; one re-fit job for both
+    assert expected == {(b, k) for b in ("splade-tiny", "splade-tiny-x10") for k in ("1", "16")} | {
+        ("splade-tiny+untie", "16")}
     assert {(j["run"], j["k"]) for j in jobs_of(out, "train")} == expected
     counts = job_counts(out)
     n_ds = len(config["evaluation"]["datasets"])
     assert counts["train"] == len(expected)
     assert counts["index"] == counts["evaluate"] == len(expected) * n_ds
     assert counts["norm"] == len(config["backbones"])
+    assert counts["mlm_refit"] == 1
 
 
 def test_train_and_index_jobs_take_one_thread_each_locally(tmp_path):
@@ -69,9 +69,10 @@ def test_ready_jobs_go_in_the_order_of_their_stages_reports_last(tmp_path):
         name = re.match(r"(?:local)?rule (\w+):", block)
         if name:
             found.setdefault(name.group(1), set()).update(re.findall(r"^\s+priority: (\d+)$", block, re.M) or {"0"})
-    assert {rule: found.pop(rule) for rule in ("dataset", "pool", "triplets", "norm", "train", "index", "evaluate", "bm25")} == {
-        "dataset": {"4"}, "pool": {"4"}, "triplets": {"4"}, "norm": {"4"}, "train": {"3"}, "index": {"2"},
-        "evaluate": {"1"}, "bm25": {"1"}}
+    rules = ("dataset", "pool", "triplets", "mlm_refit", "norm", "train", "index", "evaluate", "bm25")
+    assert {rule: found.pop(rule) for rule in rules} == {
+        "dataset": {"4"}, "pool": {"4"}, "triplets": {"4"}, "mlm_refit": {"4"}, "norm": {"4"}, "train": {"3"},
+        "index": {"2"}, "evaluate": {"1"}, "bm25": {"1"}}
     assert PRIORITY["train"] > PRIORITY["index"] > PRIORITY["evaluate"] > 0
     assert {"table1", "claims", "config_snapshot"} <= set(found) and all(p == {"0"} for p in found.values()), found
 
@@ -244,6 +245,8 @@ def test_missing_dataset_folder_and_model_folder_fail_before_any_job(tmp_path):
         config["datasets_file"] = str(datasets)
         config["evaluation"]["datasets"] = ["gone"]
         config["training_data"]["dataset"] = "gone"
+        for entry in config["backbones"].values():
+            entry["mlm_refit"]["dataset"] = "gone"
         config["report"]["columns"] = [{"name": "x", "datasets": ["gone"], "measure": "nDCG@10"}]
         config["report"]["flops_datasets"] = ["gone"]
 

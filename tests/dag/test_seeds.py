@@ -21,6 +21,7 @@ from lsrbench.dag.reports import ReportRules
 
 # The train folders of the finished tiny default (config/config.yaml, /work/baseline/results): a
 # lsrbench that moves one of them makes every finished grid train again.
+# The tiny default before issue 30 (tests/dag/pre_miniature_config.yaml): its train folders.
 TINY_DEFAULT_TRAIN = {
     ("splade-tiny", "1"): "5d3b08c055fb", ("splade-tiny", "4"): "9388e5431411", ("splade-tiny", "16"): "b13c26c74d0d",
     ("splade-tiny+untie", "16"): "707c4d991928", ("splade-tiny-x10", "1"): "7dfbfa06a67e",
@@ -77,7 +78,7 @@ def _seed(toy: dict) -> int:
 
 
 def test_the_tiny_default_keeps_every_train_folder():
-    trained = layout(REPO / "config/config.yaml").of_stage("train")
+    trained = layout(REPO / "tests/dag/pre_miniature_config.yaml").of_stage("train")
     assert {(i.fields["run"], i.fields["k"]): i.id for i in trained} == TINY_DEFAULT_TRAIN
 
 

@@ -74,16 +74,16 @@ def test_numbers(tiny, edit, says):
 
 @pytest.mark.parametrize("edit, says", [
     (lambda c: c["backbones"].update(BM25={"model": "x"}), "backbones.BM25: 'BM25' names the reference row"),
-    (lambda c: c["backbones"]["splade-tiny-x10"].update(label="SPLADE-tiny (BERT 2L, tied head)", synthetic=False),
-     "backbones.splade-tiny-x10.label: 'SPLADE-tiny (BERT 2L, tied head)' is also how splade-tiny is shown"),
+    (lambda c: c["backbones"]["splade-tiny-x10"].update(label="SPLADE-tiny MLM re-fit (BERT 2L, tied head)", synthetic=False),
+     "backbones.splade-tiny-x10.label: 'SPLADE-tiny MLM re-fit (BERT 2L, tied head)' is also how splade-tiny is shown"),
     (lambda c: c["backbones"]["splade-tiny"].update(label="BM25 (Anserini, k1=0.9, b=0.4)"), "is also how BM25 is shown"),
     (lambda c: c["report"]["columns"][1].update(name="k"), "report.columns[1].name: column 'k' is already a column"),
     (lambda c: c["report"]["columns"][1].update(name="a\nb"), "report.columns[1].name: 'a\\nb' cannot be a table cell"),
     (lambda c: c["claims"]["list"].append(dict(c["claims"]["list"][0])), "claims.list[9].id: claim id"),
     # equal as a reader sees them (Markdown collapses whitespace)
-    (lambda c: c["backbones"]["splade-tiny-x10"].update(label="SPLADE-tiny  (BERT 2L, tied head) ", synthetic=False),
-     "backbones.splade-tiny-x10.label: 'SPLADE-tiny  (BERT 2L, tied head) ' is also how splade-tiny is shown "
-     "('SPLADE-tiny (BERT 2L, tied head)', as a reader sees it)"),
+    (lambda c: c["backbones"]["splade-tiny-x10"].update(label="SPLADE-tiny MLM re-fit  (BERT 2L, tied head) ", synthetic=False),
+     "backbones.splade-tiny-x10.label: 'SPLADE-tiny MLM re-fit  (BERT 2L, tied head) ' is also how splade-tiny is shown "
+     "('SPLADE-tiny MLM re-fit (BERT 2L, tied head)', as a reader sees it)"),
     (lambda c: c["backbones"]["splade-tiny"].update(label="BM25 (Anserini, k1=0.9, b=0.4) "), "is also how BM25 is shown"),
     (lambda c: c["report"]["columns"][1].update(name=" k "), "report.columns[1].name: column ' k ' is already a column "
                                                              "of the tables ('k', as a reader sees it)"),
@@ -105,14 +105,27 @@ def test_derived_names_are_unique(tiny, edit, says):
     (lambda c: c["report"]["columns"][1].update(measure="MRR@10"), "metrics.csv spells it 'RR@10'"),
     (lambda c: c["report"].update(beir_measure="AP"), "report.beir_measure: measure 'AP' is not computed on vaswani"),
     (lambda c: c["claims"]["list"][0]["a"].update(backbone="splade-small"), "claims.list[0].a.backbone: run 'splade-small' is not in"),
-    (lambda c: c["claims"]["list"][0]["a"].update(k=2), "claims.list[0].a.k: k 2 is not swept for splade-tiny-x10 (k: 1, 4, 16, auto)"),
+    (lambda c: c["claims"]["list"][0]["a"].update(k=2), "claims.list[0].a.k: k 2 is not swept for splade-tiny-x10 (k: 1, 16)"),
     (lambda c: c["claims"]["list"][7].update(b_k=8), "claims.list[7].b_k: k 8 is not swept for splade-tiny-x10"),
     (lambda c: c["claims"]["list"][1].update(backbones=["splade-tiny+untie", "nope"]), "claims.list[1].backbones[1]: run 'nope'"),
     (lambda c: c["claims"]["list"][0].update(measure="R@10"), "claims.list[0].measure: measure 'R@10' is not computed"),
     (lambda c: c["claims"]["list"][0].update(colour=1), "claims.list[0]: unknown key"),
     (lambda c: c["claims"]["list"][2].pop("expect"), "claims.list[2]: 'expect' is a required property"),
-    (lambda c: c["auto_k"].update(reference="bert"), "auto_k.reference: backbone 'bert' is not defined"),
-    (lambda c: c.pop("auto_k"), "backbones.splade-tiny-x10.k: k: auto needs auto_k.reference"),
+    (lambda c: (c["auto_k"].update(reference="bert"), c["backbones"]["splade-tiny-x10"].update(k=[1, "auto"])),
+     "auto_k.reference: backbone 'bert' is not defined"),
+    (lambda c: (c.pop("auto_k"), c["backbones"]["splade-tiny-x10"].update(k=[1, "auto"])),
+     "backbones.splade-tiny-x10.k: k: auto needs auto_k.reference"),
+    # the MLM re-fit (docs/miniature.md): its texts' dataset, its numbers, a released checkpoint
+    (lambda c: c["backbones"]["splade-tiny"]["mlm_refit"].update(dataset="nope"),
+     "backbones.splade-tiny.mlm_refit.dataset: dataset 'nope' is not defined in"),
+    (lambda c: c["backbones"]["splade-tiny"]["mlm_refit"].update(steps=0), "backbones.splade-tiny.mlm_refit.steps: 0"),
+    (lambda c: c["backbones"]["splade-tiny"]["mlm_refit"].update(mlm_probability=1.5),
+     "backbones.splade-tiny.mlm_refit.mlm_probability: 1.5"),
+    (lambda c: c["backbones"]["splade-tiny"]["mlm_refit"].pop("dataset"),
+     "backbones.splade-tiny.mlm_refit: 'dataset' is a required property"),
+    (lambda c: c["backbones"].update(released={"model": "naver/splade-v3", "evaluate_only": True,
+                                               "mlm_refit": {"dataset": "vaswani"}}),
+     "backbones.released.mlm_refit: an evaluate_only backbone is evaluated as released: it is not re-fit"),
     # contradicting settings: a cutoff deeper than the ranking the runs keep (R@100 of a top-5 run is R@5)
     (lambda c: c["evaluation"].update(top_k=5, measures=["nDCG@5", "R@100"]),
      "evaluation.measures[1]: R@100 reads 100 documents per query, but evaluation.top_k keeps 5"),

@@ -30,23 +30,23 @@ def test_job_counts_and_dataset_sizes_without_calibration(tmp_path):
     mirror = shared_or_skip()
     stdout, plan = _plan(tmp_path, "--mirror", str(mirror), "--no-calibration")
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    grid = runs(config)  # 2 backbones: 4 + 4 runs (splade-tiny's untie run included)
-    assert len(grid) == 8
+    grid = runs(config)  # 2 backbones: 3 + 2 runs (splade-tiny's untie run included)
+    assert len(grid) == 5
     jobs = plan["jobs"]
     assert jobs["train"] == jobs["index"] == jobs["evaluate"] == len(grid)
-    assert jobs["norm"] == 2 and jobs["dataset"] == jobs["bm25"] == jobs["triplets"] == 1
+    assert jobs["norm"] == 2 and jobs["dataset"] == jobs["bm25"] == jobs["triplets"] == jobs["mlm_refit"] == 1
     assert jobs["total"] == sum(n for rule, n in jobs.items() if rule != "total")
-    # Vaswani in the mirror: 11,429 documents, 93 queries (../shared/README.md); pooled at depth 50
-    # and not yet built, the evaluated subset is estimated as 93 x 50 documents
-    assert plan["datasets"]["vaswani"] == {"documents": 11429, "queries": 93, "evaluated_documents": 93 * 50,
+    # Vaswani in the mirror: 11,429 documents, 93 queries (../shared/README.md); pooled at depth 20
+    # and not yet built, the evaluated subset is estimated as 93 x 20 documents
+    assert plan["datasets"]["vaswani"] == {"documents": 11429, "queries": 93, "evaluated_documents": 93 * 20,
                                            "source": str(mirror / "data" / "vaswani")}
     b = plan["backbones"]["splade-tiny"]
-    assert (b["train_jobs"], b["index_jobs"], b["evaluate_jobs"]) == (4, 4, 4)
-    assert b["documents"] == 4 * 93 * 50 and b["queries"] == 4 * 93
+    assert (b["train_jobs"], b["index_jobs"], b["evaluate_jobs"]) == (3, 3, 3)
+    assert b["documents"] == 3 * 93 * 20 and b["queries"] == 3 * 93
     assert b["train_hours"] is None and b["calibration"] is None
     for header in ("## Jobs per rule", "## Datasets", "## Compute", "## Assumptions"):
         assert header in stdout, stdout
-    assert re.search(r"^\| train +\| +8 \|$", stdout, re.M) and re.search(r"^\| vaswani +\| +11429 \|", stdout, re.M)
+    assert re.search(r"^\| train +\| +5 \|$", stdout, re.M) and re.search(r"^\| vaswani +\| +11429 \|", stdout, re.M)
 
 
 def test_published_sizes_of_the_paper_grid(tmp_path):

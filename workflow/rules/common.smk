@@ -41,6 +41,7 @@ wildcard_constraints:
     backbone=NAME_PATTERN,
     pool_depth="[0-9]+",
     data_id=ID_REGEX,
+    refit_id=ID_REGEX,
     norms_id=ID_REGEX,
     probe_id=ID_REGEX,
     triplets_id=ID_REGEX,

@@ -1,4 +1,6 @@
 rule norm:
+    input:
+        unpack(S.inputs("norm")),
     output:
         **S.outputs("norm"),
     wildcard_constraints:

@@ -7,7 +7,8 @@ call are all derived from these (:class:`lsrbench.dag.stage.StageRules`).
 Per (backbone, k) and training seed (``recipe.seeds``: each seed its own train folder, keyed
 ``seed`` in the grids when there are several, :func:`lsrbench.config.grid.run_keys`), as the paper's
 experiment runs: norm -> train -> index -> evaluate; before them the datasets (BEIR layout), their
-pooled subsets and the training triplets; beside them BM25, the FLOPs pooled over NanoBEIR and the
+pooled subsets, the training triplets and a backbone's MLM re-fit where its entry names one
+(:mod:`lsrbench.dag.refit_stage`; the dataset helpers in :mod:`lsrbench.dag.dataset_parts`); beside them BM25, the FLOPs pooled over NanoBEIR and the
 step-0 probe of each backbone (upstream only of ``k: probe`` and of ``k: auto`` by a logit-scale
 statistic; its parts in :mod:`lsrbench.dag.probe_parts`). A new setting of a stage goes into its
 identity here and into its job function's signature, nowhere else.
@@ -17,11 +18,14 @@ from __future__ import annotations
 
 from lsrbench.config.entries import dataset_entry
 from lsrbench.config.grid import is_released, n_triplets, run_keys
+from lsrbench.dag.dataset_parts import (docs_dataset, eval_data_identity, eval_dir, pool_depth_of,
+                                        pooled_flops_datasets, used_datasets)
 from lsrbench.dag.probe_parts import (k_source_identity, k_source_inputs, k_sources, probe_identity, probe_inputs,
                                       probe_runtime)
+from lsrbench.dag.refit_stage import MLM_REFIT
 from lsrbench.dag.stage import Stage
 from lsrbench.dag.stage_parts import (LOAD_KEYS, RUNTIME_RECIPE_KEYS, job_location, load_entry, load_identity,
-                                      results_recipe)
+                                      loaded_entry, refit_of, results_recipe)
 from lsrbench.names import SEED, split_run_name
 
 __all__ = ["STAGES", "RUNTIME_RECIPE_KEYS", "RUNTIME_EVALUATION_KEYS", "LOAD_KEYS", "load_entry", "results_recipe",
@@ -33,55 +37,6 @@ RUNTIME_EVALUATION_KEYS = ("encode_shard_size",)
 
 
 # ------------------------------------------------------------------------------ shared helpers
-
-def pooled_flops_datasets(config: dict) -> list[str]:
-    """The datasets whose FLOPs are pooled per run: report.flops_datasets when it names several
-    (one dataset's pooled FLOPs are its own, so then there is nothing to pool)."""
-    names = list(config["report"].get("flops_datasets") or [])
-    return names if len(names) > 1 else []
-
-
-def used_datasets(config: dict) -> list[str]:
-    """Every dataset the run reads: the evaluated ones, then the pseudo-queries' corpus."""
-    td = config["training_data"]
-    extra = [td["dataset"]] if td["source"] == "pseudo_queries" else []
-    return list(dict.fromkeys(list(config["evaluation"]["datasets"]) + extra))
-
-
-def docs_dataset(config: dict, dataset: str) -> str:
-    """The evaluated dataset whose ``docs.npz`` ``dataset`` is scored against: the first of
-    ``evaluation.datasets`` with the same corpus (:func:`lsrbench.data.sources.corpus_key`) when
-    full collections are evaluated (``pool_depth: null``), so MS MARCO's 8.8M passages are encoded
-    once per run for MS MARCO Dev and TREC DL 2019; itself when each dataset is pooled (its own
-    subset of documents)."""
-    if config["evaluation"]["pool_depth"] or dataset not in config["_datasets"]:
-        return dataset
-    from lsrbench.data.sources import corpus_key
-
-    first: dict = {}
-    for name in config["evaluation"]["datasets"]:
-        first.setdefault(corpus_key(dataset_entry(config, name)), name)
-    return first.get(corpus_key(dataset_entry(config, dataset)), dataset)
-
-
-def _pool_depth(config: dict, dataset: str):
-    """The pool depth of an evaluated dataset (None: the full collection, or not evaluated)."""
-    return config["evaluation"]["pool_depth"] if dataset in config["evaluation"]["datasets"] else None
-
-
-def eval_dir(layout, dataset: str) -> str:
-    """The BEIR folder a dataset is indexed and evaluated on: pooled, or the full one."""
-    if _pool_depth(layout.config, dataset):
-        return layout.get("pool", dataset=dataset).path("eval")
-    return layout.get("data", dataset=dataset).path("full")
-
-
-def _eval_data(layout, dataset: str) -> str:
-    """The identity of the evaluated data: ``<data id>`` or ``<data id>/pool<depth>``."""
-    data = layout.get("data", dataset=dataset)
-    depth = _pool_depth(layout.config, dataset)
-    return f"{data.id}/pool{depth}" if depth else data.id
-
 
 def model_key(key: dict) -> dict:
     """The key of the model (train folder) an output of ``key`` is made from: ``run``, ``k`` and,
@@ -160,11 +115,11 @@ def _corpus_store(layout) -> str:
 POOL = Stage(
     name="pool", kind="pool",
     priority=PRIORITY["pool"],
-    grid=lambda c: [{"dataset": d} for d in _evaluated(c) if _pool_depth(c, d)],
+    grid=lambda c: [{"dataset": d} for d in _evaluated(c) if pool_depth_of(c, d)],
     folder_fields=lambda layout, key: {**layout.get("data", **key).fields,
-                                       "pool_depth": str(_pool_depth(layout.config, key["dataset"]))},
+                                       "pool_depth": str(pool_depth_of(layout.config, key["dataset"]))},
     identity=lambda layout, key: {"data": layout.get("data", **key).id,
-                                  "pool_depth": _pool_depth(layout.config, key["dataset"])},
+                                  "pool_depth": pool_depth_of(layout.config, key["dataset"])},
     inputs=lambda layout, item: {"full_dir": layout.get("data", dataset=item.fields["dataset"]).path("full")},
     outputs={"eval_dir": "eval/", "eval_info": "eval.json"},
     runtime=lambda layout, item: {"corpus_store": _corpus_store(layout)},
@@ -202,14 +157,21 @@ TRIPLETS = Stage(
 
 # ------------------------------------------------------------------------------ norm, train
 
+def _refit_input(layout, backbone: str) -> dict:
+    """The re-fit checkpoint a backbone with ``mlm_refit`` loads (every later stage reads it after this one)."""
+    refit = refit_of(layout.config, backbone)
+    return {"refit_model": layout.get("refit", **refit).path("model")} if refit else {}
+
+
 NORM = Stage(
     name="norm", kind="norms",
     priority=PRIORITY["norm"],
     grid=lambda c: [{"backbone": b} for b in c["backbones"]],
     identity=lambda layout, key: {"backbone": key["backbone"], "load": load_identity(layout, key["backbone"])},
+    inputs=lambda layout, item: _refit_input(layout, item.fields["backbone"]),
     outputs={"norms_json": "norms.json"},
     # the entry as written (a local folder's path), where errors point and downloads go
-    runtime=lambda layout, item: {"entry": load_entry(layout.config, item.fields["backbone"]), **job_location(layout)},
+    runtime=lambda layout, item: {"entry": loaded_entry(layout, item.fields["backbone"]), **job_location(layout)},
 )
 
 
@@ -235,7 +197,7 @@ def _train_runtime(layout, item) -> dict:
     """The backbone entry as written, checkpoints and processes: where the job reads and how it
     runs, not what it computes (a restarted job must find its checkpoints, which are no outputs:
     Snakemake's clean-up of a failed job's outputs would delete them)."""
-    return {"entry": load_entry(layout.config, split_run_name(item.fields["run"])[0]),
+    return {"entry": loaded_entry(layout, split_run_name(item.fields["run"])[0]),
             "checkpoint_dir": item.path("checkpoints"), "checkpoint_steps": layout.config["recipe"]["checkpoint_steps"],
             "report_to": layout.config["recipe"].get("report_to", []),
             "processes": layout.config["train_processes"], **job_location(layout)}
@@ -309,7 +271,7 @@ def _index_grid(config: dict, shares_corpus: bool) -> list[dict]:
 
 
 def _index_identity(layout, key: dict) -> dict:
-    return {"train": _train(layout, key).id, "data": _eval_data(layout, key["dataset"]), **_encoding(layout.config)}
+    return {"train": _train(layout, key).id, "data": eval_data_identity(layout, key["dataset"]), **_encoding(layout.config)}
 
 
 def _index_inputs(layout, item) -> dict:
@@ -405,7 +367,7 @@ BM25 = Stage(
     name="bm25", kind="bm25",
     priority=PRIORITY["bm25"],
     grid=lambda c: [{"dataset": d} for d in _evaluated(c)] if c["report"]["bm25"] else [],
-    identity=lambda layout, key: {"dataset": key["dataset"], "data": _eval_data(layout, key["dataset"]),
+    identity=lambda layout, key: {"dataset": key["dataset"], "data": eval_data_identity(layout, key["dataset"]),
                                   **_scoring(layout.config, key["dataset"]),
                                   "settings": layout.config["report"]["bm25_settings"]},
     inputs=lambda layout, item: {"data_dir": eval_dir(layout, item.fields["dataset"])},
@@ -445,5 +407,5 @@ CONFIG = Stage(
 )
 
 # The registry: one line per stage (the Layout builds outputs in this order).
-STAGES = (NORM, TRIPLETS, DATASET, POOL, PROBE, TRAIN, RELEASED, INDEX, INDEX_QUERIES, EVALUATE, POOLED_FLOPS, BM25,
+STAGES = (MLM_REFIT, NORM, TRIPLETS, DATASET, POOL, PROBE, TRAIN, RELEASED, INDEX, INDEX_QUERIES, EVALUATE, POOLED_FLOPS, BM25,
           CONFIG)

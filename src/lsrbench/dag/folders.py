@@ -16,6 +16,7 @@ PARAMS_JSON = "params.json"  # beside every addressed output: what its id stands
 FOLDERS = {
     "data": "{results}/data/{dataset}/{data_id}",
     "pool": "{results}/data/{dataset}/{data_id}/pool{pool_depth}",
+    "refit": "{results}/mlm_refit/{refit_id}",
     "norms": "{results}/norms/{backbone}/{norms_id}",
     "probe": "{results}/probe/{backbone}/{probe_id}",
     "triplets": "{results}/triplets/{triplets_id}",
@@ -27,7 +28,7 @@ FOLDERS = {
     "configs": "{results}/configs/{config_id}",
 }
 # The wildcard holding each kind's own id (pool folders are named by their depth instead).
-ID_WILDCARD = {"data": "data_id", "norms": "norms_id", "probe": "probe_id", "triplets": "triplets_id",
+ID_WILDCARD = {"data": "data_id", "refit": "refit_id", "norms": "norms_id", "probe": "probe_id", "triplets": "triplets_id",
                "train": "train_id", "index": "index_id", "evaluate": "eval_id", "pooled": "pooled_id", "bm25": "bm25_id",
                "configs": "config_id"}
 

@@ -6,7 +6,7 @@ crossing), and what one backbone's probe is (its identity, inputs and runtime)."
 from __future__ import annotations
 
 from lsrbench.config.grid import probe_settings, probed_ks, seed_recipe, training_seeds
-from lsrbench.dag.stage_parts import job_location, load_entry, load_identity
+from lsrbench.dag.stage_parts import job_location, load_identity, loaded_entry
 from lsrbench.model.probe_names import LOGIT_STATISTICS, PROBE_RECIPE_KEYS
 from lsrbench.names import AUTO_K, PROBE_K, SYMBOLIC_KS
 
@@ -82,4 +82,4 @@ def probe_inputs(layout, item) -> dict:
 def probe_runtime(layout, item) -> dict:
     """The backbone entry as written (``evaluate_only`` kept: a released checkpoint loads as such)."""
     released = {"evaluate_only": True} if item.identity.get("released") else {}
-    return {"entry": {**load_entry(layout.config, item.fields["backbone"]), **released}, **job_location(layout)}
+    return {"entry": {**loaded_entry(layout, item.fields["backbone"]), **released}, **job_location(layout)}

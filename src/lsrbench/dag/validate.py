@@ -155,6 +155,11 @@ def _check_dataset_names(config: dict, datasets: dict, file) -> None:
     check_training_data(td, file)
     if td["source"] == "pseudo_queries" and td["dataset"] not in datasets:
         raise InputError(file, "training_data.dataset", f"dataset '{td['dataset']}' is not defined in {datasets_file}")
+    for name, entry in config["backbones"].items():
+        refit = entry.get("mlm_refit")
+        if refit and refit["dataset"] not in datasets:
+            raise InputError(file, f"backbones.{name}.mlm_refit.dataset",
+                             f"dataset '{refit['dataset']}' is not defined in {datasets_file}")
 
 
 def _check_ks(field: str, ks: list, file) -> None:
@@ -208,6 +213,9 @@ def _check_evaluate_only(config: dict, file) -> None:
         if entry.get("head_scale", 1) != 1:
             raise InputError(file, f"{field}.head_scale", "an evaluate_only backbone is evaluated as released: "
                                                           "head_scale must be 1")
+        if entry.get("mlm_refit"):
+            raise InputError(file, f"{field}.mlm_refit", "an evaluate_only backbone is evaluated as released: "
+                                                         "it is not re-fit (remove mlm_refit)")
 
 
 # --------------------------------------------------------------------------- names

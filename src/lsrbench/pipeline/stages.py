@@ -31,8 +31,10 @@ def _read_folder(folder: str):
     return read_written_folder(folder)
 
 
-def norm(backbone: str, entry: dict, mirror, cache_dir: str, config_file: str, norms_json: str) -> dict:
-    """Load the backbone (checking it really has an MLM head) and write its head norms."""
+def norm(backbone: str, entry: dict, mirror, cache_dir: str, config_file: str, norms_json: str,
+         refit_model: str | None = None) -> dict:
+    """Load the backbone (checking it really has an MLM head) and write its head norms. With
+    ``refit_model`` (a backbone with ``mlm_refit``) ``entry['model']`` is that folder."""
     from lsrbench.model.checkpoint import check_tokenizer, load_mlm, model_origin, resolve_model, transformer_folder
     from lsrbench.model.rescale import head_norms, rescale_mlm_head
 

@@ -110,9 +110,10 @@ class Verdict:
 # ---------------------------------------------------------------------------------- run helpers
 def checkpoint_key(backbones: dict, run: str) -> str:
     """What a run's checkpoint is, without its synthetic ``head_scale``: twins of one checkpoint
-    (same model, revision, fetch) share it."""
+    (same model, revision, fetch and MLM re-fit) share it."""
     entry = backbones.get(split_run_name(run)[0], {})
-    return json.dumps({key: entry.get(key) for key in ("model", "revision", "fetch", "trust_remote_code")}, sort_keys=True)
+    keys = ("model", "revision", "fetch", "trust_remote_code", "mlm_refit")
+    return json.dumps({key: entry.get(key) for key in keys}, sort_keys=True)
 
 
 def effective_k(ev: Evidence, run: str, k: str) -> tuple[str, str, float | None]:

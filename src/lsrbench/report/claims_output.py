@@ -36,8 +36,9 @@ def _header(claims_cfg: dict, s: Settings, verdicts: list[Verdict], seeds: list[
     n_tested = sum(v.p_adjusted is not None for v in verdicts)
     select = (f"the best k of a run is chosen on {s.select_measure} over {', '.join(s.select_datasets)}"
               + (" (the test datasets themselves: no held-out selection set)" if s.selects_on_test_set else ""))
+    design = [f"Design: {claims_cfg['design'].strip()}", ""] if claims_cfg.get("design") else []
     lines = [
-        "# Claims of the paper, checked on this run", "",
+        "# Claims of the paper, checked on this run", "", *design,
         f"Tested on {s.measure}, macro mean over {', '.join(s.datasets)} (the table's statistic: the mean of the "
         f"per-dataset means); {select}, collapsed runs excluded. Comparisons: paired randomization (sign-flip) "
         f"test of the macro-mean difference (each query weighted 1/(datasets x its dataset's queries); "

@@ -19,8 +19,9 @@ __all__ = ["REPORT_BACKBONE_KEYS", "report_backbones", "report_settings", "keyed
            "config_line", "stated_config"]
 
 # What the reports read of a backbone entry: its label, synthetic and evaluate_only flags, and what
-# tells a synthetic twin's original (Table 1's note). The rest (fetch digests, k lists) stays out.
-REPORT_BACKBONE_KEYS = ("label", "synthetic", "evaluate_only", "head_scale", "model", "revision")
+# tells a synthetic twin's original (Table 1's note, the claims' twins: its MLM re-fit too). The
+# rest (fetch digests, k lists) stays out.
+REPORT_BACKBONE_KEYS = ("label", "synthetic", "evaluate_only", "head_scale", "model", "revision", "mlm_refit")
 
 
 def report_backbones(config: dict) -> dict:

@@ -122,7 +122,7 @@ def twin_notes(backbones: dict, shown_ks: dict[str, set[str]], autos: dict[str, 
         if not entry.get("synthetic") or scale == 1:
             continue
         originals = [o for o, e in backbones.items() if o != name and (e.get("head_scale") or 1) == 1
-                     and e.get("model") == entry.get("model") and e.get("revision") == entry.get("revision")]
+                     and all(e.get(key) == entry.get(key) for key in ("model", "revision", "mlm_refit"))]
         ks = shown_ks.get(name, set())
         auto_hit = "auto" in ks and name in autos and abs(autos[name] - scale) <= 1e-3 * scale
         if not originals or not (auto_hit or format_k(scale) in ks):
