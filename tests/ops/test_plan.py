@@ -100,8 +100,9 @@ def test_calibrated_compute_is_the_extrapolation_of_the_measured_times(tmp_path)
                                                   + b["queries"] * cal["query_seconds"]
                                                   + b["index_jobs"] * (2 * cal["encode_call_seconds"]
                                                                        + cal["index_startup_seconds"])) / 3600, rel=1e-12)
-        assert b["postings"] == pytest.approx(b["evaluate_jobs"] * 93 * 50 * 93 * plan["assume_flops"], rel=1e-12)
-        assert b["result_lines"] == b["evaluate_jobs"] * 93 * min(1000, 93 * 50)
+        depth = config["evaluation"]["pool_depth"]  # the evaluated subset: 93 queries x the pool depth
+        assert b["postings"] == pytest.approx(b["evaluate_jobs"] * 93 * depth * 93 * plan["assume_flops"], rel=1e-12)
+        assert b["result_lines"] == b["evaluate_jobs"] * 93 * min(1000, 93 * depth)
         assert b["evaluate_hours"] == pytest.approx((b["postings"] * cal["posting_seconds"]
                                                      + b["result_lines"] * cal["result_seconds"]
                                                      + b["evaluate_jobs"] * cal["evaluate_startup_seconds"]) / 3600,
