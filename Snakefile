@@ -9,7 +9,7 @@ from lsrbench.config.grid import grid_lines
 from lsrbench.config.layers import load_config_files, locate_config_paths
 from lsrbench.dag.reports import report_outputs
 from lsrbench.dag.validate import check_config
-from lsrbench.dag.validate_files import RECORD
+from lsrbench.dag.validate_files import record_path
 from lsrbench.errors import OneLineError
 
 # A --configfile replaces the embedded default instead of being deep-merged into it, so one
@@ -23,7 +23,7 @@ CONFIG_FILE = CONFIG_FILES[-1]
 # Everything lsrbench check-config checks, before the DAG is built: a bad config, dataset or model
 # is one line and no job runs (a dry run shows it too). The files a config names are checked by
 # the main process only, not again by each job a cluster executor starts from this Snakefile, and
-# not again while they are unchanged (RECORD).
+# not again while they are unchanged (the record: .snakemake/, or $LSRBENCH_CHECKED_INPUTS).
 try:
     # Every file strictly (duplicate keys, line of a syntax error), with its base: chain, merged in
     # order, then the --config values; Snakemake's own merge of the files is replaced by this one.
@@ -34,7 +34,7 @@ try:
     # for the prefetch target, which creates it. Snakemake tells a Snakefile nothing of its
     # targets, hence the command line.
     checked = check_config(locate_config_paths(config, workflow.basedir), CONFIG_FILE, ORIGINS,
-                           files=workflow.is_main_process, record=RECORD,
+                           files=workflow.is_main_process, record=record_path(),
                            mirror_must_exist="prefetch" not in sys.argv[1:])
     config.clear()
     config.update(checked)  # canonical (the schema's key order), defaults filled, registry under _datasets

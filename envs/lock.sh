@@ -41,6 +41,8 @@ uv pip compile pyproject.toml "${common[@]}" --extra test --extra mteb --extra t
 grep -v '^torch==' "$tmp/locked" > "$tmp/locked-but-torch"
 uv pip compile pyproject.toml "${common[@]}" --extra test --extra tensorboard --extra slurm \
     --constraint "$tmp/locked-but-torch" -o envs/requirements-cuda.lock
+# the temporary files' names in uv's "via" comments, made stable so a rerun changes only what changed
+sed -i "s#$tmp/#envs/lock.sh:#g" requirements.lock envs/requirements-slurm.lock envs/requirements-cuda.lock
 
 {
     echo "# Conda environment for cluster users running with \`snakemake --sdm conda\`: the exact versions"

@@ -3,41 +3,75 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from helpers.beir import write_beir
 from helpers.paths import shared_or_skip
+from helpers.session import built_once, session_root
 from helpers.snakemake import micro_config, run_snakemake
+
+
+def pytest_configure(config):
+    """Under pytest-xdist, each worker's torch gets its share of the cores (two workers with two
+    threads each would contend for two cores)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    if workers > 1:
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def checked_inputs_record(tmp_path_factory):
+    """One record of the dataset and checkpoint folders that passed the Snakefile's checks for the
+    whole session (``LSRBENCH_CHECKED_INPUTS``, :mod:`lsrbench.dag.validate_files`), inherited by
+    every Snakemake the tests start: the tests' many fresh working directories check an unchanged
+    folder (the shared SPLADE-tiny, the session's random RoBERTa) once, not in each dry run. A
+    folder a test makes or changes is checked as before."""
+    from lsrbench.dag.validate_files import RECORD_VARIABLE
+
+    path = session_root(tmp_path_factory) / "checked-inputs.json"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(RECORD_VARIABLE, str(path))
+        yield path
 
 
 @pytest.fixture(scope="session")
 def vaswani_slice(tmp_path_factory) -> Path:
     """A small real slice of Vaswani: 20 queries, their judged documents plus 200 others."""
     src = shared_or_skip("data", "vaswani")
-    from lsrbench.data.beir import load_beir_folder
 
-    ds = load_beir_folder(src)
-    qids = list(ds.queries)[:20]
-    judged = {d for q in qids for d in ds.qrels[q]}
-    keep = [d for d in ds.corpus if d in judged]
-    keep += [d for d in ds.corpus if d not in judged][:200]
-    keep = set(keep)
-    corpus = {d: t for d, t in ds.corpus.items() if d in keep}
-    qrels = [(q, d, s) for q in qids for d, s in ds.qrels[q].items()]
-    return write_beir(tmp_path_factory.mktemp("vaswani_slice"), corpus, {q: ds.queries[q] for q in qids}, qrels)
+    def build(folder: Path) -> None:
+        from lsrbench.data.beir import load_beir_folder
+
+        ds = load_beir_folder(src)
+        qids = list(ds.queries)[:20]
+        judged = {d for q in qids for d in ds.qrels[q]}
+        keep = [d for d in ds.corpus if d in judged]
+        keep += [d for d in ds.corpus if d not in judged][:200]
+        keep = set(keep)
+        corpus = {d: t for d, t in ds.corpus.items() if d in keep}
+        qrels = [(q, d, s) for q in qids for d, s in ds.qrels[q].items()]
+        write_beir(folder, corpus, {q: ds.queries[q] for q in qids}, qrels)
+
+    return built_once(tmp_path_factory, "vaswani_slice", build)
 
 
 @pytest.fixture(scope="session")
 def tiny_roberta(tmp_path_factory, vaswani_slice) -> Path:
     """A randomly initialised 1-layer RobertaForMaskedLM (a non-BERT family) with a byte-level BPE
     tokenizer trained on the slice: tied head, vocab ~600."""
+    return built_once(tmp_path_factory, "tiny_roberta", lambda out: _write_tiny_roberta(out, vaswani_slice))
+
+
+def _write_tiny_roberta(out: Path, vaswani_slice: Path) -> None:
     import torch
     from tokenizers import ByteLevelBPETokenizer
     from transformers import PreTrainedTokenizerFast, RobertaConfig, RobertaForMaskedLM
 
-    out = tmp_path_factory.mktemp("tiny_roberta")
     texts = [json.loads(line)["text"] for line in open(vaswani_slice / "corpus.jsonl")]
     bpe = ByteLevelBPETokenizer()
     bpe.train_from_iterator(texts, vocab_size=600, min_frequency=2, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
@@ -50,16 +84,17 @@ def tiny_roberta(tmp_path_factory, vaswani_slice) -> Path:
                         intermediate_size=64, max_position_embeddings=160, pad_token_id=tok.pad_token_id,
                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, tie_word_embeddings=True)
     RobertaForMaskedLM(cfg).save_pretrained(out)
-    return out
 
 
 @pytest.fixture(scope="session")
 def micro_run(tmp_path_factory, vaswani_slice, tiny_roberta) -> dict:
     """One finished micro run of the whole DAG (:mod:`helpers.snakemake`), shared by the
-    reliability tests: ``{"work": workdir, "results": workdir/results, "config": config path}``."""
-    tmp = tmp_path_factory.mktemp("micro_run")
-    cfg = micro_config(tmp, vaswani_slice, tiny_roberta)
-    work = tmp / "work"
-    work.mkdir()
-    run_snakemake("--cores", "2", "-d", str(work), "--configfile", str(cfg))
-    return {"work": work, "results": work / "results", "config": cfg}
+    reliability tests: ``{"work": workdir, "results": workdir/results, "config": config path}``;
+    once per session, whatever the number of pytest-xdist workers."""
+    def build(tmp: Path) -> None:
+        cfg = micro_config(tmp, vaswani_slice, tiny_roberta)
+        (tmp / "work").mkdir()
+        run_snakemake("--cores", "2", "-d", str(tmp / "work"), "--configfile", str(cfg))
+
+    tmp = built_once(tmp_path_factory, "micro_run", build)
+    return {"work": tmp / "work", "results": tmp / "work" / "results", "config": tmp / "config.yaml"}

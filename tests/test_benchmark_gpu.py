@@ -24,7 +24,8 @@ def gpu_json(tmp_path_factory):
         pytest.skip(f"{SHARED} has no splade-tiny-msmarco")
     out = tmp_path_factory.mktemp("gpu") / "gpu-cpu-quick.json"
     env = {**os.environ, "PYTHON": sys.executable, "LSRBENCH_SHARED": str(SHARED)}
-    proc = subprocess.run(["bash", "benchmark/gpu.sh", "--device", "cpu", "--quick", "--output", str(out)],
+    # 8 texts per encode case (--quick's default is 16): every case and comparison, less encoding
+    proc = subprocess.run(["bash", "benchmark/gpu.sh", "--device", "cpu", "--quick", "--docs", "8", "--output", str(out)],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=3600)
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     assert "Not checked without CUDA" in proc.stdout and "tiny default" in proc.stdout

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 
+from helpers.cli import lsrbench
 from helpers.paths import REPO, shared_or_skip
 
 
 def _lsrbench(*args, cwd=REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lsrbench", *args], cwd=cwd, capture_output=True, text=True)
+    return lsrbench(*args, cwd=cwd)  # in this process (helpers.cli): what the command prints
 
 
 def test_norm_of_a_missing_folder_says_it_does_not_exist(tmp_path):

@@ -5,11 +5,9 @@ config/paper.yaml in the recipe only."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import yaml
 
+from helpers.cli import lsrbench
 from helpers.paths import REPO
 from lsrbench.config.layers import load_config_files
 
@@ -19,8 +17,7 @@ SPLADE_PP = {"steps": 150000, "batch_size": 128, "learning_rate": 2e-5, "warmup_
 
 
 def test_splade_pp_recipe_passes_check_config_and_changes_only_the_recipe():
-    proc = subprocess.run([sys.executable, "-m", "lsrbench", "check-config", "--configfile",
-                           "config/paper-splade-pp.yaml"], cwd=REPO, capture_output=True, text=True)
+    proc = lsrbench("check-config", "--configfile", "config/paper-splade-pp.yaml", cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     assert "(on config/paper.yaml): ok: 7 backbones, 37 runs" in proc.stdout
     paper, _, _ = load_config_files([REPO / "config/paper.yaml"])

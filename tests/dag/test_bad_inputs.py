@@ -28,6 +28,7 @@ import pytest
 import yaml
 
 from helpers.beir import write_beir
+from helpers.cli import lsrbench
 from helpers.paths import REPO
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
@@ -60,8 +61,7 @@ def _config(tmp_path: Path, edit=None, text_edit=None) -> Path:
 
 
 def _check_config(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lsrbench.cli", "check-config", str(path)],
-                          capture_output=True, text=True, cwd=REPO)
+    return lsrbench("check-config", path, cwd=REPO)  # in this process (helpers.cli)
 
 
 def _duplicate_backbone(text: str) -> str:

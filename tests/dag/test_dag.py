@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from helpers.paths import REPO
-from helpers.snakemake import eval_dir, index_dir, job_counts, jobs_of, norms_json, run_snakemake as snakemake, train_dir
+from helpers.snakemake import (COLLAPSE_K, copy_run, eval_dir, index_dir, job_counts, jobs_of, norms_json,
+                               run_snakemake as snakemake, train_dir)
 from lsrbench.config.grid import runs
 
 
@@ -139,32 +140,13 @@ def test_duplicate_backbone_name_is_refused(tmp_path):
 
 
 @pytest.mark.slow
-def test_micro_end_to_end_with_random_roberta(tmp_path, vaswani_slice, tiny_roberta):
-    """The whole DAG on a random RoBERTa (non-BERT family) and a slice of Vaswani, then a report-only
-    regeneration."""
-    datasets = tmp_path / "datasets.yaml"
-    datasets.write_text(yaml.safe_dump({"slice": {"source": "beir", "path": str(vaswani_slice)}}))
-    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    config.update(
-        mirror=None,
-        datasets_file=str(datasets),
-        k_grid=[1, 4],
-        backbones={"rand-roberta": {"model": str(tiny_roberta), "label": "random RoBERTa 1L"}},
-        training_data={"source": "pseudo_queries", "dataset": "slice", "seed": 1},
-        evaluation={"datasets": ["slice"], "pool_depth": None, "top_k": 100,
-                    "measures": ["nDCG@10", "RR@10", "R@100"], "encode_batch_size": 16,
-                    # a random model's documents activate ~all of its 600 terms: not flagged here
-                    "collapse_max_active_share": 1.0},
-    )
-    config.pop("claims", None)
-    config["recipe"].update(steps=3, batch_size=4, query_max_length=16, document_max_length=48)
-    config["report"].update(columns=[{"name": "Slice nDCG@10", "datasets": ["slice"], "measure": "nDCG@10"}],
-                            flops_datasets=["slice"], caption="micro run")
-    cfg_path = tmp_path / "config.yaml"
-    cfg_path.write_text(yaml.safe_dump(config, sort_keys=False))
-    work = tmp_path / "work"
-    work.mkdir()
-    snakemake("--cores", "2", "-d", str(work), "--configfile", str(cfg_path))
+def test_micro_end_to_end_with_random_roberta(micro_run, tmp_path):
+    """The whole DAG on a random RoBERTa (non-BERT family) and a slice of Vaswani: the session's
+    finished micro run (k = 1, and k = 1e-30, the forced collapse, which is a result too:
+    tests/dag/test_reliability_dag.py), then, in a copy of it, a report-only regeneration."""
+    config = yaml.safe_load(micro_run["config"].read_text())
+    cfg_path, work = micro_run["config"], copy_run(micro_run, tmp_path / "work")
+    ks = {"1", COLLAPSE_K}
 
     res = work / "results"
     metrics = pd.read_csv(res / "metrics.csv", dtype={"k": str})
@@ -173,10 +155,10 @@ def test_micro_end_to_end_with_random_roberta(tmp_path, vaswani_slice, tiny_robe
     assert set(bm25["measure"]) == {"nDCG@10", "RR@10", "R@100"} and set(bm25["k"]) == {"-"}
     assert bm25["value"].between(0, 1).all()
     metrics = metrics[metrics["backbone"] != "BM25"]
-    assert set(metrics["k"]) == {"1", "4"}
+    assert set(metrics["k"]) == ks
     assert set(metrics["measure"]) == {"nDCG@10", "RR@10", "R@100", "FLOPs", "query_active_dims", "doc_active_dims",
                                        "collapsed"}
-    assert (metrics.loc[metrics["measure"] == "collapsed", "value"] == 0.0).all()
+    assert (metrics.loc[(metrics["measure"] == "collapsed") & (metrics["k"] == "1"), "value"] == 0.0).all()
     assert len(metrics) == 2 * 7 and metrics["value"].map(math.isfinite).all()
     assert ((metrics["value"] >= 0) & ((metrics["measure"].isin(["FLOPs", "query_active_dims", "doc_active_dims"]))
                                        | (metrics["value"] <= 1))).all()
@@ -186,7 +168,7 @@ def test_micro_end_to_end_with_random_roberta(tmp_path, vaswani_slice, tiny_robe
     norms = json.loads(norms_json(work, cfg_path, "rand-roberta").read_text())
     assert norms["architecture"] == "RobertaForMaskedLM" and norms["tied"] is True
 
-    run_dir = train_dir(work, cfg_path, "rand-roberta", "4")
+    run_dir = train_dir(work, cfg_path, "rand-roberta", "1")
     log = [json.loads(line) for line in (run_dir / "train_log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == [1, 2, 3]
     assert all(math.isfinite(r["loss"]) and r["document_active_dims"] is not None for r in log)
@@ -197,9 +179,9 @@ def test_micro_end_to_end_with_random_roberta(tmp_path, vaswani_slice, tiny_robe
 
     model = SparseEncoder(str(run_dir / "model"))
     assert model.get_embedding_dimension() == norms["vocab_size"]
-    docs, doc_ids = load_sparse(index_dir(work, cfg_path, "rand-roberta", "4", "slice") / "docs.npz")
+    docs, doc_ids = load_sparse(index_dir(work, cfg_path, "rand-roberta", "1", "slice") / "docs.npz")
     assert docs.shape == (len(doc_ids), norms["vocab_size"])
-    run = read_trec_run(eval_dir(work, cfg_path, "rand-roberta", "4", "slice") / "run.trec")
+    run = read_trec_run(eval_dir(work, cfg_path, "rand-roberta", "1", "slice") / "run.trec")
     assert all(len(hits) <= 100 for hits in run.values())
     prov = json.loads((run_dir / "train_provenance.json").read_text())
     assert prov["seed"] == config["recipe"]["seed"] and prov["packages"]["torch"] and prov["config_hash"]
@@ -223,7 +205,9 @@ def test_micro_end_to_end_with_random_roberta(tmp_path, vaswani_slice, tiny_robe
     start = time.time()
     snakemake("--cores", "1", "-d", str(work), "--configfile", str(cfg_path))
     assert (res / "table1.md").exists() and time.time() - start < 60
-    # Changing only a report option re-runs only report rules; changing the recipe re-runs training.
+    # Changing only a report option re-runs only report rules; changing the recipe re-runs training
+    # (the edited config is a file of its own: the finished run's is shared by other tests).
+    cfg_path = tmp_path / "edited.yaml"
     config["report"]["caption"] = "another caption"
     cfg_path.write_text(yaml.safe_dump(config, sort_keys=False))
     dry = snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(cfg_path)).stdout

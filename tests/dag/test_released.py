@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from helpers.cli import lsrbench
 from helpers.paths import shared_or_skip
-from helpers.snakemake import job_counts, micro_config, norms_json, run_snakemake, train_dir
+from helpers.snakemake import copy_run, job_counts, micro_config, norms_json, run_snakemake, train_dir
 
 
 def _released_config(tmp_path, vaswani_slice, tiny_roberta, *, trained=True) -> tuple:
@@ -28,8 +29,7 @@ def _released_config(tmp_path, vaswani_slice, tiny_roberta, *, trained=True) -> 
 
 
 def _check_config(path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lsrbench.cli", "check-config", "--configfile", str(path)],
-                          capture_output=True, text=True)
+    return lsrbench("check-config", "--configfile", path)  # in this process (helpers.cli)
 
 
 @pytest.mark.parametrize("edit, field", [
@@ -57,17 +57,22 @@ def test_released_only_grid_needs_no_training_data(tmp_path, vaswani_slice, tiny
 
 
 @pytest.mark.slow
-def test_released_checkpoint_is_evaluated_beside_a_trained_run(tmp_path, vaswani_slice, tiny_roberta):
+def test_released_checkpoint_is_evaluated_beside_a_trained_run(tmp_path, vaswani_slice, tiny_roberta, micro_run):
+    """The plan from scratch; then the run, in a copy of the session's finished micro run, whose
+    trained run (the same backbone, data and recipe at k = 1) it reuses: only the released
+    checkpoint's jobs and the reports run."""
     import torch
     from transformers import AutoModelForMaskedLM
 
     from lsrbench.model.rescale import head_norms
 
     path, config, released = _released_config(tmp_path, vaswani_slice, tiny_roberta)
-    work = tmp_path / "work"
-    work.mkdir()
-    counts = job_counts(run_snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(path)).stdout)
+    (tmp_path / "empty").mkdir()
+    counts = job_counts(run_snakemake("-n", "--cores", "1", "-d", str(tmp_path / "empty"), "--configfile", str(path)).stdout)
     assert counts["train"] == counts["released"] == 1 and counts["index"] == counts["evaluate"] == 2
+    work = copy_run(micro_run, tmp_path / "work")
+    counts = job_counts(run_snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(path)).stdout)
+    assert "train" not in counts and counts["released"] == counts["index"] == counts["evaluate"] == 1
     run_snakemake("--cores", "2", "-d", str(work), "--configfile", str(path))
     res = work / "results"
 

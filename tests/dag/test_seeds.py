@@ -6,12 +6,10 @@ through Snakemake is tests/dag/test_seeds_dag.py."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 import yaml
 
+from helpers.cli import lsrbench
 from helpers.paths import REPO
 from helpers.snakemake import job_counts, layout, micro_config, run_snakemake, toy_inputs
 from lsrbench.config.grid import run_keys, training_seeds
@@ -160,16 +158,14 @@ def test_the_report_rules_read_every_seed_by_key(toy):
 ])
 def test_bad_seeds_are_one_line_naming_the_field(micro, edit, says):
     path = _with_recipe(micro, "bad.yaml", **edit)
-    proc = subprocess.run([sys.executable, "-m", "lsrbench.cli", "check-config", "--configfile", str(path)],
-                          capture_output=True, text=True)
+    proc = lsrbench("check-config", "--configfile", path)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert proc.stderr.strip() == f"lsrbench: error: {path}: {says}"
 
 
 def test_a_recipe_without_a_seed_is_refused(micro):
     path = _with_recipe(micro, "none.yaml", drop_seed=True)
-    proc = subprocess.run([sys.executable, "-m", "lsrbench.cli", "check-config", "--configfile", str(path)],
-                          capture_output=True, text=True)
+    proc = lsrbench("check-config", "--configfile", path)
     assert proc.returncode != 0 and proc.stderr.strip() == f"lsrbench: error: {path}: recipe: 'seed' is a required property"
 
 
@@ -179,8 +175,7 @@ def test_a_layer_adds_seeds_over_a_base_that_sets_seed(micro):
     seed = _seed(micro)
     layer = micro["tmp"] / "layer.yaml"
     layer.write_text(yaml.safe_dump({"base": str(micro["config"]), "recipe": {"seeds": [seed + 5, seed + 6]}}))
-    proc = subprocess.run([sys.executable, "-m", "lsrbench.cli", "check-config", "--configfile", str(layer)],
-                          capture_output=True, text=True)
+    proc = lsrbench("check-config", "--configfile", layer)
     assert proc.returncode == 0, proc.stderr
     assert f"2 runs x 2 training seeds ({seed + 5}, {seed + 6})" in proc.stdout
 
@@ -229,9 +224,8 @@ def test_mteb_check_names_a_run_by_its_seed(toy):
     two = _with_recipe(toy, "two.yaml", seeds=[seed, seed + 1])
     results = toy["tmp"] / "results"
 
-    def check(run: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "lsrbench.cli", "mteb-check", run, "slice", "--configfile", str(two),
-                               "--results", str(results)], capture_output=True, text=True)
+    def check(run: str):
+        return lsrbench("mteb-check", run, "slice", "--configfile", two, "--results", results)
 
     second = layout(two).get("train", run="rand-roberta", k="1", seed=seed + 1).folder.replace("results", str(results), 1)
     proc = check(f"rand-roberta/k1/seed{seed + 1}")

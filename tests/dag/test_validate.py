@@ -191,3 +191,42 @@ def test_the_paper_reference_file(tiny, tmp_path, values, says):
     path = tmp_path / "reference.yaml"
     path.write_text(yaml.safe_dump({"values": values}))
     assert refused(edited(tiny, lambda c: c["report"].update(reference=str(path)))).startswith(f"{path}: {says}")
+
+
+def test_a_recorded_folder_is_checked_again_only_when_a_file_or_the_installed_versions_change(
+        tmp_path, vaswani_slice, tiny_roberta, monkeypatch):
+    """The record of folders that passed (lsrbench.dag.validate_files): a damaged config.json of
+    the same size and modification time is not read again (the record says unchanged); a new
+    modification time, or another installed transformers, checks the folder again and refuses it."""
+    import importlib.metadata
+    import os
+    import shutil
+
+    from helpers.snakemake import micro_config
+    from lsrbench.config.layers import locate_config_paths
+    from lsrbench.dag.validate_files import RECORD, RECORD_VARIABLE, record_path
+
+    model = shutil.copytree(tiny_roberta, tmp_path / "model")
+    path = micro_config(tmp_path, vaswani_slice, model)
+    config, record = locate_config_paths(load_yaml(path), REPO), tmp_path / "record.json"
+    check_config(copy.deepcopy(config), str(path), record=record)
+    assert len(yaml.safe_load(record.read_text())) == 2  # the slice and the model
+    target = model / "config.json"
+    stat = target.stat()
+    target.write_text("{" + " " * (stat.st_size - 1))  # not JSON, same size
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    check_config(copy.deepcopy(config), str(path), record=record)  # recorded: not read
+    with pytest.raises(InputError, match="backbones.rand-roberta.model: cannot load"):
+        check_config(copy.deepcopy(config), str(path))  # without the record: read, refused
+    real_version = importlib.metadata.version
+    with monkeypatch.context() as patch:
+        patch.setattr(importlib.metadata, "version", lambda name: "0.0.1" if name == "transformers" else real_version(name))
+        with pytest.raises(InputError, match="backbones.rand-roberta.model: cannot load"):
+            check_config(copy.deepcopy(config), str(path), record=record)
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
+    with pytest.raises(InputError, match="backbones.rand-roberta.model: cannot load"):
+        check_config(copy.deepcopy(config), str(path), record=record)
+    monkeypatch.delenv(RECORD_VARIABLE, raising=False)
+    assert record_path() == RECORD == ".snakemake/lsrbench-checked-inputs.json"
+    monkeypatch.setenv(RECORD_VARIABLE, str(record))
+    assert record_path() == str(record)

@@ -11,8 +11,8 @@ every network connection refused, at the evaluation's lengths, and must agree wi
 saved lengths (what ``SparseEncoder(path)`` and mteb alone use) the numbers differ, which is what
 the check failed on before. Measured on the whole collection (11,429 documents, 93 queries, max
 length 512): lsrbench nDCG@10 0.372485, mteb 0.37248 (mteb rounds to 5 decimals); that takes
-minutes on 2 cores, so the test uses a fixed subset: the first 20 queries, their judged documents
-and the first 200 other documents in corpus order.
+minutes on 2 cores, so the test uses a fixed subset: the first 10 queries, their judged documents
+and the first 100 other documents in corpus order.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ pytest.importorskip("beir")
 from lsrbench.evaluate import mteb_check as mc  # noqa: E402
 from lsrbench.report import mteb_results as mr  # noqa: E402
 
-N_QUERIES, N_OTHER_DOCS = 20, 200
+N_QUERIES, N_OTHER_DOCS = 10, 100
 MEASURES = ["nDCG@10", "RR@10", "R@100", "P@10", "AP@10"]
 
 
@@ -66,7 +66,7 @@ class NoNetwork:
 
 @pytest.fixture(scope="module")
 def vaswani_subset(tmp_path_factory):
-    """The first 20 queries, their judged documents plus the first 200 others (BEIR layout)."""
+    """The first 10 queries, their judged documents plus the first 100 others (BEIR layout)."""
     from lsrbench.data.beir import load_beir_folder
     from lsrbench.data.store import write_beir_folder
 

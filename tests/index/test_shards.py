@@ -10,7 +10,8 @@ its output.
 * ``load_sparse(mmap=True)`` maps the arrays (aligned members), so the evaluate stage holds one
   copy of the postings (the inverted index's), not two.
 
-Real SPLADE-tiny on a slice of Vaswani (skipped without ../shared).
+Real SPLADE-tiny on 96 documents of a slice of Vaswani, in batches of 8 (skipped without
+../shared): shards of 2 batches, 6 of them.
 """
 
 from __future__ import annotations
@@ -28,8 +29,21 @@ import scipy.sparse as sp
 
 from helpers.paths import shared_or_skip
 
-BATCH = 16
-SHARD = 64  # 4 batches per shard
+BATCH = 8
+SHARD = 16  # 2 batches per shard
+DOCS = 96  # 6 shards
+
+
+@pytest.fixture(scope="module")
+def shard_slice(tmp_path_factory, vaswani_slice) -> Path:
+    """The first ``DOCS`` documents of the slice with its queries (their judgments on them)."""
+    from helpers.beir import write_beir
+    from lsrbench.data.beir import load_beir_folder
+
+    ds = load_beir_folder(vaswani_slice)
+    corpus = dict(list(ds.corpus.items())[:DOCS])
+    qrels = [(q, d, s) for q, rels in ds.qrels.items() for d, s in rels.items() if d in corpus]
+    return write_beir(tmp_path_factory.mktemp("shard_slice"), corpus, ds.queries, qrels)
 
 
 @pytest.fixture(scope="module")
@@ -64,16 +78,16 @@ def _index(encoder, data, out: Path, shard_size, **kw) -> dict:
 
 
 @pytest.fixture(scope="module")
-def one_shot(tmp_path_factory, encoder_dir, vaswani_slice) -> Path:
+def one_shot(tmp_path_factory, encoder_dir, shard_slice) -> Path:
     out = tmp_path_factory.mktemp("one_shot")
-    stats = _index(encoder_dir, vaswani_slice, out, None)
+    stats = _index(encoder_dir, shard_slice, out, None)
     assert stats["documents"]["shards"] == 1
     return out
 
 
 # -- assembly equals the one-shot encode ---------------------------------------------------------
 
-def test_batches_change_floats_so_contiguous_slices_would_not_do(encoder_dir, vaswani_slice):
+def test_batches_change_floats_so_contiguous_slices_would_not_do(encoder_dir, shard_slice):
     """Why shards follow the one-shot plan: encoding contiguous slices of the corpus separately
     moves weights by float rounding (the premise; if it ever stops holding, nothing breaks)."""
     from sentence_transformers import SparseEncoder
@@ -81,7 +95,7 @@ def test_batches_change_floats_so_contiguous_slices_would_not_do(encoder_dir, va
     from lsrbench.data.beir import load_beir_folder
     from lsrbench.index.encode import encode_texts
 
-    texts = list(load_beir_folder(vaswani_slice).corpus.values())[:192]
+    texts = list(load_beir_folder(shard_slice).corpus.values())[:DOCS]
     model = SparseEncoder(str(encoder_dir), device="cpu")
     whole = encode_texts(model, texts, "document", BATCH)
     sliced = sp.vstack([encode_texts(model, texts[i : i + SHARD], "document", BATCH) for i in range(0, len(texts), SHARD)],
@@ -92,10 +106,10 @@ def test_batches_change_floats_so_contiguous_slices_would_not_do(encoder_dir, va
 
 
 @pytest.mark.parametrize("shard_size", [SHARD, 50, 7, 10_000])
-def test_assembled_docs_equal_the_one_shot_file_byte_for_byte(tmp_path, encoder_dir, vaswani_slice, one_shot, shard_size):
+def test_assembled_docs_equal_the_one_shot_file_byte_for_byte(tmp_path, encoder_dir, shard_slice, one_shot, shard_size):
     """50 is not a multiple of the batch (rounded down to 48), 7 is below one batch (rounded up to
-    16), 10,000 exceeds the corpus (one shard: the one-shot path)."""
-    stats = _index(encoder_dir, vaswani_slice, tmp_path, shard_size)["documents"]
+    8), 10,000 exceeds the corpus (one shard: the one-shot path)."""
+    stats = _index(encoder_dir, shard_slice, tmp_path, shard_size)["documents"]
     rows = {SHARD: SHARD, 50: 48, 7: BATCH, 10_000: None}[shard_size]
     if rows is not None:
         assert stats["shard_rows"] == rows and stats["shards"] > 1 and stats["encoded"] == stats["shards"]
@@ -106,7 +120,7 @@ def test_assembled_docs_equal_the_one_shot_file_byte_for_byte(tmp_path, encoder_
     assert not (tmp_path / "doc_shards").exists()  # removed once the outputs exist
 
 
-def test_plain_path_shards_are_whole_chunks(encoder_dir, vaswani_slice, monkeypatch):
+def test_plain_path_shards_are_whole_chunks(encoder_dir, shard_slice, monkeypatch):
     """A model the fast path does not take: sentence-transformers is called chunk by chunk; shards
     of whole chunks give exactly the one-shot rows."""
     from sentence_transformers import SparseEncoder
@@ -116,13 +130,13 @@ def test_plain_path_shards_are_whole_chunks(encoder_dir, vaswani_slice, monkeypa
     from lsrbench.index.fast_splade import FastSplade as _FastSplade
 
     monkeypatch.setattr(_FastSplade, "build", classmethod(lambda cls, *a, **k: None))
-    texts = list(load_beir_folder(vaswani_slice).corpus.values())[:100]
+    texts = list(load_beir_folder(shard_slice).corpus.values())[:72]
     model = SparseEncoder(str(encoder_dir), device="cpu")
     whole = encode_texts(model, texts, "document", BATCH, chunk=24)
     plan = EncodePlan(model, texts, "document", BATCH, chunk=24)
     assert plan.path == "plain" and plan.shard_rows(50) == 48
     parts = plan.shards(50)
-    assert [p.tolist() for p in parts] == [list(range(0, 48)), list(range(48, 96)), list(range(96, 100))]
+    assert [p.tolist() for p in parts] == [list(range(0, 48)), list(range(48, 72))]
     got = sp.vstack([plan.encode(p) for p in parts], format="csr")
     assert np.array_equal(got.indptr, whole.indptr) and np.array_equal(got.indices, whole.indices)
     assert np.array_equal(got.data, whole.data)
@@ -136,7 +150,7 @@ import numpy as np
 from lsrbench.index import shards
 from lsrbench.pipeline import stages
 
-kill_after, model, data, out, shard_size = sys.argv[1:6]
+kill_after, model, data, out, shard_size, batch = sys.argv[1:7]
 kill_after = int(kill_after)
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
 calls = {"written": 0}
@@ -157,7 +171,7 @@ def write_shard(path, rows, matrix):
     calls["written"] += 1
 
 shards.write_shard = write_shard
-stats = stages.index("slice", model, data, 16, "fp32", None, None, out + "/queries.npz", out + "/docs.npz",
+stats = stages.index("slice", model, data, int(batch), "fp32", None, None, out + "/queries.npz", out + "/docs.npz",
                      shard_size=int(shard_size), shard_dir=out + "/doc_shards")
 print("RESULT " + json.dumps(stats))
 '''
@@ -176,23 +190,23 @@ def _result(proc: subprocess.CompletedProcess) -> dict:
     return json.loads(line[len("RESULT "):])
 
 
-def test_killed_index_job_resumes_at_the_first_missing_shard(tmp_path, encoder_dir, vaswani_slice):
+def test_killed_index_job_resumes_at_the_first_missing_shard(tmp_path, encoder_dir, shard_slice):
     """Separate processes, one thread each, as a restarted Snakemake job would run."""
     ref = tmp_path / "uninterrupted"
     ref.mkdir()
-    full = _result(_run(tmp_path, "-1", str(encoder_dir), str(vaswani_slice), str(ref), str(SHARD)))["documents"]
+    full = _result(_run(tmp_path, "-1", str(encoder_dir), str(shard_slice), str(ref), str(SHARD), str(BATCH)))["documents"]
     assert full["reused"] == 0 and full["encoded"] == full["shards"] >= 5
 
     out = tmp_path / "killed"
     out.mkdir()
-    killed = _run(tmp_path, "3", str(encoder_dir), str(vaswani_slice), str(out), str(SHARD))
+    killed = _run(tmp_path, "3", str(encoder_dir), str(shard_slice), str(out), str(SHARD), str(BATCH))
     assert killed.returncode == -9, killed.stderr[-2000:]  # SIGKILL
     assert not (out / "docs.npz").exists() and not (out / "queries.npz").exists()
     shards = out / "doc_shards"
     assert sorted(p.name for p in shards.glob("shard-*.npz")) == [f"shard-{j:06d}.npz" for j in range(3)]
     assert len(list(shards.glob(".shard-000003.npz.tmp-*"))) == 1  # the half-written 4th shard
 
-    proc = _run(tmp_path, "-1", str(encoder_dir), str(vaswani_slice), str(out), str(SHARD))
+    proc = _run(tmp_path, "-1", str(encoder_dir), str(shard_slice), str(out), str(SHARD), str(BATCH))
     resumed = _result(proc)["documents"]
     assert resumed == {**full, "reused": 3, "encoded": full["shards"] - 3}
     assert f"{full['shards']} shards of {SHARD} rows: 3 reused, {full['shards'] - 3} encoded" in proc.stderr
@@ -218,14 +232,14 @@ def _crash_after(monkeypatch, n: int):
     monkeypatch.setattr(shards, "write_shard", write_shard)
 
 
-def test_truncated_shard_is_encoded_again(tmp_path, encoder_dir, vaswani_slice, one_shot, monkeypatch):
+def test_truncated_shard_is_encoded_again(tmp_path, encoder_dir, shard_slice, one_shot, monkeypatch):
     with monkeypatch.context() as m:
         _crash_after(m, 3)
         with pytest.raises(KeyboardInterrupt):
-            _index(encoder_dir, vaswani_slice, tmp_path, SHARD)
+            _index(encoder_dir, shard_slice, tmp_path, SHARD)
     shard = tmp_path / "doc_shards" / "shard-000001.npz"
     shard.write_bytes(shard.read_bytes()[:-200])  # cut short (say, a full disk under another tool)
-    stats = _index(encoder_dir, vaswani_slice, tmp_path, SHARD)["documents"]
+    stats = _index(encoder_dir, shard_slice, tmp_path, SHARD)["documents"]
     assert stats["reused"] == 2 and stats["encoded"] == stats["shards"] - 2
     assert (tmp_path / "docs.npz").read_bytes() == (one_shot / "docs.npz").read_bytes()
 
@@ -250,17 +264,17 @@ def test_shard_with_wrong_rows_or_corrupt_bytes_is_rejected(tmp_path):
 
 
 @pytest.mark.parametrize("change", ["model", "shard_size"])
-def test_shards_of_another_key_are_never_reused(tmp_path, encoder_dir, other_encoder_dir, vaswani_slice, one_shot,
+def test_shards_of_another_key_are_never_reused(tmp_path, encoder_dir, other_encoder_dir, shard_slice, one_shot,
                                                 monkeypatch, change):
     first = (other_encoder_dir, SHARD) if change == "model" else (encoder_dir, 2 * SHARD)
     with monkeypatch.context() as m:
         _crash_after(m, 2)
         with pytest.raises(KeyboardInterrupt):
-            _index(first[0], vaswani_slice, tmp_path, first[1])
+            _index(first[0], shard_slice, tmp_path, first[1])
     shards = tmp_path / "doc_shards"
     stale = {p.name: p.read_bytes() for p in shards.glob("shard-*.npz")}
     assert len(stale) == 2
-    stats = _index(encoder_dir, vaswani_slice, tmp_path, SHARD)["documents"]
+    stats = _index(encoder_dir, shard_slice, tmp_path, SHARD)["documents"]
     assert stats["reused"] == 0 and stats["encoded"] == stats["shards"]
     assert (tmp_path / "docs.npz").read_bytes() == (one_shot / "docs.npz").read_bytes()
 

@@ -248,7 +248,7 @@ def _train(tmp_path, fused: bool, name: str):
                 for i, r in enumerate(rows)]
     from lsrbench.config.schema import with_defaults
 
-    recipe = with_defaults("recipe", {"steps": 4, "batch_size": 8, "learning_rate": 1e-4, "lambda_q": 5e-5,
+    recipe = with_defaults("recipe", {"steps": 4, "batch_size": 4, "learning_rate": 1e-4, "lambda_q": 5e-5,
                                       "lambda_d": 3e-5, "seed": 3, "query_max_length": 16,
                                       "document_max_length": 48, "fused_pooling": fused})
     summary = train_splade(str(model), triplets, recipe, tmp_path / f"{name}_model", tmp_path / f"{name}.jsonl")

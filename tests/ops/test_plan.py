@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 import yaml
 
+from helpers.cli import lsrbench
 from helpers.paths import REPO, shared_or_skip
 from lsrbench.config.grid import runs
 from lsrbench.ops.calibrate import calibration_texts
@@ -20,8 +19,8 @@ from lsrbench.ops.plan import estimate_jobs
 
 def _plan(tmp_path, *args, config=REPO / "config/config.yaml"):
     out = tmp_path / "plan.json"
-    proc = subprocess.run([sys.executable, "-m", "lsrbench.cli", "plan", "--configfile", str(config), "-d", str(tmp_path),
-                           "--json", str(out), *args], cwd=REPO, capture_output=True, text=True)
+    # in this process (helpers.cli); its dry run is Snakemake's own process, as for a user
+    proc = lsrbench("plan", "--configfile", config, "-d", tmp_path, "--json", out, *args, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout, json.loads(out.read_text())
 

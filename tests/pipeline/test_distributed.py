@@ -35,28 +35,6 @@ def inputs(tmp_path, vaswani_slice, tiny_roberta):
                 status_json=str(run / "status.json"), checkpoint_dir=str(run / "checkpoints"))
 
 
-def test_two_processes_train_one_run(inputs, monkeypatch):
-    from sentence_transformers import SparseEncoder
-
-    from lsrbench.model.train_log import read_train_log
-
-    monkeypatch.setenv("OMP_NUM_THREADS", "2")
-    status = stages.train(recipe=RECIPE, processes=2, **inputs)
-    assert status["status"] == "ok"
-    prov = json.loads(open(inputs["provenance_json"]).read())
-    assert prov["summary"]["processes"] == 2 and prov["summary"]["steps"] == 4
-    rows = read_train_log(inputs["train_log"])
-    assert [r["step"] for r in rows] == [1, 2, 3, 4]
-    assert all(r["loss"] > 0 for r in rows)
-    assert json.loads(open(inputs["status_json"]).read())["status"] == "ok"
-    model = SparseEncoder(inputs["model_dir"], device="cpu")
-    vec = model.encode_document(["sparse retrieval of documents"], convert_to_tensor=True).to_dense()
-    assert vec.shape[1] == model[0].auto_model.config.vocab_size and float(vec.sum()) > 0
-    import os
-
-    assert not os.path.exists(inputs["checkpoint_dir"])  # discarded once the outputs are written
-
-
 def test_batch_must_split_evenly(inputs):
     with pytest.raises(InputError) as err:
         stages.train(recipe={**RECIPE, "batch_size": 5}, processes=2, **inputs)
@@ -118,6 +96,7 @@ def test_one_and_two_processes_train_the_same_model(deterministic_inputs, tmp_pa
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     one = _run(deterministic_inputs, tmp_path, "one", 1)
     two = _run(deterministic_inputs, tmp_path, "two", 2)
+    _assert_a_finished_two_process_run(two)
     rows1, rows2 = read_train_log(one["train_log"]), read_train_log(two["train_log"])
     assert [r["step"] for r in rows1] == [r["step"] for r in rows2] == [1, 2, 3, 4]
     for r1, r2 in zip(rows1, rows2):
@@ -130,3 +109,25 @@ def test_one_and_two_processes_train_the_same_model(deterministic_inputs, tmp_pa
     assert w1.keys() == w2.keys()
     for name in w1:
         assert (w1[name] - w2[name]).abs().max().item() < 1e-5, name
+
+
+def _assert_a_finished_two_process_run(paths: dict) -> None:
+    """Two processes train one run: the main process writes the outputs of an ordinary run (its
+    provenance says 2 processes and 4 steps, a log row per step, a model that loads and encodes)
+    and discards the checkpoints once they are written."""
+    import os
+
+    from sentence_transformers import SparseEncoder
+
+    from lsrbench.model.train_log import read_train_log
+
+    prov = json.loads(open(paths["provenance_json"]).read())
+    assert prov["summary"]["processes"] == 2 and prov["summary"]["steps"] == 4
+    rows = read_train_log(paths["train_log"])
+    assert [r["step"] for r in rows] == [1, 2, 3, 4]
+    assert all(r["loss"] > 0 for r in rows)
+    assert json.loads(open(paths["status_json"]).read())["status"] == "ok"
+    model = SparseEncoder(paths["model_dir"], device="cpu")
+    vec = model.encode_document(["sparse retrieval of documents"], convert_to_tensor=True).to_dense()
+    assert vec.shape[1] == model[0].auto_model.config.vocab_size and float(vec.sum()) > 0
+    assert not os.path.exists(paths["checkpoint_dir"])  # discarded once the outputs are written

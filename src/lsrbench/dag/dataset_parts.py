@@ -4,7 +4,6 @@ in a module of their own so that every declaration module shares them."""
 
 from __future__ import annotations
 
-from lsrbench.config.entries import dataset_entry
 
 __all__ = ["pooled_flops_datasets", "used_datasets", "docs_dataset", "pool_depth_of", "eval_dir",
            "eval_data_identity"]
@@ -33,12 +32,9 @@ def docs_dataset(config: dict, dataset: str) -> str:
     subset of documents)."""
     if config["evaluation"]["pool_depth"] or dataset not in config["_datasets"]:
         return dataset
-    from lsrbench.data.sources import corpus_key
+    from lsrbench.data.sources import first_with_corpus
 
-    first: dict = {}
-    for name in config["evaluation"]["datasets"]:
-        first.setdefault(corpus_key(dataset_entry(config, name)), name)
-    return first.get(corpus_key(dataset_entry(config, dataset)), dataset)
+    return first_with_corpus(config["_datasets"], config["evaluation"]["datasets"], dataset)
 
 
 def pool_depth_of(config: dict, dataset: str):

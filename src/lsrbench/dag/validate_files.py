@@ -12,7 +12,11 @@ lines here and whole by the dataset job.
 The Snakefile runs these checks on every invocation; checking a checkpoint means importing torch
 and transformers (seconds), so a folder that passed is recorded in the ``record`` file with the
 size and modification time of each of its files, and checked again only when one changes (the
-way make and Snakemake decide what is stale). ``lsrbench check-config`` always checks everything.
+way make and Snakemake decide what is stale) or when another torch or transformers is installed
+(what a checkpoint check accepts depends on them). The record is ``.snakemake/`` of the working
+directory unless ``LSRBENCH_CHECKED_INPUTS`` names another file (:func:`record_path`): the test
+suite points it at one file per session, so that its many fresh working directories check each
+unchanged folder once. ``lsrbench check-config`` always checks everything.
 """
 
 from __future__ import annotations
@@ -26,12 +30,28 @@ from lsrbench.config.entries import dataset_entry
 from lsrbench.dag.declarations import used_datasets
 from lsrbench.hashing import stable_hash
 
-__all__ = ["RECORD", "check_files", "dataset_folder", "input_checks"]
+__all__ = ["RECORD", "RECORD_VARIABLE", "check_files", "dataset_folder", "input_checks", "record_path"]
 
-# Where the Snakefile keeps the folders that passed (beside Snakemake's own metadata).
+# Where the Snakefile keeps the folders that passed (beside Snakemake's own metadata), unless the
+# environment variable names another file.
 RECORD = ".snakemake/lsrbench-checked-inputs.json"
+RECORD_VARIABLE = "LSRBENCH_CHECKED_INPUTS"
 # Part of every record key: a change to what is checked here invalidates old records.
-CHECKS_VERSION = 2  # 2: checkpoints are read whole for non-finite weights
+CHECKS_VERSION = 3  # 2: checkpoints are read whole for non-finite weights; 3: keys name torch's and transformers' versions
+# The packages whose installed versions are part of every record key.
+CHECKED_WITH = ("torch", "transformers")
+
+
+def record_path() -> str:
+    """The record file the Snakefile reads and writes: ``$LSRBENCH_CHECKED_INPUTS``, else :data:`RECORD`."""
+    return os.environ.get(RECORD_VARIABLE) or RECORD
+
+
+def _versions() -> list[str]:
+    """The installed versions of :data:`CHECKED_WITH` (from their metadata: nothing is imported)."""
+    from lsrbench.environment import installed_version
+
+    return [f"{name}=={v}" if (v := installed_version(name)) else f"{name} absent" for name in CHECKED_WITH]
 
 
 def dataset_folder(config: dict, name: str) -> Path | None:
@@ -81,9 +101,9 @@ def check_files(config: dict, config_file, record: str | os.PathLike | None = No
     with ``record``, skip folders recorded there as passed and unchanged, and record the rest
     once all have passed."""
     done = _read_record(record)
-    passed = []
+    passed, versions = [], _versions()
     for folder, what, check in _dataset_checks(config) + _model_checks(config, config_file):
-        key = stable_hash([CHECKS_VERSION, str(folder.resolve()), list(what), _listing(folder)])
+        key = stable_hash([CHECKS_VERSION, versions, str(folder.resolve()), list(what), _listing(folder)])
         if key not in done:
             check()
             passed.append(key)

@@ -17,6 +17,8 @@ written by ``lsrbench prefetch``) when it exists, the source otherwise.
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -29,7 +31,7 @@ from lsrbench.downloads import FetchFailed
 from lsrbench.errors import InputError
 from lsrbench.names import SAFE_NAME, is_commit
 
-__all__ = ["Source", "SOURCES", "check_entry", "typed_entry", "corpus_key", "resolve_dataset", "mirrored_folder",
+__all__ = ["Source", "SOURCES", "check_entry", "typed_entry", "corpus_key", "first_with_corpus", "resolve_dataset", "mirrored_folder",
            "source_identity", "data_folder_on_disk"]
 
 Bad = Callable[[str | None, str], InputError]
@@ -224,6 +226,22 @@ def corpus_key(entry: DatasetEntry | dict, name: str = "") -> tuple:
     if isinstance(entry, dict):
         entry = typed_entry(name or "dataset", entry, "datasets")
     return SOURCES[entry.source].corpus_key(entry)
+
+
+def first_with_corpus(registry: dict, names: list[str], name: str) -> str:
+    """The first of ``names`` whose documents are ``name``'s (:func:`corpus_key`), else ``name``.
+    The DAG asks once per index and evaluate job (thousands in the paper grid): worked out once
+    per content of the registry entries it compares."""
+    return _first_with_corpus(json.dumps([[n, registry[n]] for n in [*names, name]], sort_keys=True, default=str))
+
+
+@functools.lru_cache(maxsize=256)
+def _first_with_corpus(entries: str) -> str:
+    *candidates, (name, entry) = json.loads(entries)
+    first: dict = {}
+    for other, values in candidates:
+        first.setdefault(corpus_key(DatasetEntry.from_dict(other, values)), other)
+    return first.get(corpus_key(DatasetEntry.from_dict(name, entry)), name)
 
 
 def mirrored_folder(mirror: str | os.PathLike | None, name: str) -> Path | None:
