@@ -18,8 +18,8 @@ CPU_METRICS = RESULTS / "tiny_default-metrics.csv"  # the CPU run's, kept by tin
 
 def dag_config(work: Path, quick: bool, use_gpu: bool) -> Path:
     """The tiny default (``config/config.yaml``) with ``use_gpu`` set; ``quick``: cut to one run
-    (SPLADE-tiny, k = 1, 2 steps, a 5-deep pool, no claims), the same rules and stages, a couple of
-    minutes on a CPU."""
+    (SPLADE-tiny, k = 1, 2 steps, a 5-deep pool, no claims; its MLM re-fit 2 steps), the same
+    rules and stages, a couple of minutes on a CPU."""
     import yaml
 
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
@@ -27,7 +27,10 @@ def dag_config(work: Path, quick: bool, use_gpu: bool) -> Path:
     config["datasets_file"] = str(REPO / config["datasets_file"])
     if quick:
         config.pop("claims", None)
-        config["backbones"] = {"splade-tiny": {**config["backbones"]["splade-tiny"], "modes": {"shared": [1]}}}
+        backbone = {**config["backbones"]["splade-tiny"], "modes": {"shared": [1]}}
+        if backbone.get("mlm_refit"):  # the re-fit stage's code path, not its 200 steps
+            backbone["mlm_refit"] = {**backbone["mlm_refit"], "steps": 2, "batch_size": 8}
+        config["backbones"] = {"splade-tiny": backbone}
         config["k_grid"] = [1]
         config["recipe"].update(steps=2, batch_size=4, checkpoint_steps=0)
         config["evaluation"].update(pool_depth=5)
