@@ -11,7 +11,7 @@ import pytest
 from helpers.beir import write_beir
 from helpers.paths import shared_or_skip
 from helpers.session import built_once, session_root
-from helpers.snakemake import micro_config, run_snakemake
+from helpers.snakemake import micro_config, micro_config_path, run_snakemake
 
 
 def pytest_configure(config):
@@ -97,4 +97,4 @@ def micro_run(tmp_path_factory, vaswani_slice, tiny_roberta) -> dict:
         run_snakemake("--cores", "2", "-d", str(tmp / "work"), "--configfile", str(cfg))
 
     tmp = built_once(tmp_path_factory, "micro_run", build)
-    return {"work": tmp / "work", "results": tmp / "work" / "results", "config": tmp / "config.yaml"}
+    return {"work": tmp / "work", "results": tmp / "work" / "results", "config": micro_config_path(tmp)}

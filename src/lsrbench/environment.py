@@ -11,7 +11,7 @@ from pathlib import Path
 
 from lsrbench.errors import LibraryIncompatible, first_line
 
-__all__ = ["LOCK_FILE", "REPORTED", "lock_path", "locked_versions", "installed_version", "normalise",
+__all__ = ["LOCK_FILE", "REPORTED", "lock_path", "locked_versions", "installed_version", "installed_pins", "normalise",
            "lock_differences", "version_lines", "raising_module", "incompatibility"]
 
 LOCK_FILE = "requirements.lock"
@@ -46,6 +46,12 @@ def installed_version(name: str) -> str | None:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def installed_pins(names) -> list[str]:
+    """``name==version`` for each installed package of ``names``, ``name absent`` for the others:
+    what a cache key of the installed libraries is made of (read from metadata: nothing is imported)."""
+    return [f"{name}=={v}" if (v := installed_version(name)) else f"{name} absent" for name in names]
 
 
 def lock_differences(versions: dict[str, str | None], locked: dict[str, str]) -> list[tuple[str, str, str]]:

@@ -42,9 +42,9 @@ def session_root(tmp_path_factory) -> Path:
 def fingerprint() -> str:
     """A hash of the files of :data:`FINGERPRINTED` (path and bytes) and the versions of :data:`PACKAGES`."""
     import hashlib
-    from importlib.metadata import PackageNotFoundError, version
 
     from helpers.paths import REPO
+    from lsrbench.environment import installed_pins
 
     digest = hashlib.sha256()
     for name in FINGERPRINTED:
@@ -52,11 +52,8 @@ def fingerprint() -> str:
         files = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
         for path in files:
             digest.update(f"{path.relative_to(REPO)}\0".encode() + path.read_bytes() + b"\0")
-    for package in PACKAGES:
-        try:
-            digest.update(f"{package}=={version(package)}\0".encode())
-        except PackageNotFoundError:
-            digest.update(f"{package} absent\0".encode())
+    for pin in installed_pins(PACKAGES):
+        digest.update(f"{pin}\0".encode())
     return digest.hexdigest()[:16]
 
 

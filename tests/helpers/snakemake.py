@@ -49,6 +49,11 @@ def toy_inputs(tmp: Path) -> tuple[Path, Path]:
     return data, model
 
 
+def micro_config_path(tmp: Path) -> Path:
+    """Where :func:`micro_config` writes the config in ``tmp``."""
+    return tmp / "config.yaml"
+
+
 def micro_config(tmp: Path, slice_dir: Path, model_dir: Path) -> Path:
     """Write the micro run's datasets file and config into ``tmp``; return the config path."""
     datasets = tmp / "datasets.yaml"
@@ -72,7 +77,7 @@ def micro_config(tmp: Path, slice_dir: Path, model_dir: Path) -> Path:
     config["recipe"].update(steps=3, batch_size=4, query_max_length=16, document_max_length=48, checkpoint_steps=2)
     config["report"].update(columns=[{"name": "Slice nDCG@10", "datasets": ["slice"], "measure": "nDCG@10"}],
                             flops_datasets=["slice"], caption="micro run")
-    path = tmp / "config.yaml"
+    path = micro_config_path(tmp)
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from lsrbench.config.entries import dataset_entry
 from lsrbench.dag.declarations import used_datasets
+from lsrbench.environment import installed_pins
 from lsrbench.hashing import stable_hash
 
 __all__ = ["RECORD", "RECORD_VARIABLE", "check_files", "dataset_folder", "input_checks", "record_path"]
@@ -45,13 +46,6 @@ CHECKED_WITH = ("torch", "transformers")
 def record_path() -> str:
     """The record file the Snakefile reads and writes: ``$LSRBENCH_CHECKED_INPUTS``, else :data:`RECORD`."""
     return os.environ.get(RECORD_VARIABLE) or RECORD
-
-
-def _versions() -> list[str]:
-    """The installed versions of :data:`CHECKED_WITH` (from their metadata: nothing is imported)."""
-    from lsrbench.environment import installed_version
-
-    return [f"{name}=={v}" if (v := installed_version(name)) else f"{name} absent" for name in CHECKED_WITH]
 
 
 def dataset_folder(config: dict, name: str) -> Path | None:
@@ -101,7 +95,7 @@ def check_files(config: dict, config_file, record: str | os.PathLike | None = No
     with ``record``, skip folders recorded there as passed and unchanged, and record the rest
     once all have passed."""
     done = _read_record(record)
-    passed, versions = [], _versions()
+    passed, versions = [], installed_pins(CHECKED_WITH)
     for folder, what, check in _dataset_checks(config) + _model_checks(config, config_file):
         key = stable_hash([CHECKS_VERSION, versions, str(folder.resolve()), list(what), _listing(folder)])
         if key not in done:
