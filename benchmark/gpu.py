@@ -160,7 +160,7 @@ def section_agree(args, shared: Path, device: str, result: dict, tmp: Path) -> d
 
     out = vaswani_agreement(shared / "models" / "splade-tiny-msmarco", shared / "data" / "vaswani", device,
                             args.agree_docs, args.batch, args.agree_length)
-    print(f"  agree: nDCG@10 " + ", ".join(f"{k} {v['nDCG@10']:.4f}" for k, v in out["runs"].items()), flush=True)
+    print("  agree: nDCG@10 " + ", ".join(f"{k} {v['nDCG@10']:.4f}" for k, v in out["runs"].items()), flush=True)
     return out
 
 
@@ -270,8 +270,9 @@ def _arguments(argv):
     args.reps = args.reps or (1 if args.quick else 3)
     args.batch = args.batch or (8 if args.quick else (128 if cuda else 32))
     args.train_lengths = (16, 32) if args.quick else (32, 256)  # the paper recipe's query / document lengths
-    args.train_batch, args.train_steps = (4, 1) if args.quick else (32, 3)
-    args.max_batch = 8 if args.quick else 4096
+    # --quick: 2 triplets, then one doubling to the limit 4 (the search's code path, at a quarter of 4 -> 8's steps)
+    args.train_batch, args.train_steps = (2, 1) if args.quick else (32, 3)
+    args.max_batch = 4 if args.quick else 4096
     args.agree_docs, args.agree_length = (48, 64) if args.quick else (0, 256)  # 0: the whole collection
     return args
 

@@ -930,9 +930,13 @@ def assert_unchanged(files: dict) -> None:
 
 @pytest.fixture(scope="module")
 def outcomes(finished, tmp_path_factory) -> dict[str, tuple]:
-    """Every case built in a folder of its own, then all run at once (one process per core: each
-    is mostly a Python start-up), as ``{name: (context, completed process, seconds)}``."""
+    """Every case built in a folder of its own, then all run at once (one process per core), as
+    ``{name: (context, completed process, seconds)}``. Each is a process of its own, forked from one
+    that has imported snakemake and lsrbench already (:mod:`helpers.preloaded`): most cases are an
+    error before the first job, and a new interpreter's imports were most of their time."""
     from concurrent.futures import ThreadPoolExecutor
+
+    from helpers.preloaded import run_module
 
     built = {}
     for entry in CASES:
@@ -943,7 +947,7 @@ def outcomes(finished, tmp_path_factory) -> dict[str, tuple]:
     def run(name):
         ctx, command = built[name]
         start = time.monotonic()
-        proc = subprocess.run(command, capture_output=True, text=True, cwd=ctx.tmp, timeout=600)
+        proc = run_module(command, cwd=ctx.tmp, timeout=600)
         return name, (ctx, proc, time.monotonic() - start)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
