@@ -153,7 +153,7 @@ def main(argv=None) -> int:
 def markdown(r: dict) -> str:
     t, jobs = r["totals"], r["jobs"]
     hows = lambda key: ", ".join(sorted({b[key] for b in r["backbones"].values()}))  # noqa: E731
-    lines = [f"| stage | jobs | work | FLOPs | GPU-hours | how |", "|---|---|---|---|---|---|",
+    lines = ["| stage | jobs | work | FLOPs | GPU-hours | how |", "|---|---|---|---|---|---|",
              f"| train | {jobs['train']} | 16,000 steps x 32 triplets each | {t['train_flops']:.3g} | **{t['train_hours']:.2f}** | {hows('train_how')} |",
              f"| index | {jobs['index']} + {jobs['index_queries']} | {t['documents']:,} documents + queries | {t['index_flops']:.3g} | **{t['index_hours']:.2f}** | {hows('index_how')} |",
              f"| evaluate | {jobs['evaluate']} | exact top-1000 on CPUs | - | 0 (**{t['evaluate_cpu_hours']:.1f}** CPU core-hours) | estimated (measured CPU rate, linear in N) |",
