@@ -11,7 +11,7 @@ from lsrbench.data.beir import load_beir_folder
 from lsrbench.errors import InputError
 from lsrbench.data.triplets import pseudo_query_triplets, read_triplets, write_triplets
 
-VASWANI = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "vaswani"
+from helpers.paths import shared_or_skip
 
 SMALL = {
     f"d{i}": text
@@ -35,9 +35,7 @@ def is_contiguous_span(query: str, text: str) -> bool:
 
 @pytest.fixture(scope="module")
 def vaswani():
-    if not (VASWANI / "corpus.jsonl").is_file():
-        pytest.skip("shared Vaswani collection not available")
-    return load_beir_folder(VASWANI)
+    return load_beir_folder(shared_or_skip("data", "vaswani"))
 
 
 def check_triplets(triplets, corpus, span_words=(4, 12)):

@@ -34,11 +34,10 @@ Known, deliberate differences between the two sides, none of which matters here:
 from __future__ import annotations
 
 import math
-from pathlib import Path
-
 import pytest
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+from helpers.paths import SHARED
+
 MODEL = SHARED / "models" / "splade-tiny-msmarco"
 VASWANI = SHARED / "data" / "vaswani"
 
