@@ -109,3 +109,21 @@ def test_memory_bounded_at_beir13_scale(tmp_path):
     assert result["n"] == 33234
     assert result["rss_mb"] < 2048, result
     assert result["diff"] == pytest.approx(0.01, abs=0.002) and result["p"] < 0.01
+
+
+def test_the_interval_is_not_computed_from_too_few_queries_per_dataset():
+    """One query per dataset made the bootstrap a point ([+0.0451, +0.0451] beside p = 0.31); three made it
+    exclude 0 beside p = 0.085. Below MIN_INTERVAL_QUERIES in any dataset: no interval, and why."""
+    from lsrbench.report.stats import MIN_INTERVAL_QUERIES
+
+    rng = np.random.default_rng(4)
+    few = [rng.random(3) for _ in range(13)], [rng.random(3) for _ in range(13)]
+    t = macro_paired_test(*few, [str(i) for i in range(13)], resamples=2000)
+    assert t.ci is None and t.ci_low is None and "3 queries in a dataset" in t.ci_note
+    assert t.interval_text().startswith("[no interval: 3 queries")
+    enough = [rng.random(MIN_INTERVAL_QUERIES)], [rng.random(MIN_INTERVAL_QUERIES)]
+    t = macro_paired_test(*enough, ["d"], resamples=2000)
+    assert t.ci is not None and t.ci_low < t.diff < t.ci_high and t.ci_note == ""
+    # a constant difference has an exact interval whatever the number of queries
+    t = macro_paired_test([np.ones(2)], [np.zeros(2)], ["d"], resamples=2000)
+    assert t.ci == (1.0, 1.0)

@@ -7,18 +7,19 @@ what it supports. Also the tests the claim types share."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
 from lsrbench.report.claims_evidence import (Evidence, Settings, Verdict, best_k, effective_k, is_synthetic, paired_scores,
                                              seed_best_ks)
 from lsrbench.report.stats import MacroTest, macro_paired_test
 
-__all__ = ["ClaimRun", "ClaimType", "paired_test", "combine", "selection_notes", "seed_notes", "same_model",
-           "DATA_SELECTED_K"]
+__all__ = ["ClaimRun", "ClaimType", "Outcome", "paired_test", "pair_outcome", "any_of", "all_of", "set_outcome",
+           "selection_notes", "seed_notes", "same_model", "DATA_SELECTED_K"]
 
-# k selectors whose value the results decide (the best k on claims.select_on): two sides that are one
-# model through them are a finding, never true by construction. ``max`` (the largest swept k) and a
-# number are the config's.
+# k selectors whose value the results decide (the best k on claims.select_on): a claim that reads
+# one is tested over every k it could select (claims_compare), never through the selection alone.
+# ``max`` (the largest swept k) and a number are the config's.
 DATA_SELECTED_K = ("best",)
 
 
@@ -63,11 +64,69 @@ def paired_test(ev: Evidence, s: Settings, a: tuple[str, str], b: tuple[str, str
                              resamples=s.resamples, seed=s.seed)
 
 
-def combine(parts: list[tuple[float, bool]]) -> tuple[float, bool]:
-    """Several tests that must all go the claim's way (an intersection-union test: the largest
-    p-value); when one goes the other way, that one (the smallest such p-value)."""
-    against = [p for p, ok in parts if not ok]
-    return (min(against), False) if against else (max(p for p, _ in parts), True)
+@dataclass(frozen=True)
+class Outcome:
+    """A test as a verdict reads it: its two-sided ``p``, whether the observed direction is the
+    claim's (``ok``), and ``key``, what was tested (two claims whose keys are equal ran one test,
+    which Holm's correction counts once)."""
+
+    p: float
+    ok: bool
+    key: object
+
+
+def pair_outcome(t: MacroTest, a: tuple[str, str], b: tuple[str, str], measure: str, datasets: list[str],
+                 sign: int) -> Outcome:
+    """The outcome of the paired test ``t`` of ``a`` against ``b`` for a claim that a - b - shift has
+    ``sign`` (+1, -1; 0: a two-sided claim that they differ). The key is written from the smaller
+    run name first, so "a > b" and "b < a" are one test."""
+    ok = sign == 0 or (t.diff - t.shift) * sign > 0
+    if (b, sign) < (a, -sign):
+        a, b, sign, shift = b, a, -sign, -t.shift
+    else:
+        shift = t.shift
+    return Outcome(t.p_value, ok, ("pair", a, b, measure, tuple(sorted(datasets)), round(shift, 12), sign))
+
+
+def _compound(kind: str, outcomes) -> tuple[list[Outcome], tuple]:
+    outcomes = list(outcomes)
+    if not outcomes:
+        raise ValueError(f"{kind}: no outcome to combine")
+    return outcomes, (kind, tuple(sorted({o.key for o in outcomes}, key=repr)))
+
+
+def any_of(outcomes) -> Outcome:
+    """A claim that at least one of several statements holds (a union: "some k > 1 beats k = 1"):
+    it holds when the smallest p going its way, times their number (Bonferroni), is significant;
+    it fails only when every statement is significantly against it (intersection-union: the
+    largest p). One statement is itself."""
+    outcomes, key = _compound("any", outcomes)
+    if len(outcomes) == 1:
+        return outcomes[0]
+    going = [o.p for o in outcomes if o.ok]
+    if going:
+        return Outcome(min(1.0, min(going) * len(outcomes)), True, key)
+    return Outcome(max(o.p for o in outcomes), False, key)
+
+
+def all_of(outcomes) -> Outcome:
+    """A claim that every one of several statements holds (an intersection: "both backbones
+    recover"): it holds when the largest p is significant with every direction the claim's
+    (intersection-union); it fails when one statement is significantly against it, the smallest
+    such p times their number (Bonferroni: any of them could have been the one). One statement is
+    itself."""
+    outcomes, key = _compound("all", outcomes)
+    if len(outcomes) == 1:
+        return outcomes[0]
+    against = [o.p for o in outcomes if not o.ok]
+    if against:
+        return Outcome(min(1.0, min(against) * len(outcomes)), False, key)
+    return Outcome(max(o.p for o in outcomes), True, key)
+
+
+def set_outcome(v: Verdict, outcome: Outcome) -> None:
+    """A tested claim's p-value, direction and test identity, for Holm's correction."""
+    v.p_value, v.sign_ok, v.test_key = outcome.p, outcome.ok, outcome.key
 
 
 def same_model(ev: Evidence, a: tuple[str, str], b: tuple[str, str]) -> bool:
@@ -77,11 +136,16 @@ def same_model(ev: Evidence, a: tuple[str, str], b: tuple[str, str]) -> bool:
     return ea[2] is not None and eb[2] is not None and ea[:2] == eb[:2] and math.isclose(ea[2], eb[2])
 
 
-def selection_notes(ev: Evidence, s: Settings, runs: list[str], selected: bool = True) -> list[str]:
+def selection_notes(ev: Evidence, s: Settings, runs: list[str], selected: bool = True,
+                    over_choices: bool = False) -> list[str]:
+    """Notes on a claim that reads a best k (``selected``): where it is chosen on the queries it is
+    tested on; ``over_choices``: the claim is tested over every k the choice could take, so the
+    choice shows a number but decides nothing."""
     notes = []
     if selected and s.selects_on_test_set:
-        notes.append("best k chosen on the same queries it is tested on (no held-out selection set: "
-                     "claims.select_on); this favours the selected run")
+        notes.append("best k chosen on the same queries it is tested on (no held-out selection set: claims.select_on); "
+                     + ("the verdict does not rest on that choice: the claim is tested over every k it could be"
+                        if over_choices else "this favours the selected run"))
     if any(is_synthetic(ev, r) for r in runs):
         notes.append("a synthetic twin (another backbone's checkpoint with its head scaled at load): evidence about "
                      "the rescale itself, not about a backbone whose head is large from pretraining")

@@ -25,7 +25,7 @@ from lsrbench.report.claims_frontier import Frontier
 from lsrbench.report.claims_loss import Loss
 from lsrbench.report.stats import holm
 
-__all__ = ["CLAIM_TYPES", "claim_type", "perquery_datasets", "decide", "evaluate_claims", "Evidence"]
+__all__ = ["CLAIM_TYPES", "claim_type", "perquery_datasets", "decide", "evaluate_claims", "holm_family_size", "Evidence"]
 
 # The registry: claims.list[].type -> its claim type (the schema's enum lists the same names).
 CLAIM_TYPES: dict[str, ClaimType] = {t.name: t for t in (
@@ -70,14 +70,30 @@ def _evaluate_one(ev: Evidence, spec: dict, s: Settings) -> Verdict:
 def evaluate_claims(ev: Evidence, claims_cfg: dict) -> list[Verdict]:
     """Every claim of ``claims_cfg["list"]`` (the ``claims:`` block with the schema's defaults),
     then Holm's correction over the p-values of the tested ones (those whose verdict their type left
-    open) and their verdicts from it."""
+    open) and their verdicts from it. Claims that ran one test (equal ``test_key``: "rescaling
+    recovers" and "the best k beats k = 1" of one backbone) are one member of the family: each
+    gets that test's adjusted p, and the later ones say whose test they share."""
     s = Settings.from_config(claims_cfg)
     out = [_evaluate_one(ev, spec, s) for spec in claims_cfg.get("list", [])]
     tested = [v for v in out if v.verdict is None]
     untested = [v.id for v in tested if v.p_value is None]
     if untested:
         raise ValueError(f"claims {', '.join(untested)}: neither a verdict nor a p-value")
-    for v, p in zip(tested, holm([v.p_value for v in tested])):
-        v.p_adjusted = p
-        v.verdict = decide(p, bool(v.sign_ok), s.alpha, v.can_hold)
+    family: dict[object, list[Verdict]] = {}
+    for v in tested:
+        family.setdefault(("claim", v.id) if v.test_key is None else v.test_key, []).append(v)
+    members = list(family.values())
+    for group, p in zip(members, holm([group[0].p_value for group in members])):
+        for v in group:
+            v.p_adjusted = p
+            v.verdict = decide(p, bool(v.sign_ok), s.alpha, v.can_hold)
+            if v is not group[0]:
+                v.same_test_as = group[0].id
+                v.notes.append(f"the same test as `{group[0].id}` (reported beside it): counted once in Holm's "
+                               "family")
     return out
+
+
+def holm_family_size(verdicts: list[Verdict]) -> int:
+    """How many tests Holm's correction ran over (claims sharing one test count once)."""
+    return sum(v.p_adjusted is not None and v.same_test_as is None for v in verdicts)

@@ -7,9 +7,11 @@ from __future__ import annotations
 import math
 
 from lsrbench.names import k_value, split_run_name
-from lsrbench.report.claim_type import ClaimType, combine, paired_test, seed_notes, selection_notes
-from lsrbench.report.claims_evidence import (BY_CONSTRUCTION, FAILS, Evidence, NotMeasured, Settings, Verdict, best_k,
-                                             checkpoint_key, numeric_ks, paper_k)
+from lsrbench.report.claim_type import (ClaimType, all_of, any_of, pair_outcome, paired_test, seed_notes,
+                                        selection_notes, set_outcome)
+from lsrbench.report.claims_compare import selectable_ks
+from lsrbench.report.claims_evidence import (BY_CONSTRUCTION, DESCRIPTIVE, FAILS, INCONCLUSIVE, Evidence, NotMeasured,
+                                             Settings, Verdict, best_k, checkpoint_key, effective_k, numeric_ks, paper_k)
 from lsrbench.report.results import collapsed_runs, mean_score
 from lsrbench.report.stats import spearman_exact
 
@@ -17,7 +19,9 @@ __all__ = ["BestKAbove", "BestKMatchesPaper", "NormBestKCorrelation"]
 
 
 class BestKAbove(ClaimType):
-    """Each backbone's best rescaled k (> ``above``, chosen on select_on) beats its k=1 on the test set."""
+    """Each backbone's best rescaled k (> ``above``) beats its k=1 on the test set, tested as "some
+    k > ``above`` beats k=1" (Bonferroni over those ks), so the verdict does not rest on which k the
+    results chose; several backbones must all recover."""
 
     name = "best_k_above"
 
@@ -27,7 +31,8 @@ class BestKAbove(ClaimType):
         parts, texts, paper = [], [], []
         for run in spec["backbones"]:
             chosen, rescaled = best_k(ev, s, run), best_k(ev, s, run, above=threshold)
-            if rescaled is None:
+            candidates = [k for k in selectable_ks(ev, run) if k_value(k) > threshold]
+            if rescaled is None or not candidates:
                 above = [k for k in numeric_ks(ev.metrics, run) if k_value(k) > threshold]
                 if not above or not all((run, k) in collapsed_runs(ev.metrics) for k in above):
                     raise NotMeasured(f"{run}: no run with k > {threshold:g} and {s.select_measure} on "
@@ -35,20 +40,26 @@ class BestKAbove(ClaimType):
                 v.verdict, v.runs = FAILS, [[run, k] for k in above]
                 v.details = f"{run}: every run with k > {threshold:g} collapsed (k = {', '.join(above)})"
                 return v
-            t = paired_test(ev, s, (run, rescaled), (run, "1"), s.measure, s.datasets)
+            tests = {k: paired_test(ev, s, (run, k), (run, "1"), s.measure, s.datasets) for k in candidates}
+            parts.append(any_of(pair_outcome(t, (run, k), (run, "1"), s.measure, s.datasets, +1)
+                                for k, t in tests.items()))
+            t = tests[rescaled]
             v.runs += [[run, rescaled], [run, "1"]]
-            parts.append((t.p_value, t.diff > 0))
-            texts.append(f"{run}: best k = {chosen} on {', '.join(s.select_datasets)} ({s.select_measure}); best k > "
-                         f"{threshold:g} = {rescaled}: {s.measure} {t.mean_a:.4f} vs {t.mean_b:.4f} at k=1, difference "
-                         f"{t.diff:+.4f} [{t.ci_low:+.4f}, {t.ci_high:+.4f}], p = {t.p_value:.4g}")
+            listing = "; ".join(f"k={k}: {x.mean_a:.4f}, {x.diff:+.4f} {x.interval_text()}, p = {x.p_value:.4g}"
+                                for k, x in tests.items())
+            texts.append(f"{run}: best k = {chosen} on {', '.join(s.select_datasets)} ({s.select_measure}); "
+                         f"{s.measure} at k=1 {t.mean_b:.4f}; every k > {threshold:g} against k=1 ({listing})"
+                         + (f": some k beats k=1 (Bonferroni over {len(tests)})" if len(tests) > 1 else ""))
             if paper_k(ev, run):
                 paper.append(f"{run}: best k {paper_k(ev, run)}")
-            v.estimate += ("; " if v.estimate else "") + f"{run}: k={chosen}, {t.diff:+.4f} [{t.ci_low:+.4f}, {t.ci_high:+.4f}]"
+            v.estimate += ("; " if v.estimate else "") + f"{run}: k={rescaled}, {t.diff:+.4f} {t.interval_text()}"
             v.statistic = t.method
-        v.p_value, v.sign_ok = combine(parts)
+            if len(spec["backbones"]) == 1:
+                v.diff, v.ci = t.diff, t.ci
+        set_outcome(v, all_of(parts))
         v.details = "; ".join(texts)
         v.paper = "; ".join(paper) or None
-        v.notes += selection_notes(ev, s, spec["backbones"])
+        v.notes += selection_notes(ev, s, spec["backbones"], over_choices=True)
         return v
 
 
@@ -80,10 +91,14 @@ class BestKMatchesPaper(ClaimType):
             v.can_hold = v.can_hold and ours == theirs
             others = [k for k in numeric_ks(ev.metrics, run) if k != theirs and (run, k) not in collapsed]
             tests = [(k, paired_test(ev, s, (run, theirs), (run, k), s.measure, s.datasets)) for k in others]
-            parts.append(combine([(t.p_value, t.diff > 0) for _, t in tests]) if tests else (1.0, True))
+            if tests:  # the paper's k beats every other k: all of them (intersection-union)
+                parts.append(all_of(pair_outcome(t, (run, theirs), (run, k), s.measure, s.datasets, +1) for k, t in tests))
             texts.append(_match_text(ev, s, run, theirs, ours, tests))
-        if v.verdict is None:
-            v.p_value, v.sign_ok = combine(parts)
+        if v.verdict is None and not parts:
+            v.verdict = INCONCLUSIVE
+            texts.append("no other non-collapsed k to test the paper's against")
+        elif v.verdict is None:
+            set_outcome(v, all_of(parts))
         v.details, v.paper = "; ".join(texts), "; ".join(paper)
         if not v.can_hold:
             v.notes.append("the k selected on the selection set is not the paper's: the claim can fail or be "
@@ -106,9 +121,33 @@ def _match_text(ev: Evidence, s: Settings, run: str, theirs: str, ours: str, tes
             f"{score(theirs, s.measure, s.datasets)} vs " + (vs or "no other non-collapsed k"))
 
 
+def _twins(ev: Evidence, v: Verdict, swept: list[str], pts: list, listing: str) -> None:
+    """Twins of one checkpoint only. ``by construction`` where their grids are the same models: a
+    twin scaled by c at k = c k' is the original at k', so when every twin's ks divided by its head
+    scale are one set, each twin's best k is c times the original's whatever training does. On a
+    grid that is not (k in {1, 16} with a x10 twin: 0.1 and 1.6 against 1 and 16) the twins are
+    other models, and two or more twins of one checkpoint are no test of the norm: descriptive."""
+    effective = {r: sorted(round(effective_k(ev, r, k)[2], 9) for k in numeric_ks(ev.metrics, r)) for r in swept}
+    if len({tuple(ks) for ks in effective.values()}) == 1:
+        v.verdict = BY_CONSTRUCTION
+        v.details = f"{listing}: all twins of one checkpoint, each swept over the same models (k / head scale)"
+        v.notes.append("twins of one checkpoint: a twin with its head scaled by c at k = c*k' is the original at k', "
+                       "and every twin's grid divided by its scale is the same set, so its best k grows with c "
+                       "whatever training does; this carries no evidence")
+        return
+    grows = [k_value(k) for _, _, k in sorted(pts, key=lambda p: p[1])]
+    v.verdict = DESCRIPTIVE
+    v.details = (f"{listing}: twins of one checkpoint, so no test of the norm; not by construction either: their grids "
+                 "divided by each twin's head scale are different models ("
+                 + "; ".join(f"{r}: k / scale = {', '.join(f'{x:g}' for x in ks)}" for r, ks in effective.items())
+                 + f"). The best k {'grows' if grows == sorted(grows) and len(set(grows)) > 1 else 'does not grow'} "
+                 "with the norm here")
+
+
 class NormBestKCorrelation(ClaimType):
     """Spearman's rho between head norm and best k over at least three distinct checkpoints, exact
-    permutation p-value; twins of one checkpoint only (in the config): true by construction."""
+    permutation p-value; twins of one checkpoint only: by construction where their grids guarantee
+    it (:func:`_twins`), else descriptive."""
 
     name = "norm_best_k_correlation"
 
@@ -129,17 +168,15 @@ class NormBestKCorrelation(ClaimType):
         theirs = {r: paper_k(ev, r) for r, _, _ in pts if paper_k(ev, r)}
         v.paper = ", ".join(f"{r}: best k {k}" for r, k in theirs.items()) or None
         if len(swept) >= 2 and len({checkpoint_key(ev.backbones, r) for r in swept}) == 1:
-            v.verdict = BY_CONSTRUCTION
-            v.details = f"{listing}: all twins of one checkpoint"
-            v.notes.append("twins of one checkpoint: a twin with its head scaled by c at k = c*k' is the original at k', "
-                           "so its best k grows with c whatever training does; this carries no evidence")
+            _twins(ev, v, swept, pts, listing)
             return v
         checkpoints = {checkpoint_key(ev.backbones, r) for r, _, _ in pts}
         if len(checkpoints) < 3:
             raise NotMeasured(f"needs at least three distinct checkpoints with head norms, a k sweep and a best k "
                               f"(not every k collapsed) ({len(checkpoints)}): {listing}")
-        if len({k for _, _, k in pts}) == 1:  # a finding: the best k does not move with the norm
-            v.verdict, v.details = FAILS, f"every checkpoint has the same best k: {listing}"
+        if len({k for _, _, k in pts}) == 1:  # rho is undefined: no test, and one best k is no finding either way
+            v.verdict = INCONCLUSIVE
+            v.details = f"every checkpoint has the same best k, so Spearman's rho is undefined (no test): {listing}"
             return v
         rho, p, method = spearman_exact([n for _, n, _ in pts], [k_value(k) for _, _, k in pts], s.resamples, s.seed)
         if math.isnan(rho):

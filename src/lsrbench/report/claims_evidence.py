@@ -84,8 +84,9 @@ class Verdict:
     """One claim's outcome. A claim type sets ``verdict`` itself only where no test decides it (by
     construction, descriptive, a measured fact); otherwise it leaves it None and gives ``p_value``
     (raw), ``sign_ok`` (whether the observed direction is the claim's) and ``can_hold`` (False: the
-    claim may fail or be inconclusive, never hold); :func:`lsrbench.report.claims.evaluate_claims`
-    then sets ``p_adjusted`` by Holm's correction over the tested claims and the verdict from it."""
+    claim may fail or be inconclusive, never hold) and ``test_key``;
+    :func:`lsrbench.report.claims.evaluate_claims` then sets ``p_adjusted`` by Holm's correction
+    over the distinct tests of the tested claims and the verdict from it."""
 
     id: str
     text: str
@@ -105,6 +106,10 @@ class Verdict:
     datasets: list[str] = field(default_factory=list)
     paper: str | None = None
     notes: list[str] = field(default_factory=list)
+    # what the claim's test is (lsrbench.report.claim_type.Outcome.key): claims with equal keys ran
+    # one test, counted once in Holm's family; ``same_test_as``: the claim whose entry counts it
+    test_key: object = field(default=None, repr=False)
+    same_test_as: str | None = None
 
 
 # ---------------------------------------------------------------------------------- run helpers

@@ -9,6 +9,7 @@ import math
 import pandas as pd
 
 from lsrbench.report.claims_evidence import BY_CONSTRUCTION, Evidence, Settings, Verdict
+from lsrbench.report.stats import MIN_INTERVAL_QUERIES
 
 __all__ = ["claims_markdown", "claims_record", "claims_texts", "evidence_seeds", "read_evidence", "write_claims"]
 
@@ -33,7 +34,11 @@ def seeds_sentence(seeds: list[str] | None) -> str:
 
 
 def _header(claims_cfg: dict, s: Settings, verdicts: list[Verdict], seeds: list[str] | None = None) -> list[str]:
-    n_tested = sum(v.p_adjusted is not None for v in verdicts)
+    from lsrbench.report.claims import holm_family_size
+
+    n_claims, n_tests = sum(v.p_adjusted is not None for v in verdicts), holm_family_size(verdicts)
+    family = (f"the {n_tests} distinct tests of the {n_claims} tested claims (a claim that is another's test is "
+              "reported beside it, counted once)" if n_tests < n_claims else f"the {n_tests} tested claims")
     select = (f"the best k of a run is chosen on {s.select_measure} over {', '.join(s.select_datasets)}"
               + (" (the test datasets themselves: no held-out selection set)" if s.selects_on_test_set else ""))
     design = [f"Design: {claims_cfg['design'].strip()}", ""] if claims_cfg.get("design") else []
@@ -42,9 +47,12 @@ def _header(claims_cfg: dict, s: Settings, verdicts: list[Verdict], seeds: list[
         f"Tested on {s.measure}, macro mean over {', '.join(s.datasets)} (the table's statistic: the mean of the "
         f"per-dataset means); {select}, collapsed runs excluded. Comparisons: paired randomization (sign-flip) "
         f"test of the macro-mean difference (each query weighted 1/(datasets x its dataset's queries); "
-        f"{s.resamples} resamples or exact, seed {s.seed}), 95% stratified bootstrap interval. "
+        f"{s.resamples} resamples or exact, seed {s.seed}), 95% stratified bootstrap interval (none from fewer "
+        f"than {MIN_INTERVAL_QUERIES} queries in a dataset). A claim that reads a run's best k is tested over every k "
+        f"that choice could take (\"the best k beats k=1\": some k beats k=1, Bonferroni over them), so noise "
+        f"that moves the choice does not decide the verdict. "
         f"\"Matches or beats\": non-inferiority, margin {s.margin:.4f} (claims.margin: {claims_cfg['margin']:g} points of the measure x 100). "
-        f"Holm's correction over the {n_tested} tested claims at alpha = {s.alpha}: a tested claim holds or fails only "
+        f"Holm's correction over {family} at alpha = {s.alpha}: a tested claim holds or fails only "
         f"when its adjusted p-value is below alpha, in its direction or against it; otherwise it is inconclusive. "
         f"An untested claim holds or fails on a measured fact its details name. "
         f"`by construction`: the config makes the claim true whatever training does; `descriptive`: no test; "
@@ -88,6 +96,7 @@ def claims_record(verdicts: list[Verdict], claims_cfg: dict, seeds: list[str] | 
             "difference": _finite(v.diff), "interval": [_finite(x) for x in v.ci] if v.ci else None,
             "p_value": _finite(v.p_value), "p_adjusted": _finite(v.p_adjusted), "margin": v.margin,
             "runs": v.runs, "datasets": v.datasets, "paper": v.paper, "details": v.details, "notes": v.notes,
+            "same_test_as": v.same_test_as,
         } for v in verdicts],
     }
 

@@ -16,7 +16,7 @@ resamples are drawn in batches (:data:`BATCH`), so memory is O(batch x queries),
 statistic is a matrix product. Exact (every sign vector) when ``2**n <= resamples``.
 
 Also: a stratified bootstrap interval of the macro difference (queries resampled within their
-dataset), Holm's step-down adjustment (Holm, "A simple sequentially rejective multiple test
+dataset; not computed where a dataset has fewer than :data:`MIN_INTERVAL_QUERIES` queries), Holm's step-down adjustment (Holm, "A simple sequentially rejective multiple test
 procedure", 1979) and Spearman's rho with an exact permutation p-value.
 """
 
@@ -29,16 +29,22 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 __all__ = ["MacroTest", "macro_paired_test", "sign_flip_p_value", "stratified_bootstrap_ci", "holm",
-           "spearman_exact", "BATCH"]
+           "spearman_exact", "BATCH", "MIN_INTERVAL_QUERIES"]
 
 # Resamples per batch: the sign matrix is BATCH x queries float64 (~70 MB at BEIR-13's 33k queries).
 BATCH = 256
+# The fewest queries of a dataset the percentile bootstrap interval is computed with. Resampling n
+# queries within a stratum has (n - 1) / n of the plug-in variance and takes at most n^n values:
+# with 1 query the interval is a point whatever the p-value, with 3 it excludes 0 where the exact
+# test gives p = 0.085 (below 10 its coverage falls well short of 95 %). Fewer: no interval.
+MIN_INTERVAL_QUERIES = 10
 
 
 @dataclass
 class MacroTest:
     """A paired test of the macro-mean difference ``mean_a - mean_b`` (``shift`` moved to 0 for a
-    non-inferiority margin): ``p_value`` two-sided, ``ci`` the bootstrap interval of the difference."""
+    non-inferiority margin): ``p_value`` two-sided, ``ci_low``/``ci_high`` the bootstrap interval
+    of the difference (None where it cannot be computed: ``ci_note`` says why)."""
 
     n_queries: dict[str, int]
     mean_a: float
@@ -46,12 +52,21 @@ class MacroTest:
     diff: float
     shift: float
     p_value: float
-    ci_low: float
-    ci_high: float
+    ci_low: float | None
+    ci_high: float | None
     method: str
+    ci_note: str = ""
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def ci(self) -> tuple[float, float] | None:
+        return None if self.ci_low is None else (self.ci_low, self.ci_high)
+
+    def interval_text(self) -> str:
+        """``[low, high]`` as claims.md prints it, or why there is none."""
+        return f"[{self.ci_low:+.4f}, {self.ci_high:+.4f}]" if self.ci else f"[no interval: {self.ci_note}]"
 
 
 def _weights(diffs: list[np.ndarray]) -> np.ndarray:
@@ -120,12 +135,16 @@ def macro_paired_test(a: list[np.ndarray], b: list[np.ndarray], names: list[str]
     diff = float(np.mean([d.mean() for d in diffs]))
     weighted = _weights(diffs) * (np.concatenate(diffs) - shift)
     p, method = sign_flip_p_value(weighted, resamples, seed)
+    note, fewest = "", min(len(d) for d in diffs)
     if all(np.ptp(d) == 0 for d in diffs):
-        ci = (diff, diff)
+        ci = (diff, diff)  # every resample gives the same difference: exact, whatever the sizes
+    elif fewest < MIN_INTERVAL_QUERIES:
+        ci, note = (None, None), (f"{fewest} quer{'y' if fewest == 1 else 'ies'} in a dataset, fewer than the "
+                                  f"{MIN_INTERVAL_QUERIES} a bootstrap interval needs")
     else:
         ci = stratified_bootstrap_ci(diffs, resamples, seed, confidence)
     return MacroTest({n: len(x) for n, x in zip(names, a)}, mean_a, mean_b, diff, shift, p, ci[0], ci[1],
-                     f"paired randomization of the macro mean over {len(a)} dataset(s), {method}")
+                     f"paired randomization of the macro mean over {len(a)} dataset(s), {method}", note)
 
 
 def holm(p_values: list[float]) -> list[float]:
