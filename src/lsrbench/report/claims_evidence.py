@@ -47,6 +47,17 @@ class Evidence:
     reference: dict = field(default_factory=dict)  # paper_reference.yaml: values, optimal_k
     probes: list[dict] = field(default_factory=list)  # probe results (lsrbench.model.probe.probe_backbone)
     seed_metrics: dict[str, pd.DataFrame] = field(default_factory=dict)  # seed -> its metrics ({}: one seed)
+    # (run, k, dataset, measure) -> per-query scores by query id, read once (paired_scores)
+    _scores: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def scores(self, run: str, k: str, dataset: str, measure: str) -> pd.Series | None:
+        """One run's per-query scores of ``measure`` on ``dataset`` by query id (None: no file)."""
+        key = (run, k, dataset, measure)
+        if key not in self._scores:
+            frame = self.perquery.get((run, k, dataset))
+            self._scores[key] = (None if frame is None else
+                                 frame[frame["measure"] == measure].set_index("query_id")["value"].sort_index())
+        return self._scores[key]
 
 
 @dataclass
@@ -163,16 +174,18 @@ def paired_scores(ev: Evidence, a: tuple[str, str], b: tuple[str, str], measure:
     a run's per-query file or the measure's scores are absent."""
     xs, ys = [], []
     for ds in datasets:
-        pa, pb = ev.perquery.get((*a, ds)), ev.perquery.get((*b, ds))
-        if pa is None or pb is None:
-            raise NotMeasured(f"no per-query scores of {run_text(*(a if pa is None else b))} on {ds}")
-        sa = pa[pa["measure"] == measure].set_index("query_id")["value"]
-        sb = pb[pb["measure"] == measure].set_index("query_id")["value"]
-        common = sorted(set(sa.index) & set(sb.index))
-        if not common:
+        sa, sb = ev.scores(*a, ds, measure), ev.scores(*b, ds, measure)
+        if sa is None or sb is None:
+            raise NotMeasured(f"no per-query scores of {run_text(*(a if sa is None else b))} on {ds}")
+        if len(sa) == len(sb) and sa.index.equals(sb.index):
+            common_a, common_b = sa.to_numpy(float), sb.to_numpy(float)
+        else:
+            common = sa.index.intersection(sb.index).sort_values()
+            common_a, common_b = sa.loc[common].to_numpy(float), sb.loc[common].to_numpy(float)
+        if not len(common_a):
             raise NotMeasured(f"no {measure} scores of one query in both {run_text(*a)} and {run_text(*b)} on {ds}")
-        xs.append(sa.loc[common].to_numpy(float))
-        ys.append(sb.loc[common].to_numpy(float))
+        xs.append(common_a)
+        ys.append(common_b)
     return xs, ys
 
 
