@@ -10,7 +10,9 @@ difficulty shared by every run, ``N(0, 0.2)``; a run's per-query score is its tr
 difficulty plus its own noise ``N(0, 0.15)``, clipped to [0, 1] (so scores pile up at 0 and 1, as
 nDCG@10 does), optionally rounded to tenths (``ties``: many exactly equal pairs). One score per
 query serves every measure. A collapsed run is flagged in ``collapsed`` rows and scores near 0.
-Per dataset a run's FLOPs are its true FLOPs times ``exp(N(0, 0.2))``; the pooled row is their mean.
+Per dataset a run's FLOPs are its true FLOPs times the dataset's factor ``exp(N(0, 0.5))`` (its
+documents' lengths: shared by every run) times the run's own ``exp(N(0, 0.05))``; the pooled row is
+their mean.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from lsrbench.report.claims_evidence import (BY_CONSTRUCTION, DESCRIPTIVE, FAILS
                                              Evidence)
 
 __all__ = ["Scenario", "no_effect", "PAPER_SHAPED", "evidence_datasets", "simulate", "calibrate", "claim_kinds",
-           "false_verdicts", "grid_config", "COUNTED", "DIFFICULTY_SD", "NOISE_SD"]
+           "false_verdicts", "grid_config", "load_config", "paper_queries", "PAPER_QUERIES", "COUNTED", "DIFFICULTY_SD", "NOISE_SD"]
 
 DIFFICULTY_SD, NOISE_SD = 0.2, 0.15
 
@@ -92,6 +94,20 @@ PAPER_SHAPED = {
 }
 
 
+# Test queries of the paper config's datasets (BEIR's test splits, MS MARCO Dev's small set, NanoBEIR),
+# for draws at the paper's sample sizes (capped: the calibration's own budget).
+PAPER_QUERIES = {"trec-covid": 50, "nfcorpus": 323, "nq": 3452, "hotpotqa": 7405, "fiqa": 648, "arguana": 1406,
+                 "webis-touche2020": 49, "dbpedia-entity": 400, "scidocs": 1000, "fever": 6666, "climate-fever": 1535,
+                 "scifact": 300, "quora": 10000, "msmarco-dev": 6980, "trec-dl-2019": 43}
+
+
+def paper_queries(config: dict, cap: int) -> dict[str, int]:
+    """Queries per dataset of a config's claims at the paper's sizes, at most ``cap`` each (a
+    NanoBEIR dataset: 50)."""
+    roles = evidence_datasets(config)
+    return {ds: min(cap, PAPER_QUERIES.get(ds, 50)) for ds in dict.fromkeys(roles["test"] + roles["select"] + roles["flops"])}
+
+
 def no_effect(config_file: str) -> Scenario:
     """Every run equal in expectation (one true mean, one true FLOPs); the head norms stay the
     config's paper-shaped ones (a backbone's norm is a fact of its checkpoint, not an effect)."""
@@ -112,6 +128,16 @@ def _measures(config: dict) -> list[str]:
     names = [claims["measure"], (claims.get("select_on") or {}).get("measure") or claims["measure"],
              config["report"].get("tradeoff_measure", claims["measure"])]
     return list(dict.fromkeys(names))
+
+
+def load_config(path: str) -> dict:
+    """A config file (with its ``base:`` chain) validated and with the schema's defaults, its
+    relative files found as the Snakefile finds them; nothing it names is read."""
+    from lsrbench.config.layers import load_config_files, locate_config_paths, workflow_dir
+    from lsrbench.config.schema import validate
+
+    config, _, _ = load_config_files([path])
+    return validate(locate_config_paths(config, workflow_dir()), "config.schema.yaml", path)
 
 
 def grid_config(ks: list[int], datasets: int, held_out: bool) -> dict:
@@ -153,31 +179,35 @@ def simulate(config: dict, scenario: Scenario, rng: np.random.Generator, queries
     roles = evidence_datasets(config)
     datasets = list(dict.fromkeys(roles["test"] + roles["select"] + roles["flops"]))
     measures, grid = _measures(config), runs(config)
-    rows, perquery = [], {}
+    rows, scores = [], {}
     for ds in datasets:
         n = queries if isinstance(queries, int) else queries[ds]
         difficulty = rng.normal(0, DIFFICULTY_SD, n)
-        ids = [f"q{i}" for i in range(n)]
+        ids = pd.Index([f"q{i:06d}" for i in range(n)], name="query_id")  # sorted, as Evidence.scores keeps them
         for run, k in grid:
             collapsed = (run, k) in scenario.collapsed
             mean = 0.01 if collapsed else scenario.mean(run, k)
-            scores = np.clip(mean + (0 if collapsed else difficulty) + rng.normal(0, NOISE_SD, n), 0, 1)
+            values = np.clip(mean + (0 if collapsed else difficulty) + rng.normal(0, NOISE_SD, n), 0, 1)
             if ties:
-                scores = np.round(scores, 1)
-            perquery[(run, k, ds)] = pd.DataFrame({"query_id": ids * len(measures),
-                                                   "measure": np.repeat(measures, n), "value": np.tile(scores, len(measures))})
-            rows += [(run, k, ds, m, float(scores.mean())) for m in measures]
+                values = np.round(values, 1)
+            series = pd.Series(values, index=ids, name="value")
+            for m in measures:  # one score per query serves every measure
+                scores[(run, k, ds, m)] = series
+                rows.append((run, k, ds, m, float(values.mean())))
             rows.append((run, k, ds, COLLAPSED, float(collapsed)))
+    # a dataset's documents set every run's FLOPs on it (shared factor); each run adds its own 5 %
+    shared = np.exp(rng.normal(0, 0.5, len(roles["flops"])))
     for run, k in grid:
-        true = scenario.flops.get((run, k), 100.0)
-        per = true * np.exp(rng.normal(0, 0.2, len(roles["flops"])))
+        per = scenario.flops.get((run, k), 100.0) * shared * np.exp(rng.normal(0, 0.05, len(shared)))
         rows += [(run, k, ds, FLOPS, float(f)) for ds, f in zip(roles["flops"], per)]
         rows.append((run, k, POOLED, FLOPS, float(per.mean())))
     settings = report_settings(config)
     norms = {b: {"frobenius_norm": float(scenario.norms.get(b, 100.0))} for b in config["backbones"]}
-    return Evidence(pd.DataFrame(rows, columns=["backbone", "k", "dataset", "measure", "value"]), perquery, norms,
-                    backbones=settings["backbones"], report=settings["report_cfg"],
-                    reference=read_reference(config["report"].get("reference")) or reference or {})
+    ev = Evidence(pd.DataFrame(rows, columns=["backbone", "k", "dataset", "measure", "value"]), {}, norms,
+                  backbones=settings["backbones"], report=settings["report_cfg"],
+                  reference=read_reference(config["report"].get("reference")) or reference or {})
+    ev._scores.update(scores)  # the per-query scores as Evidence.scores reads them (no per-query frames)
+    return ev
 
 
 def calibrate(config: dict, scenario: Scenario, draws: int, seed: int, queries, ties: bool = False,
