@@ -11,7 +11,45 @@ import pytest
 from helpers.beir import write_beir
 from helpers.paths import shared_or_skip
 from helpers.session import built_once, session_root
+from helpers.skips import ENV, allowance, skip_reason
 from helpers.snakemake import micro_config, micro_config_path, run_snakemake
+
+_SKIPS: list[tuple[str, str]] = []  # (test or module, reason) of every skip this session saw
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and not hasattr(report, "wasxfail"):
+        _SKIPS.append((report.nodeid, skip_reason(report)))
+
+
+def pytest_collectreport(report):
+    if report.skipped:
+        _SKIPS.append((report.nodeid, skip_reason(report)))
+
+
+def _unexpected() -> list[tuple[str, str]]:
+    return [(node, reason) for node, reason in _SKIPS if allowance(reason) is None]
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The skips this session allowed (helpers/skips.py names why), and any it did not."""
+    if not _SKIPS or hasattr(terminalreporter.config, "workerinput"):
+        return
+    allowed: dict[str, int] = {}
+    for _, reason in _SKIPS:
+        if allowance(reason):
+            allowed[allowance(reason)] = allowed.get(allowance(reason), 0) + 1
+    for name, count in allowed.items():
+        terminalreporter.write_line(f"allowed skip ({count}): {name}")
+    for node, reason in _unexpected():
+        terminalreporter.write_line(f"unexpected skip: {node}: {reason}" + (" (fails the session: " + ENV + ")"
+                                                                             if os.environ.get(ENV) else ""))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """With LSRBENCH_ALLOWED_SKIPS_ONLY=1 (CI), a skip the suite does not allow fails the session."""
+    if os.environ.get(ENV) and not hasattr(session.config, "workerinput") and _unexpected():
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_configure(config):

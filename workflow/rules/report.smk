@@ -25,6 +25,19 @@ rule collect:
         "../scripts/stage.py"
 
 
+# What a random ranking of the evaluated documents scores (results/chance.json): the chance level the
+# tables and the claims show beside the runs, computed from the evaluated data's judgments and size.
+rule chance:
+    input:
+        **R.inputs("chance"),
+    output:
+        chance_json="results/chance.json",
+    params:
+        **R.params("chance"),
+    script:
+        "../scripts/stage.py"
+
+
 rule table1:
     input:
         **R.inputs("table1"),

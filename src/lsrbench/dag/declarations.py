@@ -30,7 +30,8 @@ from lsrbench.names import SEED, split_run_name
 
 __all__ = ["STAGES", "RUNTIME_RECIPE_KEYS", "RUNTIME_EVALUATION_KEYS", "LOAD_KEYS", "load_entry", "results_recipe",
            "results_config",
-           "pooled_flops_datasets", "docs_dataset", "used_datasets", "eval_dir", "docs_npz", "model_key"]
+           "pooled_flops_datasets", "docs_dataset", "used_datasets", "eval_dir", "docs_npz", "model_key",
+           "dataset_measures", "pool_depth_of"]
 
 # Settings that say how a job runs, not what it computes: in no identity.
 RUNTIME_EVALUATION_KEYS = ("encode_shard_size",)
@@ -50,7 +51,7 @@ def docs_npz(layout, key: dict, dataset: str) -> str:
     return layout.get("index", **model_key(key), dataset=docs_dataset(layout.config, dataset)).path("docs.npz")
 
 
-def _measures(config: dict, dataset: str) -> list[str]:
+def dataset_measures(config: dict, dataset: str) -> list[str]:
     """The measures of a dataset: its entry's own, else ``evaluation.measures``."""
     return list(dataset_entry(config, dataset).measures or config["evaluation"]["measures"])
 
@@ -60,7 +61,7 @@ def _scoring(config: dict, dataset: str) -> dict:
     only when it is not the default (``zero``), so the ids of every output made before it existed stay."""
     entry = dataset_entry(config, dataset)
     empty = {"empty_results": entry.empty_results} if entry.empty_results != "zero" else {}
-    return {"top_k": config["evaluation"]["top_k"], "measures": _measures(config, dataset),
+    return {"top_k": config["evaluation"]["top_k"], "measures": dataset_measures(config, dataset),
             "skip_identical_ids": entry.skip_identical_ids, **empty}
 
 

@@ -147,21 +147,46 @@ def _metrics(layout) -> dict:
     return {"metrics_csv": f"{layout.results}/metrics.csv", **_config(layout)}
 
 
+def _with_chance(layout) -> dict:
+    """metrics.csv and what a random ranking scores on the evaluated data (results/chance.json)."""
+    return {**_metrics(layout), "chance_json": f"{layout.results}/chance.json"}
+
+
+def _evaluated_data(layout) -> dict:
+    """``[dataset, folder]`` of every evaluated dataset's BEIR folder (pooled or full) and
+    ``[dataset, file]`` of the record of its size (the pool's eval.json, the dataset's info.json)."""
+    from lsrbench.dag.declarations import eval_dir, pool_depth_of
+
+    datasets = layout.config["evaluation"]["datasets"]
+    infos = [[d, layout.get("pool", dataset=d).path("eval.json") if pool_depth_of(layout.config, d)
+              else layout.get("data", dataset=d).path("info.json")] for d in datasets]
+    return {"data_dirs": [[d, eval_dir(layout, d)] for d in datasets], "infos": infos}
+
+
+def _chance_settings(config: dict) -> dict:
+    from lsrbench.dag.declarations import dataset_measures
+
+    return {"measures": {d: dataset_measures(config, d) for d in config["evaluation"]["datasets"]}}
+
+
 REPORTS = {
     # with several training seeds, the seed of each run file too (metrics.csv's seed column)
     "collect": Report("report_collect", files=lambda L: {"metric_files": _metric_files(L), **_config(L)},
                       keyed=lambda L: {"seeded_files": _run_metric_files(L)} if several_seeds(L.config) else {}),
-    "table1": Report("report_table1", files=lambda L: {**_metrics(L), "reference_file": _reference(L.config)},
+    # what a random ranking of the evaluated documents scores, per dataset and measure (the tables'
+    # and the claims' chance levels)
+    "chance": Report("report_chance", files=_config, keyed=_evaluated_data, settings=_chance_settings),
+    "table1": Report("report_table1", files=lambda L: {**_with_chance(L), "reference_file": _reference(L.config)},
                      keyed=lambda L: {"norm_files": _norm_files(L), **_probes_read(L, _logit_auto_k(L.config))},
                      settings=lambda c: {**report_settings(c), "auto_k": c.get("auto_k")}),
-    "table_beir": Report("report_table_beir", files=_metrics, settings=report_settings),
+    "table_beir": Report("report_table_beir", files=_with_chance, settings=report_settings),
     "norms_report": Report("report_norms", files=_metrics,
                            keyed=lambda L: {"norm_files": _norm_files(L), **_probes_read(L)},
                            settings=lambda c: {**report_settings(c), "auto_k": c.get("auto_k")}),
     "tradeoff": Report("report_tradeoff", files=_metrics, settings=report_settings),
     "loss_curves": Report("report_loss_curves", files=_config, keyed=lambda L: {"log_files": _log_files(L)},
                           settings=lambda c: {"backbones": report_backbones(c), "batch_size": c["recipe"]["batch_size"]}),
-    "claims": Report("report_claims", files=lambda L: {**_metrics(L), "reference_file": _reference(L.config)},
+    "claims": Report("report_claims", files=lambda L: {**_with_chance(L), "reference_file": _reference(L.config)},
                      keyed=lambda L: {"perquery_files": _perquery_files(L), "norm_files": _norm_files(L),
                                       "log_files": _log_files(L), **_probes_read(L)},
                      settings=lambda c: {**report_settings(c), "claims_cfg": c.get("claims")}),
@@ -209,8 +234,8 @@ def html_pages(config: dict) -> dict[str, str]:
 
 
 def report_outputs(config: dict, results: str = "results") -> list[str]:
-    out = [f"{results}/{name}" for name in ("table1.md", "table_beir.md", "metrics.csv", "norms.md", "norms.png",
-                                             "tradeoff.png", "tradeoff.pdf", "loss_curves.png")]
+    out = [f"{results}/{name}" for name in ("table1.md", "table_beir.md", "metrics.csv", "chance.json", "norms.md",
+                                             "norms.png", "tradeoff.png", "tradeoff.pdf", "loss_curves.png")]
     if config.get("claims"):
         out += [f"{results}/claims.md", f"{results}/claims.json"]
     if uses_probe(config):

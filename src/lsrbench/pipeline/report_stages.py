@@ -31,9 +31,20 @@ def report_collect(metric_files, metrics_csv: str, sources_json: str, config_yam
                               "config": config_record(config_yaml), **({"seeds": seeds} if seeds else {})})
 
 
+def report_chance(data_dirs, infos, measures: dict, chance_json: str, config_yaml: str | None = None) -> None:
+    """results/chance.json: per evaluated dataset, its evaluated documents and queries and what a
+    random ranking of them scores on each measure (:mod:`lsrbench.report.chance_report`), with the
+    files it was computed from."""
+    from lsrbench.report.chance_report import chance_record, write_chance
+
+    record = chance_record(keyed(data_dirs), keyed(infos), measures)
+    write_chance(chance_json, {**record, "config": config_record(config_yaml), "manifest": chance_json,
+                               "sources": {"data_dirs": data_dirs, "infos": infos, "measures": measures}})
+
+
 def report_table1(metrics_csv: str, norm_files, report_cfg: dict, backbones: dict,
                   auto_k: dict | None, table1_md: str, cells_json: str, reference_file=None,
-                  config_yaml: str | None = None, probe_files=None) -> None:
+                  config_yaml: str | None = None, probe_files=None, chance_json: str | None = None) -> None:
     """table1.md, and beside it ``cells_json`` (table1.cells.json): every cell with the metrics.csv rows
     it comes from, which ``lsrbench verify`` checks the table against. ``reference_file`` is
     ``report_cfg["reference"]`` as a Snakemake input (so that editing it re-runs the table);
@@ -41,14 +52,14 @@ def report_table1(metrics_csv: str, norm_files, report_cfg: dict, backbones: dic
     from lsrbench.report.table1 import write_table1
 
     write_table1(metrics_csv, report_cfg, backbones, table1_md, keyed(norm_files), auto_k, cells_json=cells_json,
-                 config=config_record(config_yaml), probe_files=keyed(probe_files or []))
+                 config=config_record(config_yaml), probe_files=keyed(probe_files or []), chance_json=chance_json)
 
 
 def report_table_beir(metrics_csv: str, report_cfg: dict, backbones: dict, table_beir_md: str,
-                      config_yaml: str | None = None) -> None:
+                      config_yaml: str | None = None, chance_json: str | None = None) -> None:
     from lsrbench.report.tables import write_table_beir
 
-    write_table_beir(metrics_csv, report_cfg, backbones, table_beir_md, config_record(config_yaml))
+    write_table_beir(metrics_csv, report_cfg, backbones, table_beir_md, config_record(config_yaml), chance_json)
 
 
 def report_norms(norm_files, metrics_csv: str, report_cfg: dict, backbones: dict, auto_k: dict | None,
@@ -131,7 +142,7 @@ def _n_seeds(log_files) -> int:
 
 def report_claims(metrics_csv: str, perquery_files, norm_files, log_files, claims_cfg: dict, report_cfg: dict,
                   backbones: dict, claims_md: str, claims_json: str, reference_file=None,
-                  config_yaml: str | None = None, probe_files=None) -> None:
+                  config_yaml: str | None = None, probe_files=None, chance_json: str | None = None) -> None:
     """Evaluate the config's claims on this run's numbers into claims.md and claims.json (with the
     files they were evaluated from, which ``lsrbench verify`` evaluates them again from).
     ``reference_file``: ``report_cfg["reference"]`` as an input (the paper's numbers, its best k);
@@ -143,12 +154,13 @@ def report_claims(metrics_csv: str, perquery_files, norm_files, log_files, claim
 
     reference = (as_list(reference_file or []) or [None])[0]
     ev = read_evidence(metrics_csv, keyed(perquery_files), keyed(norm_files), keyed(log_files), backbones, report_cfg,
-                       reference, keyed(probe_files or []))
+                       reference, keyed(probe_files or []), chance_json)
     claims_cfg = with_defaults("claims", claims_cfg)
     sources = {"metrics_csv": metrics_csv, "reference_file": reference, "perquery_files": perquery_files,
-               "norm_files": norm_files, "log_files": log_files, **({"probe_files": probe_files} if probe_files else {})}
+               "norm_files": norm_files, "log_files": log_files, **({"probe_files": probe_files} if probe_files else {}),
+               **({"chance_json": chance_json} if chance_json else {})}
     write_claims(evaluate_claims(ev, claims_cfg), claims_cfg, claims_md, claims_json, config_record(config_yaml),
-                 sources, evidence_seeds(metrics_csv))
+                 sources, evidence_seeds(metrics_csv), ev.chance)
 
 
 def report_html(markdown: str, html: str) -> None:

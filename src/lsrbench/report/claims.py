@@ -62,9 +62,24 @@ def decide(p_adjusted: float, sign_ok: bool, alpha: float, can_hold: bool = True
 
 def _evaluate_one(ev: Evidence, spec: dict, s: Settings) -> Verdict:
     try:
-        return claim_type(spec["type"]).evaluate(ev, spec, s.for_claim(spec))
+        v = claim_type(spec["type"]).evaluate(ev, spec, s.for_claim(spec))
     except NotMeasured as exc:
         return Verdict(spec["id"], spec["text"], spec["type"], NOT_MEASURED, str(exc))
+    _chance_notes(ev, v, s.for_claim(spec))
+    return v
+
+
+def _chance_notes(ev: Evidence, v: Verdict, s: Settings) -> None:
+    """A note per run the claim reads that scores no better than a random ranking of the evaluated
+    documents (results/chance.json): a comparison with it is a comparison with chance."""
+    if not ev.chance or not v.datasets:
+        return
+    from lsrbench.report.chance_report import at_chance_note
+    from lsrbench.report.claims_evidence import run_text
+    from lsrbench.report.results import mean_score
+
+    runs = [(run_text(r, k), mean_score(ev.metrics, r, k, s.measure, v.datasets)) for r, k in dict.fromkeys(map(tuple, v.runs))]
+    v.notes += at_chance_note(ev.chance, [(text, x) for text, x in runs if x is not None], s.measure, v.datasets)
 
 
 def evaluate_claims(ev: Evidence, claims_cfg: dict) -> list[Verdict]:

@@ -47,6 +47,7 @@ class Evidence:
     reference: dict = field(default_factory=dict)  # paper_reference.yaml: values, optimal_k
     probes: list[dict] = field(default_factory=list)  # probe results (lsrbench.model.probe.probe_backbone)
     seed_metrics: dict[str, pd.DataFrame] = field(default_factory=dict)  # seed -> its metrics ({}: one seed)
+    chance: dict = field(default_factory=dict)  # results/chance.json: the evaluated data and a random ranking's scores
     # (run, k, dataset, measure) -> per-query scores by query id, read once (paired_scores)
     _scores: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -33,7 +33,8 @@ def seeds_sentence(seeds: list[str] | None) -> str:
             "metrics, and each best-k claim says how many seeds, each on its own, select the same k.")
 
 
-def _header(claims_cfg: dict, s: Settings, verdicts: list[Verdict], seeds: list[str] | None = None) -> list[str]:
+def _header(claims_cfg: dict, s: Settings, verdicts: list[Verdict], seeds: list[str] | None = None,
+            chance: dict | None = None) -> list[str]:
     from lsrbench.report.claims import holm_family_size
 
     n_claims, n_tests = sum(v.p_adjusted is not None for v in verdicts), holm_family_size(verdicts)
@@ -57,6 +58,11 @@ def _header(claims_cfg: dict, s: Settings, verdicts: list[Verdict], seeds: list[
         f"An untested claim holds or fails on a measured fact its details name. "
         f"`by construction`: the config makes the claim true whatever training does; `descriptive`: no test; "
         f"`not measured`: evidence the claim needs is absent.", "", seeds_sentence(seeds), ""]
+    if chance:
+        from lsrbench.report.chance_report import chance_note
+
+        datasets = list(dict.fromkeys(s.datasets + s.select_datasets))
+        lines += [chance_note(chance, datasets, list(dict.fromkeys([s.measure, s.select_measure])), marked=False), ""]
     if any(v.verdict == BY_CONSTRUCTION for v in verdicts) or any("synthetic twin" in " ".join(v.notes) for v in verdicts):
         lines += ["This config compares twins of one checkpoint (a synthetic large-norm head): only the claims "
                   "about the rescale itself carry evidence here; claims about backbones whose heads are large from "
@@ -64,11 +70,13 @@ def _header(claims_cfg: dict, s: Settings, verdicts: list[Verdict], seeds: list[
     return lines
 
 
-def claims_markdown(verdicts: list[Verdict], claims_cfg: dict, seeds: list[str] | None = None) -> str:
+def claims_markdown(verdicts: list[Verdict], claims_cfg: dict, seeds: list[str] | None = None,
+                    chance: dict | None = None) -> str:
     """claims.md; ``seeds``: the run's training seeds (one seed: the sentence that says training
-    variance is not measured)."""
+    variance is not measured); ``chance``: results/chance.json (what was evaluated, and a random
+    ranking's scores on it)."""
     s = Settings.from_config(claims_cfg)
-    lines = _header(claims_cfg, s, verdicts, seeds)
+    lines = _header(claims_cfg, s, verdicts, seeds, chance)
     rows = [{"claim": v.text, "verdict": v.verdict, "ours: difference [95% CI]": v.estimate or "–",
              "p (Holm)": f"{_p(v.p_value)} ({_p(v.p_adjusted)})" if v.p_value is not None else "–",
              "paper": v.paper or "–"} for v in verdicts]
@@ -102,7 +110,8 @@ def claims_record(verdicts: list[Verdict], claims_cfg: dict, seeds: list[str] | 
 
 
 def read_evidence(metrics_csv: str, perquery_files: dict, norm_files: dict, log_files: dict, backbones: dict,
-                  report_cfg: dict, reference_file: str | None, probe_files: dict | None = None) -> Evidence:
+                  report_cfg: dict, reference_file: str | None, probe_files: dict | None = None,
+                  chance_json: str | None = None) -> Evidence:
     """The claims' evidence from the files the claims rule reads (run files by key: ``{(run, k,
     dataset): perquery.tsv}``, ``{backbone: norms.json}``, ``{(run, k): train_log.jsonl}``,
     ``{backbone: probe.json}`` where the config runs the step-0 probe, whose logit-scale statistics
@@ -110,6 +119,7 @@ def read_evidence(metrics_csv: str, perquery_files: dict, norm_files: dict, log_
     each step's loss are averaged over the seeds, :mod:`lsrbench.report.seeds`); also what
     ``lsrbench verify`` recomputes the claims from."""
     from lsrbench.config.reference import read_reference
+    from lsrbench.report.chance_report import read_chance
     from lsrbench.report.config_record import read_probes
     from lsrbench.report.results import read_metrics
     from lsrbench.report.seeds import by_model, mean_perquery, per_seed, read_mean_train_logs, seed_mean
@@ -120,7 +130,8 @@ def read_evidence(metrics_csv: str, perquery_files: dict, norm_files: dict, log_
     norms = head_statistics_of(norm_files, probe_files)
     metrics = read_metrics(metrics_csv)
     return Evidence(seed_mean(metrics), perquery, norms, read_mean_train_logs(log_files), backbones, report_cfg,
-                    read_reference(reference_file), probes=read_probes(probe_files), seed_metrics=per_seed(metrics))
+                    read_reference(reference_file), probes=read_probes(probe_files), seed_metrics=per_seed(metrics),
+                    chance=read_chance(chance_json) or {})
 
 
 def evidence_seeds(metrics_csv: str) -> list[str]:
@@ -133,21 +144,21 @@ def evidence_seeds(metrics_csv: str) -> list[str]:
 
 def claims_texts(verdicts: list[Verdict], claims_cfg: dict, config: dict | None = None,
                  sources: dict | None = None, manifest: str | None = None,
-                 seeds: list[str] | None = None) -> tuple[str, str]:
+                 seeds: list[str] | None = None, chance: dict | None = None) -> tuple[str, str]:
     """claims.md and claims.json as written: the Markdown with the config line, the record with the
     config and the files the claims were evaluated from (``sources``; ``manifest``: the record's own
     path as written, which finds them again wherever the results folder is)."""
     from lsrbench.report.config_record import config_line
 
     record = {**claims_record(verdicts, claims_cfg, seeds), "config": config, "manifest": manifest, "sources": sources}
-    return claims_markdown(verdicts, claims_cfg, seeds) + config_line(config), json.dumps(record, indent=1) + "\n"
+    return claims_markdown(verdicts, claims_cfg, seeds, chance) + config_line(config), json.dumps(record, indent=1) + "\n"
 
 
 def write_claims(verdicts: list[Verdict], claims_cfg: dict, out_md: str, out_json: str, config: dict | None = None,
-                 sources: dict | None = None, seeds: list[str] | None = None) -> None:
+                 sources: dict | None = None, seeds: list[str] | None = None, chance: dict | None = None) -> None:
     from lsrbench.atomic import atomic_open
 
-    md, record = claims_texts(verdicts, claims_cfg, config, sources, out_json if sources else None, seeds)
+    md, record = claims_texts(verdicts, claims_cfg, config, sources, out_json if sources else None, seeds, chance)
     with atomic_open(out_md, "w", encoding="utf-8") as fh:
         fh.write(md)
     with atomic_open(out_json, "w", encoding="utf-8") as fh:

@@ -16,6 +16,8 @@ import pandas as pd
 from lsrbench.atomic import atomic_open
 from lsrbench.hashing import sha256_file
 from lsrbench.config.reference import load_reference
+from lsrbench.report.chance_report import (AT_CHANCE_MARK, CHANCE_LABEL, at_chance, chance_note, column_chance,
+                                           read_chance)
 from lsrbench.report.config_record import config_line
 from lsrbench.model.auto_k import auto_k_ratio
 from lsrbench.names import BM25, COLLAPSED, DOC_DIMS, FLOPS, QUERY_DIMS, SEED, format_k, split_run_name
@@ -62,6 +64,8 @@ def render_cell(cell: dict) -> str:
     body = "–" if all(t is None for t in texts) else cell.get("sep", "").join("–" if t is None else t for t in texts)
     if cell.get("bold"):
         body = f"**{body}**"
+    if cell.get("at_chance"):
+        body = f"{body} {AT_CHANCE_MARK}"
     if cell.get("template"):
         body = cell["template"].format(body)
     if cell.get("reference"):
@@ -135,7 +139,7 @@ def twin_notes(backbones: dict, shown_ks: dict[str, set[str]], autos: dict[str, 
 
 
 def table1_cells(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms: dict | None = None,
-                 auto_cfg: dict | None = None) -> dict:
+                 auto_cfg: dict | None = None, chance: dict | None = None) -> dict:
     """Every cell of table1.md with where its numbers come from.
 
     ``{"columns": [...], "rows": [{"backbone", "k", "collapsed", "collapsed_sources", "cells": [cell, ...]}]}``.
@@ -145,7 +149,9 @@ def table1_cells(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms
     from the paper, read from ``report_cfg["reference"]``, not from any run). ``text`` is
     :func:`render_cell` of the rest. ``metrics`` must be metrics.csv as :func:`read_metrics` reads it
     (with several seeds, per-seed rows: each number then also has ``seeds`` and ``spread``, each
-    source its ``seed``, and ``seeds`` lists them all).
+    source its ``seed``, and ``seeds`` lists them all). ``chance`` (results/chance.json): a row of
+    what a random ranking scores (numbers with ``chance`` instead of ``sources``), after BM25's,
+    and ``at_chance`` on each run's cell that is not above it (:mod:`lsrbench.report.chance_report`).
     """
     means = seed_mean(metrics)
     table = run_table(means, report_cfg, backbones)
@@ -170,9 +176,13 @@ def table1_cells(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms
                 {"norms": {"backbone": base, "reference": auto_cfg["reference"], "statistic": stat},
                  "format": ".3g", "value": float(autos[base]), "text": format(autos[base], ".3g")}]}
         cells = [{"column": "Backbone", "text": run_label(b, backbones) if b != BM25 else bm25_label(report_cfg)}, k_cell]
+        if b != BM25 and not any(row["backbone"] == CHANCE_LABEL for row in out["rows"]):
+            out["rows"] += _chance_row(report_cfg, chance)  # after BM25's row, before the first run
         for col in report_cfg["columns"]:
             name = col["name"]
             cell = {"column": name, "numbers": [_number(run, col["measure"], col["datasets"], ".3f", True)], **mark}
+            if b != BM25 and at_chance(cell["numbers"][0]["value"], column_chance(chance, col["measure"], col["datasets"])):
+                cell["at_chance"] = True
             # every k that ties with the best at the precision shown (the caption says so)
             cell["bold"] = (name == first and not collapsed
                             and cell["numbers"][0]["text"] is not None and cell["numbers"][0]["text"] == best_text.get(b))
@@ -191,6 +201,23 @@ def table1_cells(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms
     if seeds_of(metrics):
         out["seeds"] = seeds_of(metrics)
     return out
+
+
+def _chance_row(report_cfg: dict, chance: dict | None) -> list[dict]:
+    """The row of a random ranking's expected value per column (none without results/chance.json)."""
+    if not chance:
+        return []
+    cells = [{"column": "Backbone", "text": CHANCE_LABEL}, {"column": "k", "text": "-"}]
+    for col in report_cfg["columns"]:
+        level = column_chance(chance, col["measure"], col["datasets"])
+        number = {"chance": {"measure": col["measure"], "datasets": list(col["datasets"])}, "format": ".4f",
+                  "value": None if level is None else level.expected,
+                  "text": None if level is None else format(level.expected, ".4f")}
+        cells.append({"column": col["name"], "numbers": [number]})
+    cells += [{"column": "FLOPs", "text": "–"}, {"column": "q / d dims", "text": "–"}]
+    for cell in cells:
+        cell["text"] = render_cell(cell)
+    return [{"backbone": CHANCE_LABEL, "k": "-", "collapsed": False, "collapsed_sources": [], "cells": cells}]
 
 
 def _flag_sources(run: pd.DataFrame) -> list[dict]:
@@ -215,11 +242,12 @@ def _collapse_mark(run: pd.DataFrame, collapsed: bool) -> dict:
 
 
 def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms: dict | None = None,
-                    auto_cfg: dict | None = None, cells: dict | None = None, config: dict | None = None) -> str:
+                    auto_cfg: dict | None = None, cells: dict | None = None, config: dict | None = None,
+                    chance: dict | None = None) -> str:
     """The paper's Table 1 shape, as Markdown: one row per (backbone, k), best k per backbone in
     bold, collapsed runs shown as such, the paper's value beside ours where it reports one."""
     if cells is None:
-        cells = table1_cells(metrics, report_cfg, backbones, norms, auto_cfg)
+        cells = table1_cells(metrics, report_cfg, backbones, norms, auto_cfg, chance)
     if not cells["rows"]:
         return "No finished runs.\n"
     first = report_cfg["columns"][0]["name"]
@@ -245,6 +273,10 @@ def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, no
     notes += label_notes(backbones)
     if any(row["backbone"] == BM25 for row in cells["rows"]):
         notes += bm25_notes(report_cfg)
+    if chance:
+        datasets = list(dict.fromkeys(d for col in report_cfg["columns"] for d in col["datasets"]))
+        measures = list(dict.fromkeys(col["measure"] for col in report_cfg["columns"]))
+        notes.append(chance_note(chance, datasets, measures))
     shown_ks: dict[str, set[str]] = {}
     for row in cells["rows"]:
         shown_ks.setdefault(row["backbone"], set()).add(row["k"])
@@ -268,7 +300,7 @@ def seeds_note(seeds: list[str], best_k: bool = True) -> str:
 
 def table1_record(cells: dict, metrics_csv: str, report_cfg: dict, backbones: dict, norm_files: dict,
                   auto_cfg: dict | None, out_md: str, cells_json: str, config: dict | None = None,
-                  probe_files: dict | None = None) -> dict:
+                  probe_files: dict | None = None, chance_json: str | None = None) -> dict:
     """The sidecar of table1.md (``table1.cells.json``): what the table was computed from (with
     SHA-256), the settings needed to compute it again, and every cell (see :func:`table1_cells`).
     ``lsrbench verify`` checks the table against it and recomputes every cell from metrics.csv."""
@@ -283,6 +315,8 @@ def table1_record(cells: dict, metrics_csv: str, report_cfg: dict, backbones: di
         "config": config,  # the config snapshot the table was made with (lsrbench.report.config_record)
         "table": stamp(out_md),
         "metrics_csv": stamp(metrics_csv),
+        # what a random ranking scores (the chance row and the at-chance marks)
+        **({"chance_json": stamp(chance_json)} if chance_json else {}),
         "reference": ({**stamp(ref), "resolved": str(Path(ref).resolve())} if ref and Path(ref).is_file() else None),
         "norm_files": {b: str(p) for b, p in norm_files.items()},
         # where k auto by a logit-scale statistic was read (the probes at k = 1)
@@ -296,19 +330,20 @@ def table1_record(cells: dict, metrics_csv: str, report_cfg: dict, backbones: di
 
 def write_table1(metrics_csv: str, report_cfg: dict, backbones: dict, out_md: str, norm_files: dict | None = None,
                  auto_cfg: dict | None = None, cells_json: str | None = None, config: dict | None = None,
-                 probe_files: dict | None = None) -> None:
+                 probe_files: dict | None = None, chance_json: str | None = None) -> None:
     """table1.md (and its sidecar ``cells_json``), ending with the config line (``config``:
     :mod:`lsrbench.report.config_record`); ``probe_files`` (backbone -> probe.json): where
     ``auto_k.statistic`` is a logit-scale statistic, read at k = 1 of the probe."""
     norm_files = dict(norm_files or {})
     norms = head_statistics_of(norm_files, probe_files)
-    metrics = read_metrics(metrics_csv)
-    cells = table1_cells(metrics, report_cfg, backbones, norms, auto_cfg)
+    metrics, chance = read_metrics(metrics_csv), read_chance(chance_json)
+    cells = table1_cells(metrics, report_cfg, backbones, norms, auto_cfg, chance)
     with atomic_open(out_md, "w", encoding="utf-8") as fh:
-        fh.write(table1_markdown(metrics, report_cfg, backbones, norms, auto_cfg, cells=cells, config=config))
+        fh.write(table1_markdown(metrics, report_cfg, backbones, norms, auto_cfg, cells=cells, config=config,
+                                 chance=chance))
     if cells_json:
         record = table1_record(cells, metrics_csv, report_cfg, backbones, norm_files, auto_cfg, out_md, cells_json,
-                               config, probe_files)
+                               config, probe_files, chance_json)
         with atomic_open(cells_json, "w", encoding="utf-8") as fh:
             json.dump(record, fh, indent=1, ensure_ascii=False)
             fh.write("\n")

@@ -32,7 +32,7 @@ def verify_reports(root: Path, stated: dict[Path, tuple[dict, Snapshot]], trace:
     """Every report of ``root`` besides metrics.csv and table1.md, made again and compared."""
     metrics_csv = root / "metrics.csv"
     if metrics_csv.is_file():
-        for check, name in ((_table_beir, "table_beir.md"), (_norms, "norms.md"), (_claims, "claims.md"),
+        for check, name in ((_chance, "chance.json"), (_table_beir, "table_beir.md"), (_norms, "norms.md"), (_claims, "claims.md"),
                             (_tradeoff, "tradeoff.png"), (_loss_curves, "loss_curves.png")):
             try:
                 check(root, stated, trace)
@@ -99,6 +99,21 @@ def _check_outputs(record: dict, located: Where, side: Path, trace: Trace) -> No
                                   "recorded with: re-make it)")
 
 
+def _chance(root: Path, stated, trace: Trace) -> None:
+    """chance.json computed again from the evaluated data folders it names."""
+    from lsrbench.report.chance_report import chance_record
+
+    side = root / "chance.json"
+    if not side.is_file() or (read := _read_record(side, trace)) is None:
+        return
+    record, located = read
+    sources = record.get("sources") or {}
+    dirs = {key: str(located(path)) for key, path in keyed(sources.get("data_dirs") or []).items()}
+    infos = {key: str(located(path)) for key, path in keyed(sources.get("infos") or []).items()}
+    fresh = chance_record(dirs, infos, sources.get("measures") or {})
+    _compare_data(side, record["datasets"], fresh["datasets"], _origin([*dirs.values()], record["config"]), trace)
+
+
 def _table_beir(root: Path, stated, trace: Trace) -> None:
     from lsrbench.report.results import read_metrics  # raw: the table shows each seed's spread
     from lsrbench.report.tables import table_beir_text
@@ -109,7 +124,9 @@ def _table_beir(root: Path, stated, trace: Trace) -> None:
         return
     record, config = settings
     s = report_settings(config)
-    fresh = table_beir_text(read_metrics(str(metrics_csv)), s["report_cfg"], s["backbones"], record)
+    chance = root / "chance.json"
+    fresh = table_beir_text(read_metrics(str(metrics_csv)), s["report_cfg"], s["backbones"], record,
+                            json.loads(chance.read_text(encoding="utf-8")) if chance.is_file() else None)
     _compare_text(md, fresh, _origin([metrics_csv], record), trace)
 
 
@@ -165,11 +182,12 @@ def _claims(root: Path, stated, trace: Trace) -> None:
         return
     s = report_settings(config)
     perquery, norms, logs, probes = ({k: str(p) for k, p in f.items()} for f in files.values())
+    chance = located(sources["chance_json"]) if sources.get("chance_json") else None
     ev = read_evidence(str(metrics_csv), perquery, norms, logs, s["backbones"], s["report_cfg"],
-                       str(reference) if reference else None, probes)
+                       str(reference) if reference else None, probes, str(chance) if chance else None)
     claims_cfg = with_defaults("claims", config.get("claims"))
     fresh_md, fresh_json = claims_texts(evaluate_claims(ev, claims_cfg), claims_cfg, config_rec, sources,
-                                        record["manifest"], evidence_seeds(str(metrics_csv)))
+                                        record["manifest"], evidence_seeds(str(metrics_csv)), ev.chance)
     origin = _origin([metrics_csv, "the per-query, head-norm and training-log files it names"], config_rec)
     _compare_data(side, record, json.loads(fresh_json), origin, trace)
     if md.is_file():

@@ -203,9 +203,10 @@ def _check_recomputed(s: _Sidecar, line_of: dict, trace: Trace) -> None:
     problems = trace.problems
     report_cfg, recorded_refs, norms, norm_paths = _settings(s, problems)
     settings = s.record["settings"]
+    chance = _chance(s, problems)
     try:
         fresh = table1_cells(read_metrics(str(s.metrics_csv)), report_cfg, settings["backbones"], norms,
-                             settings.get("auto_k"))
+                             settings.get("auto_k"), chance)
     except Exception as exc:  # noqa: BLE001 - a metrics.csv too damaged to tabulate: named above line by line
         problems.append(f"{s.md}: cannot be recomputed from {s.metrics_csv} "
                         f"({type(exc).__name__}: {' '.join(str(exc).split())})")
@@ -223,6 +224,20 @@ def _check_recomputed(s: _Sidecar, line_of: dict, trace: Trace) -> None:
     for row in s.rows:
         if (row["backbone"], row["k"]) not in fresh_keys:
             problems.append(f"{s.md}: row {_row_name(row)} has no rows in {s.metrics_csv}")
+
+
+def _chance(s: _Sidecar, problems: list[str]) -> dict | None:
+    """results/chance.json as the table read it (its chance row and at-chance marks), if it did."""
+    stamp = s.record.get("chance_json")
+    if not stamp:
+        return None
+    found = _locate(s.located, stamp["path"])
+    if found is None:
+        problems.append(f"{s.md}: its chance levels cannot be traced: {stamp['path']} not found")
+        return None
+    if _stamp_differs(found, stamp):
+        problems.append(f"{s.md}: made from another {found} (its SHA-256 differs from the one recorded in {s.side})")
+    return json.loads(found.read_text(encoding="utf-8"))
 
 
 def _check_row(s: _Sidecar, row: dict, old: dict, where: str, recorded_refs: dict | None, norm_paths: dict,
