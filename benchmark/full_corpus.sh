@@ -6,7 +6,7 @@
 # the default's trainings (only index, evaluate and BM25 run). FROM_RESULTS: a finished results/
 # of the same code to start from (its content-addressed runs are what the default would train:
 # copied in, nothing retrained). Writes benchmark/results/full_corpus/: each config's table1.md,
-# metrics.csv, chance.json and claims.md (pooled-*, full-*), side_by_side.md and record.json.
+# metrics.csv, chance.json, claims.md and claims.json (pooled-*, full-*), side_by_side.md and record.json.
 #   bash benchmark/full_corpus.sh [MIRROR] [FROM_RESULTS] [CORES]     (default: ../shared, none, 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +27,7 @@ for side in pooled full; do
     configfile=$([ "$side" = pooled ] && echo config/config.yaml || echo config/full_corpus.yaml)
     PYTHONPATH="$work/repo/src" nice -n 10 snakemake --cores "$cores" --configfile "$configfile" \
         --config mirror="$mirror" > "$work/$side-$commit.log" 2>&1 || { tail -40 "$work/$side-$commit.log"; exit 1; }
-    for f in table1.md metrics.csv chance.json claims.md; do cp "results/$f" "$out/$side-$f"; done
+    for f in table1.md metrics.csv chance.json claims.md claims.json; do cp "results/$f" "$out/$side-$f"; done
 done
 t1=$(date +%s.%N)
 PYTHONPATH="$work/repo/src" python - "$out" "$commit" "$t0" "$t1" "$cores" <<'PY'

@@ -4,15 +4,17 @@ checkable statements, evaluated on this run's numbers (docs/claims.md says how).
 Claims are declared in the run config (``claims:``), so the tiny default checks its own analogues.
 Each claim type is one class (:class:`lsrbench.report.claim_type.ClaimType`) and one line of
 :data:`CLAIM_TYPES`: it evaluates its spec, names the runs the validator checks against the grid and
-the datasets whose per-query scores the claims rule reads. Verdicts: ``holds`` / ``fails`` /
-``inconclusive`` (not significant after Holm's correction over all tested claims), ``by
-construction`` (the config makes it true whatever training does: twins of one checkpoint),
-``descriptive`` (no test) or ``not measured`` (evidence it needs is absent). Comparisons test the
+the datasets whose per-query scores the claims rule reads. Verdicts: ``holds`` / ``fails``
+(a test significant after Holm's correction over the distinct tests of the tested claims, or a
+collapse flag: never noise alone, :mod:`lsrbench.report.claims_calibration` measures it),
+``inconclusive``, ``by construction`` (the config makes it true whatever training does: twins of
+one checkpoint on one set of models), ``descriptive`` (no test) or ``not measured`` (evidence it
+needs is absent). Comparisons test the
 statistic the table prints, the macro mean over datasets
 (:func:`lsrbench.report.stats.macro_paired_test`); "matches or beats" is a non-inferiority test
 with the margin ``claims.margin``; a run's best k is chosen on ``claims.select_on`` (MS MARCO Dev
-in the paper config) and tested on ``claims.datasets`` (BEIR-13), with
-:func:`lsrbench.report.results.best_k` (collapsed runs excluded).
+in the paper config) with :func:`lsrbench.report.results.best_k` (collapsed runs excluded), and a
+claim that compares it is tested over every k the choice could take (claims_compare).
 """
 
 from __future__ import annotations

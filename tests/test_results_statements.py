@@ -1,0 +1,107 @@
+"""Every statement of a result in the README and docs agrees with the result (issue 37 item 6): the
+numbers are read from the recorded results files here, not typed twice. The pool and its chance
+levels (computed again from ../shared's Vaswani judgments), the claims calibration table of
+docs/claims.md, the default's verdicts in the README, the confirmation on new seeds, the
+full-corpus record, and the previous default's numbers docs/claims.md quotes."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+import pytest
+
+from helpers.paths import REPO, shared_or_skip
+
+RESULTS = REPO / "benchmark" / "results"
+
+
+def _text(path) -> str:
+    return " ".join((REPO / path).read_text(encoding="utf-8").split())  # one line: quotes may wrap
+
+
+def _json(path) -> dict:
+    return json.loads((RESULTS / path).read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def vaswani_qrels() -> dict:
+    from lsrbench.data.beir import read_qrels_tsv
+
+    qrels: dict[str, dict[str, int]] = {}
+    for qid, did, rel, _ in read_qrels_tsv(shared_or_skip("data", "vaswani", "qrels", "test.tsv")):
+        qrels.setdefault(qid, {})[did] = rel
+    return qrels
+
+
+def test_the_pool_and_its_chance_levels_where_readers_look(vaswani_qrels):
+    """README and docs/claims.md say "pooled subset" with its size, and the chance levels they quote
+    are a random ranking's expected values on it (and on the whole collection), computed here."""
+    from lsrbench.evaluate.chance import chance_levels
+
+    pool = _json("full_corpus/pooled-chance.json")["datasets"]["vaswani"]
+    size = f"{pool['documents']:,} of its {pool['full_documents']:,} documents, {pool['queries']} queries"
+    on_pool = chance_levels(["nDCG@10", "RR@10", "R@1000"], pool["documents"], vaswani_qrels)
+    on_full = chance_levels(["nDCG@10"], pool["full_documents"], vaswani_qrels)
+    for doc in ("README.md", "docs/claims.md"):
+        text = _text(doc)
+        assert "pooled subset" in text and size in text, doc
+        assert f"nDCG@10 {on_pool['nDCG@10'].expected:.4f} on it, {on_full['nDCG@10'].expected:.4f}" in text, doc
+    claims_doc = _text("docs/claims.md")
+    assert f"RR@10 {on_pool['RR@10'].expected:.4f}" in claims_doc and f"R@1000 {on_pool['R@1000'].expected:.3f}" in claims_doc
+    assert pool["measures"]["nDCG@10"]["expected"] == pytest.approx(on_pool["nDCG@10"].expected)
+
+
+def test_docs_claims_quotes_the_previous_default_as_recorded():
+    """Before: 0.394, 0.003, 0.282 where the record says 0.404, 0.0034, 0.268."""
+    outcomes = {(r["backbone"], r["k"]): r["outcome"] for r in _json("probe-tiny-default.json")["runs"]}
+    quoted = (f"{outcomes[('splade-tiny', '1')]:.3f}, {outcomes[('splade-tiny', '16')]:.4f}, "
+              f"{outcomes[('splade-tiny+untie', '16')]:.3f}")
+    assert quoted == "0.404, 0.0034, 0.268" and quoted in _text("docs/claims.md")
+
+
+def test_the_calibration_table_is_the_recorded_one():
+    from importlib import util
+
+    spec = util.spec_from_file_location("claims_calibration_bench", REPO / "benchmark" / "claims_calibration.py")
+    bench = util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    record = _json("claims_calibration.json")
+    assert bench.markdown(record) in (REPO / "docs" / "claims.md").read_text(encoding="utf-8")
+    assert record["draws"] == 100
+
+
+def _verdicts(path) -> dict[str, str]:
+    return {c["id"]: c["verdict"] for c in _json(path)["claims"]}
+
+
+def test_the_readme_lists_every_verdict_of_the_default():
+    """Before: the summary left out that the frontier claim fails and the match is inconclusive."""
+    summary = re.search(r"`results/claims.md`, every verdict: (.*?)\.", _text("README.md")).group(1)
+    for claim, verdict in _verdicts("full_corpus/pooled-claims.json").items():
+        assert f"`{claim}`" in summary and re.search(rf"`{claim}`[^;]*?\b{verdict}\b", summary), (claim, verdict)
+
+
+def test_the_confirmation_is_recorded_and_the_readme_says_what_it_showed():
+    record = _json("confirmation/record.json")
+    assert record["config"] == "config/confirmation.yaml" and record["command"].startswith("bash benchmark/confirmation.sh")
+    metrics = pd.read_csv(RESULTS / "confirmation" / "metrics.csv", dtype={"k": str, "seed": str})
+    assert sorted(set(metrics["seed"]) - {"-"}) == ["1", "2", "3"]
+    text = _text("README.md")
+    confirmation = re.search(r"On seeds it never saw(.*?)\(benchmark/results/confirmation/", text).group(1)
+    for claim, verdict in _verdicts("confirmation/claims.json").items():
+        if verdict in ("holds", "fails") or claim in confirmation:
+            assert re.search(rf"`{claim}`[^;]*?\b{verdict}\b", confirmation), (claim, verdict)
+
+
+def test_the_full_corpus_record_beside_the_pooled_numbers():
+    record = _json("full_corpus/record.json")
+    text = _text("docs/miniature.md")
+    for run in record["runs"]:
+        pooled, full = run["pooled"]["nDCG@10"], run["full"]["nDCG@10"]
+        assert f"{pooled:.3f} | {full:.3f}" in (RESULTS / "full_corpus" / "side_by_side.md").read_text(encoding="utf-8")
+    twin1, twin16 = (next(r["full"]["nDCG@10"] for r in record["runs"] if (r["run"], r["k"]) == ("splade-tiny-x10", k))
+                     for k in ("1", "16"))
+    reference = next(r["full"]["nDCG@10"] for r in record["runs"] if (r["run"], r["k"]) == ("splade-tiny", "1"))
+    assert f"{twin1:.3f}, {twin16:.3f} and {reference:.3f}" in text
