@@ -211,7 +211,7 @@ def test_micro_end_to_end_with_random_roberta(micro_run, tmp_path):
     config["report"]["caption"] = "another caption"
     cfg_path.write_text(yaml.safe_dump(config, sort_keys=False))
     dry = snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(cfg_path)).stdout
-    assert set(job_counts(dry)) <= {"config_snapshot", "table1", "table_beir", "tradeoff", "collect", "norms_report",
+    assert set(job_counts(dry)) <= {"config_snapshot", "table1", "table_beir", "tradeoff", "collect", "chance", "norms_report",
                                     "loss_curves", "claims", "html_table1", "html_table_beir", "html_norms",
                                     "html_claims", "all", "total"}
     config["recipe"]["learning_rate"] = 3e-5

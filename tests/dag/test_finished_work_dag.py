@@ -47,7 +47,7 @@ def _without_config_line(text: bytes) -> bytes:
     return b"\n".join(line for line in text.splitlines() if not line.startswith(b"Made with config "))
 
 
-REPORT_RULES = {"config_snapshot", "collect", "table1", "table_beir", "norms_report", "tradeoff", "loss_curves",
+REPORT_RULES = {"config_snapshot", "collect", "chance", "table1", "table_beir", "norms_report", "tradeoff", "loss_curves",
                 "html_table1", "html_table_beir", "html_norms"}
 
 

@@ -155,7 +155,7 @@ def _edit(micro_run: dict, edit) -> dict[str, int]:
     return {k: v for k, v in job_counts(out).items() if k not in ("all", "total")}
 
 
-REPORT_RULES = {"config_snapshot", "collect", "table1", "tradeoff", "norms_report", "table_beir", "loss_curves", "claims",
+REPORT_RULES = {"config_snapshot", "collect", "chance", "table1", "tradeoff", "norms_report", "table_beir", "loss_curves", "claims",
                 "html_table1", "html_table_beir", "html_norms", "html_claims"}
 
 

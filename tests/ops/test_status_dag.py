@@ -74,7 +74,7 @@ def test_status_of_a_running_then_finished_micro_dag(tmp_path, vaswani_slice, ti
         stages = [rule for rule in rows if rule not in ("total", "report files")]
         assert {rule: int(rows[rule][0].split("/")[1]) for rule in stages} == {r: planned[r] for r in stages}
         # every other planned rule is a report rule (or all): none is missing from status
-        assert set(planned) - set(stages) - {"total", "all"} <= {"collect", "table1", "table_beir", "norms_report",
+        assert set(planned) - set(stages) - {"total", "all"} <= {"collect", "chance", "table1", "table_beir", "norms_report",
                                                                  "tradeoff", "loss_curves", "claims"} | {
             r for r in planned if r.startswith("html_")}
         done, total = map(int, rows["total"][0].split("/"))

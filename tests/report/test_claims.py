@@ -236,16 +236,17 @@ def test_claims_rule_on_a_finished_run(micro_run, tmp_path):
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     out = run_snakemake("results/claims.md", "results/claims.json", "--cores", "1", "-d", str(work),
                         "--configfile", str(path))
-    # the claims job, the snapshot of the config that now states claims (every report reads it) and
-    # metrics.csv, which names that snapshot; no job that computes a result
+    # the claims job, the snapshot of the config that now states claims (every report reads it),
+    # metrics.csv, which names that snapshot, and the chance levels of the evaluated data; no job that
+    # computes a result
     assert {k: v for k, v in job_counts(out.stdout + out.stderr).items() if k != "total"} == {
-        "claims": 1, "config_snapshot": 1, "collect": 1}
+        "claims": 1, "config_snapshot": 1, "collect": 1, "chance": 1}
     record = json.loads((work / "results" / "claims.json").read_text())
     verdicts = {c["id"]: c for c in record["claims"]}
-    # best k = 1 (the collapse is never a best k): the results, not the config, make both sides one run, so the
-    # non-inferiority claim is tested (a difference of 0 is within the margin), not `by construction`
-    assert verdicts["best"]["verdict"] == "holds" and verdicts["best"]["runs"] == [["rand-roberta", "1"]] * 2
-    assert any("one run" in n for n in verdicts["best"]["notes"])
+    # best k = 1 (the collapse is never a best k), the only k the choice can take and the other side's run:
+    # nothing is left to test, so the claim is inconclusive, neither `by construction` nor tested on a 0
+    assert verdicts["best"]["verdict"] == "inconclusive" and verdicts["best"]["runs"] == [["rand-roberta", "1"]] * 2
+    assert "nothing is left to test" in verdicts["best"]["details"] and verdicts["best"]["p_value"] is None
     assert verdicts["corr"]["verdict"] == "not measured"
     assert verdicts["k1_beats_collapsed"]["p_value"] is not None and verdicts["k1_beats_collapsed"]["datasets"] == ["slice"]
     assert "| k1_beats_collapsed " in (work / "results" / "claims.md").read_text()
