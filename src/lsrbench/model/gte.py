@@ -31,8 +31,9 @@ GTE_HUB_MODEL_TYPE = "new"
 # new-impl's commit whose code the equivalence was shown against (benchmark/gte_equivalence.py).
 NEW_IMPL_CODE_REVISION = "40ced75c3017eb27626c9d4ea981bde21a2662f4"
 
-# new-impl config keys that only choose a kernel or a memory layout: the same numbers either way.
-_KERNEL_KEYS = ("pack_qkv", "unpad_inputs", "use_memory_efficient_attention", "logn_attention_clip1", "auto_map",
+# new-impl config keys transformers' gte does not take: read into rope_parameters, checked (refused
+# unless the one value gte computes), or choosing only a kernel or memory layout (the same numbers).
+_NEW_IMPL_KEYS = ("pack_qkv", "unpad_inputs", "use_memory_efficient_attention", "logn_attention_clip1", "auto_map",
                 "rope_theta", "rope_scaling", "position_embedding_type", "layer_norm_type", "logn_attention_scale")
 _registered = False
 
@@ -48,7 +49,7 @@ def gte_config_dict(config: dict) -> dict:
     for key, (value, supported) in refused.items():
         if value != supported:
             raise ValueError(f"GTE (new-impl) {key}={value!r} is not supported: lsrbench loads only {key}={supported!r}")
-    out = {k: v for k, v in config.items() if k not in _KERNEL_KEYS}
+    out = {k: v for k, v in config.items() if k not in _NEW_IMPL_KEYS}
     if "rope_parameters" not in config:  # a config lsrbench saved already has them
         heads = int(config.get("num_attention_heads", 12))
         out["rope_parameters"] = rope_parameters(float(config.get("rope_theta", 10000.0)), config.get("rope_scaling"),
