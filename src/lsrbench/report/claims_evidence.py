@@ -129,7 +129,7 @@ def checkpoint_key(backbones: dict, run: str) -> str:
     """What a run's checkpoint is, without its synthetic ``head_scale``: twins of one checkpoint
     (same model, revision, fetch and MLM re-fit) share it."""
     entry = backbones.get(split_run_name(run)[0], {})
-    keys = ("model", "revision", "fetch", "trust_remote_code", "mlm_refit")
+    keys = ("model", "revision", "fetch", "trust_remote_code", "code_revision", "mlm_refit")
     return json.dumps({key: entry.get(key) for key in keys}, sort_keys=True)
 
 
