@@ -55,7 +55,7 @@ def test_the_pool_and_its_chance_levels_where_readers_look(vaswani_qrels):
 
 def test_docs_claims_quotes_the_previous_default_as_recorded():
     """Before: 0.394, 0.003, 0.282 where the record says 0.404, 0.0034, 0.268."""
-    outcomes = {(r["backbone"], r["k"]): r["outcome"] for r in _json("probe-tiny-default.json")["runs"]}
+    outcomes = {(r["backbone"], r["k"]): r["outcome"] for r in _json("probe-tiny-default.json")["outcomes"]["runs"]}
     quoted = (f"{outcomes[('splade-tiny', '1')]:.3f}, {outcomes[('splade-tiny', '16')]:.4f}, "
               f"{outcomes[('splade-tiny+untie', '16')]:.3f}")
     assert quoted == "0.404, 0.0034, 0.268" and quoted in _text("docs/claims.md")
@@ -105,3 +105,15 @@ def test_the_full_corpus_record_beside_the_pooled_numbers():
                      for k in ("1", "16"))
     reference = next(r["full"]["nDCG@10"] for r in record["runs"] if (r["run"], r["k"]) == ("splade-tiny", "1"))
     assert f"{twin1:.3f}, {twin16:.3f} and {reference:.3f}" in text
+
+
+def test_what_the_engine_said_before_is_the_recorded_comparison():
+    record = _json("claims_calibration-before.json")
+    before, now = record["engines"]["4e850cd"], record["engines"]["this revision"]
+    text = _text("docs/claims.md")
+    assert (f"`fails` for `rescaled_beats_k1` in {before['rescaled_beats_k1']['fails']} and for `rescaled_frontier` in "
+            f"{before['rescaled_frontier']['fails']}, and `by construction` for the norm claim in all "
+            f"{before['optimal_k_grows_with_norm']['by construction']}") in text
+    assert record["draws"] == before["optimal_k_grows_with_norm"]["by construction"] == 100
+    for claim in ("rescaled_beats_k1", "rescaled_frontier", "optimal_k_grows_with_norm"):
+        assert not now[claim].get("holds") and not now[claim].get("fails") and not now[claim].get("by construction")
