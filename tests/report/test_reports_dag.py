@@ -93,7 +93,7 @@ def test_claims_say_their_config_and_verify(with_claims):
         f"Made with config {record['config']['id']} (read from {with_claims['config']}; snapshot: results/configs/")
     proc = _verify(results)
     assert proc.returncode == 0, proc.stderr
-    assert "7 reports made again" in proc.stdout
+    assert "8 reports made again" in proc.stdout  # chance.json among them
 
 
 def _flip(verdict: str) -> str:
@@ -139,3 +139,30 @@ def test_a_copy_of_the_results_folder_verifies_wherever_it_is(with_claims, tmp_p
     proc = _verify(copy, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.rstrip().endswith(": ok")
+
+
+def test_chance_levels_are_shown_and_a_changed_one_is_named(with_claims, tmp_path):
+    """results/chance.json is what a random ranking of the evaluated documents scores (computed again
+    here from the evaluated folder), Table 1 shows it in a row, and verify names an edited level."""
+    from lsrbench.evaluate.chance import chance_levels
+    from lsrbench.report.chance_report import CHANCE_LABEL, _qrels
+
+    work = Path(shutil.copytree(with_claims["work"], tmp_path / "work", symlinks=True))
+    side = work / "results/chance.json"
+    record = json.loads(side.read_text())
+    folder = work / dict(record["sources"]["data_dirs"])["slice"]
+    slice_ = record["datasets"]["slice"]
+    n_docs = sum(1 for _ in (folder / "corpus.jsonl").open())
+    assert slice_["documents"] == n_docs and slice_["queries"] == len(_qrels(folder))
+    fresh = chance_levels(["nDCG@10"], n_docs, _qrels(folder))["nDCG@10"]
+    assert slice_["measures"]["nDCG@10"]["expected"] == pytest.approx(fresh.expected)
+    table = (work / "results/table1.md").read_text()
+    assert f"| {CHANCE_LABEL}" in table and "a random ranking of them scores nDCG@10" in table
+    slice_["measures"]["nDCG@10"]["expected"] *= 2
+    side.write_text(json.dumps(record, indent=1))
+    proc = _verify(work / "results")
+    assert proc.returncode == 1
+    assert f"{side}: slice.measures.nDCG@10.expected: {slice_['measures']['nDCG@10']['expected']}" in proc.stderr, \
+        proc.stderr
+    # Table 1 read the level too: made from another chance.json
+    assert f"made from another {side}" in proc.stderr, proc.stderr
