@@ -144,17 +144,21 @@ def test_a_copy_of_the_results_folder_verifies_wherever_it_is(with_claims, tmp_p
 def test_chance_levels_are_shown_and_a_changed_one_is_named(with_claims, tmp_path):
     """results/chance.json is what a random ranking of the evaluated documents scores (computed again
     here from the evaluated folder), Table 1 shows it in a row, and verify names an edited level."""
+    from lsrbench.data.beir import read_qrels_tsv, written_split
     from lsrbench.evaluate.chance import chance_levels
-    from lsrbench.report.chance_report import CHANCE_LABEL, _qrels
+    from lsrbench.report.chance_report import CHANCE_LABEL
 
     work = Path(shutil.copytree(with_claims["work"], tmp_path / "work", symlinks=True))
     side = work / "results/chance.json"
     record = json.loads(side.read_text())
     folder = work / dict(record["sources"]["data_dirs"])["slice"]
     slice_ = record["datasets"]["slice"]
+    qrels: dict = {}
+    for qid, did, rel, _ in read_qrels_tsv(folder / "qrels" / f"{written_split(folder)}.tsv"):
+        qrels.setdefault(qid, {})[did] = rel
     n_docs = sum(1 for _ in (folder / "corpus.jsonl").open())
-    assert slice_["documents"] == n_docs and slice_["queries"] == len(_qrels(folder))
-    fresh = chance_levels(["nDCG@10"], n_docs, _qrels(folder))["nDCG@10"]
+    assert slice_["documents"] == n_docs and slice_["queries"] == len(qrels)
+    fresh = chance_levels(["nDCG@10"], n_docs, qrels)["nDCG@10"]
     assert slice_["measures"]["nDCG@10"]["expected"] == pytest.approx(fresh.expected)
     table = (work / "results/table1.md").read_text()
     assert f"| {CHANCE_LABEL}" in table and "a random ranking of them scores nDCG@10" in table
