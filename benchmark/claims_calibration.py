@@ -44,9 +44,10 @@ def rows(config: dict, counts: dict, scenario: Scenario | None = None) -> list[d
     return out
 
 
-def run(draws: int) -> dict:
-    record = {"draws": draws, "configs": {}, "grid": []}
-    for name, cap, resamples in (("config/config.yaml", None, None), ("config/paper.yaml", 1000, 1000)):
+def run(draws: int, paper_cap: int, grid_draws: int, out: Path) -> dict:
+    """Every section, the record written after each (a long run keeps what it finished)."""
+    record = {"draws": draws, "grid_draws": grid_draws, "paper_cap": paper_cap, "configs": {}, "grid": []}
+    for name, cap, resamples in (("config/config.yaml", None, None), ("config/paper.yaml", paper_cap, 1000)):
         config = load(name)
         sizes = 93 if cap is None else paper_queries(config, cap)
         entry = {"queries": sizes, "resamples": resamples or config["claims"]["resamples"]}
@@ -56,17 +57,23 @@ def run(draws: int) -> dict:
             entry[label] = {"rows": rows(config, counts, scenario if label == "paper_shaped" else None),
                             "seconds": round(time.time() - t0, 1)}
             print(f"{name} {label}: {entry[label]['seconds']} s", flush=True)
-        record["configs"][name] = entry
+            record["configs"][name] = entry
+            _save(record, out)
     for ks, datasets, held_out, queries, ties in GRID:
         config = grid_config(ks, datasets, held_out)
         t0 = time.time()
-        counts = calibrate(config, Scenario("no effect", norms=GRID_NORMS), draws, 3, queries, ties=ties,
+        counts = calibrate(config, Scenario("no effect", norms=GRID_NORMS), grid_draws, 3, queries, ties=ties,
                            resamples=1000, reference={"optimal_k": {"a": ks[-1]}})
         record["grid"].append({"ks": ks, "datasets": datasets, "held_out": held_out, "queries": queries, "ties": ties,
                                "rows": rows(config, counts), "seconds": round(time.time() - t0, 1)})
         print(f"grid {ks} {datasets} {held_out} {queries} {ties}: {record['grid'][-1]['seconds']} s", flush=True)
-    record["machine"] = {"platform": platform.platform(), "cores": os.cpu_count(), "load_avg_at_end": os.getloadavg()}
+        _save(record, out)
     return record
+
+
+def _save(record: dict, out: Path) -> None:
+    record["machine"] = {"platform": platform.platform(), "cores": os.cpu_count(), "load_avg_now": os.getloadavg()}
+    out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
 def markdown(record: dict) -> str:
@@ -84,7 +91,7 @@ def markdown(record: dict) -> str:
             p = paper.get(r["claim"], {})
             power = f"{p['as_expected']} ({p['expected']})" if "expected" in p else "–"
             lines.append(f"| {name} | `{r['claim']}` | {null} | {power} |")
-    lines += ["", f"| grid: ks, datasets, selection, queries, ties | most false verdicts of {draws} (claim) |",
+    lines += ["", f"| grid: ks, datasets, selection, queries, ties | most false verdicts of {record['grid_draws']} (claim) |",
               "| --- | --- |"]
     for g in record["grid"]:
         worst = max(g["rows"], key=lambda r: r["false"])
@@ -96,16 +103,20 @@ def markdown(record: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--draws", type=int, default=100)
+    parser.add_argument("--draws", type=int, default=100, help="draws per config and scenario")
+    parser.add_argument("--paper-cap", type=int, default=200, help="most queries per dataset of the paper config")
+    parser.add_argument("--grid-draws", type=int, default=50, help="draws per setting of the grid")
     parser.add_argument("--out", default=str(REPO / "benchmark" / "results" / "claims_calibration.json"))
     parser.add_argument("--markdown", help="print the tables of this record and exit")
     args = parser.parse_args()
     if args.markdown:
         print(markdown(json.loads(Path(args.markdown).read_text(encoding="utf-8"))), end="")
         return
-    record = run(args.draws)
-    record["command"] = f"python benchmark/claims_calibration.py --draws {args.draws}"
-    Path(args.out).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    command = (f"python benchmark/claims_calibration.py --draws {args.draws} --paper-cap {args.paper_cap} "
+               f"--grid-draws {args.grid_draws}")
+    record = run(args.draws, args.paper_cap, args.grid_draws, Path(args.out))
+    record["command"] = command
+    _save(record, Path(args.out))
     print(markdown(record), end="")
 
 
