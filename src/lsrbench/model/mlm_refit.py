@@ -204,6 +204,9 @@ def refit_mlm(model_path: str, texts: list[str], out_dir: str | os.PathLike, set
     common = {"trust_remote_code": trust_remote_code, **({"revision": revision} if revision else {})}
     tokenizer = AutoTokenizer.from_pretrained(model_path, **common)
     model = AutoModelForMaskedLM.from_pretrained(model_path, **model_kwargs(**common))
+    from lsrbench.model.checkpoint import check_lengths_fit
+
+    check_lengths_fit(model, {f"{field}.max_length": s["max_length"]}, config_file, model_path)
     try:
         reset = reinit_head(model, s["seed"])
     except ValueError as exc:
