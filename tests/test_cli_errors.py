@@ -56,6 +56,26 @@ def test_run_cores_not_a_count(capsys, cores):
                                  "(a positive integer, or all)")
 
 
+@pytest.mark.parametrize("text", ["", "# nothing yet\n\n"])
+def test_run_refuses_an_empty_config_file_before_snakemake(monkeypatch, capsys, tmp_path, text):
+    """Snakemake reads every --configfile before the Snakefile can speak: an empty one was its own
+    WorkflowError. ``lsrbench run`` reads it first, as the Snakefile reads it."""
+    (tmp_path / "empty.yaml").write_text(text)
+    monkeypatch.chdir(REPO)
+    assert main(["run", "-n", "--configfile", str(tmp_path / "empty.yaml")]) == 2
+    assert _one_line(capsys) == f"lsrbench: error: {tmp_path / 'empty.yaml'}: empty: no settings in it (only blank " \
+                                "lines or comments)"
+
+
+def test_run_refuses_a_config_key_with_a_dot_before_snakemake(monkeypatch, capsys):
+    """``--config recipe.steps=10`` ended in a Snakemake traceback (its parser takes top-level keys only)."""
+    monkeypatch.chdir(REPO)
+    assert main(["run", "-n", "--", "--config", "mirror=../shared", "recipe.steps=10"]) == 2
+    assert _one_line(capsys) == ("lsrbench: error: command line: --config: 'recipe.steps=10': snakemake --config "
+                                 "takes top-level keys only; a nested setting goes in a config file (base: "
+                                 "config/config.yaml, then recipe: ...)")
+
+
 @pytest.fixture
 def results(tmp_path):
     folder = tmp_path / "results"

@@ -165,10 +165,7 @@ def train_splade(
     run = _Run(model_path, triplets, recipe, k, mode, head_scale, trust_remote_code, revision)
     start = time.time()
     model = run.build()
-    from lsrbench.model.checkpoint import check_lengths_fit  # a hub checkpoint is first read here
-
-    check_lengths_fit(model[0].auto_model, {f"recipe.{name}": recipe[name] for name in ("query_max_length", "document_max_length")},
-                      config_file, model_path)
+    _check_lengths(model, recipe, config_file, model_path)
     rows: list[dict] = []
     outcome = {"status": {"status": "ok"}, "resumed_from": None, "fused_pooling": None}
     if steps > 0:
@@ -210,6 +207,15 @@ def train_splade(
         "fused_pooling": outcome["fused_pooling"],
         "processes": world()[1],
     }
+
+
+def _check_lengths(model, recipe: dict, config_file, model_path) -> None:
+    """The recipe's token lengths within the backbone's positions (a hub checkpoint is first read
+    here; a local one was checked before the DAG: lsrbench.dag.validate_files)."""
+    from lsrbench.model.checkpoint import check_lengths_fit
+
+    lengths = {f"recipe.{name}": recipe[name] for name in ("query_max_length", "document_max_length")}
+    check_lengths_fit(model[0].auto_model, lengths, config_file, model_path)
 
 
 def check_batches_possible(triplets: list[dict], batch_size: int, config_file=None) -> None:

@@ -138,6 +138,8 @@ def _artifact_problem(path: Path, info: dict, manifest: Path, role: str, rule: s
     if rule and role == "output":
         problem += (f": snakemake (with the config of the reports) makes it again from the files it was made from, "
                     f"which the {rule} rule reads")
+    elif rule:
+        problem += f": the {rule} report was made from it as it was then (stale): snakemake makes that report again"
     return problem
 
 
