@@ -83,7 +83,7 @@ DELETED = {
     "results/table_beir.md": _eval_folder,                 # through metrics.csv
     "results/norms.md": _norms_folder,                     # the head norms
     "results/tradeoff.png": lambda m: "results/metrics.csv",
-    "results/loss_curves.png": _train_folder,              # a whole trained run: re-trained
+    "results/loss_curves.png": lambda m: f"{_train_folder(m)}/train_log.jsonl",  # re-trained
     "results/html/table1.html": lambda m: "results/table1.md",
 }
 
