@@ -25,6 +25,7 @@ from typing import Callable
 import pytest
 import yaml
 
+from helpers.catalogue import record as _record
 from helpers.snakemake import SNAKEMAKE, copy_run
 
 pytestmark = pytest.mark.slow
@@ -187,6 +188,12 @@ def _(ctx):
 @case("warmup_steps beyond the steps", CONFIG, r"recipe\.warmup_steps: 10 warm-up steps, more than the 3 of training")
 def _(ctx):
     return ctx.snakemake(ctx.write_config(_set("recipe.warmup_steps", 10)))
+
+
+@case("fewer training triplets than a batch", CONFIG,
+      r"training_data\.n_triplets: 3 triplets cannot fill one batch of 4 \(recipe\.batch_size\)")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("training_data.n_triplets", 3)))
 
 
 @case("MLM re-fit warm-up ratio of 1 (read as one step)", CONFIG,
@@ -942,15 +949,6 @@ def finished_files(work: Path) -> dict[Path, str]:
 
     return {p: sha256_file(p) for p in (work / "results").rglob("*")
             if p.is_file() and ".cache" not in p.relative_to(work / "results").parts}
-
-
-def _record(name: str, outcome: str, tmp: Path) -> None:
-    """Append the case's outcome to the table named by LSRBENCH_CATALOGUE (its folder shown as <tmp>)."""
-    target = os.environ.get("LSRBENCH_CATALOGUE")
-    if target:
-        with open(target, "a", encoding="utf-8") as fh:
-            shown = outcome.replace(str(tmp), "<tmp>").replace("|", "\\|")  # a table cell
-            fh.write(f"| {name} | `{shown}` |\n")
 
 
 def check_outcome(proc: subprocess.CompletedProcess, file: str, field: str, name: str, tmp: Path) -> str:

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helpers.catalogue import record
 from helpers.snakemake import SNAKEMAKE, copy_run, eval_dir, job_counts, layout, norms_json, train_dir
 
 pytestmark = pytest.mark.slow
@@ -196,6 +197,7 @@ def test_a_changed_trained_model_is_refused_in_one_line(micro_run, tmp_path):
                     f"made it, and what is made from it would carry the change: restore it, or delete "
                     f"{model.parents[1].relative_to(work)} to compute it (and what is made from it) again (`lsrbench "
                     "verify results` lists every changed file)"), line
+    record("a trained model changed after its job (one byte)", line, work)
     assert _files(work / "results") == before
 
 
@@ -212,6 +214,7 @@ def test_a_file_stamped_in_the_future_costs_no_report(micro_run, tmp_path):
     assert re.fullmatch(rf"lsrbench: error: {re.escape(str(relative))}: modified \d+ s in the future .*\(touch -r "
                         rf"{re.escape(str(relative.parent / 'params.json'))} {re.escape(str(relative))}\) and run again",
                         line), line
+    record("a finished norms file stamped two days in the future", line, work)
     assert _files(work / "results") == before
     subprocess.run(["touch", "-r", str(relative.parent / "params.json"), str(relative)], cwd=work, check=True)
     _ok(_snakemake(work, micro_run["config"], "results/table1.md"))
@@ -238,6 +241,8 @@ def test_targets_never_mix_configs(micro_run, tmp_path):
                             r"command's is config [0-9a-f]{12} \(.*twin\.yaml\), and one results folder holds the "
                             r"reports of one config: make every report with this one \(the same snakemake command "
                             r"without a target\), .*", line), line
+        record(f"another config's {target} beside the folder's reports",
+               line.replace(str(twin), "<tmp>/twin.yaml").replace(str(micro_run["config"]), "<tmp>/config.yaml"), tmp_path)
     report = subprocess.run([*SNAKEMAKE, "--cores", "1", "--report", str(tmp_path / "r.html"), "-d", str(work),
                              "--configfile", str(twin)], capture_output=True, text=True)
     assert "its reports were made with config" in _one_error(report)
@@ -309,4 +314,5 @@ def test_snakemake_in_a_results_folder_is_refused(micro_run, tmp_path):
     assert line == (f"lsrbench: error: {(work / 'results').resolve()}: a results folder of lsrbench (it holds "
                     f"configs/<id>/ and the reports), not the folder to run snakemake in: run it from the folder that "
                     f"holds this one as results/ ({work.resolve()})"), line
+    record("snakemake run in the results folder itself", line, work.resolve())
     assert _files(work / "results") == before and not (work / "results/results").exists()

@@ -142,8 +142,12 @@ class Report:
 
 
 def _config(layout) -> dict:
-    """The config snapshot every report is made with (:data:`lsrbench.dag.declarations.CONFIG`)."""
-    return {"config_yaml": layout.get("configs").path("config.yaml")}
+    """The config snapshot every report is made with (:data:`lsrbench.dag.declarations.CONFIG`),
+    and the ``params.json`` beside it, which the report reads through it (the files the config was
+    read from: :func:`lsrbench.report.config_record.config_record`): an input named with a leading
+    ``_`` is the DAG's only, not an argument of the job (:mod:`lsrbench.pipeline.bridge`)."""
+    snapshot = layout.get("configs")
+    return {"config_yaml": snapshot.path("config.yaml"), "_config_params": snapshot.path("params.json")}
 
 
 def _metrics(layout) -> dict:

@@ -13,10 +13,29 @@ __all__ = ["check_ranges", "as_read"]
 
 
 def check_ranges(config: dict, file) -> None:
+    """The ranges the schema cannot say (:func:`_check_warmup`, :func:`_check_triplets`), on the
+    config as written, before the schema makes an integral float an integer."""
+    _check_warmup(config, file)
+    _check_triplets(config, file)
+
+
+def _check_triplets(config: dict, file) -> None:
+    """``training_data.n_triplets`` fills at least one batch: a batch may not repeat a text
+    (in-batch negatives), so fewer triplets than ``recipe.batch_size`` train nothing."""
+    data = config.get("training_data") if isinstance(config.get("training_data"), dict) else {}
+    recipe = config.get("recipe") if isinstance(config.get("recipe"), dict) else {}
+    n, batch, steps = data.get("n_triplets"), recipe.get("batch_size"), recipe.get("steps")
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in (n, batch, steps)) and steps > 0 and 0 < n < batch:
+        raise InputError(file, "training_data.n_triplets", f"{n} triplets cannot fill one batch of {batch} "
+                                                           "(recipe.batch_size) without repeating a text, which "
+                                                           f"in-batch negatives forbid: give at least {batch}")
+
+
+def _check_warmup(config: dict, file) -> None:
     """``recipe.warmup_steps`` as transformers reads it (``TrainingArguments.get_warmup_steps``): a
     float below 1 is a ratio of the steps; an integer is a number of steps, at most
     ``recipe.steps``; a float of 1 or more (transformers truncates it to steps, 1.0 to one) is
-    refused. Checked on the config as written, before the schema makes an integral float an integer."""
+    refused."""
     recipe = config.get("recipe") if isinstance(config.get("recipe"), dict) else {}
     warmup, steps = recipe.get("warmup_steps", 0), recipe.get("steps")
     if isinstance(warmup, bool) or not isinstance(warmup, (int, float)) or not isinstance(steps, int):

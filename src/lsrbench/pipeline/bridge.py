@@ -48,7 +48,9 @@ def run(snakemake) -> None:
     kwargs.update(dict(getattr(params, "runtime", None) or {}))
     outputs = dict(snakemake.output.items())
     params_json, manifest_json = outputs.pop("params_json", None), outputs.pop("manifest_json", None)
-    for source in (dict(snakemake.input.items()), outputs):
+    # an input named with a leading "_" is read through another one (a config snapshot's params.json
+    # beside its config.yaml): named for the DAG, no argument of the job
+    for source in ({k: v for k, v in snakemake.input.items() if not k.startswith("_")}, outputs):
         kwargs.update({name: (value if isinstance(value, str) or value is None else list(value))
                        for name, value in source.items()})
     kwargs.update(dict(getattr(params, "keyed", None) or {}))  # run files by key, not by position
