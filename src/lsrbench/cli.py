@@ -124,7 +124,17 @@ def _prefetch(args) -> int:
 
     files = _config_files(args)
     # not the folders: the mirror is what prefetch writes (a broken copy there is fetched again with --force)
-    records = prefetch(_load_config(files, check_files=False)[0], files[-1], args.mirror, force=args.force)
+    config = _load_config(files, check_files=False)[0]
+    if args.dry_run:
+        from lsrbench.ops.prefetch import missing
+
+        records = missing(config, args.mirror)
+        for r in records:
+            print(f"{r['kind']} {r.get('backbone') or r.get('name')}: {r['status']} ({r['path']})")
+        gaps = sum(r["status"] == "missing" for r in records)
+        print(f"{args.mirror}: {gaps} of {len(records)} items missing" + (": run without --dry-run" if gaps else ""))
+        return 1 if gaps else 0
+    records = prefetch(config, files[-1], args.mirror, force=args.force)
     print(f"{args.mirror}: {len(records)} items; run with --config mirror={args.mirror} and HF_HUB_OFFLINE=1")
     return 0
 
@@ -398,6 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     _configfile_option(p)
     p.add_argument("--mirror", required=True, metavar="DIR", type=path_argument("--mirror"), help="the mirror folder")
     p.add_argument("--force", action="store_true", help="fetch again what the mirror already has")
+    p.add_argument("--dry-run", action="store_true", help="download nothing: list what the mirror lacks (exit 1 if any)")
     p.set_defaults(func=_prefetch)
 
     _add_plan_parser(sub)

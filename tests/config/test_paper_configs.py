@@ -45,3 +45,14 @@ def test_untie_ablation_claims_per_backbone():
         assert (damage["type"], damage["expect"]) == ("compare", "greater")
         assert damage["a"] == {"backbone": f"{backbone}+untie", "k": 16} and damage["b"] == {"backbone": backbone, "k": 16}
         assert head["a"] == damage["a"] and head["b"] == {"backbone": backbone, "k": good_k} and head["expect"] == "less"
+
+
+def test_every_paper_backbone_is_pinned_and_runs_no_remote_code():
+    """Each hub backbone at a commit (no floating `main`), none running the hub's remote code."""
+    from lsrbench.names import is_commit
+
+    for name in ("paper.yaml", "paper-splade-pp.yaml"):
+        config, _, _ = load_config_files([REPO / "config" / name])
+        for backbone, entry in config["backbones"].items():
+            assert is_commit(entry.get("revision")), (name, backbone, entry.get("revision"))
+            assert not entry.get("trust_remote_code"), (name, backbone)

@@ -273,6 +273,62 @@ def test_load_beir_download_uses_cached_zip(tmp_path):
     assert load_beir_download("mini", cache).corpus == ds.corpus  # reuses the folder
 
 
+def test_a_downloaded_zip_with_the_wrong_md5_is_refused_before_unpacking(tmp_path, monkeypatch):
+    """The registry's md5 is checked on the bytes the download wrote, before anything is unpacked:
+    one line naming the dataset, the expected and the found digest; the zip set aside, no folder."""
+    import hashlib
+    import io
+    import urllib.request
+
+    _zip_folder(make_beir(tmp_path / "src"), tmp_path / "served.zip", "mini/")
+    served = (tmp_path / "served.zip").read_bytes()
+    good = hashlib.md5(served).hexdigest()
+    fetched = []
+
+    def urlopen(url, timeout=None):
+        fetched.append(url)
+        return io.BytesIO(served)
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    cache = tmp_path / "cache"
+    wrong = "0" * 32
+    with pytest.raises(InputError) as err:
+        resolve_dataset("mini", {"source": "beir", "name": "mini", "md5": wrong}, None, "datasets.yaml", cache)
+    line = str(err.value)
+    assert "\n" not in line and "BEIR dataset 'mini'" in line and f"MD5 {good}, expected {wrong}" in line
+    assert fetched == ["https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/mini.zip"]
+    assert not (cache / "mini").exists() and not (cache / "mini.zip").exists()
+    assert (cache / "mini.zip.rejected").read_bytes() == served
+    ds = resolve_dataset("mini", {"source": "beir", "name": "mini", "md5": good}, None, "datasets.yaml", cache)
+    assert len(ds.corpus) == 3 and len(fetched) == 2  # downloaded again, checked, unpacked
+
+
+def test_md5_belongs_to_a_download():
+    with pytest.raises(InputError, match=r"mini\.md5: checks a BEIR download"):
+        resolve_dataset("mini", {"source": "beir", "path": "/x", "md5": "0" * 32}, None, "datasets.yaml", "cache")
+    with pytest.raises(InputError, match="md5"):
+        resolve_dataset("mini", {"source": "beir", "name": "mini", "md5": "not-a-digest"}, None, "datasets.yaml", "c")
+
+
+def test_every_beir_download_of_the_registry_has_its_published_md5():
+    """config/datasets.yaml: each BEIR zip entry carries the MD5 ir_datasets publishes for it
+    (ir_datasets/etc/downloads.json, 'beir' section; webis-touche2020 is its 'webis-touche2020/v2')."""
+    from lsrbench.config.strict_yaml import load_yaml
+    from helpers.paths import REPO
+
+    registry = load_yaml(REPO / "config" / "datasets.yaml")
+    downloads = {n: e for n, e in registry.items() if e.get("source") == "beir" and "name" in e}
+    assert len(downloads) == 13
+    assert {e["name"]: e["md5"] for e in downloads.values()} == {
+        "trec-covid": "ce62140cb23feb9becf6270d0d1fe6d1", "nfcorpus": "a89dba18a62ef92f7d323ec890a0d38d",
+        "nq": "d4d3d2e48787a744b6f6e691ff534307", "hotpotqa": "f412724f78b0d91183a0e86805e16114",
+        "fiqa": "17918ed23cd04fb15047f73e6c3bd9d9", "arguana": "8ad3e3c2a5867cdced806d6503f29b99",
+        "webis-touche2020": "46f650ba5a527fc69e0a6521c5a23563", "dbpedia-entity": "c2a39eb420a3164af735795df012ac2c",
+        "scidocs": "38121350fc3a4d2f48850f6aff52e4a9", "fever": "5a818580227bfb4b35bb6fa46d9b6c03",
+        "climate-fever": "8b66f0a9126c521bae2bde127b4dc99d", "scifact": "5f7d1de60b170fc8027bb7898e2efca1",
+        "quora": "18fb154900ba42a600f84b839c173167"}
+
+
 # --------------------------------------------------------------------------- resolve_dataset
 
 

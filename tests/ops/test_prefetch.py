@@ -228,3 +228,24 @@ def test_resolved_revision_of_a_hub_cache_and_a_mirror_folder(tmp_path, monkeypa
     assert resolved_revision(str(folder)) is None
     (folder / ".cache" / "huggingface" / "download" / "config.json.metadata").write_text(f"{REV}\n\"e\"\n1.0\n")
     assert resolved_revision(str(folder)) == REV
+
+
+def test_dry_run_lists_what_the_mirror_lacks_and_fetches_nothing(sources, fake_hub, tmp_path, capsys):
+    from lsrbench.cli import main
+
+    small = yaml.safe_load(sources["config_file"].read_text())
+    small.update(backbones={"hubby": {"model": "org/tiny-mlm", "revision": REV}},
+                 training_data={"source": "pseudo_queries", "dataset": "beirmini", "seed": 1})
+    small["evaluation"]["datasets"] = ["beirmini"]
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(small))
+    mirror = tmp_path / "m"
+    assert main(["prefetch", "--configfile", str(path), "--mirror", str(mirror), "--dry-run"]) == 1
+    out = capsys.readouterr().out
+    assert "model hubby: missing" in out and "dataset beirmini: missing" in out and "2 of 2 items missing" in out
+    assert not mirror.exists() and fake_hub == []
+    assert main(["prefetch", "--configfile", str(path), "--mirror", str(mirror)]) == 0
+    capsys.readouterr()
+    assert main(["prefetch", "--configfile", str(path), "--mirror", str(mirror), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "model hubby: in the mirror" in out and "0 of 2 items missing" in out

@@ -31,6 +31,7 @@ class DatasetEntry:
     revision: str | None = None
     subsets: dict | None = None
     measures: list[str] | None = None
+    md5: str | None = None  # a BEIR download's published MD5
     download: str | None = field(default=None)  # the entry's ``name:`` (a BEIR download name)
 
     @classmethod

@@ -16,9 +16,9 @@ RUNTIME_RECIPE_KEYS = ("checkpoint_steps", "report_to")
 # their schema default, so that a finished run's folder id stays what it was.
 LATE_RECIPE_KEYS = ("weight_decay",)
 # The backbone keys that decide what is loaded (labels, k lists and modes do not change a result).
-LOAD_KEYS = ("model", "revision", "trust_remote_code", "head_scale", "fetch")
+LOAD_KEYS = ("model", "revision", "trust_remote_code", "code_revision", "head_scale", "fetch")
 # The keys that say which checkpoint a backbone starts from (a twin's head_scale is applied on top).
-SOURCE_KEYS = ("model", "revision", "trust_remote_code", "fetch")
+SOURCE_KEYS = ("model", "revision", "trust_remote_code", "code_revision", "fetch")
 
 
 def load_entry(config: dict, backbone: str) -> dict:

@@ -83,6 +83,9 @@ def _check_config(config: dict, config_file, files: bool, record, mirror_must_ex
     config["_datasets"] = datasets
     if mirror_must_exist:
         check_mirror(config, config_file)
+    from lsrbench.model.remote_code import check_remote_code
+
+    check_remote_code(config, config_file, prefetching=not mirror_must_exist)
     if files:
         from lsrbench.dag.validate_files import check_files
 

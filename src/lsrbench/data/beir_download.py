@@ -1,8 +1,10 @@
-"""BEIR's public zip archives (``{source: beir, name: scifact}``): downloaded once into the cache
-folder, unpacked safely, then read as a BEIR folder."""
+"""BEIR's public zip archives (``{source: beir, name: scifact, md5: ...}``): downloaded once into the
+cache folder, checked against the MD5 ir_datasets publishes for them (the zips have been replaced in
+place upstream before: webis-touche2020 v1 -> v2), unpacked safely, then read as a BEIR folder."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import urllib.error
@@ -16,7 +18,7 @@ from lsrbench.downloads import FetchFailed, network_reason
 from lsrbench.errors import InputError
 from lsrbench.names import SAFE_NAME
 
-__all__ = ["BEIR_URL", "extract_beir_zip", "load_beir_download"]
+__all__ = ["BEIR_URL", "check_md5", "extract_beir_zip", "load_beir_download"]
 
 BEIR_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/{name}.zip"
 
@@ -63,9 +65,31 @@ def _download(name: str, url: str, dest: Path) -> None:
         raise FetchFailed(url, None, what, url, network_reason(e) or str(getattr(e, "reason", e))) from None
 
 
+def md5_file(path: Path) -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_md5(name: str, zip_path: Path, expected: str | None) -> None:
+    """Refuse a zip whose MD5 is not ``expected`` (None: nothing to check), in one line naming the
+    dataset, both digests and where the refused zip was set aside (``<zip>.rejected``, not unpacked)."""
+    if expected is None:
+        return
+    found = md5_file(zip_path)
+    if found != expected.lower():
+        rejected = zip_path.with_name(zip_path.name + ".rejected")
+        zip_path.replace(rejected)
+        raise InputError(rejected, None, f"BEIR dataset '{name}': zip MD5 {found}, expected {expected} (the archive "
+                                         "changed upstream or the download is damaged); not unpacked")
+
+
 def load_beir_download(name: str, cache_dir: str | os.PathLike, split: str = "test", *,
-                       unknown_docs: str = "error", empty_queries: str = "error") -> Dataset:
-    """Fetch BEIR's public zip for ``name`` into ``cache_dir`` (once), unzip it, load it.
+                       unknown_docs: str = "error", empty_queries: str = "error", md5: str | None = None) -> Dataset:
+    """Fetch BEIR's public zip for ``name`` into ``cache_dir`` (once), check its ``md5``, unzip it,
+    load it.
 
     The dataset lands in ``<cache_dir>/<name>/``; a folder already there is reused.
     """
@@ -77,6 +101,7 @@ def load_beir_download(name: str, cache_dir: str | os.PathLike, split: str = "te
         zip_path = cache_dir / f"{name}.zip"
         if not zip_path.is_file():
             _download(name, BEIR_URL.format(name=name), zip_path)
+        check_md5(name, zip_path, md5)
         extract_beir_zip(zip_path, folder)
         zip_path.unlink()
     return load_beir_folder(folder, split=split, name=name, unknown_docs=unknown_docs, empty_queries=empty_queries)

@@ -93,6 +93,8 @@ class BeirSource(Source):
             raise bad("path", "give either 'path' (a BEIR folder) or 'name' (a BEIR download), not both")
         if "path" not in entry and "name" not in entry:
             raise bad("path", "source 'beir' needs 'path' (a BEIR folder) or 'name' (a BEIR download name)")
+        if "md5" in entry and "name" not in entry:
+            raise bad("md5", "checks a BEIR download ('name'), not a local folder ('path')")
         key = "path" if "path" in entry else "name"
         value = _required_str(entry, key, self.name, bad)
         if key == "name" and not SAFE_NAME.match(value):
@@ -108,7 +110,7 @@ class BeirSource(Source):
         from lsrbench.data.beir_download import load_beir_download
 
         return replace(load_beir_download(entry.download, cache_dir, split=entry.split, unknown_docs=unknown_docs,
-                                          empty_queries=empty_queries), name=entry.name)
+                                          empty_queries=empty_queries, md5=entry.md5), name=entry.name)
 
     def local_folder(self, entry):
         return Path(entry.path) if entry.path else None

