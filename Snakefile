@@ -8,6 +8,7 @@ import sys
 from lsrbench.config.grid import grid_lines
 from lsrbench.config.layers import load_config_files, locate_config_paths
 from lsrbench.dag.reports import report_outputs
+from lsrbench.dag.folder_state import refuse_results_folder_as_workdir
 from lsrbench.dag.validate import check_config
 from lsrbench.dag.validate_files import record_path
 from lsrbench.errors import OneLineError
@@ -25,6 +26,8 @@ CONFIG_FILE = CONFIG_FILES[-1]
 # the main process only, not again by each job a cluster executor starts from this Snakefile, and
 # not again while they are unchanged (the record: .snakemake/, or $LSRBENCH_CHECKED_INPUTS).
 try:
+    # run in the folder that holds results/, not in results/ itself (it would be planned anew inside it)
+    refuse_results_folder_as_workdir()
     # Every file strictly (duplicate keys, line of a syntax error), with its base: chain, merged in
     # order, then the --config values; Snakemake's own merge of the files is replaced by this one.
     merged, ORIGINS, READ = load_config_files(CONFIG_FILES, workflow.config_settings.config)

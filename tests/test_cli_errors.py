@@ -16,6 +16,7 @@ import pytest
 from lsrbench.cli import main
 from lsrbench.cli_errors import BROKEN_PIPE_STATUS, run_one_line
 
+from helpers.catalogue import record
 from helpers.paths import REPO
 
 
@@ -54,6 +55,28 @@ def test_run_cores_not_a_count(capsys, cores):
     assert main(["run", "--cores", cores, "-n"]) == 2
     assert _one_line(capsys) == (f"lsrbench: error: command line: --cores: '{cores}' is not a number of cores "
                                  "(a positive integer, or all)")
+
+
+@pytest.mark.parametrize("text", ["", "# nothing yet\n\n"])
+def test_run_refuses_an_empty_config_file_before_snakemake(monkeypatch, capsys, tmp_path, text):
+    """Snakemake reads every --configfile before the Snakefile can speak: an empty one was its own
+    WorkflowError. ``lsrbench run`` reads it first, as the Snakefile reads it."""
+    (tmp_path / "empty.yaml").write_text(text)
+    monkeypatch.chdir(REPO)
+    assert main(["run", "-n", "--configfile", str(tmp_path / "empty.yaml")]) == 2
+    line = _one_line(capsys)
+    assert line == f"lsrbench: error: {tmp_path / 'empty.yaml'}: empty: no settings in it (only blank lines or comments)"
+    record(f"run: an empty --configfile ({'no line' if not text else 'only a comment'})", line, tmp_path)
+
+
+def test_run_refuses_a_config_key_with_a_dot_before_snakemake(monkeypatch, capsys):
+    """``--config recipe.steps=10`` ended in a Snakemake traceback (its parser takes top-level keys only)."""
+    monkeypatch.chdir(REPO)
+    assert main(["run", "-n", "--", "--config", "mirror=../shared", "recipe.steps=10"]) == 2
+    line = _one_line(capsys)
+    assert line == ("lsrbench: error: command line: --config: 'recipe.steps=10': snakemake --config takes top-level "
+                    "keys only; a nested setting goes in a config file (base: config/config.yaml, then recipe: ...)")
+    record("run: a --config key with a dot", line, REPO)
 
 
 @pytest.fixture

@@ -11,7 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-from lsrbench.cli_errors import OneLineParser, cores_argument, default_config, path_argument, require_extra, run_one_line
+from lsrbench.cli_errors import (OneLineParser, check_snakemake_config, cores_argument, default_config, path_argument,
+                                 require_extra, run_one_line)
 from lsrbench.errors import InputError
 
 DEFAULT_CONFIG = "config/config.yaml"
@@ -190,6 +191,7 @@ def _run(args) -> int:
 
     if not Path("Snakefile").is_file():
         raise InputError(Path.cwd(), None, "no Snakefile here: run lsrbench run from the lsrbench checkout")
+    check_snakemake_config(args.configfile or [], list(args.snakemake_args))
     cmd = snakemake_command(args)
     print("$ snakemake " + shlex.join(cmd), file=sys.stderr)
     return subprocess.run([sys.executable, "-m", "snakemake", *cmd]).returncode

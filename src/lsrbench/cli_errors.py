@@ -15,7 +15,8 @@ from typing import Callable
 
 from lsrbench.errors import InputError, OneLineError, out_of_space_line
 
-__all__ = ["BROKEN_PIPE_STATUS", "OneLineParser", "cores_argument", "default_config", "path_argument", "require_extra", "run_one_line"]
+__all__ = ["BROKEN_PIPE_STATUS", "OneLineParser", "check_snakemake_config", "cores_argument", "default_config",
+           "path_argument", "require_extra", "run_one_line"]
 
 # A process a shell's closed pipe ends: 128 + SIGPIPE, the status `yes | head` leaves for `yes`.
 BROKEN_PIPE_STATUS = 128 + 13
@@ -99,3 +100,30 @@ def run_one_line(command: Callable[[], int]) -> int:
 
 def _say(line: str) -> None:
     print(f"lsrbench: error: {line}", file=sys.stderr)
+
+
+# The keys snakemake --config takes (snakemake.cli.parse_config): top-level names only.
+SNAKEMAKE_CONFIG_KEY = r"[a-zA-Z_][\w-]*\w$"
+
+
+def check_snakemake_config(configfiles: list[str], snakemake_args: list[str]) -> None:
+    """What Snakemake itself refuses before the Snakefile can say anything, said first in one line
+    (``lsrbench run``): a ``--configfile`` it cannot read as a mapping (empty, only comments: read
+    here as the Snakefile reads it, :func:`lsrbench.config.layers.load_config_files`), a ``--config``
+    key with a dot (``recipe.steps=10``), which Snakemake's parser refuses with a traceback."""
+    import re
+
+    from lsrbench.config.layers import load_config_files
+
+    for path in configfiles:
+        load_config_files([path])
+    values = snakemake_args[snakemake_args.index("--config") + 1:] if "--config" in snakemake_args else []
+    for entry in values:
+        if entry.startswith("-"):
+            break
+        key = entry.partition("=")[0]
+        if not re.match(SNAKEMAKE_CONFIG_KEY, key):
+            hint = (f"; a nested setting goes in a config file (base: config/config.yaml, then {key.split('.')[0]}: "
+                    "...)" if "." in key else "")
+            raise InputError("command line", "--config", f"'{entry}': snakemake --config takes top-level keys "
+                                                         f"only{hint}")

@@ -117,3 +117,22 @@ def manifest_fields(manifest_path: str, inputs, outputs) -> dict:
     """The ``manifest`` and ``artifacts`` entries a stage adds to its provenance record."""
     return {"manifest": str(manifest_path),
             "artifacts": {"inputs": artifact_hashes(inputs), "outputs": artifact_hashes(outputs)}}
+
+
+def addressed_record(identity: dict, inputs, outputs) -> dict:
+    """An addressed output's ``params.json``: what its id stands for (``identity``), the files its
+    job read (``made_from``: paths only, each has a record of its own) and every file it wrote with
+    its SHA-256 (``outputs``): the record a finished output is checked against before anything
+    reads it (:mod:`lsrbench.dag.records`)."""
+    return {**identity, "made_from": sorted(_flat(inputs)), "outputs": artifact_hashes(outputs)}
+
+
+def report_manifest(manifest_path: str, rule: str, config: dict | None, inputs, outputs) -> dict:
+    """A report job's manifest (``results/manifests/<rule>.json``): the config snapshot it was made
+    with and every file it read and wrote with its SHA-256."""
+    return {"rule": rule, "config": config, **manifest_fields(manifest_path, _flat(inputs), _flat(outputs))}
+
+
+def _flat(paths) -> list[str]:
+    """Named files as Snakemake gives them (a name may hold a list): one list of paths."""
+    return [str(q) for p in paths for q in ([p] if isinstance(p, (str, os.PathLike)) else p)]

@@ -25,6 +25,7 @@ from typing import Callable
 import pytest
 import yaml
 
+from helpers.catalogue import record as _record
 from helpers.snakemake import SNAKEMAKE, copy_run
 
 pytestmark = pytest.mark.slow
@@ -179,6 +180,41 @@ def _(ctx):
     return ctx.snakemake(ctx.write_config(_set("recipe.steps", 2**30)))
 
 
+@case("warmup_steps 1.5 (a ratio past 1)", CONFIG, r"recipe\.warmup_steps: 1\.5: a ratio of the steps lies below 1")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("recipe.warmup_steps", 1.5)))
+
+
+@case("warmup_steps beyond the steps", CONFIG, r"recipe\.warmup_steps: 10 warm-up steps, more than the 3 of training")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("recipe.warmup_steps", 10)))
+
+
+@case("fewer training triplets than a batch", CONFIG,
+      r"training_data\.n_triplets: 3 triplets cannot fill one batch of 4 \(recipe\.batch_size\)")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("training_data.n_triplets", 3)))
+
+
+@case("MLM re-fit warm-up ratio of 1 (read as one step)", CONFIG,
+      r"backbones\.rand-roberta\.mlm_refit\.warmup_ratio: 1 is greater than or equal to the maximum of 1")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["backbones"]["rand-roberta"].update(
+        mlm_refit={"dataset": "slice", "warmup_ratio": 1})))
+
+
+@case("training length beyond the model's positions", CONFIG,
+      r"recipe\.document_max_length: 512 tokens, but .*tiny_roberta takes at most 158 \(its max_position_embeddings\)")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(_set("recipe.document_max_length", 512)))
+
+
+@case("like: a backbone the config does not have", CONFIG, r"backbones\.twin\.like: 'bert' is not a backbone of this "
+                                                           r"config \(backbones: rand-roberta, twin\)")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["backbones"].update(twin={"like": "bert", "label": "t"})))
+
+
 @case("integer of 5000 digits in the datasets file", DATASETS, r"line 1: YAML error: integer not readable")
 def _(ctx):
     path = ctx.tmp / "datasets.yaml"
@@ -238,6 +274,22 @@ def _(ctx):
 @case("two backbones with one label", CONFIG, r"backbones\.twin\.label: 'random RoBERTa 1L' is also how rand-roberta is shown")
 def _(ctx):
     return ctx.snakemake(ctx.write_config(lambda c: c["backbones"].update(twin=dict(c["backbones"]["rand-roberta"]))))
+
+
+@case("label equal to another's but for a zero-width space", CONFIG,
+      r"backbones\.twin\.label: 'random RoBERTa\u200b 1L' is also how rand-roberta is shown \('random RoBERTa 1L', as a "
+      r"reader sees it\)")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: c["backbones"].update(
+        twin=dict(c["backbones"]["rand-roberta"], label="random RoBERTa\u200b 1L"))))
+
+
+@case("label equal to another's but for a non-breaking hyphen", CONFIG,
+      r"backbones\.twin\.label: 'random RoBERTa\u2011tiny' is also how rand-roberta is shown")
+def _(ctx):
+    return ctx.snakemake(ctx.write_config(lambda c: (c["backbones"]["rand-roberta"].update(label="random RoBERTa-tiny"),
+                                                     c["backbones"].update(twin=dict(c["backbones"]["rand-roberta"],
+                                                                                     label="random RoBERTa\u2011tiny")))))
 
 
 @case("label with a table separator", CONFIG, r"backbones\.rand-roberta\.label: 'a \| b' cannot be a table cell")
@@ -897,15 +949,6 @@ def finished_files(work: Path) -> dict[Path, str]:
 
     return {p: sha256_file(p) for p in (work / "results").rglob("*")
             if p.is_file() and ".cache" not in p.relative_to(work / "results").parts}
-
-
-def _record(name: str, outcome: str, tmp: Path) -> None:
-    """Append the case's outcome to the table named by LSRBENCH_CATALOGUE (its folder shown as <tmp>)."""
-    target = os.environ.get("LSRBENCH_CATALOGUE")
-    if target:
-        with open(target, "a", encoding="utf-8") as fh:
-            shown = outcome.replace(str(tmp), "<tmp>").replace("|", "\\|")  # a table cell
-            fh.write(f"| {name} | `{shown}` |\n")
 
 
 def check_outcome(proc: subprocess.CompletedProcess, file: str, field: str, name: str, tmp: Path) -> str:

@@ -93,10 +93,14 @@ def test_the_landing_page_links_every_result_with_its_caption():
 
 def test_every_linked_result_is_a_report_output_listed_under_its_title():
     """The landing page's links name results by path: each must be a ``report()`` output of
-    report.smk labelled with its title (a renamed output would leave a dead link)."""
+    report.smk labelled with its title (``shown(...)``, which labels it with its title unless told
+    not to; a renamed output would leave a dead link)."""
+    from lsrbench.dag.reports import REPORTS
+
     rules = (REPO / "workflow" / "rules" / "report.smk").read_text()
-    labelled = set(re.findall(r'result_label\((f?)"([^"]+)"\)', rules))
+    flagged = re.findall(r'R\.outputs\("(\w+)", (\w+)=shown\(([^)]*)\)\)', rules)
+    labelled = {f"results/{REPORTS[rule].outputs[arg]}" for rule, arg, how in flagged if "title=False" not in how}
     pages = {f"results/html/{page}.html" for page in html_pages(_config("paper.yaml"))}  # every page
-    assert {path for fmt, path in labelled if not fmt} | pages == {path for _, path, *_ in RESULTS}
-    assert ("f", "results/html/{page}.html") in labelled
+    assert re.search(r'R\.outputs\(f"\{HTML_RULE\}\{page\}", html=shown\(category, ', rules)
+    assert labelled | pages == {path for _, path, *_ in RESULTS}
     assert result_label("results/tradeoff.png") == "Effectiveness against FLOPs"

@@ -195,11 +195,11 @@ def test_the_mirror_must_exist(toy, capsys):
 # -- through snakemake, on a copy of the finished micro run --------------------------------------
 
 def _snapshot(results: Path) -> dict[str, bytes]:
-    """Every finished file below the results folder except the current config's reports (and
-    their HTML pages, results/html/)."""
+    """Every finished file below the results folder except the current config's reports (their
+    HTML pages, results/html/, and their manifests, results/manifests/, too)."""
     return {str(p.relative_to(results)): p.read_bytes() for p in results.rglob("*")
             if p.is_file() and not (p.parent == results and p.name in REPORTS) and ".cache" not in p.parts
-            and p.parent != results / "html"}
+            and p.parent not in (results / "html", results / "manifests")}
 
 
 def _planned(work: Path, config: Path, *config_args: str) -> dict[str, int]:

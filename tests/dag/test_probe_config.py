@@ -201,7 +201,7 @@ def test_which_reports_read_the_probe(tiny):
     for report in ("norms_report", "claims", "probe_report", "probe_outcomes"):
         assert [row[0] for row in rules.params(report)["keyed"]["probe_files"]] == ["splade-tiny", "splade-tiny-x10"]
     assert "probe_files" not in rules.params("table1")["keyed"]  # Table 1 shows no probe statistic
-    assert "metrics_csv" not in rules.inputs("probe_report")  # before training: the probe files only
+    assert "metrics_csv" not in rules.input_files("probe_report")  # before training: the probe files only
     assert set(REPORTS) >= {"probe_report", "probe_outcomes"}
     # k auto by a logit-scale statistic: the probe runs with the grid, Table 1 reads its auto k from it
     logit = checked(tiny, lambda c: c["auto_k"].update(statistic="max_logit"))

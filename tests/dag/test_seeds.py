@@ -93,7 +93,7 @@ def test_one_seed_keeps_the_recipe_identity_and_the_run_keys(toy):
     assert lay.get("configs").identity["config"]["recipe"] == train.identity["recipe"]
     assert run_keys(lay.config) == [{"run": "rand-roberta", "k": "1"}, {"run": "rand-roberta", "k": "1e-30"}]
     rules = ReportRules(lay)
-    assert set(rules.inputs("collect")) == {"metric_files", "config_yaml"}
+    assert set(rules.input_files("collect")) == {"metric_files", "config_yaml"}
     assert [row[:-1] for row in rules.params("claims")["keyed"]["log_files"]] == [["rand-roberta", "1"],
                                                                                    ["rand-roberta", "1e-30"]]
 
@@ -147,7 +147,7 @@ def test_the_report_rules_read_every_seed_by_key(toy):
     assert {tuple(row[:-1]) for row in keyed["perquery_files"]} == {("rand-roberta", k, s, "slice")
                                                                      for k in ("1", "1e-30") for s in (seed, seed + 1)}
     seeded = rules.params("collect")["keyed"]["seeded_files"]
-    assert {row[-1] for row in seeded} <= set(rules.inputs("collect")["metric_files"])
+    assert {row[-1] for row in seeded} <= set(rules.input_files("collect")["metric_files"])
     assert {row[2] for row in seeded} == {seed, seed + 1}
 
 

@@ -100,7 +100,7 @@ def write_tiny_mlm(folder: Path) -> Path:
     BertTokenizerFast(vocab_file=str(folder / "vocab.txt")).save_pretrained(folder)
     torch.manual_seed(0)
     cfg = BertConfig(vocab_size=len(vocab), hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=16, max_position_embeddings=32)
+                     intermediate_size=16, max_position_embeddings=128)  # the tiny default's training lengths fit
     BertForMaskedLM(cfg).save_pretrained(folder)
     return folder
 

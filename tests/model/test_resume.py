@@ -1,5 +1,7 @@
 """Resume: a training job killed with SIGKILL restarts from its last complete checkpoint and ends
-bit-identical (weights and per-step log) to an uninterrupted run with the same seed.
+bit-identical (every file of the model folder, and the per-step log) to an uninterrupted run with
+the same seed, whichever checkpoint it resumes from, the last included (a job killed after its final
+checkpoint, before its outputs: it resumes there and takes no step).
 
 Every run is a separate Python process (the same environment, one thread), so the comparison is
 between processes exactly as a restarted Snakemake job would see it. The kill is a real SIGKILL that
@@ -38,7 +40,19 @@ def training_step(self, *a, **kw):
     calls["step"] += 1
     if mode == "kill-in-step" and calls["step"] == 5:
         os.kill(os.getpid(), signal.SIGKILL)   # during step 5: checkpoint-4 is the latest complete one
+    if mode == "kill-early" and calls["step"] == 3:
+        os.kill(os.getpid(), signal.SIGKILL)   # during step 3: checkpoint-2, the first, is the latest
     return step(self, *a, **kw)
+
+import lsrbench.model.train as train_module
+write_log = train_module.write_train_log
+
+def write_train_log(*a, **kw):
+    if mode == "kill-at-end":
+        os.kill(os.getpid(), signal.SIGKILL)   # every step and checkpoint-6 done, no output written yet
+    return write_log(*a, **kw)
+
+train_module.write_train_log = write_train_log
 
 def save_rng_state(self, *a, **kw):
     calls["save"] += 1
@@ -81,14 +95,15 @@ def material(tmp_path_factory, vaswani_slice, tiny_roberta):
     return {"model": str(tiny_roberta), "triplets": str(triplets), "reference": reference}
 
 
-@pytest.mark.parametrize("kill, resumed_step, partial", [("kill-in-step", 4, None), ("kill-in-save", 4, "checkpoint-6")])
+@pytest.mark.parametrize("kill, resumed_step, partial", [("kill-early", 2, None), ("kill-in-step", 4, None),
+                                                         ("kill-in-save", 4, "checkpoint-6"), ("kill-at-end", 6, None)])
 def test_killed_training_resumes_bit_identical(tmp_path, material, kill, resumed_step, partial):
     out, ckpt = tmp_path / "run", tmp_path / "run" / "checkpoints"
     killed = _run(tmp_path, kill, material["model"], material["triplets"], str(out), str(ckpt))
     assert killed.returncode == -9, killed.stderr[-2000:]  # SIGKILL
     assert not (out / "model").exists() and not (out / "train_log.jsonl").exists()  # nothing half-written
     complete = sorted(p.name for p in ckpt.glob("checkpoint-*") if (p / CHECKPOINT_LOG).is_file())
-    assert complete == [f"checkpoint-{resumed_step}"]
+    assert complete[-1] == f"checkpoint-{resumed_step}"
     if partial:
         assert (ckpt / partial).is_dir() and not (ckpt / partial / CHECKPOINT_LOG).exists()
 
@@ -98,7 +113,11 @@ def test_killed_training_resumes_bit_identical(tmp_path, material, kill, resumed
     assert result["summary"]["status"] == {"status": "ok"}
 
     ref = material["reference"]
-    assert (out / "model" / "model.safetensors").read_bytes() == (ref / "model" / "model.safetensors").read_bytes()
+    files = sorted(p.relative_to(ref) for p in (ref / "model").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(out) for p in (out / "model").rglob("*") if p.is_file())
+    for name in files:  # every file a straight run writes (similarity_fn_name "dot" in a resume from the last too)
+        assert (out / name).read_bytes() == (ref / name).read_bytes(), name
+    assert json.loads((out / "model/config_sentence_transformers.json").read_text())["similarity_fn_name"] == "dot"
     assert (out / "train_log.jsonl").read_text() == (ref / "train_log.jsonl").read_text()
     steps = [json.loads(line)["step"] for line in (out / "train_log.jsonl").read_text().splitlines()]
     assert steps == [1, 2, 3, 4, 5, 6]

@@ -3,9 +3,11 @@
 # stage declarations as rule parts (S: lsrbench.dag.stage.StageRules; R: the report rules,
 # lsrbench.dag.reports.ReportRules), and the wildcard constraints.
 from lsrbench.dag.fingerprint import FileDigests
+from lsrbench.dag.folder_state import DagHooks, FolderState
 from lsrbench.dag.freshness import check_finished_inputs
 from lsrbench.dag.layout import ID_REGEX, Layout
-from lsrbench.dag.reports import ReportRules, html_pages, job_threads
+from lsrbench.dag.refit_stage import unshared_refits
+from lsrbench.dag.reports import HTML_RULE, ReportRules, html_pages, job_threads
 from lsrbench.dag.stage import StageRules
 from lsrbench.names import DATASET_PATTERN, K_PATTERN, NAME_PATTERN, RUN_PATTERN
 from lsrbench.pipeline import JOBS
@@ -15,18 +17,35 @@ from lsrbench.pipeline import JOBS
 # fingerprinted through a cache of file digests (by path, size and mtime), saved here.
 DIGESTS = FileDigests("results/.cache/file-digests.json")
 L = Layout(config, "results", DIGESTS, config_file=CONFIG_FILE, config_files=READ)
-S = StageRules(L, JOBS)
-R = ReportRules(L)
 try:
-    S.check()  # every job function takes what its declaration gives it
+    STATE = None
     if workflow.is_main_process:
         # a damaged input of a finished output is refused before Snakemake re-runs (and so
-        # deletes) what was computed from it
+        # deletes) what was computed from it; then every finished job is checked against what it
+        # recorded (lsrbench.dag.folder_state): a stale one in the DAG is made again, a changed
+        # costly output, a file stamped in the future are one line here
         check_finished_inputs(L)
+        STATE = FolderState(L, DIGESTS).check()
+        # an entry that looks like it shares a backbone's MLM re-fit but makes a second one: said here (dry runs too)
+        for line in unshared_refits(L):
+            print(f"lsrbench: note: {ORIGINS.file_for(line.split(':')[0])}: {line}", file=sys.stderr)
+except OneLineError as exc:
+    print(f"lsrbench: error: {exc}", file=sys.stderr)
+    sys.exit(1)
+# The rules' input functions tell HOOKS which jobs the DAG being built holds.
+HOOKS = DagHooks(STATE, workflow)
+S = StageRules(L, JOBS, visit=HOOKS.job)
+R = ReportRules(L, visit=HOOKS.report)
+try:
+    S.check()  # every job function takes what its declaration gives it
 except OneLineError as exc:
     print(f"lsrbench: error: {exc}", file=sys.stderr)
     sys.exit(1)
 DIGESTS.save()
+
+
+onstart:
+    HOOKS.before_jobs()
 # Threads of each train and index job (lsrbench.dag.reports.job_threads); one GPU each with use_gpu.
 JOB_THREADS = job_threads(workflow.remote_exec, workflow.resource_settings.cores)
 GPUS = 1 if config["use_gpu"] else 0

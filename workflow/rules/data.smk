@@ -4,6 +4,8 @@
 
 
 rule dataset:
+    input:
+        unpack(S.inputs("dataset")),  # none: the input function tells the folder check the job is in the DAG
     output:
         **S.outputs("dataset"),
     wildcard_constraints:
@@ -53,6 +55,8 @@ rule triplets:
 # The config the reports are made with (results/configs/<id>/config.yaml): an input of every report.
 rule config_snapshot:
     localrule: True
+    input:
+        unpack(S.inputs("config_snapshot")),  # none (as the dataset rule)
     output:
         **S.outputs("config_snapshot"),
     wildcard_constraints:

@@ -7,18 +7,26 @@ from lsrbench.dag.landing import landing_results, read_from, result_label
 
 # What the landing page (workflow/report/workflow.rst) shows besides the config: its results with
 # their captions, and where models and data were read from (as the jobs recorded it).
+# The config snapshot every report of the folder was made with: a folder holding another config's
+# reports is refused before the report is built (lsrbench.dag.folder_state), so the page names theirs.
 config["_report"].update(results=landing_results(config, os.path.join(workflow.basedir, "workflow", "report")),
-                         read_from=read_from(L) if workflow.is_main_process else [])
+                         read_from=read_from(L) if workflow.is_main_process else [],
+                         snapshot={"id": L.get("configs").id, "path": L.get("configs").path("config.yaml")})
+
+
+def shown(category, caption, title=True):
+    """Flags an output for `snakemake --report`, under its category and caption (and its title,
+    lsrbench.dag.landing.RESULTS)."""
+    return lambda path: report(path, category=category, caption=caption,
+                               **({"labels": {"result": result_label(path)}} if title else {}))
 
 
 rule collect:
     input:
-        **R.inputs("collect"),
+        unpack(R.inputs("collect")),
     output:
-        metrics_csv=report("results/metrics.csv", category="Tables", caption="../report/metrics.rst",
-            labels={"result": result_label("results/metrics.csv")}),
-        # the run files metrics.csv was made from (results/ also holds other configs' runs)
-        sources_json="results/metrics.sources.json",
+        # metrics.sources.json: the run files metrics.csv was made from (results/ also holds other configs' runs)
+        **R.outputs("collect", metrics_csv=shown("Tables", "../report/metrics.rst")),
     params:
         **R.params("collect"),
     script:
@@ -29,9 +37,9 @@ rule collect:
 # tables and the claims show beside the runs, computed from the evaluated data's judgments and size.
 rule chance:
     input:
-        **R.inputs("chance"),
+        unpack(R.inputs("chance")),
     output:
-        chance_json="results/chance.json",
+        **R.outputs("chance"),
     params:
         **R.params("chance"),
     script:
@@ -40,11 +48,10 @@ rule chance:
 
 rule table1:
     input:
-        **R.inputs("table1"),
+        unpack(R.inputs("table1")),
     output:
-        table1_md="results/table1.md",
-        # every cell of table1.md with the metrics.csv rows it comes from (checked by lsrbench verify)
-        cells_json="results/table1.cells.json",
+        # table1.cells.json: every cell of table1.md with the metrics.csv rows it comes from (lsrbench verify)
+        **R.outputs("table1"),
     params:
         **R.params("table1"),
     script:
@@ -53,9 +60,9 @@ rule table1:
 
 rule table_beir:
     input:
-        **R.inputs("table_beir"),
+        unpack(R.inputs("table_beir")),
     output:
-        table_beir_md="results/table_beir.md",
+        **R.outputs("table_beir"),
     params:
         **R.params("table_beir"),
     script:
@@ -64,13 +71,10 @@ rule table_beir:
 
 rule norms_report:
     input:
-        **R.inputs("norms_report"),
+        unpack(R.inputs("norms_report")),
     output:
-        norms_md="results/norms.md",
-        norms_png=report("results/norms.png", category="Head norms", caption="../report/norms.rst",
-            labels={"result": result_label("results/norms.png")}),
-        # what norms.png shows, the config and the files it was made from (checked by lsrbench verify)
-        data_json="results/norms.data.json",
+        # norms.data.json: what norms.png shows, the config and the files it was made from (lsrbench verify)
+        **R.outputs("norms_report", norms_png=shown("Head norms", "../report/norms.rst")),
     params:
         **R.params("norms_report"),
     script:
@@ -79,12 +83,9 @@ rule norms_report:
 
 rule tradeoff:
     input:
-        **R.inputs("tradeoff"),
+        unpack(R.inputs("tradeoff")),
     output:
-        tradeoff_png=report("results/tradeoff.png", category="Figures", caption="../report/tradeoff.rst",
-            labels={"result": result_label("results/tradeoff.png")}),
-        tradeoff_pdf="results/tradeoff.pdf",
-        data_json="results/tradeoff.data.json",
+        **R.outputs("tradeoff", tradeoff_png=shown("Figures", "../report/tradeoff.rst")),
     params:
         **R.params("tradeoff"),
     script:
@@ -93,11 +94,9 @@ rule tradeoff:
 
 rule loss_curves:
     input:
-        **R.inputs("loss_curves"),
+        unpack(R.inputs("loss_curves")),
     output:
-        loss_curves_png=report("results/loss_curves.png", category="Figures", caption="../report/loss_curves.rst",
-            labels={"result": result_label("results/loss_curves.png")}),
-        data_json="results/loss_curves.data.json",
+        **R.outputs("loss_curves", loss_curves_png=shown("Figures", "../report/loss_curves.rst")),
     params:
         **R.params("loss_curves"),
     script:
@@ -106,10 +105,9 @@ rule loss_curves:
 
 rule claims:
     input:
-        **R.inputs("claims"),
+        unpack(R.inputs("claims")),
     output:
-        claims_md="results/claims.md",
-        claims_json="results/claims.json",
+        **R.outputs("claims"),
     params:
         **R.params("claims"),
     # The randomization tests hold one batch of resamples x queries at a time (lsrbench.report.stats):
@@ -125,11 +123,9 @@ rule claims:
 # rank correlation between the probe's prediction and them (results/probe_outcomes.md).
 rule probe_report:
     input:
-        **R.inputs("probe_report"),
+        unpack(R.inputs("probe_report")),
     output:
-        probe_md="results/probe.md",
-        probe_json="results/probe.json",
-        probe_png=report("results/probe.png", category="Probe", caption="../report/probe.rst"),
+        **R.outputs("probe_report", probe_png=shown("Probe", "../report/probe.rst", title=False)),
     params:
         **R.params("probe_report"),
     script:
@@ -138,10 +134,9 @@ rule probe_report:
 
 rule probe_outcomes:
     input:
-        **R.inputs("probe_outcomes"),
+        unpack(R.inputs("probe_outcomes")),
     output:
-        outcomes_md="results/probe_outcomes.md",
-        outcomes_json="results/probe_outcomes.json",
+        **R.outputs("probe_outcomes"),
     params:
         **R.params("probe_outcomes"),
     script:
@@ -153,13 +148,12 @@ for page, category in html_pages(config).items():
 
     rule:
         name:
-            f"html_{page}"
+            f"{HTML_RULE}{page}"
         input:
-            markdown=f"results/{page}.md",
+            unpack(R.inputs(f"{HTML_RULE}{page}")),
         output:
-            html=report(f"results/html/{page}.html", category=category, caption=f"../report/{page}.rst",
-                        labels={"result": result_label(f"results/html/{page}.html")}),
+            **R.outputs(f"{HTML_RULE}{page}", html=shown(category, f"../report/{page}.rst")),
         params:
-            stage="report_html",
+            **R.params(f"{HTML_RULE}{page}"),
         script:
             "../scripts/stage.py"

@@ -10,8 +10,8 @@ from pathlib import Path
 from lsrbench.config.strict_yaml import load_yaml
 from lsrbench.errors import InputError
 
-__all__ = ["BASE_KEY", "COMMAND_LINE", "ConfigOrigins", "merge_config", "load_config_files", "locate_config_paths",
-           "workflow_dir"]
+__all__ = ["BASE_KEY", "LIKE_KEY", "COMMAND_LINE", "ConfigOrigins", "merge_config", "load_config_files",
+           "locate_config_paths", "resolve_like", "workflow_dir"]
 
 
 def workflow_dir() -> Path:
@@ -48,6 +48,10 @@ def locate_config_paths(config: dict, basedir: str | Path) -> dict:
 # is the value null (``mirror: null``).
 BASE_KEY = "base"
 COMMAND_LINE = "command line (--config)"
+# A backbone entry may start from another one of the merged config (a base file's among them):
+# ``twin: {like: splade-tiny, head_scale: 10, label: ...}`` is splade-tiny's entry with the keys it
+# gives replacing that entry's (whole values: a mapping it gives is not merged key by key).
+LIKE_KEY = "like"
 
 
 class ConfigOrigins(dict):
@@ -117,4 +121,36 @@ def load_config_files(paths, command_line: dict | None = None) -> tuple[dict, Co
             files.append(file)
     if command_line:
         merge_config(config, dict(command_line), COMMAND_LINE, origins)
-    return config, origins, files
+    return resolve_like(config, origins), origins, files
+
+
+def resolve_like(config: dict, origins: ConfigOrigins) -> dict:
+    """Every backbone entry with ``like: <backbone>`` (:data:`LIKE_KEY`) made into that backbone's
+    entry with its own keys on top (in place; chains of ``like`` resolved in order); a name that is
+    not a backbone, or a chain that leads back to the entry, is one line naming the file that set it."""
+    backbones = config.get("backbones")
+    if not isinstance(backbones, dict):
+        return config
+    resolved: dict[str, object] = {}
+
+    def entry_of(name: str, chain: tuple[str, ...]):
+        entry = backbones[name]
+        if name in resolved or not isinstance(entry, dict) or LIKE_KEY not in entry:
+            return resolved.setdefault(name, entry)
+        other, field = entry[LIKE_KEY], f"backbones.{name}.{LIKE_KEY}"
+        if not isinstance(other, str) or other not in backbones:
+            raise InputError(origins.file_for(field), field, f"{other!r} is not a backbone of this config "
+                                                             f"(backbones: {', '.join(map(str, backbones))})")
+        if other == name or other in chain:
+            raise InputError(origins.file_for(field), field, f"'{other}' leads back to {name} (a cycle of like)")
+        base = copy.deepcopy(entry_of(other, (*chain, name)))
+        base = base if isinstance(base, dict) else {}
+        for key in base:
+            if key not in entry:  # an error in a copied value names the file that wrote it
+                origins.setdefault(f"backbones.{name}.{key}", origins.file_for(f"backbones.{other}.{key}"))
+        resolved[name] = {**base, **{k: v for k, v in entry.items() if k != LIKE_KEY}}
+        return resolved[name]
+
+    for name in list(backbones):
+        backbones[name] = entry_of(name, ())
+    return config

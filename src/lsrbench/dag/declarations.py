@@ -173,6 +173,7 @@ NORM = Stage(
     outputs={"norms_json": "norms.json"},
     # the entry as written (a local folder's path), where errors point and downloads go
     runtime=lambda layout, item: {"entry": loaded_entry(layout, item.fields["backbone"]), **job_location(layout)},
+    remade_if_changed=True,
 )
 
 
@@ -334,6 +335,7 @@ EVALUATE = Stage(
     inputs=_evaluate_inputs,
     outputs={"run_trec": "run.trec", "metrics_tsv": "metrics.tsv", "perquery_tsv": "perquery.tsv",
              "status_json": "status.json", "provenance_json": "provenance.json"},
+    remade_if_changed=True,
 )
 
 
@@ -362,6 +364,7 @@ POOLED_FLOPS = Stage(
     identity=_pooled_identity,
     inputs=_pooled_inputs,
     outputs={"metrics_tsv": "metrics.tsv", "provenance_json": "provenance.json"},
+    remade_if_changed=True,
 )
 
 BM25 = Stage(
@@ -374,6 +377,7 @@ BM25 = Stage(
     inputs=lambda layout, item: {"data_dir": eval_dir(layout, item.fields["dataset"])},
     outputs={"run_trec": "run.trec", "metrics_tsv": "metrics.tsv", "perquery_tsv": "perquery.tsv",
              "provenance_json": "provenance.json"},
+    remade_if_changed=True,
 )
 
 
@@ -405,6 +409,7 @@ CONFIG = Stage(
     identity=lambda layout, key: {"config": results_config(layout.config), "files": layout.config_files,
                                   "backbone_order": list(layout.config["backbones"])},
     outputs={"config_yaml": "config.yaml"},
+    remade_if_changed=True,
 )
 
 # The registry: one line per stage (the Layout builds outputs in this order).

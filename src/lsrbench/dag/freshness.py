@@ -19,16 +19,11 @@ import json
 from pathlib import Path
 
 from lsrbench.dag.layout import PARAMS_JSON
+from lsrbench.dag.records import mtime as _mtime
 from lsrbench.errors import InputError
 from lsrbench.model.weights_header import damaged_weights
 
 __all__ = ["check_finished_inputs", "check_artifact"]
-
-
-def _mtime(path: Path) -> float:
-    """The modification time Snakemake gives a file or folder (a folder: its timestamp file's)."""
-    stamp = path / ".snakemake_timestamp"
-    return stamp.stat().st_mtime if path.is_dir() and stamp.is_file() else path.stat().st_mtime
 
 
 def _outputs(stage, item) -> list[Path]:

@@ -9,9 +9,9 @@ backbones that name it load ``model/`` from there (:func:`lsrbench.dag.stage_par
 from __future__ import annotations
 
 from lsrbench.dag.stage import Stage
-from lsrbench.dag.stage_parts import job_location, refit_of, source_entry, source_identity
+from lsrbench.dag.stage_parts import SOURCE_KEYS, job_location, refit_of, source_entry, source_identity
 
-__all__ = ["MLM_REFIT", "refit_grid", "refit_inputs"]
+__all__ = ["MLM_REFIT", "refit_grid", "refit_inputs", "unshared_refits"]
 
 
 def refit_grid(config: dict) -> list[dict]:
@@ -22,6 +22,29 @@ def refit_grid(config: dict) -> list[dict]:
         if key and key not in keys:
             keys.append(key)
     return keys
+
+
+def unshared_refits(layout) -> list[str]:
+    """One line per backbone whose MLM re-fit looks like an earlier backbone's (the same model and
+    re-fit settings) but is a job and a folder of its own, because its entry differs in what else
+    says which checkpoint it starts from (a ``fetch`` block not copied, another ``revision``)."""
+    config, lines = layout.config, []
+    backbones = config["backbones"]
+    owners = [b for b in backbones if refit_of(config, b).get("refit") == b]  # the first backbone of each re-fit
+    for i, backbone in enumerate(owners):
+        entry = backbones[backbone]
+        first = next((b for b in owners[:i] if backbones[b]["mlm_refit"] == entry["mlm_refit"]
+                      and backbones[b]["model"] == entry["model"]), None)
+        if first is None:
+            continue
+        ours, theirs = source_entry(config, backbone), source_entry(config, first)
+        differ = [k for k in SOURCE_KEYS if ours.get(k) != theirs.get(k)]
+        lines.append(f"backbones.{backbone}: a second MLM re-fit of {entry['model']} "
+                     f"({layout.get('refit', refit=backbone).folder}) beside {first}'s "
+                     f"({layout.get('refit', refit=first).folder}), since its {', '.join(differ)} "
+                     f"{'differs' if len(differ) == 1 else 'differ'} from {first}'s; give it {first}'s (like: "
+                     f"{first}) to share that re-fit")
+    return lines
 
 
 def _settings(config: dict, key: dict) -> dict:

@@ -22,7 +22,8 @@ from lsrbench.names import POOLED, PROBE_K
 from lsrbench.report.config_record import report_backbones, report_settings
 
 __all__ = ["REPORTS", "ReportRules", "report_outputs", "html_pages", "claims_datasets", "job_threads",
-           "corpus_sharing_datasets", "uses_probe", "PROBE_REPORTS"]
+           "corpus_sharing_datasets", "uses_probe", "used_reports", "manifest_path", "MANIFESTS", "HTML_RULE",
+           "PROBE_REPORTS"]
 
 
 def job_threads(remote_exec: bool, cores: int | None) -> int:
@@ -129,18 +130,24 @@ def _probe_report_settings(config: dict) -> dict:
 
 @dataclass(frozen=True)
 class Report:
-    """One report rule: its job function, the run files it reads (``files``: plain lists; ``keyed``:
-    ``[key..., path]`` rows) and its settings (from the config)."""
+    """One report rule: its job function, the files it writes (``outputs``: argument -> name under
+    the results folder), the run files it reads (``files``: plain lists; ``keyed``: ``[key...,
+    path]`` rows) and its settings (from the config)."""
 
     job: str
+    outputs: dict
     files: Callable = lambda layout: {}
     keyed: Callable = lambda layout: {}
     settings: Callable = lambda config: {}
 
 
 def _config(layout) -> dict:
-    """The config snapshot every report is made with (:data:`lsrbench.dag.declarations.CONFIG`)."""
-    return {"config_yaml": layout.get("configs").path("config.yaml")}
+    """The config snapshot every report is made with (:data:`lsrbench.dag.declarations.CONFIG`),
+    and the ``params.json`` beside it, which the report reads through it (the files the config was
+    read from: :func:`lsrbench.report.config_record.config_record`): an input named with a leading
+    ``_`` is the DAG's only, not an argument of the job (:mod:`lsrbench.pipeline.bridge`)."""
+    snapshot = layout.get("configs")
+    return {"config_yaml": snapshot.path("config.yaml"), "_config_params": snapshot.path("params.json")}
 
 
 def _metrics(layout) -> dict:
@@ -171,59 +178,121 @@ def _chance_settings(config: dict) -> dict:
 
 REPORTS = {
     # with several training seeds, the seed of each run file too (metrics.csv's seed column)
-    "collect": Report("report_collect", files=lambda L: {"metric_files": _metric_files(L), **_config(L)},
+    "collect": Report("report_collect", {"metrics_csv": "metrics.csv", "sources_json": "metrics.sources.json"},
+                      files=lambda L: {"metric_files": _metric_files(L), **_config(L)},
                       keyed=lambda L: {"seeded_files": _run_metric_files(L)} if several_seeds(L.config) else {}),
     # what a random ranking of the evaluated documents scores, per dataset and measure (the tables'
     # and the claims' chance levels)
-    "chance": Report("report_chance", files=_config, keyed=_evaluated_data, settings=_chance_settings),
-    "table1": Report("report_table1", files=lambda L: {**_with_chance(L), "reference_file": _reference(L.config)},
+    "chance": Report("report_chance", {"chance_json": "chance.json"}, files=_config, keyed=_evaluated_data,
+                     settings=_chance_settings),
+    "table1": Report("report_table1", {"table1_md": "table1.md", "cells_json": "table1.cells.json"},
+                     files=lambda L: {**_with_chance(L), "reference_file": _reference(L.config)},
                      keyed=lambda L: {"norm_files": _norm_files(L), **_probes_read(L, _logit_auto_k(L.config))},
                      settings=lambda c: {**report_settings(c), "auto_k": c.get("auto_k")}),
-    "table_beir": Report("report_table_beir", files=_with_chance, settings=report_settings),
-    "norms_report": Report("report_norms", files=_metrics,
-                           keyed=lambda L: {"norm_files": _norm_files(L), **_probes_read(L)},
+    "table_beir": Report("report_table_beir", {"table_beir_md": "table_beir.md"}, files=_with_chance,
+                         settings=report_settings),
+    "norms_report": Report("report_norms", {"norms_md": "norms.md", "norms_png": "norms.png", "data_json": "norms.data.json"},
+                           files=_metrics, keyed=lambda L: {"norm_files": _norm_files(L), **_probes_read(L)},
                            settings=lambda c: {**report_settings(c), "auto_k": c.get("auto_k")}),
-    "tradeoff": Report("report_tradeoff", files=_metrics, settings=report_settings),
-    "loss_curves": Report("report_loss_curves", files=_config, keyed=lambda L: {"log_files": _log_files(L)},
+    "tradeoff": Report("report_tradeoff", {"tradeoff_png": "tradeoff.png", "tradeoff_pdf": "tradeoff.pdf",
+                                           "data_json": "tradeoff.data.json"}, files=_metrics, settings=report_settings),
+    "loss_curves": Report("report_loss_curves", {"loss_curves_png": "loss_curves.png", "data_json": "loss_curves.data.json"},
+                          files=_config, keyed=lambda L: {"log_files": _log_files(L)},
                           settings=lambda c: {"backbones": report_backbones(c), "batch_size": c["recipe"]["batch_size"]}),
-    "claims": Report("report_claims", files=lambda L: {**_with_chance(L), "reference_file": _reference(L.config)},
+    "claims": Report("report_claims", {"claims_md": "claims.md", "claims_json": "claims.json"},
+                     files=lambda L: {**_with_chance(L), "reference_file": _reference(L.config)},
                      keyed=lambda L: {"perquery_files": _perquery_files(L), "norm_files": _norm_files(L),
                                       "log_files": _log_files(L), **_probes_read(L)},
                      settings=lambda c: {**report_settings(c), "claims_cfg": c.get("claims")}),
     # the probe before any training (what `lsrbench probe` makes), and beside the trained outcomes
-    "probe_report": Report("report_probe", files=_config, keyed=lambda L: {"probe_files": _probe_files(L)},
+    "probe_report": Report("report_probe", {"probe_md": "probe.md", "probe_json": "probe.json", "probe_png": "probe.png"},
+                           files=_config, keyed=lambda L: {"probe_files": _probe_files(L)},
                            settings=_probe_report_settings),
-    "probe_outcomes": Report("report_probe_outcomes", files=_metrics, keyed=lambda L: {"probe_files": _probe_files(L)},
+    "probe_outcomes": Report("report_probe_outcomes", {"outcomes_md": "probe_outcomes.md",
+                                                       "outcomes_json": "probe_outcomes.json"},
+                             files=_metrics, keyed=lambda L: {"probe_files": _probe_files(L)},
                              settings=lambda c: {**_probe_report_settings(c), "report_cfg": c["report"]}),
 }
 
 
 
+# Each report job's manifest (lsrbench.pipeline.bridge writes it once the job succeeded): the
+# SHA-256 of every file it read and wrote, and the config snapshot it was made with. It is how a
+# report that no longer matches what made it is found before anything reads it
+# (lsrbench.dag.folder_state), which config a folder's reports come from, and what `lsrbench
+# verify` and `lsrbench gc` trace every report to.
+MANIFESTS = "manifests"
+
+
+def manifest_path(rule: str, results: str = "results") -> str:
+    """``results/manifests/<rule>.json``: the manifest of report rule ``rule``."""
+    return f"{results}/{MANIFESTS}/{rule}.json"
+
+
 class ReportRules:
-    """The Snakemake side of :data:`REPORTS` for one layout: each report rule's ``input`` (every file
-    it reads, by name) and ``params`` (its job, settings and keyed files, canonical)."""
+    """The Snakemake side of :data:`REPORTS` (and of the HTML pages, :func:`html_pages`) for one
+    layout: each report rule's ``output`` (its files and its manifest), ``input`` (every file it
+    reads, by name: an input function, which tells ``visit`` that the rule is in the DAG being built,
+    :class:`lsrbench.dag.folder_state.FolderState`) and ``params`` (its job, settings and keyed files,
+    canonical)."""
 
-    def __init__(self, layout):
-        self.layout = layout
+    def __init__(self, layout, visit: Callable[[str], None] = lambda rule: None):
+        self.layout, self.visit = layout, visit
 
-    def inputs(self, name: str) -> dict:
+    def outputs(self, name: str, **shown) -> dict:
+        """The rule's outputs (``shown``: argument -> a function flagging that output for
+        ``snakemake --report``) and its manifest."""
+        results = self.layout.results
+        files = {arg: f"{results}/{file}" for arg, file in _rule_outputs(name).items()}
+        return {**{arg: shown[arg](path) if arg in shown else path for arg, path in files.items()},
+                "manifest_json": manifest_path(name, results)}
+
+    def input_files(self, name: str) -> dict:
+        """Every file the rule reads, by name (its config snapshot among them)."""
+        if name.startswith(HTML_RULE):
+            page = name[len(HTML_RULE):]
+            return {"markdown": f"{self.layout.results}/{page}.md", **_config(self.layout)}
         report = REPORTS[name]
         keyed = {n: [row[-1] for row in rows] for n, rows in report.keyed(self.layout).items()}
         return {**report.files(self.layout), **keyed}
 
+    def inputs(self, name: str) -> Callable:
+        """An input function (use with ``unpack``) of :meth:`input_files`."""
+        def files(wildcards):
+            self.visit(name)
+            return self.input_files(name)
+        return files
+
     def params(self, name: str) -> dict:
+        if name.startswith(HTML_RULE):
+            return {"stage": "report_html"}
         report = REPORTS[name]
         # the config is in its canonical (schema) order already (lsrbench.config.schema.canonical_order),
         # whose backbones keep the order the tables show them in: not sorted again here
         return {"stage": report.job, "settings": report.settings(self.layout.config), "keyed": report.keyed(self.layout)}
 
+    def rules(self) -> list[str]:
+        """Every report rule a results folder may hold (the HTML pages of every config)."""
+        return [*REPORTS, *(f"{HTML_RULE}{page}" for page in HTML_PAGES)]
+
+    def output_files(self, name: str) -> list[str]:
+        """The files of rule ``name``, its manifest last."""
+        return list(self.outputs(name).values())
+
 
 # The Markdown reports shown as HTML pages in `snakemake --report` (page -> report category).
 HTML_PAGES = {"table1": "Tables", "table_beir": "Tables", "norms": "Head norms", "claims": "Claims",
               "probe_outcomes": "Probe"}
+HTML_RULE = "html_"  # the rule of page P is html_P
 # The probe's reports: before training (`lsrbench probe` makes these), and beside the trained outcomes.
 PROBE_REPORTS = ("probe.md", "probe.json", "probe.png")
-PROBE_OUTCOME_REPORTS = ("probe_outcomes.md", "probe_outcomes.json")
+
+
+def _rule_outputs(name: str) -> dict:
+    """The files report rule ``name`` writes (argument -> name under the results folder)."""
+    if name.startswith(HTML_RULE):
+        return {"html": f"html/{name[len(HTML_RULE):]}.html"}
+    return REPORTS[name].outputs
 
 
 def html_pages(config: dict) -> dict[str, str]:
@@ -233,11 +302,16 @@ def html_pages(config: dict) -> dict[str, str]:
     return {page: cat for page, cat in HTML_PAGES.items() if shown.get(page, True)}
 
 
+def used_reports(config: dict) -> list[str]:
+    """The report rules the default target runs for ``config``, in the order the reports are listed."""
+    skipped = (set() if config.get("claims") else {"claims"}) | (set() if uses_probe(config) else
+                                                                 {"probe_report", "probe_outcomes"})
+    return [name for name in REPORTS if name not in skipped] + [f"{HTML_RULE}{page}" for page in html_pages(config)]
+
+
 def report_outputs(config: dict, results: str = "results") -> list[str]:
-    out = [f"{results}/{name}" for name in ("table1.md", "table_beir.md", "metrics.csv", "chance.json", "norms.md",
-                                             "norms.png", "tradeoff.png", "tradeoff.pdf", "loss_curves.png")]
-    if config.get("claims"):
-        out += [f"{results}/claims.md", f"{results}/claims.json"]
-    if uses_probe(config):
-        out += [f"{results}/{name}" for name in PROBE_REPORTS + PROBE_OUTCOME_REPORTS]
-    return out + [f"{results}/html/{page}.html" for page in html_pages(config)]
+    """Every file the default target's report rules write, their manifests included."""
+    out = []
+    for name in used_reports(config):
+        out += [f"{results}/{file}" for file in _rule_outputs(name).values()] + [manifest_path(name, results)]
+    return out

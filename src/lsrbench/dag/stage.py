@@ -46,6 +46,8 @@ class Stage:
     ``outputs`` maps the job function's arguments to names in the folder (a trailing ``/``: a folder).
     ``priority`` orders ready jobs (Snakemake's ``priority:``): a stage at the head of a longer
     chain of jobs goes first, so that no long job is left to run alone at the end.
+    ``remade_if_changed``: a finished output whose files no longer have their recorded SHA-256 is
+    made again (a job that costs seconds) instead of refused (:mod:`lsrbench.dag.folder_state`).
     """
 
     name: str
@@ -58,6 +60,7 @@ class Stage:
     folder_fields: Callable = _own_key
     log: str = ""
     priority: int = 0
+    remade_if_changed: bool = False
     doc: str = field(default="", repr=False)
 
 
@@ -87,8 +90,9 @@ class StageRules:
     """The Snakemake side of the declarations of one :class:`~lsrbench.dag.layout.Layout`: what each
     rule's ``output``, ``input``, ``params``, ``wildcard_constraints`` and ``log`` are."""
 
-    def __init__(self, layout, jobs: dict[str, Callable]):
-        self.layout, self.jobs = layout, jobs
+    def __init__(self, layout, jobs: dict[str, Callable], visit: Callable[[list[str]], None] = lambda outputs: None):
+        # visit: told the outputs of each job the DAG being built holds (lsrbench.dag.folder_state.DagHooks)
+        self.layout, self.jobs, self.visit = layout, jobs, visit
 
     def _stage(self, name: str) -> Stage:
         return self.layout.stages[name]
@@ -111,8 +115,13 @@ class StageRules:
         return self.layout.find(self._stage(name).kind, wildcards)
 
     def inputs(self, name: str) -> Callable:
-        """An input function (use with ``unpack``): the named inputs of the output the wildcards name."""
-        return lambda w: self._stage(name).inputs(self.layout, self._item(name, w))
+        """An input function (use with ``unpack``): the named inputs of the output the wildcards name
+        (and ``visit`` is told that job's outputs)."""
+        def inputs(wildcards):
+            stage, item = self._stage(name), self._item(name, wildcards)
+            self.visit([item.path(file.rstrip("/")) for file in stage.outputs.values()] + [item.path(PARAMS_JSON)])
+            return stage.inputs(self.layout, item)
+        return inputs
 
     def params(self, name: str) -> dict:
         """``stage`` (the job function), ``settings`` (its arguments from the identity, canonical),

@@ -31,6 +31,7 @@ from lsrbench.config.entries import load_datasets_file
 from lsrbench.config.grid import backbone_modes, k_lists, n_triplets, probe_settings, probed_ks, runs
 from lsrbench.config.layers import ConfigOrigins
 from lsrbench.config.schema import canonical_order, load_schema, validate
+from lsrbench.dag.validate_ranges import as_read, check_ranges
 from lsrbench.errors import InputError
 from lsrbench.names import (BM25, COLLAPSED, DATASET_PATTERN, DEFAULT_MODE, DOC_DIMS, FLOPS, POOLED, PROBE_K,
                             QUERY_DIMS, RESERVED_RUN_NAMES, SYMBOLIC_KS, format_k, k_text_problem, k_value,
@@ -64,6 +65,7 @@ def check_config(config: dict, config_file: str | Path, origins: ConfigOrigins |
 
 def _check_config(config: dict, config_file, files: bool, record, mirror_must_exist: bool) -> dict:
     check_values(config, config_file)
+    check_ranges(config, config_file)  # as written: before the schema makes an integral float an integer
     # in the schema's order: a config whose keys are written in another order is the same config
     config = canonical_order(validate(config, "config.schema.yaml", config_file), load_schema("config.schema.yaml"))
     _check_paths(config, config_file)
@@ -224,11 +226,6 @@ def _check_evaluate_only(config: dict, file) -> None:
 # --------------------------------------------------------------------------- names
 
 
-def _as_read(text: str) -> str:
-    """A label or column name as a reader sees it: Markdown and HTML collapse runs of whitespace."""
-    return " ".join(text.split())
-
-
 def _check_names(config: dict, file) -> None:
     """Backbone names usable as run names (and distinct on a case-folding filesystem: a run's
     folder is named after it), distinct run labels, column names and claim ids as a reader sees them."""
@@ -245,19 +242,19 @@ def _check_names(config: dict, file) -> None:
             raise InputError(file, f"backbones.{name}", problem)
         folders[name.casefold()] = name
     _check_labels(config, file, bm25_label(config["report"]), run_label)
-    columns = {_as_read(c): c for c in OWN_COLUMNS}
+    columns = {as_read(c): c for c in OWN_COLUMNS}
     for i, col in enumerate(config["report"]["columns"]):
         field = f"report.columns[{i}].name"
-        if _as_read(col["name"]) in columns:
+        if as_read(col["name"]) in columns:
             raise InputError(file, field, f"column '{col['name']}' is already a column of the tables"
-                                          + _shown_as(col["name"], columns[_as_read(col["name"])]))
+                                          + _shown_as(col["name"], columns[as_read(col["name"])]))
         _check_cell_text(col["name"], file, field)
-        columns[_as_read(col["name"])] = col["name"]
+        columns[as_read(col["name"])] = col["name"]
     ids: set[str] = set()
     for i, claim in enumerate((config.get("claims") or {}).get("list", [])):
-        if _as_read(claim["id"]) in ids:
+        if as_read(claim["id"]) in ids:
             raise InputError(file, f"claims.list[{i}].id", f"claim id '{claim['id']}' is used twice")
-        ids.add(_as_read(claim["id"]))
+        ids.add(as_read(claim["id"]))
 
 
 def _shown_as(text: str, other: str) -> str:
@@ -266,15 +263,15 @@ def _shown_as(text: str, other: str) -> str:
 
 def _check_labels(config: dict, file, bm25: str, run_label) -> None:
     """Distinct table rows: no two runs (or a run and the BM25 row) with one label as a reader sees it."""
-    labels: dict[str, tuple[str, str]] = {_as_read(bm25): (BM25, bm25)}
+    labels: dict[str, tuple[str, str]] = {as_read(bm25): (BM25, bm25)}
     for run, _ in runs(config):
         label = run_label(run, config["backbones"])
         field = f"backbones.{run.split('+')[0]}.label"
-        other, shown = labels.get(_as_read(label), (run, label))
+        other, shown = labels.get(as_read(label), (run, label))
         if other != run:
             raise InputError(file, field, f"'{label}' is also how {other} is shown{_shown_as(label, shown)}: "
                                           "their table rows could not be told apart")
-        labels[_as_read(label)] = (run, label)
+        labels[as_read(label)] = (run, label)
         _check_cell_text(label, file, field)
 
 

@@ -38,7 +38,7 @@ __all__ = ["RECORD", "RECORD_VARIABLE", "check_files", "dataset_folder", "input_
 RECORD = ".snakemake/lsrbench-checked-inputs.json"
 RECORD_VARIABLE = "LSRBENCH_CHECKED_INPUTS"
 # Part of every record key: a change to what is checked here invalidates old records.
-CHECKS_VERSION = 3  # 2: checkpoints are read whole for non-finite weights; 3: keys name torch's and transformers' versions
+CHECKS_VERSION = 4  # 2: checkpoints are read whole for non-finite weights; 3: keys name torch's and transformers' versions; 4: training lengths against the positions
 # The packages whose installed versions are part of every record key.
 CHECKED_WITH = ("torch", "transformers")
 
@@ -80,14 +80,30 @@ def _model_checks(config: dict, config_file) -> list[tuple[Path, tuple, Callable
             continue
         # a released SparseEncoder folder (evaluate_only): its MLM checkpoint is its first module's
         folder = transformer_folder(folder)
-        key = (folder, entry.get("trust_remote_code", False), entry.get("revision"))
+        lengths = trained_lengths(config, name)
+        key = (folder, entry.get("trust_remote_code", False), entry.get("revision"), tuple(sorted(lengths.items())))
         if key in seen:
             continue
         seen.add(key)
         field = f"backbones.{name}.model"
-        checks.append((Path(folder), ("model", *key[1:]),
-                       lambda f=folder, fd=field, t=key[1], r=key[2]: check_checkpoint(f, config_file, fd, t, r)))
+        checks.append((Path(folder), ("model", *key[1:3], *map(list, key[3])),
+                       lambda f=folder, fd=field, t=key[1], r=key[2], n=lengths: check_checkpoint(f, config_file, fd,
+                                                                                                   t, r, n)))
     return checks
+
+
+def trained_lengths(config: dict, backbone: str) -> dict[str, int]:
+    """The token lengths (config field -> tokens) a backbone is trained at: the recipe's (unless it
+    is evaluated as released) and its MLM re-fit's."""
+    entry = config["backbones"][backbone]
+    lengths = {} if entry.get("evaluate_only") else {
+        f"recipe.{k}": config["recipe"][k] for k in ("query_max_length", "document_max_length")}
+    if entry.get("mlm_refit"):
+        from lsrbench.config.schema import property_defaults
+
+        refit = {**property_defaults("config.schema.yaml", "backbones", "*", "mlm_refit"), **entry["mlm_refit"]}
+        lengths[f"backbones.{backbone}.mlm_refit.max_length"] = refit["max_length"]
+    return lengths
 
 
 def check_files(config: dict, config_file, record: str | os.PathLike | None = None) -> None:

@@ -298,17 +298,33 @@ def _mismatch(path: str, trust_remote_code: bool, revision: str | None) -> str |
 
 
 def check_checkpoint(path: str, config_file: str, field: str, trust_remote_code: bool = False,
-                     revision: str | None = None) -> None:
+                     revision: str | None = None, lengths: dict | None = None) -> None:
     """Everything about a local checkpoint folder that can go wrong later, checked without loading its
     weights: a config transformers reads, weight files whose headers are whole and whose shapes fit
     the config, a trained MLM head (:func:`load_mlm` on the meta device, the same check the norm
-    stage makes) and :func:`check_tokenizer`."""
+    stage makes), :func:`check_tokenizer`, and the token ``lengths`` the config trains it at
+    (:func:`check_lengths_fit`)."""
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # no "Loading weights" bar before every run
     model = load_mlm(path, config_file, field, trust_remote_code, revision, device_map="meta")
     check_tokenizer(path, model, config_file, field, trust_remote_code, revision, local_files_only=True)
+    check_lengths_fit(model, lengths or {}, config_file, path)
     check_finite_weights(path, config_file, field)
+
+
+def check_lengths_fit(model, lengths: dict, config_file, path) -> None:
+    """Each token length of ``lengths`` (config field -> tokens) within the positions the MLM
+    ``model`` (loaded from ``path``) has (:meth:`lsrbench.model.families.Family.position_limit`):
+    a longer text would index past its position table. Evaluation lengths are capped at it instead
+    (:func:`lsrbench.model.encoder.set_encode_lengths`), so only training lengths come here."""
+    from lsrbench.model.families import family_of
+
+    limit = family_of(model).position_limit(model)
+    for field, length in lengths.items():
+        if limit is not None and length > limit:
+            raise InputError(config_file, field, f"{length} tokens, but {path} takes at most {limit} (its "
+                                                 "max_position_embeddings): give at most that")
 
 
 # The weight files transformers loads from a folder, in its order of preference: safetensors

@@ -65,7 +65,10 @@ def build_sparse_encoder(
         document_length=document_length,
     )
     apply_rescale(transformer.auto_model, head_scale, k, mode)
-    return SparseEncoder(modules=[transformer, SpladePooling("max")], device=device or default_device())
+    # SPLADE scores by the unnormalised dot product; said here, not left to the first access during
+    # training (a run resumed from its final checkpoint takes no step, and would save it as null)
+    return SparseEncoder(modules=[transformer, SpladePooling("max")], device=device or default_device(),
+                         similarity_fn_name="dot")
 
 
 def is_sparse_encoder(path: str, revision: str | None = None) -> bool:

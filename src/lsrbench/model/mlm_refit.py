@@ -205,6 +205,9 @@ def refit_mlm(model_path: str, texts: list[str], out_dir: str | os.PathLike, set
     load = model_kwargs(**common)  # first: it registers the model types lsrbench loads without remote code
     tokenizer = AutoTokenizer.from_pretrained(model_path, **common)
     model = AutoModelForMaskedLM.from_pretrained(model_path, **load)
+    from lsrbench.model.checkpoint import check_lengths_fit
+
+    check_lengths_fit(model, {f"{field}.max_length": s["max_length"]}, config_file, model_path)
     try:
         reset = reinit_head(model, s["seed"])
     except ValueError as exc:

@@ -165,6 +165,7 @@ def train_splade(
     run = _Run(model_path, triplets, recipe, k, mode, head_scale, trust_remote_code, revision)
     start = time.time()
     model = run.build()
+    _check_lengths(model, recipe, config_file, model_path)
     rows: list[dict] = []
     outcome = {"status": {"status": "ok"}, "resumed_from": None, "fused_pooling": None}
     if steps > 0:
@@ -183,6 +184,11 @@ def train_splade(
                   "step": steps, "model_step": steps, "model_finite": False}
     if world()[0] == 0:  # one writer of the outputs when several processes trained
         write_train_log(log_path, rows)
+        # The model card would state this process's wall time of training (sentence-transformers
+        # times it from the trainer's start), which differs from run to run and is shorter in a
+        # resumed one: left out, so that a run writes the same bytes however it ran (the time is in
+        # train_provenance.json).
+        model.model_card_data._training_start_time = None
         with atomic_dir(out_dir) as tmp_dir:
             model.save(str(tmp_dir))
     losses = [r["loss"] for r in rows if r.get("loss") is not None]
@@ -201,6 +207,15 @@ def train_splade(
         "fused_pooling": outcome["fused_pooling"],
         "processes": world()[1],
     }
+
+
+def _check_lengths(model, recipe: dict, config_file, model_path) -> None:
+    """The recipe's token lengths within the backbone's positions (a hub checkpoint is first read
+    here; a local one was checked before the DAG: lsrbench.dag.validate_files)."""
+    from lsrbench.model.checkpoint import check_lengths_fit
+
+    lengths = {f"recipe.{name}": recipe[name] for name in ("query_max_length", "document_max_length")}
+    check_lengths_fit(model[0].auto_model, lengths, config_file, model_path)
 
 
 def check_batches_possible(triplets: list[dict], batch_size: int, config_file=None) -> None:
@@ -305,6 +320,11 @@ def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callb
             outcome["status"] = _collapsed(exc, trainer.state.global_step, rows)
             model = _roll_back(run, trainer, model, out, outcome["status"])
         outcome["steps_taken"] = trainer.state.global_step
+        # The model card's table of training losses, from the trainer's whole history (a resumed run
+        # restores it from its checkpoint), not only the steps this process took: a resumed run's
+        # card is a straight run's. The rows are those sentence-transformers' own callback writes.
+        model.model_card_data.training_logs = [{"Epoch": e["epoch"], "Step": e["step"], "Training Loss": e["loss"]}
+                                               for e in trainer.state.log_history if "loss" in e]
     return model, outcome
 
 

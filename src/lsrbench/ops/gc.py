@@ -9,9 +9,11 @@ folder holding one, and removes the outermost such folders. Reports, logs, cache
 else that is not an addressed folder are never touched, nor is anything outside the results folder.
 
 What the reports in the results folder were made from is kept too, whatever configs are given
-(:func:`report_folders`): the run files ``metrics.sources.json`` names, its config snapshot, and
-everything their manifests record as inputs, transitively, so ``lsrbench verify`` keeps passing on
-the reports a reader has in front of them. ``ignore_reports`` leaves them out of that.
+(:func:`report_folders`): every file a report's manifest (``manifests/<rule>.json``) records as
+read, its config snapshot, the run files ``metrics.sources.json`` names (a folder made before
+report manifests), and everything those folders record as made from (their ``params.json`` and
+stage manifests), transitively, so ``lsrbench verify`` keeps passing on the reports a reader has
+in front of them. ``ignore_reports`` leaves them out of that.
 """
 
 from __future__ import annotations
@@ -66,33 +68,44 @@ def current_folders(config_files: list[str], overrides: dict, results: str) -> s
     return folders
 
 
-def _named_by_reports(results: Path) -> list[Path]:
-    """The files the reports of ``results`` name directly (metrics.sources.json: the run files of
-    metrics.csv and the config snapshot), resolved against the folder Snakemake ran in."""
-    sources = results / "metrics.sources.json"
-    if not sources.is_file():
-        return []
+def _read_report_record(path: Path) -> dict:
     try:
-        record = json.loads(sources.read_text(encoding="utf-8"))
+        record = json.loads(path.read_text(encoding="utf-8"))
     except ValueError:
-        raise InputError(sources, None, "not readable JSON: cannot tell which runs the reports were made from "
-                                        "(run snakemake to re-make it, or gc --ignore-reports)") from None
-    config = record.get("config")  # {"snapshot", "id", "files"} (lsrbench.report.config_record); a path before
-    snapshot = config.get("snapshot") if isinstance(config, dict) else config
-    named = list(record.get("sources") or []) + ([snapshot] if snapshot else [])
-    return [results.parent / p for p in named]
+        raise InputError(path, None, "not readable JSON: cannot tell which runs the reports were made from "
+                                     "(run snakemake to re-make it, or gc --ignore-reports)") from None
+    return record if isinstance(record, dict) else {}
+
+
+def _named_by_reports(results: Path) -> list[Path]:
+    """The files the reports of ``results`` name directly (every report manifest: what it read and
+    its config snapshot; metrics.sources.json: the run files of metrics.csv), resolved against the
+    folder Snakemake ran in."""
+    from lsrbench.dag.reports import MANIFESTS
+
+    named = []
+    records = sorted((results / MANIFESTS).glob("*.json")) + [results / "metrics.sources.json"]
+    for path in filter(Path.is_file, records):
+        record = _read_report_record(path)
+        config = record.get("config")  # {"snapshot", "id", "files"} (lsrbench.report.config_record); a path before
+        named += list(record.get("sources") or []) + list((record.get("artifacts") or {}).get("inputs") or {})
+        named += [config.get("snapshot") if isinstance(config, dict) else config] if config else []
+    return [results.parent / p for p in named if p]
 
 
 def _manifest_inputs(folder: Path, workdir: Path) -> list[Path]:
-    """The inputs every manifest directly in ``folder`` records (its stage's provenance JSON)."""
+    """The inputs every manifest directly in ``folder`` records (its stage's provenance JSON, and
+    what its ``params.json`` says the folder was made from)."""
     found = []
     for path in folder.glob("*.json"):
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        inputs = (record.get("artifacts") or {}).get("inputs") if isinstance(record, dict) else None
-        found += [workdir / p for p in (inputs or {})]
+        if not isinstance(record, dict):
+            continue
+        found += [workdir / p for p in ((record.get("artifacts") or {}).get("inputs") or {})]
+        found += [workdir / p for p in (record.get("made_from") or [])]
     return found
 
 

@@ -73,9 +73,10 @@ class Status:
     config_files: list[str]
     jobs: list[Job]
     locked: bool
-    reports: tuple[int, int]
+    reports: tuple[int, int]  # report files there and made with this config, of all the config's
     other_running: list[str] = field(default_factory=list)  # marked outputs of no stage (the reports)
     now: float = 0.0
+    other_config: dict = field(default_factory=dict)  # report file -> the config record it was made with instead
 
 
 def _decode_marker(parts: tuple[str, ...]) -> str | None:
@@ -150,12 +151,10 @@ def _paths(value) -> list[str]:
 
 def _report_inputs(layout) -> list[str]:
     """What the config's reports read (the default target's report rules, lsrbench.dag.reports)."""
-    from lsrbench.dag.reports import REPORTS, ReportRules, uses_probe
+    from lsrbench.dag.reports import ReportRules, used_reports
 
-    skipped = set() if uses_probe(layout.config) else {"probe_report", "probe_outcomes"}
-    skipped |= set() if layout.config.get("claims") else {"claims"}
     rules = ReportRules(layout)
-    return [p for name in REPORTS if name not in skipped for p in _paths(rules.inputs(name))]
+    return [p for name in used_reports(layout.config) for p in _paths(rules.input_files(name))]
 
 
 def _jobs(layout) -> list[Job]:
@@ -205,11 +204,29 @@ def read_status(layout, workdir: str | os.PathLike, config_files: list[str], rep
         _classify(job, workdir, markers, metadata, locked)
     outputs = {os.path.normpath(o) for job in jobs for o in job.outputs}
     other = sorted(k for k in markers if k not in outputs)
-    reports = sum(1 for f in report_files if (workdir / f).exists() and os.path.normpath(f) not in markers)
+    made_with = _report_configs(layout, workdir)
+    current = layout.get("configs").id
+    foreign = {f: made_with[f] for f in report_files if made_with.get(f) and made_with[f].get("id") != current}
+    reports = sum(1 for f in report_files if (workdir / f).exists() and os.path.normpath(f) not in markers
+                  and f not in foreign)
     status = Status(workdir, config_files, jobs, locked, (reports, len(report_files)), other,
-                    time.time() if now is None else now)
+                    time.time() if now is None else now, foreign)
     _estimate(status, layout.config, plan or {})
     return status
+
+
+def _report_configs(layout, workdir: Path) -> dict[str, dict]:
+    """Report file -> the config record its rule's manifest (or, made before manifests, the file
+    itself) says it was made with (:func:`lsrbench.dag.folder_state.report_config`)."""
+    from lsrbench.dag.folder_state import report_config
+    from lsrbench.dag.reports import ReportRules
+
+    rules, found = ReportRules(layout), {}
+    for rule in rules.rules():
+        outputs = rules.output_files(rule)
+        config = report_config([str(workdir / o) for o in outputs]) if (workdir / outputs[0]).exists() else None
+        found.update({o: config for o in outputs if config is not None})
+    return found
 
 
 def _mean(values: list[float]) -> float | None:
@@ -297,6 +314,18 @@ def _rule_table(status: Status) -> list[str]:
     return pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True).splitlines()
 
 
+def _other_config_line(status: Status) -> list[str]:
+    """The report files of this config's list that another config made, and how to make them again."""
+    from lsrbench.dag.folder_state import config_text
+
+    if not status.other_config:
+        return []
+    first = next(iter(status.other_config.values()))
+    names = ", ".join(Path(f).name for f in status.other_config)
+    return [f"report files made with {config_text(first)}, not with this config: {names}; snakemake without a target "
+            "(and this --configfile) makes every report again with this config"]
+
+
 def _eta_line(status: Status) -> str:
     left = [j for j in status.jobs if j.state != "done"]
     if not left and status.reports[0] == status.reports[1]:
@@ -317,7 +346,7 @@ def status_text(status: Status) -> str:
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(status.now))
     head = "Snakemake running here (.snakemake/locks)" if status.locked else "no Snakemake running here (no lock)"
     lines = [f"lsrbench status: {status.workdir} ({', '.join(status.config_files)}) at {when}: {head}"]
-    lines += _running_lines(status) + [""] + _rule_table(status) + ["", _eta_line(status)]
+    lines += _running_lines(status) + [""] + _rule_table(status) + _other_config_line(status) + ["", _eta_line(status)]
     return "\n".join(lines) + "\n"
 
 

@@ -2,11 +2,14 @@
 :data:`lsrbench.pipeline.JOBS` (the rule's ``stage`` param): calls it with the rule's ``settings``
 and ``runtime`` params, its named inputs (report rules: their ``keyed`` run files) and outputs, by
 name (:mod:`lsrbench.dag.stage` binds them when the Snakefile is parsed), turns bad input into one
-line on stderr, writes an addressed output's ``params.json`` (its ``identity`` param: what the id
-in its path stands for, :mod:`lsrbench.dag.layout`) once the stage has succeeded, and makes the
-rule's log file the job's log: UTC time-stamped lines (:func:`lsrbench.progress.log_to_file`), the
-stage's own progress lines, and a last line saying what the job read and wrote (sizes) and how
-long it took."""
+line on stderr, and a Ctrl-C into one line saying what was saved and how to resume. Once the stage
+has succeeded it writes the job's record: an addressed output's ``params.json`` (its ``identity``
+param: what the id in its path stands for, :mod:`lsrbench.dag.layout`; what it was made from and
+the SHA-256 of every file it wrote), a report's manifest (``results/manifests/<rule>.json``:
+every file it read and wrote, and its config), which is what a finished file is checked against
+before anything reads it (:mod:`lsrbench.dag.folder_state`). It makes the rule's log file the job's
+log: UTC time-stamped lines (:func:`lsrbench.progress.log_to_file`), the stage's own progress lines,
+and a last line saying what the job read and wrote (sizes) and how long it took."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from pathlib import Path
 from lsrbench.errors import OneLineError, out_of_space_line
 from lsrbench.pipeline.job_clock import ImportClock, process_age
 from lsrbench.progress import format_duration, log_to_file
-from lsrbench.provenance import write_json
+from lsrbench.provenance import addressed_record, report_manifest, write_json
 
 log = logging.getLogger("lsrbench.job")
 
@@ -44,8 +47,10 @@ def run(snakemake) -> None:
     # a derived param: Snakemake leaves it out of its params rerun trigger.
     kwargs.update(dict(getattr(params, "runtime", None) or {}))
     outputs = dict(snakemake.output.items())
-    params_json = outputs.pop("params_json", None)
-    for source in (dict(snakemake.input.items()), outputs):
+    params_json, manifest_json = outputs.pop("params_json", None), outputs.pop("manifest_json", None)
+    # an input named with a leading "_" is read through another one (a config snapshot's params.json
+    # beside its config.yaml): named for the DAG, no argument of the job
+    for source in ({k: v for k, v in snakemake.input.items() if not k.startswith("_")}, outputs):
         kwargs.update({name: (value if isinstance(value, str) or value is None else list(value))
                        for name, value in source.items()})
     kwargs.update(dict(getattr(params, "keyed", None) or {}))  # run files by key, not by position
@@ -63,8 +68,17 @@ def run(snakemake) -> None:
         if line is None:
             raise
         _fail(stage, line)
+    except KeyboardInterrupt:  # Ctrl-C: Snakemake stops every job; each says what it keeps
+        _fail(stage, f"{_output_folder(list(snakemake.output))}: {saved_progress(kwargs)}; run the same command "
+                     "again to go on", kind="interrupted", status=130)
+    inputs = list(snakemake.input)
     if params_json:
-        write_json(params_json, dict(params.identity))
+        write_json(params_json, addressed_record(dict(params.identity), inputs, outputs.values()))
+    if manifest_json:
+        from lsrbench.report.config_record import config_record
+
+        write_json(manifest_json, report_manifest(manifest_json, snakemake.rule, config_record(kwargs.get("config_yaml")),
+                                                  inputs, outputs.values()))
     log.info("%s: done in %s; read %s; wrote %s", stage, format_duration(time.monotonic() - start),
              describe(list(snakemake.input)), describe(list(snakemake.output)))
     log.info("%s: time split: %s start-up before the job, %.1f s importing, %.1f s the rest",
@@ -72,10 +86,25 @@ def run(snakemake) -> None:
              time.monotonic() - start - imports.seconds)
 
 
-def _fail(stage: str, line: str) -> None:
+def _fail(stage: str, line: str, kind: str = "error", status: int = 1) -> None:
     log.error("%s: %s", stage, line)
-    print(f"lsrbench: error: {line}", file=sys.stderr)
-    sys.exit(1)
+    print(f"lsrbench: {kind}: {line}", file=sys.stderr)
+    sys.exit(status)
+
+
+def saved_progress(kwargs: dict) -> str:
+    """What an interrupted job leaves to resume from: a training's latest complete checkpoint, an
+    index's finished document shards; else nothing (the job is made again from the start)."""
+    from lsrbench.model.resume import complete_checkpoints
+
+    checkpoints = complete_checkpoints(kwargs["checkpoint_dir"]) if kwargs.get("checkpoint_dir") else []
+    if checkpoints:
+        step, folder = checkpoints[-1]
+        return f"its checkpoint of step {step} is saved ({folder}), training resumes from it"
+    shards = sorted(Path(kwargs["shard_dir"]).glob("shard-*.npz")) if kwargs.get("shard_dir") else []
+    if shards:
+        return f"{len(shards)} document shard(s) are saved ({kwargs['shard_dir']}), encoding resumes after them"
+    return "nothing of this job was saved (no output is half-written), it starts again"
 
 
 def _output_folder(outputs: list) -> str | None:

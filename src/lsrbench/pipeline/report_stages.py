@@ -163,9 +163,10 @@ def report_claims(metrics_csv: str, perquery_files, norm_files, log_files, claim
                  sources, evidence_seeds(metrics_csv), ev.chance)
 
 
-def report_html(markdown: str, html: str) -> None:
+def report_html(markdown: str, html: str, config_yaml: str | None = None) -> None:
     """An HTML page of a Markdown report, for `snakemake --report` (which shows HTML inline),
-    titled by the report's first heading."""
+    titled by the report's first heading. ``config_yaml``: the config snapshot of the report, an
+    input so that the page's manifest names it (a page is of one config, as its report is)."""
     from lsrbench.report.render import report_page
 
     with atomic_open(html, "w", encoding="utf-8") as fh:

@@ -35,8 +35,11 @@ MANIFEST_NAMES = ("provenance.json", "train_provenance.json")
 
 
 def find_manifests(results_dir: str | os.PathLike) -> list[Path]:
+    """Every stage manifest under ``results_dir`` and every report's (``manifests/<rule>.json``)."""
+    from lsrbench.dag.reports import MANIFESTS
+
     root = Path(results_dir)
-    found = []
+    found = list((root / MANIFESTS).glob("*.json"))
     for name in MANIFEST_NAMES:
         found += [p for p in root.rglob(name) if not any(part.startswith(".") for part in p.relative_to(root).parts)]
     return sorted(found)
@@ -104,7 +107,7 @@ def _check_manifest(root: Path, manifest: Path, trace: Trace) -> None:
         for recorded, info in sorted(artifacts.get(role, {}).items()):
             trace.counts["artifacts"] += 1
             path = located(recorded)
-            problem = _artifact_problem(path, info, manifest, role[:-1])
+            problem = _artifact_problem(path, info, manifest, role[:-1], record.get("rule"))
             if problem:
                 trace.problems.append(f"{path}: {problem}")
                 sound = False
@@ -120,14 +123,24 @@ def _check_manifest(root: Path, manifest: Path, trace: Trace) -> None:
             trace.backed[path.resolve()] = rows
 
 
-def _artifact_problem(path: Path, info: dict, manifest: Path, role: str) -> str | None:
+def _artifact_problem(path: Path, info: dict, manifest: Path, role: str, rule: str | None = None) -> str | None:
+    """What is wrong with one recorded file (None: it has its recorded bytes). A report's output
+    (``rule``: the report rule) is made again by snakemake from what it was made from, never
+    from itself."""
     if not path.is_file():
-        return f"missing ({role} recorded in {manifest})"
-    size = path.stat().st_size
-    if size == info["bytes"] and sha256_file(path) == info["sha256"]:
-        return None
-    how = "truncated" if size < info["bytes"] else "modified"
-    return f"{how}: SHA-256 differs from {manifest} ({size} bytes now, {info['bytes']} recorded)"
+        problem = f"missing ({role} recorded in {manifest})"
+    else:
+        size = path.stat().st_size
+        if size == info["bytes"] and sha256_file(path) == info["sha256"]:
+            return None
+        how = "truncated" if size < info["bytes"] else "modified"
+        problem = f"{how}: SHA-256 differs from {manifest} ({size} bytes now, {info['bytes']} recorded)"
+    if rule and role == "output":
+        problem += (f": snakemake (with the config of the reports) makes it again from the files it was made from, "
+                    f"which the {rule} rule reads")
+    elif rule:
+        problem += f": the {rule} report was made from it as it was then (stale): snakemake makes that report again"
+    return problem
 
 
 METRICS_SOURCES = "metrics.sources.json"

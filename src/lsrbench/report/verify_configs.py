@@ -92,6 +92,7 @@ def check_configs(root: Path, problems: list[str]) -> dict[Path, tuple[dict, Sna
                             "re-make the reports (snakemake --cores 2, with the config you mean)")
         else:
             of_report[path] = stated
+    of_report.update(_manifest_configs(root))
     snapshots: dict[str, Snapshot] = {}
     for stated in of_report.values():
         if stated["id"] not in snapshots:
@@ -102,12 +103,25 @@ def check_configs(root: Path, problems: list[str]) -> dict[Path, tuple[dict, Sna
     return {path: (stated, snapshots[stated["id"]]) for path, stated in of_report.items()}
 
 
+def _manifest_configs(root: Path) -> dict[Path, dict]:
+    """The config each report manifest (``manifests/<rule>.json``) records: every report's, the
+    probe's and the HTML pages' among them."""
+    from lsrbench.dag.reports import MANIFESTS
+
+    found = {}
+    for path in sorted((root / MANIFESTS).glob("*.json")):
+        stated = _stated(path, "json")
+        if isinstance(stated, dict):
+            found[path] = stated
+    return found
+
+
 def _mixed(root: Path, of_report: dict[Path, dict]) -> str:
     """One line: the reports of each config, and how to re-make them from one."""
     groups: dict[str, list[str]] = {}
     files: dict[str, list[str]] = {}
     for path, stated in of_report.items():
-        groups.setdefault(stated["id"], []).append(path.name)
+        groups.setdefault(stated["id"], []).append(str(path.relative_to(root)) if root in path.parents else path.name)
         files[stated["id"]] = list(stated.get("files") or [])
     told = "; ".join(f"config {cid} ({', '.join(files[cid]) or 'files not recorded'}): {', '.join(names)}"
                      for cid, names in groups.items())

@@ -237,5 +237,7 @@ def _html_pages(root: Path, trace: Trace) -> None:
         if not md.is_file():
             trace.problems.append(f"{page}: its Markdown report {md} is missing")
         elif page.read_text(encoding="utf-8", errors="replace") != report_page(md.read_text(encoding="utf-8"), md.stem):
-            trace.problems.append(f"{page}: not the page of {md} as it is now (stale or edited): re-make it "
-                                  f"(snakemake --cores 1 {page.relative_to(root.parent) if root.parent != root else page})")
+            target = page.relative_to(root.parent) if root.parent != root else page
+            trace.problems.append(f"{page}: not the page of {md} as it is now (stale or edited): snakemake --cores 1 "
+                                  f"{target} makes it again, after {md.name} where that no longer has the bytes its "
+                                  "manifest records (made again from its run files, never from the edited text)")

@@ -1,0 +1,230 @@
+"""A results folder is one config's and complete: what the Snakefile checks before the DAG is built,
+and the two things it does while Snakemake builds it (:class:`DagHooks`).
+
+Snakemake re-runs a finished job only when its outputs are missing *and it is asked for*, or an
+input is newer: a finished ``table1.md`` whose ``metrics.csv`` or run folder was deleted is "Nothing
+to be done", and a hand-edited number is copied onward by the next job that reads it. So, before
+the DAG, every finished job of the config (every addressed output of its
+:class:`~lsrbench.dag.layout.Layout` and every report) is checked against what it left:
+
+* an output of it missing, or an input it was made from missing: the job is *stale*;
+* a file that no longer has the SHA-256 its job recorded (:mod:`lsrbench.dag.records`): stale where
+  the job is cheap to make again (a report, an evaluation, head norms: the stage's
+  ``remade_if_changed``), else refused in one line (a trained model is not re-trained behind the
+  user's back: restore it, or delete its folder);
+* a file stamped in the future: refused in one line (Snakemake would fail the job that reads it on
+  "clock skew" and delete what that job had made);
+* the config each report was made with (its manifest): reports of another config are *foreign*.
+
+While the DAG is built, each rule's input function tells :class:`DagHooks` which jobs are in it: a
+stale job in the DAG is forced (Snakemake's ``--forcerun`` of that job: it is made again, with
+whatever it needs that is missing, and everything after it), with one line saying why. A DAG that
+would write a report beside foreign ones is refused in one line before any job, unless it makes
+every report of the config (the default target): then every report is made again with the asked
+config and the foreign ones it does not make are removed before the first job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+from lsrbench.dag.folders import PARAMS_JSON
+from lsrbench.dag.records import changed_files, future_stamp, read_record
+from lsrbench.errors import InputError
+
+__all__ = ["FolderState", "DagHooks", "report_config", "config_text", "refuse_results_folder_as_workdir"]
+
+
+def refuse_results_folder_as_workdir(workdir: str | os.PathLike = ".") -> None:
+    """Snakemake run in a results folder itself (``cd results; snakemake -s ../Snakefile``, ``-d
+    results``) would plan every job anew in ``results/results``: one line instead, before anything."""
+    from lsrbench.dag.folders import ID_REGEX
+
+    here = Path(workdir).resolve()
+    snapshots = [p for p in (here / "configs").glob("*/params.json") if re.fullmatch(ID_REGEX, p.parent.name)]
+    if snapshots or (here / "metrics.sources.json").is_file():
+        raise InputError(here, None, "a results folder of lsrbench (it holds configs/<id>/ and the reports), not the "
+                                     "folder to run snakemake in: run it from the folder that holds this one as "
+                                     f"results/ ({here.parent if here.name == 'results' else 'its parent'})")
+
+
+def _flat(value) -> list[str]:
+    if isinstance(value, (str, os.PathLike)):
+        return [str(value)]
+    if isinstance(value, dict):
+        value = list(value.values())
+    return [p for v in (value or []) for p in _flat(v)]
+
+
+def report_config(outputs: list[str]) -> dict | None:
+    """The config record (``{"snapshot", "id", "files"}``) a report rule's outputs say they were
+    made with: its manifest's (the last output), else, for a folder made before manifests, the
+    config line of its Markdown or the ``config`` of its JSON record; None when none says."""
+    from lsrbench.report.config_record import stated_config
+
+    record = read_record(outputs[-1])
+    if record is not None and record.config:
+        return record.config
+    for path in map(Path, outputs[:-1]):
+        try:
+            if path.suffix == ".md":
+                return stated_config(path.read_text(encoding="utf-8"))
+            if path.suffix == ".json" and isinstance(config := json.loads(path.read_text(encoding="utf-8")).get("config"),
+                                                     dict) and config.get("id"):
+                return config
+        except (OSError, ValueError, AttributeError):
+            continue
+    return None
+
+
+def config_text(config: dict) -> str:
+    """A config record in words: ``config <id> (<files>)``."""
+    return f"config {config['id']} ({', '.join(config.get('files') or []) or 'files not recorded'})"
+
+
+class FolderState:
+    """What the finished jobs of ``layout``'s config left in its results folder (see the module
+    doc). :meth:`check` raises :class:`~lsrbench.errors.InputError` for what is refused; after it,
+    ``stale`` maps the first output of each stale job to ``(its outputs, the line saying why)`` and ``foreign`` each
+    report rule made with another config to that config's record."""
+
+    def __init__(self, layout, digests, now: float | None = None):
+        from lsrbench.dag.reports import ReportRules
+
+        self.layout, self.digests, self.now = layout, digests, now
+        self.reports = ReportRules(layout)
+        snapshot = layout.get("configs")
+        self.current = {"snapshot": snapshot.path("config.yaml"), "id": snapshot.id, "files": layout.config_files}
+        self.stale: dict[str, tuple[list[str], str]] = {}
+        self.foreign: dict[str, dict] = {}
+
+    def check(self) -> "FolderState":
+        for item in self.layout.all():
+            stage = self.layout.stages[item.stage]
+            outputs = [item.path(name.rstrip("/")) for name in stage.outputs.values()] + [item.path(PARAMS_JSON)]
+            inputs = _flat(stage.inputs(self.layout, item))
+            self._job(outputs, inputs, f"{item.stage} job", stage.remade_if_changed, item.folder)
+        for rule in self.reports.rules():
+            outputs = self.reports.output_files(rule)
+            self._job(outputs, _flat(self.reports.input_files(rule)), f"{rule} report", True, None)
+            config = report_config(outputs) if Path(outputs[0]).exists() else None
+            if config is not None and config.get("id") != self.current["id"]:
+                self.foreign[rule] = config
+        return self
+
+    def _job(self, outputs: list[str], inputs: list[str], name: str, remade: bool, folder: str | None) -> None:
+        """One job: stale, refused, or as it should be (see the module doc)."""
+        present = [o for o in outputs if Path(o).exists()]
+        if not present:
+            return
+        for path in present:
+            self._refuse_future(Path(path), outputs[-1])
+        if len(present) < len(outputs):
+            missing = next(o for o in outputs if o not in present)
+            self.stale[outputs[0]] = (outputs, f"{missing}: missing: its {name} is made again")
+            return
+        gone = [p for p in inputs if not Path(p).exists()]
+        if gone:
+            more = f" (and {len(gone) - 1} more of what it was made from)" if len(gone) > 1 else ""
+            self.stale[outputs[0]] = (outputs, f"{gone[0]}: missing{more}: it is made again, and the {name} made "
+                                               f"from it ({folder or outputs[0]})")
+            return
+        record = read_record(outputs[-1])
+        changed = changed_files(record, self.digests) if record is not None else []
+        if not changed:
+            return
+        file, what = changed[0]
+        if remade:
+            self.stale[outputs[0]] = (outputs, f"{file}: changed after its {name} made it ({what}): made again")
+            return
+        raise InputError(file, None, f"{what}: it was changed after its {name} made it, and what is made from it would "
+                                     f"carry the change: restore it, or delete {folder} to compute it (and what is "
+                                     "made from it) again (`lsrbench verify results` lists every changed file)")
+
+    def _refuse_future(self, path: Path, record: str) -> None:
+        ahead = future_stamp(path, self.now)
+        if ahead is None:
+            return
+        reference = record if Path(record).exists() and future_stamp(Path(record), self.now) is None else None
+        fix = f"touch -r {reference} {path}" if reference else f"touch {path}"
+        raise InputError(path, None, f"modified {ahead:.0f} s in the future (a clock ahead, or a copy that kept another "
+                                     "machine's times): Snakemake would fail each job that reads it on clock skew and "
+                                     f"delete what that job made; give it a time that has passed ({fix}) and run again")
+
+    def foreign_config(self) -> dict | None:
+        """The config the folder's foreign reports were made with (the first, when several)."""
+        return next(iter(self.foreign.values()), None)
+
+
+class DagHooks:
+    """What the rules' input functions tell while Snakemake builds the DAG (``workflow``: the
+    Snakefile's): :meth:`job` and :meth:`report` for each job in it. Only the main process has
+    checked the folder; elsewhere (a cluster job's Snakemake) nothing is stale or foreign."""
+
+    def __init__(self, state: FolderState | None, workflow):
+        self.state, self.workflow = state, workflow
+        self.noted: set[str] = set()
+        self.switching: bool | None = None
+
+    def job(self, outputs: list[str]) -> None:
+        """A job of the DAG with these outputs: forced when it is stale."""
+        if self.state is not None and outputs[0] in self.state.stale:
+            self._force(*self.state.stale[outputs[0]])
+
+    def report(self, rule: str) -> None:
+        """Report rule ``rule`` is in the DAG: forced when stale, or when the folder changes config."""
+        if self.state is None:
+            return
+        outputs = self.state.reports.output_files(rule)
+        if self.state.foreign and self._switch():
+            self._force(outputs, None)
+        elif outputs[0] in self.state.stale:
+            self._force(*self.state.stale[outputs[0]])
+
+    def _force(self, outputs: list[str], why: str | None) -> None:
+        dag = self.workflow.dag
+        if dag is not None:
+            dag.forcefiles.update(outputs)
+        if why and outputs[0] not in self.noted:
+            self.noted.add(outputs[0])
+            print(f"lsrbench: note: {why}", file=sys.stderr)
+
+    def _switch(self) -> bool:
+        """Whether this DAG brings the folder wholly to the asked config (it makes every report:
+        the default target); one line and no job when it would leave reports of two configs."""
+        if self.switching is None:
+            state, old = self.state, self.state.foreign_config()
+            if not (self.workflow.executor_plugin is not None and self._every_report()):
+                print(f"lsrbench: error: {state.layout.results}: its reports were made with {config_text(old)}; this "
+                      f"command's is {config_text(state.current)}, and one results folder holds the reports of one "
+                      "config: make every report with this one (the same snakemake command without a target), give "
+                      "the config the reports were made with (--configfile), or use another results folder "
+                      "(snakemake -d DIR)", file=sys.stderr)
+                raise SystemExit(1)
+            self.switching = True
+            print(f"lsrbench: note: {state.layout.results}: its reports of {config_text(old)} are made again with "
+                  f"{config_text(state.current)}", file=sys.stderr)
+        return self.switching
+
+    def _every_report(self) -> bool:
+        from lsrbench.dag.reports import report_outputs
+
+        targets = {t if t == "all" else os.path.normpath(os.path.relpath(t)) for t in self.workflow.dag_settings.targets}
+        return not targets or "all" in targets or set(report_outputs(self.state.layout.config)) <= targets
+
+    def before_jobs(self) -> None:
+        """When the folder changes config (``onstart``): remove the foreign reports the asked config
+        does not make again (the ones it makes are re-made: Snakemake removes them first)."""
+        if not self.switching:
+            return
+        from lsrbench.dag.reports import used_reports
+
+        kept = set(used_reports(self.state.layout.config))
+        for rule in self.state.foreign:
+            if rule not in kept:
+                for path in map(Path, self.state.reports.output_files(rule)):
+                    path.unlink(missing_ok=True)

@@ -1,0 +1,318 @@
+"""A results folder that is always one config's and always complete (issue 38), as a user meets it:
+``snakemake`` on copies of the finished micro run (``pytest -m slow``).
+
+- Every report re-makes a deleted input: the input is made again (and what it needs), and the report
+  is the original byte for byte; ``lsrbench verify`` passes.
+- A hand-edited file is never read into a report: a cheap one (metrics.csv, a run's metrics.tsv, a
+  report) is made again from what it was made from, a costly one (a trained model) refused in one
+  line; a file stamped in the future is one line, and costs no report.
+- Targets never mix configs: a target that would write one config's reports beside another's is one
+  line and no job; every report of another config (an overlay adding a twin by one ``like:`` entry)
+  brings the folder wholly to it, planning only the twin's own jobs, and back again gives the first
+  config's reports byte for byte; ``gc`` keeps what the reports were made from, ``status`` says which
+  config made them.
+- Snakemake run in a results folder itself is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helpers.catalogue import record
+from helpers.snakemake import SNAKEMAKE, copy_run, eval_dir, job_counts, layout, norms_json, train_dir
+
+pytestmark = pytest.mark.slow
+LSRBENCH = [sys.executable, "-m", "lsrbench.cli"]
+
+
+def _snakemake(work: Path, config: Path, *targets: str, dry: bool = False) -> subprocess.CompletedProcess:
+    return subprocess.run([*SNAKEMAKE, *targets, "--cores", "2", *(["-n"] if dry else []), "-d", str(work),
+                           "--configfile", str(config)], capture_output=True, text=True, timeout=900)
+
+
+def _ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, (proc.stdout[-3000:] + proc.stderr[-3000:])
+    return proc
+
+
+def _verify(work: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([*LSRBENCH, "verify", "results"], cwd=work, capture_output=True, text=True)
+
+
+def _files(results: Path) -> dict[str, bytes]:
+    """Every file of a results folder but the digest cache, by path, with its bytes."""
+    return {str(p.relative_to(results)): p.read_bytes() for p in results.rglob("*")
+            if p.is_file() and ".cache" not in p.relative_to(results).parts}
+
+
+def _one_error(proc: subprocess.CompletedProcess) -> str:
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in output, output[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error: ")]
+    assert len(errors) == 1, output[-3000:]
+    return errors[0]
+
+
+# --------------------------------------------------------------------------- every report re-makes a deleted input
+
+def _eval_folder(micro_run) -> str:
+    return str(eval_dir(Path("."), micro_run["config"], "rand-roberta", "1", "slice"))
+
+
+def _train_folder(micro_run) -> str:
+    return str(train_dir(Path("."), micro_run["config"], "rand-roberta", "1"))
+
+
+def _norms_folder(micro_run) -> str:
+    return str(norms_json(Path("."), micro_run["config"], "rand-roberta").parent)
+
+
+# report target -> what of its inputs is deleted (a path under the working directory)
+DELETED = {
+    "results/metrics.csv": _eval_folder,                  # a run's evaluation
+    "results/table1.md": lambda m: "results/metrics.csv",
+    "results/table_beir.md": _eval_folder,                 # through metrics.csv
+    "results/norms.md": _norms_folder,                     # the head norms
+    "results/tradeoff.png": lambda m: "results/metrics.csv",
+    "results/loss_curves.png": lambda m: f"{_train_folder(m)}/train_log.jsonl",  # re-trained
+    "results/html/table1.html": lambda m: "results/table1.md",
+}
+
+
+@pytest.mark.parametrize("target", DELETED)
+def test_each_report_makes_a_deleted_input_again_and_is_the_same(micro_run, tmp_path, target):
+    """Before: "Nothing to be done" with the input gone, and verify failing."""
+    work = copy_run(micro_run, tmp_path / "work")
+    before = _files(work / "results")
+    gone = work / DELETED[target](micro_run)
+    shutil.rmtree(gone) if gone.is_dir() else gone.unlink()
+    proc = _ok(_snakemake(work, micro_run["config"], target))
+    assert "made again" in proc.stderr  # the note naming what is made again, and why
+    assert gone.exists()
+    assert (work / target).read_bytes() == before[target[len("results/"):]]
+    if gone.is_file() or gone.name.endswith(".csv"):
+        assert gone.read_bytes() == before[str(gone.relative_to(work / "results"))]
+    assert _verify(work).returncode == 0, _verify(work).stderr[-3000:]
+
+
+def test_the_claims_and_probe_reports_make_a_deleted_input_again(micro_run, tmp_path):
+    """The reports the micro run does not make: claims (a run's per-query scores deleted) and the
+    probe's (its probe file, and metrics.csv beside the trained outcomes)."""
+    config = yaml.safe_load(micro_run["config"].read_text())
+    config["probe"] = {"with_grid": True}
+    config["claims"] = {"datasets": ["slice"], "resamples": 200, "list": [
+        {"id": "k1_beats_collapsed", "text": "k = 1 beats the collapsed k", "type": "compare",
+         "a": {"backbone": "rand-roberta", "k": 1}, "b": {"backbone": "rand-roberta", "k": 1e-30}, "expect": "greater"}]}
+    path = tmp_path / "more.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    work = copy_run(micro_run, tmp_path / "work")
+    _ok(_snakemake(work, path))  # every report of this config: the folder changes config
+    finished = tmp_path / "finished"
+    shutil.copytree(work, finished, symlinks=True)
+    before = _files(finished / "results")
+    probe_folder = layout(path).get("probe", backbone="rand-roberta").folder
+    evaluation = Path(layout(path).get("evaluate", run="rand-roberta", k="1", dataset="slice").folder)
+    for target, gone in (("results/claims.md", evaluation / "perquery.tsv"), ("results/probe.md", Path(probe_folder)),
+                         ("results/probe_outcomes.md", Path("results/metrics.csv"))):
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(finished, work, symlinks=True)
+        shutil.rmtree(work / gone) if (work / gone).is_dir() else (work / gone).unlink()
+        _ok(_snakemake(work, path, target))
+        assert (work / gone).exists(), target
+        assert (work / target).read_bytes() == before[target[len("results/"):]], target
+        assert _verify(work).returncode == 0, _verify(work).stderr[-3000:]
+
+
+# --------------------------------------------------------------------------- a changed file is never read into a report
+
+def _edit_number(path: Path, prefix: str, add: float) -> None:
+    """Add ``add`` to the number ending the line of ``path`` that starts with ``prefix``."""
+    lines = path.read_text().splitlines()
+    i = next(i for i, line in enumerate(lines) if line.startswith(prefix))
+    lines[i] = f"{prefix}{float(lines[i][len(prefix):]) + add:.6g}"
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_an_edited_number_is_made_again_never_published(micro_run, tmp_path):
+    """Before: +0.1 in metrics.csv reached Table 1 (in bold), exit 0; a run's edited metrics.tsv
+    reached it as soon as anything re-made the collection."""
+    work = copy_run(micro_run, tmp_path / "work")
+    table = (work / "results/table1.md").read_bytes()
+    _edit_number(work / "results/metrics.csv", "rand-roberta,1,slice,nDCG@10,", 0.1)
+    proc = _ok(_snakemake(work, micro_run["config"], "results/table1.md"))
+    assert re.search(r"lsrbench: note: results/metrics\.csv: changed after its collect report made it .*: made again",
+                     proc.stderr), proc.stderr
+    assert (work / "results/table1.md").read_bytes() == table
+    metrics_tsv = work / _eval_folder(micro_run) / "metrics.tsv"
+    _edit_number(metrics_tsv, "rand-roberta\t1\tslice\tnDCG@10\t", 0.1)
+    proc = _ok(_snakemake(work, micro_run["config"], "results/table1.md"))
+    assert f"lsrbench: note: {_eval_folder(micro_run)}/metrics.tsv: changed after its evaluate job made it" \
+        in proc.stderr, proc.stderr
+    assert (work / "results/table1.md").read_bytes() == table
+    assert _verify(work).returncode == 0
+
+
+def test_an_edited_report_is_named_by_verify_and_made_again_from_its_inputs(micro_run, tmp_path):
+    """verify names the edited report by its manifest and advises snakemake, which makes it (and
+    then its HTML page) again from its run files, never from the edited text."""
+    work = copy_run(micro_run, tmp_path / "work")
+    md, page = work / "results/table_beir.md", work / "results/html/table_beir.html"
+    original, original_page = md.read_bytes(), page.read_bytes()
+    md.write_text(md.read_text().replace("|", "| 0.999 |", 1))
+    proc = _verify(work)
+    assert proc.returncode == 1
+    assert re.search(rf"{re.escape(str(Path('results/table_beir.md')))}: modified: SHA-256 differs from "
+                     r"results/manifests/table_beir\.json .*: snakemake .* makes it again from the files it was made "
+                     r"from", proc.stderr), proc.stderr
+    _ok(_snakemake(work, micro_run["config"], "results/html/table_beir.html"))
+    assert md.read_bytes() == original and page.read_bytes() == original_page
+    assert _verify(work).returncode == 0
+
+
+def test_a_changed_trained_model_is_refused_in_one_line(micro_run, tmp_path):
+    """A costly output changed after its job (one byte of a trained model) is not re-trained behind
+    the user's back, nor read into an index: one line naming it, nothing changed."""
+    from helpers.snakemake import index_dir
+
+    work = copy_run(micro_run, tmp_path / "work")
+    model = train_dir(work, micro_run["config"], "rand-roberta", "1") / "model" / "model.safetensors"
+    data = bytearray(model.read_bytes())
+    data[-1] ^= 1
+    model.write_bytes(bytes(data))
+    shutil.rmtree(index_dir(work, micro_run["config"], "rand-roberta", "1", "slice"))  # an index job reads it
+    before = _files(work / "results")
+    line = _one_error(_snakemake(work, micro_run["config"]))
+    assert line == (f"lsrbench: error: {model.relative_to(work)}: its SHA-256 differs from the one "
+                    f"{model.parents[1].relative_to(work)}/params.json records: it was changed after its train job "
+                    f"made it, and what is made from it would carry the change: restore it, or delete "
+                    f"{model.parents[1].relative_to(work)} to compute it (and what is made from it) again (`lsrbench "
+                    "verify results` lists every changed file)"), line
+    record("a trained model changed after its job (one byte)", line, work)
+    assert _files(work / "results") == before
+
+
+def test_a_file_stamped_in_the_future_costs_no_report(micro_run, tmp_path):
+    """Before: Snakemake failed the table job on "clock skew" and deleted table1.md."""
+    work = copy_run(micro_run, tmp_path / "work")
+    norms = norms_json(work, micro_run["config"], "rand-roberta")
+    future = time.time() + 2 * 86400
+    os.utime(norms, (future, future))
+    (work / "results/table1.md").unlink()  # the table job has to run, reading the norms
+    before = _files(work / "results")
+    line = _one_error(_snakemake(work, micro_run["config"], "results/table1.md"))
+    relative = norms.relative_to(work)
+    assert re.fullmatch(rf"lsrbench: error: {re.escape(str(relative))}: modified \d+ s in the future .*\(touch -r "
+                        rf"{re.escape(str(relative.parent / 'params.json'))} {re.escape(str(relative))}\) and run again",
+                        line), line
+    record("a finished norms file stamped two days in the future", line, work)
+    assert _files(work / "results") == before
+    subprocess.run(["touch", "-r", str(relative.parent / "params.json"), str(relative)], cwd=work, check=True)
+    _ok(_snakemake(work, micro_run["config"], "results/table1.md"))
+    assert (work / "results/table1.md").read_bytes() == (micro_run["results"] / "table1.md").read_bytes()
+
+
+# --------------------------------------------------------------------------- one config per folder
+
+def _twin(micro_run, path: Path) -> Path:
+    """An overlay adding a synthetic twin by one entry (``like:``)."""
+    path.write_text(f"base: {micro_run['config']}\nbackbones:\n  twin:\n    like: rand-roberta\n    head_scale: 10\n"
+                    "    synthetic: true\n    label: random RoBERTa 1L x10\n")
+    return path
+
+
+def test_targets_never_mix_configs(micro_run, tmp_path):
+    """Before: Table 1 of the default beside claims and norms of an overlay, status "all done"."""
+    work = copy_run(micro_run, tmp_path / "work")
+    twin = _twin(micro_run, tmp_path / "twin.yaml")
+    before = _files(work / "results")
+    for target in ("results/table1.md", "results/html/norms.html"):
+        line = _one_error(_snakemake(work, twin, target))
+        assert re.fullmatch(r"lsrbench: error: results: its reports were made with config [0-9a-f]{12} \(.*\); this "
+                            r"command's is config [0-9a-f]{12} \(.*twin\.yaml\), and one results folder holds the "
+                            r"reports of one config: make every report with this one \(the same snakemake command "
+                            r"without a target\), .*", line), line
+        record(f"another config's {target} beside the folder's reports",
+               line.replace(str(twin), "<tmp>/twin.yaml").replace(str(micro_run["config"]), "<tmp>/config.yaml"), tmp_path)
+    report = subprocess.run([*SNAKEMAKE, "--cores", "1", "--report", str(tmp_path / "r.html"), "-d", str(work),
+                             "--configfile", str(twin)], capture_output=True, text=True)
+    assert "its reports were made with config" in _one_error(report)
+    assert _files(work / "results") == before
+
+    plan = job_counts(_ok(_snakemake(work, twin, dry=True)).stdout)
+    # the twin's own jobs and the reports, nothing of rand-roberta's
+    assert {k: plan[k] for k in ("norm", "train", "index", "evaluate")} == {"norm": 1, "train": 2, "index": 2,
+                                                                             "evaluate": 2}, plan
+    assert "dataset" not in plan and "triplets" not in plan and "bm25" not in plan, plan
+    _ok(_snakemake(work, twin))
+    assert _verify(work).returncode == 0, _verify(work).stderr[-3000:]
+    status = subprocess.run([*LSRBENCH, "status", "--configfile", str(micro_run["config"])], cwd=work,
+                            capture_output=True, text=True)
+    assert status.returncode == 0 and "report files made with config" in status.stdout, status.stdout
+    assert "all done" not in status.stdout
+    gc = subprocess.run([*LSRBENCH, "gc", "--configfile", str(micro_run["config"])], cwd=work, capture_output=True,
+                        text=True)
+    twin_runs = [str(p) for p in (work / "results/runs").glob("twin/*/*")]
+    assert twin_runs and not any(run in gc.stdout for run in twin_runs), gc.stdout  # kept: the reports' runs
+
+    back = _ok(_snakemake(work, micro_run["config"]))  # every report of the first config again
+    assert "rule train" not in back.stdout
+    after = _files(work / "results")
+    for name, data in before.items():
+        if name.startswith(("runs/", "norms/", "data/", "triplets/", "bm25/", "configs/", "manifests/")):
+            continue
+        assert after[name] == data, name  # the first config's reports, byte for byte
+    assert not any(name.startswith("runs/twin") for name in _report_inputs(work))
+    assert _verify(work).returncode == 0
+
+
+def _report_inputs(work: Path) -> set[str]:
+    names = set()
+    for manifest in (work / "results/manifests").glob("*.json"):
+        names |= {p[len("results/"):] for p in json.loads(manifest.read_text())["artifacts"]["inputs"]}
+    return names
+
+
+def test_a_second_refit_of_a_shared_checkpoint_is_said_in_the_dry_run(micro_run, tmp_path):
+    """An entry that re-fits the same checkpoint with the same settings, but differs in what else
+    names it, plans a second re-fit: the dry run says so in one line; ``like:`` shares the first."""
+    config = yaml.safe_load(micro_run["config"].read_text())
+    refit = {"dataset": "slice", "steps": 2, "batch_size": 4, "held_out": 8, "max_length": 32}
+    config["backbones"]["rand-roberta"]["mlm_refit"] = refit
+    base = tmp_path / "refit.yaml"
+    base.write_text(yaml.safe_dump(config, sort_keys=False))
+    entry = config["backbones"]["rand-roberta"]
+    for overlay, note in (({"model": entry["model"], "mlm_refit": refit, "trust_remote_code": True, "label": "twin"}, True),
+                          ({"like": "rand-roberta", "head_scale": 10, "label": "twin"}, False)):
+        path = tmp_path / "twin.yaml"
+        path.write_text(yaml.safe_dump({"base": str(base), "backbones": {"twin": overlay}}))
+        (tmp_path / "work").mkdir(exist_ok=True)
+        proc = _ok(_snakemake(tmp_path / "work", path, dry=True))
+        notes = [line for line in proc.stderr.splitlines() if "a second MLM re-fit" in line]
+        assert len(notes) == note, proc.stderr
+        if note:
+            assert re.fullmatch(rf"lsrbench: note: {re.escape(str(path))}: backbones\.twin: a second MLM re-fit of "
+                                rf".* beside rand-roberta's .*, since its trust_remote_code differs from rand-roberta's; "
+                                r"give it rand-roberta's \(like: rand-roberta\) to share that re-fit", notes[0])
+        assert job_counts(proc.stdout)["mlm_refit"] == (2 if note else 1)
+
+
+def test_snakemake_in_a_results_folder_is_refused(micro_run, tmp_path):
+    work = copy_run(micro_run, tmp_path / "work")
+    before = _files(work / "results")
+    line = _one_error(subprocess.run([*SNAKEMAKE, "-n", "--cores", "1", "--configfile", str(micro_run["config"])],
+                                     cwd=work / "results", capture_output=True, text=True))
+    assert line == (f"lsrbench: error: {(work / 'results').resolve()}: a results folder of lsrbench (it holds "
+                    f"configs/<id>/ and the reports), not the folder to run snakemake in: run it from the folder that "
+                    f"holds this one as results/ ({work.resolve()})"), line
+    record("snakemake run in the results folder itself", line, work.resolve())
+    assert _files(work / "results") == before and not (work / "results/results").exists()
