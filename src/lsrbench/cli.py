@@ -77,6 +77,9 @@ def _check_config(args) -> int:
     print("runs (backbone, rescale mode, k):")
     for line in grid_lines(config):
         print(f"  {line}")
+    claims = (config.get("claims") or {}).get("list") or []
+    if claims:
+        print(f"claims ({len(claims)}): {', '.join(c['id'] for c in claims)}")
     for line in input_checks(config, files[-1]):
         print(line)
     return 0
