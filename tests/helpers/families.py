@@ -1,5 +1,5 @@
-"""Tiny random ``*ForMaskedLM`` checkpoints of five families (BERT, DistilBERT, ALBERT, RoBERTa,
-ModernBERT; their MLM head transforms differ) with WordPiece tokenizers, and texts of very
+"""Tiny random ``*ForMaskedLM`` checkpoints of the six families (BERT, DistilBERT, ALBERT, RoBERTa,
+ModernBERT, GTE; their MLM head transforms differ) with WordPiece tokenizers, and texts of very
 different lengths: what the fast encoder and the fused pooling are checked on."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 
 from lsrbench.model.families import FAMILIES as FAMILY_SPECS
 
-FAMILIES = list(FAMILY_SPECS)  # bert, distilbert, albert, roberta, modernbert (the seeds follow this order)
+FAMILIES = list(FAMILY_SPECS)  # bert, distilbert, albert, roberta, modernbert, gte (the seeds follow this order)
 
 # Each family's tiny shape (its config's own names for the widths), given its tokenizer.
 TINY = {
@@ -26,7 +26,21 @@ TINY = {
                                    layer_types=["full_attention", "sliding_attention", "full_attention"],
                                    bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id,
                                    cls_token_id=tok.cls_token_id, sep_token_id=tok.sep_token_id),
+    "gte": lambda tok: dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                            max_position_embeddings=64, type_vocab_size=1,
+                            rope_parameters={"rope_type": "default", "rope_theta": 160000.0}),
 }
+
+
+def classes(spec):
+    """A family's ``(masked-LM class, config class)``: transformers', or lsrbench's for a checkpoint
+    format transformers reads only through :mod:`lsrbench.model.gte`."""
+    import transformers as tf
+
+    from lsrbench.model import gte
+
+    module = gte if hasattr(gte, spec.masked_lm) else tf
+    return getattr(module, spec.masked_lm), getattr(module, spec.config_class)
 
 WORDS = (
     "the of and to in is was for on that with as by at from retrieval sparse dense vector query document "
@@ -75,15 +89,14 @@ def tokenizer(folder: Path, family: str):
 
 def model(family: str, tok, seed: int):
     import torch
-    import transformers as tf
 
     torch.manual_seed(seed)
     if family not in TINY:
         raise ValueError(family)
     kwargs = TINY[family](tok)
     kwargs.update(vocab_size=len(tok), pad_token_id=tok.pad_token_id)
-    spec = FAMILY_SPECS[family]
-    m = getattr(tf, spec.masked_lm)(getattr(tf, spec.config_class)(**kwargs))
+    masked_lm, config_class = classes(FAMILY_SPECS[family])
+    m = masked_lm(config_class(**kwargs))
     # A random head gives logits around 0; a non-zero bias and a larger scale give a realistic
     # mix of inactive terms (all tokens negative) and active ones.
     with torch.no_grad():

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from helpers.families import FAMILIES, model as family_model, tokenizer as family_tokenizer  # noqa: E402
+from helpers.families import FAMILIES, classes, model as family_model, tokenizer as family_tokenizer  # noqa: E402
 from lsrbench.model.families import FAMILIES as SPECS, GENERIC, family_of, is_head_key  # noqa: E402
 from lsrbench.model.rescale import head_is_tied, mlm_head, rescale_mlm_head  # noqa: E402
 
@@ -25,12 +25,13 @@ def models(tmp_path_factory):
 
 
 def test_every_family_is_registered_under_its_class(models):
-    assert list(SPECS) == ["bert", "distilbert", "albert", "roberta", "modernbert"]
+    assert list(SPECS) == ["bert", "distilbert", "albert", "roberta", "modernbert", "gte"]
     for name, (m, _) in models.items():
         spec = family_of(m)
         assert spec is SPECS[name] and spec.name == name
-        assert type(m) is getattr(transformers, spec.masked_lm)
-        assert type(m.config) is getattr(transformers, spec.config_class)
+        assert (type(m), type(m.config)) == classes(spec)
+        for alias in spec.aliases:  # the same architecture under transformers' own class
+            assert issubclass(type(m), getattr(transformers, alias))
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -73,7 +74,8 @@ def test_position_limit_is_the_generic_one(models, family):
     """Each family's position offset gives what the generic scan (RoBERTa-style tables) gives."""
     m, _ = models[family]
     spec = SPECS[family]
-    want = {"bert": 64, "distilbert": 64, "albert": 64, "roberta": 70 - (m.config.pad_token_id + 1), "modernbert": 64}
+    want = {"bert": 64, "distilbert": 64, "albert": 64, "roberta": 70 - (m.config.pad_token_id + 1), "modernbert": 64,
+            "gte": 64}
     assert spec.position_limit(m) == GENERIC.position_limit(m) == want[family]
     tables = [mod for mod in m.modules() if isinstance(getattr(mod, "position_embeddings", None), torch.nn.Embedding)]
     assert spec.position_table == bool(tables)

@@ -8,7 +8,7 @@ its position table takes. A new family is one subclass and one line in :data:`FA
 
 Every mechanism goes through transformers' own accessors (``get_output_embeddings``,
 ``get_input_embeddings``), which know each family's head; a model of no registered family
-(GTE-MLM's remote code, XLM-R, ...) gets :class:`Family`'s generic answers. What a registered
+(XLM-R, ...) gets :class:`Family`'s generic answers. What a registered
 family states about its layout (attribute paths, tying, bias sharing) is data, checked against
 the real classes by tests/model/test_families.py.
 """
@@ -25,6 +25,7 @@ class Family:
 
     name = "generic"
     masked_lm = ""  # the transformers class of the family's MLM model (what :func:`family_of` matches)
+    aliases: tuple[str, ...] = ()  # other class names of the same architecture
     config_class = ""  # its config class
     decoder_path = ""  # where ``get_output_embeddings()`` finds the vocabulary projection
     transform_path = ""  # the head transform whose output is the decoder's input (what is captured)
@@ -160,9 +161,25 @@ class ModernBert(Family):
     offset = 0
 
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (Bert(), DistilBert(), Albert(), Roberta(), ModernBert())}
+class Gte(Family):
+    """GTE-MLM: transformers' ``gte`` architecture (new-impl's encoder: rotary positions, gated MLP,
+    post-norm layers), loaded from the hub's new-impl checkpoints as ``GteHubForMaskedLM``
+    (:mod:`lsrbench.model.gte`) or from transformers-format ones as ``GteForMaskedLM``. A BERT-style
+    head: dense, GELU, ``layer_norm``, then the decoder tied to the word embeddings."""
+
+    name, masked_lm, config_class = "gte", "GteHubForMaskedLM", "GteHubConfig"
+    aliases = ("GteForMaskedLM",)
+    decoder_path, transform_path = "lm_head.decoder", "lm_head.layer_norm"
+    embeddings_path = "gte.embeddings.word_embeddings"
+    head_keys = ("lm_head.",)
+    bias_shared = False  # lm_head.decoder.bias is the Linear's own (only the weight is tied)
+    position_table = False
+    offset = 0
+
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (Bert(), DistilBert(), Albert(), Roberta(), ModernBert(), Gte())}
 GENERIC = Family()
-_BY_CLASS = {f.masked_lm: f for f in FAMILIES.values()}
+_BY_CLASS = {cls: f for f in FAMILIES.values() for cls in (f.masked_lm, *f.aliases)}
 
 
 @contextlib.contextmanager

@@ -4,7 +4,10 @@ transformers 5.25 turned ``use_kernels`` on by default in ``from_pretrained``: i
 model with kernels fetched from the Hugging Face hub (network at load time, downloaded code, numerics
 that depend on the kernels release) and refuses the meta device the checkpoint check reads headers
 on ("Unsupported device type 'meta'"). lsrbench loads the model's own PyTorch layers, as transformers
-5.0-5.24 did by default: the same numbers offline, on every release the ranges allow."""
+5.0-5.24 did by default: the same numbers offline, on every release the ranges allow.
+
+Every load also knows GTE-MLM's hub checkpoints (``model_type: "new"``) without their remote code
+(:mod:`lsrbench.model.gte`): :func:`model_kwargs` registers them with transformers' Auto classes."""
 
 from __future__ import annotations
 
@@ -16,4 +19,7 @@ MODEL_KWARGS: dict = {"use_kernels": False}
 
 def model_kwargs(**extra) -> dict:
     """:data:`MODEL_KWARGS` with ``extra`` (trust_remote_code, revision): a new dict per call."""
+    from lsrbench.model.gte import register
+
+    register()
     return {**MODEL_KWARGS, **extra}

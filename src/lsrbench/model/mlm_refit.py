@@ -202,8 +202,9 @@ def refit_mlm(model_path: str, texts: list[str], out_dir: str | os.PathLike, set
     s = {**property_defaults("config.schema.yaml", "backbones", "*", "mlm_refit"), **settings}
     start = time.time()
     common = {"trust_remote_code": trust_remote_code, **({"revision": revision} if revision else {})}
+    load = model_kwargs(**common)  # first: it registers the model types lsrbench loads without remote code
     tokenizer = AutoTokenizer.from_pretrained(model_path, **common)
-    model = AutoModelForMaskedLM.from_pretrained(model_path, **model_kwargs(**common))
+    model = AutoModelForMaskedLM.from_pretrained(model_path, **load)
     try:
         reset = reinit_head(model, s["seed"])
     except ValueError as exc:

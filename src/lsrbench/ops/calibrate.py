@@ -224,6 +224,7 @@ def _with_weights(path: str, out: Path, trust_remote_code: bool) -> str:
         return path
     from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
 
+    model_kwargs()  # registers the model types lsrbench loads without remote code (GTE-MLM)
     config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
     AutoModelForMaskedLM.from_config(config, trust_remote_code=trust_remote_code).save_pretrained(out)
     AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code).save_pretrained(out)
