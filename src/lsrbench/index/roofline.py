@@ -30,10 +30,6 @@ BACKBONE_SHAPES: dict[str, str] = {
     "gte-mlm": "Alibaba-NLP/gte-en-mlm-base", "roberta": "roberta-base", "modernbert": "answerdotai/ModernBERT-base",
     "ettin": "jhu-clsp/ettin-encoder-150m",
 }
-# A backbone whose published config is not in the table yet: BERT-base's widths with its vocabulary
-# (GTE-MLM's own architecture needs its implementation to be counted), marked approximate.
-_APPROXIMATE = {"Alibaba-NLP/gte-en-mlm-base": dict(model_type="bert", vocab_size=30528)}
-
 # bf16 dense (no sparsity) tensor-core peaks from the vendors' datasheets, TFLOP/s.
 DATASHEET_BF16_TFLOPS = {
     "H200": (989.4, "NVIDIA H200 Tensor Core GPU datasheet (SXM): BF16 1,979 TFLOPS with sparsity, i.e. 989 dense"),
@@ -43,13 +39,10 @@ DATASHEET_BF16_TFLOPS = {
 
 def shape_of(model: str) -> tuple[dict, str]:
     """The config.json a FLOP count of ``model`` (a paper backbone's name, a hub id or a local
-    folder) is made from, and where it comes from (``approximate`` where only widths are known)."""
+    folder) is made from, and where it comes from."""
     from lsrbench.model.public_configs import backbone_config
 
-    ref = BACKBONE_SHAPES.get(model, model)
-    config, where = backbone_config({"model": ref})
-    if config is None and ref in _APPROXIMATE:
-        return dict(_APPROXIMATE[ref]), f"approximate: {ref} counted at BERT-base's widths with its vocabulary"
+    config, where = backbone_config({"model": BACKBONE_SHAPES.get(model, model)})
     if config is None:
         raise KeyError(where)
     return config, where
@@ -58,11 +51,11 @@ def shape_of(model: str) -> tuple[dict, str]:
 @functools.cache
 def _meta_model(model: str):
     import torch
-    from transformers import AutoConfig, AutoModelForMaskedLM
+    from transformers import AutoModelForMaskedLM
 
-    config, _ = shape_of(model)
-    fields = {k: v for k, v in config.items() if k not in ("model_type", "auto_map")}
-    built = AutoConfig.for_model(config["model_type"], **fields)
+    from lsrbench.model.public_configs import config_object
+
+    built = config_object(shape_of(model)[0])
     built._attn_implementation = "eager"  # attention as matmuls: counted
     with torch.device("meta"):
         return AutoModelForMaskedLM.from_config(built)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["PUBLIC_CONFIGS", "public_config", "backbone_config"]
+__all__ = ["PUBLIC_CONFIGS", "public_config", "backbone_config", "config_object"]
 
 _BERT_BASE_UNCASED = {
     "architectures": ["BertForMaskedLM"], "attention_probs_dropout_prob": 0.1, "gradient_checkpointing": False,
@@ -62,10 +62,24 @@ _MODERNBERT_BASE = {
 }
 
 # ModernBERT's architecture and tokenizer at ModernBERT-base's widths (the Ettin suite's 150M
-# encoder); the rotary bases and context length are not among the shapes a source showed, so they
-# are ModernBertConfig's defaults (they do not change the compute at the paper's 256 tokens).
+# encoder), with the rotary bases and context of the Ettin configs (they do not change the compute
+# at the paper's 256 tokens).
 _ETTIN_ENCODER_150M = {
     **{k: v for k, v in _MODERNBERT_BASE.items() if k not in ("classifier_pooling",)},
+    "local_rope_theta": 160000.0, "max_position_embeddings": 7999,
+}
+
+# new-impl's NewForMaskedLM at GTE-base's widths (loaded as transformers' gte: lsrbench.model.gte).
+_GTE_EN_MLM_BASE = {
+    "architectures": ["NewForMaskedLM"], "model_type": "new",
+    "auto_map": {"AutoConfig": "Alibaba-NLP/new-impl--configuration.NewConfig",
+                 "AutoModelForMaskedLM": "Alibaba-NLP/new-impl--modeling.NewForMaskedLM"},
+    "attention_probs_dropout_prob": 0.0, "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": 768,
+    "initializer_range": 0.02, "intermediate_size": 3072, "layer_norm_eps": 1e-12, "layer_norm_type": "layer_norm",
+    "logn_attention_clip1": False, "logn_attention_scale": False, "max_position_embeddings": 8192,
+    "num_attention_heads": 12, "num_hidden_layers": 12, "pack_qkv": True, "pad_token_id": 0,
+    "position_embedding_type": "rope", "rope_scaling": {"factor": 2.0, "type": "ntk"}, "rope_theta": 160000,
+    "type_vocab_size": 0, "unpad_inputs": True, "use_memory_efficient_attention": True, "vocab_size": 30528,
 }
 
 PUBLIC_CONFIGS: dict[str, dict] = {
@@ -106,9 +120,27 @@ PUBLIC_CONFIGS: dict[str, dict] = {
         "config": _ETTIN_ENCODER_150M,
         "source": "the Ettin model card (jhu-clsp/ettin-encoder-150m, arXiv 2507.11412): ModernBERT architecture and "
                   "tokenizer, the 150M encoder at ModernBERT-base's widths (22 layers, 768 hidden, 1152 intermediate, "
-                  "12 heads, vocab 50368); rotary bases and context length: ModernBertConfig's defaults",
+                  "12 heads, vocab 50368); rotary bases 160,000 and 7,999 positions as a published Ettin-17m "
+                  "derivative's config (tests/model/test_paper_backbones.py)",
+    },
+    "Alibaba-NLP/gte-en-mlm-base": {
+        "config": _GTE_EN_MLM_BASE,
+        "source": "new-impl's config fields as the GTE v1.5 configs publish them (GTE-base widths 12 x 768, "
+                  "intermediate 3072, vocabulary 30,528, rope_theta 160,000 with NTK x2, no token types); its own "
+                  "config.json was not readable here (tests/model/test_paper_backbones.py)",
     },
 }
+
+
+def config_object(config: dict):
+    """The transformers config of a ``config.json`` dict, as ``from_pretrained`` reads the file (the
+    model types lsrbench loads without remote code registered first: GTE-MLM's ``new``)."""
+    from transformers import CONFIG_MAPPING
+
+    from lsrbench.model.load_options import model_kwargs
+
+    model_kwargs()  # registers lsrbench.model.gte
+    return CONFIG_MAPPING[config["model_type"]].from_dict({k: v for k, v in config.items() if k != "auto_map"})
 
 
 def public_config(model: str) -> dict | None:
