@@ -13,7 +13,7 @@ import torch
 import yaml
 
 from helpers.paths import shared_or_skip
-from helpers.snakemake import eval_dir, job_counts, micro_config, norms_json, run_snakemake, train_dir
+from helpers.snakemake import eval_dir, job_counts, layout, micro_config, norms_json, run_snakemake, train_dir
 
 pytestmark = pytest.mark.slow
 
@@ -43,8 +43,10 @@ def control_run(tmp_path_factory, vaswani_slice, tiny_roberta) -> dict:
     target = eval_dir(work, path, "control", "1", "slice") / "metrics.tsv"
     dry = run_snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(path), "--",
                         str(target.relative_to(work)))
-    run_snakemake("--cores", "2", "-d", str(work), "--configfile", str(path), "--", str(target.relative_to(work)))
-    return {"work": work, "config": path, "dry": job_counts(dry.stdout), "splade": splade, "roberta": tiny_roberta}
+    probe = layout(path).get("probe", backbone="control").path("probe.json")
+    run_snakemake("--cores", "2", "-d", str(work), "--configfile", str(path), "--", str(target.relative_to(work)), probe)
+    return {"work": work, "config": path, "dry": job_counts(dry.stdout), "splade": splade, "roberta": tiny_roberta,
+            "probe": work / probe}
 
 
 def test_the_control_needs_the_matched_backbones_norm_job(control_run):
@@ -70,6 +72,8 @@ def test_the_trained_runs_head_scale_is_the_measured_ratio(control_run):
     provenance = json.loads((train_dir(work, config, "control", "1") / "train_provenance.json").read_text())
     assert provenance["head_scale"] == match["ratio"] and provenance["head_scale_mode"] == "untie"
     assert str(norms_json(work, config, "splade-tiny").relative_to(work)) in json.dumps(provenance)
+    # the step-0 probe loads the control as training does
+    assert {p["head_scale"] for p in json.loads(control_run["probe"].read_text())} == {match["ratio"]}
 
 
 def test_a_changed_matched_statistic_measures_the_ratio_again(control_run, tmp_path):

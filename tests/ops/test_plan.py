@@ -69,6 +69,16 @@ def test_published_sizes_of_the_paper_grid(tmp_path):
     quoted = {rule: int(n.replace(",", "")) for n, rule in re.findall(r"([\d,]+) (train|index_queries|index|evaluate)\b", line)}
     assert quoted == {rule: jobs[rule] for rule in ("train", "index", "index_queries", "evaluate")}, line
     assert f"{jobs['total']:,} jobs in all" in line, line
+    # the bill: every backbone sized from its published config, none on disk; the scale control is BERT's
+    # checkpoint at the same jobs, so it costs what BERT costs
+    bill = plan["bill"]
+    assert set(bill) == set(plan["backbones"]) and all(b["gpu_hours"] for b in bill.values())
+    assert all(b["shape"].startswith("published config of ") for b in bill.values())
+    assert bill["bert-at-modernbert-scale"]["gpu_hours"] == bill["bert"]["gpu_hours"]
+    assert bill["bert-at-modernbert-scale"]["disk"] == bill["bert"]["disk"]
+    total = plan["bill_totals"]["gpu_hours"]["train"]["bound"]
+    assert total == pytest.approx(sum(b["gpu_hours"]["train"]["bound"] for b in bill.values()), rel=1e-12)
+    assert "## The bill: GPU-hours and disk per backbone (H100)" in stdout and "### Assumptions and uncertainty" in stdout
 
 
 @pytest.mark.slow
