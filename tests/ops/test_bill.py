@@ -85,12 +85,14 @@ def test_records_measured_on_a_gpu_replace_the_assumed_share(tmp_path):
 def test_the_smoke_record_gives_memory_and_the_bytes_of_a_run_file(tmp_path):
     smoke = {"collection": {"documents": 200, "queries": 20}, "evaluation": {"top_k": 1000},
              "families": {"bert-base-uncased": {
-                 "stages": {"train": {"batches": {"4": {"achieved_gflops": 50.0}, "8": {"achieved_gflops": 60.0}},
+                 "stages": {"train": {"batches": {"4": {"achieved_gflops": 50.0},
+                                                  "8": {"achieved_gflops": 6.0, "step_flops": 3e12,
+                                                        "steady_step_cpu_seconds": 50.0}},
                                       "paper_batch": {"how": "extrapolated", "peak_rss_gib": 9.5, "step_seconds": 30.0}},
                             "index": {"documents_per_second": 2.0}, "evaluate": {"output_bytes": 200_000}}}}}
     (tmp_path / "real_size_smoke.json").write_text(json.dumps(smoke))
     bill = backbone_bill(_config(), "bert", _jobs("bert"), DATASETS, read_records(tmp_path))
     assert bill["smoke"] == {"paper_batch": smoke["families"]["bert-base-uncased"]["stages"]["train"]["paper_batch"],
-                             "achieved_gflops": 60.0, "index_documents_per_second": 2.0}
+                             "achieved_gflops": 60.0, "index_documents_per_second": 2.0}  # 3e12 / 50 s of CPU
     per_line = 200_000 / (20 * 200)  # the smoke's evaluate folder over its run lines
     assert bill["disk"]["evaluate"] == int(2 * (10 * 100 + 5 * 50) * per_line)

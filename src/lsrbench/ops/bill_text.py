@@ -35,10 +35,11 @@ def _smoke(smoke: dict | None) -> str:
     if not smoke:
         return "-"
     at = smoke["paper_batch"]
-    if "step_seconds" not in at:
+    if "peak_rss_gib" not in at:
         return at["how"]
     how = "measured" if at["how"] == "measured" else "extrapolated"
-    return f"{at['step_seconds']:.3g} s, {at['peak_rss_gib']:.3g} GiB ({how})"
+    seconds = at.get("step_cpu_seconds", at.get("step_seconds"))
+    return f"{seconds:.3g} s, {at['peak_rss_gib']:.3g} GiB ({how})"
 
 
 def _row(name: str, b: dict) -> dict:
@@ -50,7 +51,7 @@ def _row(name: str, b: dict) -> dict:
             "evaluate CPU-h": _h(b.get("evaluate_cpu_hours")),
             "disk: models": _bytes(disk.get("train")), "checkpoint while training": _bytes(disk.get("train_checkpoint")),
             "disk: index": _bytes(disk.get("index")), "disk: run files": _bytes(disk.get("evaluate")),
-            "CPU smoke at the paper's batch: s/step, peak memory": _smoke(b.get("smoke"))}
+            "CPU smoke at the paper's batch: s/step (CPU), peak memory": _smoke(b.get("smoke"))}
 
 
 def _header(plan: dict) -> str:
@@ -72,7 +73,7 @@ def bill_lines(plan: dict) -> list[str]:
                  "evaluate CPU-h": _h(total["evaluate_cpu_hours"]), "disk: models": _bytes(total["disk"].get("train")),
                  "checkpoint while training": "", "disk: index": _bytes(total["disk"].get("index")),
                  "disk: run files": _bytes(total["disk"].get("evaluate")),
-                 "CPU smoke at the paper's batch: s/step, peak memory": ""})
+                 "CPU smoke at the paper's batch: s/step (CPU), peak memory": ""})
     lines = [f"## The bill: GPU-hours and disk per backbone ({plan['gpu']})", "", _header(plan), "",
              pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True), "", "### Assumptions and uncertainty",
              ""]
@@ -113,9 +114,10 @@ def _bill_assumptions(plan: dict) -> list[str]:
         "of the peak are an assumed bracket, the 100 % column a floor. CPU seconds are not translated to GPU "
         "seconds: a CPU's share of its own peak says little about a GPU's.",
         _spread(plan),
-        "Memory: the CPU smoke's peak resident set of a training job at the paper's batch (fp32, one process: "
-        "measured, or extrapolated linearly from smaller batches where it would not fit the machine); a GPU job "
-        "with bf16 autocast keeps activations in half the bytes, so its device memory is about this or less.",
+        "CPU smoke: a training step's CPU seconds (the job's wall seconds x the share of a core it got: shared "
+        "cores) and its peak resident set at the paper's batch (fp32, one thread: measured, or extrapolated "
+        "linearly from smaller batches where it would not fit the machine); a GPU job with bf16 autocast keeps "
+        "activations in half the bytes, so its device memory is about this or less.",
         f"Evaluate: queries x the exact search's CPU ms per query ({records.get('peers') or 'no peers-1m.json record'}: "
         "a realistic 1M-document collection at top 1000, linear in the collection's size, one core); a trained "
         "model's vectors may be denser than that collection's.",
