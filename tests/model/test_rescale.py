@@ -181,10 +181,12 @@ def test_unknown_mode_rejected():
 
 
 # ------------------------------------------------------------------ what shared mode does besides the head
-# Families whose word embeddings are added to a learned position table (and token-type embeddings)
+# Families whose word embeddings are added to a learned position table or token-type embeddings
 # before the embedding LayerNorm: shrinking them by k changes the mix the encoder sees. ModernBERT's
-# (rotary positions) go straight into a LayerNorm, invariant to the scale up to its eps.
-ADDITIVE_EMBEDDINGS = {name for name, spec in FAMILY_SPECS.items() if spec.position_table}
+# (rotary positions, no token types) go straight into a LayerNorm, invariant to the scale up to its
+# eps. GTE (rotary) adds its token-type embedding where the config has token types, as the tiny GTE
+# of tests/helpers/families.py does (type_vocab_size 1; gte-base-en-v1.5 has none).
+ADDITIVE_EMBEDDINGS = {name for name, spec in FAMILY_SPECS.items() if spec.position_table} | {"gte"}
 
 
 def family_batch(folder, family: str, seed: int):
@@ -213,8 +215,9 @@ def decoder_changes(tmp_path_factory):
 
 def test_shared_rescale_moves_the_decoder_input_where_embeddings_are_added(decoder_changes):
     """k = 16 in shared mode, real forward passes: the decoder input moves by tenths (0.58, 0.73,
-    0.64, 0.58 for BERT, DistilBERT, ALBERT, RoBERTa) where word embeddings are added to position
-    embeddings, by thousandths (0.0035) for ModernBERT; never in untie mode or at k = 1."""
+    0.64, 0.58, 0.63 for BERT, DistilBERT, ALBERT, RoBERTa, GTE with one token type) where word
+    embeddings are added to position or token-type embeddings, by thousandths (0.0035) for
+    ModernBERT; never in untie mode or at k = 1."""
     for family, change in decoder_changes.items():
         assert change["untie"] == 0.0 and change["shared k=1"] == 0.0, family
         if family in ADDITIVE_EMBEDDINGS:
