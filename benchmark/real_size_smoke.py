@@ -2,8 +2,8 @@
 real size from its published config (``lsrbench.model.public_configs``: layers, widths, heads,
 vocabulary, the head's tying and bias; random weights; a stand-in tokenizer where the real one is
 not on this machine) and run through norm -> train (the paper's recipe and lengths: queries 32 and
-documents 256 tokens, fused pooling) -> index (a few hundred documents at the evaluation's 256
-tokens and batch of 128) -> evaluate, by Snakemake on the repository's Snakefile, one family and
+documents 256 tokens, fused pooling) -> index (one encode batch of the paper's 128 documents at the
+evaluation's 256 tokens; ``--docs``) -> evaluate, by Snakemake on the repository's Snakefile, one family and
 one target at a time, with a config that is config/paper.yaml (``base:``) with the backbone pointed
 at the built folder. Per family: peak memory and wall time of each stage's job (the process tree of
 one ``snakemake`` target: ``os.wait4``'s maximum resident set, which the job process dominates),
@@ -13,7 +13,7 @@ the index job, the bytes each stage wrote, the FLOPs of a training step and of a
 
 The paper's batch (32 triplets of a query and two 256-token documents) needs more memory in fp32 on
 a CPU than a shared 24 GiB machine has (ALBERT-base: 17.6 GB resident when the kernel killed it), so
-training runs at smaller batches (``--batches``, default 4 and 8) with everything else as the
+training runs at smaller batches (``--batches``, default 2 and 4) with everything else as the
 paper's; peak memory and step seconds at the paper's batch are the linear fit over them
 (activations and compute grow with the batch's tokens; the model, its AdamW state and the update of
 the head do not), marked extrapolated. ``--batches 4,8,32`` runs the paper's batch where it fits.
@@ -363,9 +363,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--families", default=None, help="comma-separated backbones of config/paper.yaml (default: all "
                                                      "whose published config is known)")
-    ap.add_argument("--batches", default="4,8", help="training batch sizes (triplets) to run; the paper's (32) is "
+    ap.add_argument("--batches", default="2,4", help="training batch sizes (triplets) to run; the paper's (32) is "
                                                      "extrapolated from them when it is not among them")
-    ap.add_argument("--docs", type=int, default=300, help="documents of the smoke collection (index, evaluate)")
+    ap.add_argument("--docs", type=int, default=128, help="documents of the smoke collection (index, evaluate): one "
+                    "encode batch of the paper's 128")
     ap.add_argument("--queries", type=int, default=20)
     ap.add_argument("--steps", type=int, default=2, help="training steps per batch size")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of the train and index jobs (a local job's: 1)")
