@@ -7,8 +7,9 @@ evaluation's 256 tokens; ``--docs``) -> evaluate, by Snakemake on the repository
 one target at a time, with a config that is config/paper.yaml (``base:``) with the backbone pointed
 at the built folder. Per family: peak memory and wall time of each stage's job (the process tree of
 one ``snakemake`` target: ``os.wait4``'s maximum resident set, which the job process dominates),
-the training steps' seconds read from the train job's own progress lines, documents per second of
-the index job, the bytes each stage wrote, the FLOPs of a training step and of a document
+the training steps' wall seconds read from the train job's own progress lines and their CPU
+seconds (the job process's, read as each line appears: what other processes on shared cores do not
+inflate), documents per second of the index job, the bytes each stage wrote, the FLOPs of a training step and of a document
 (``lsrbench.index.roofline``), and the CPU's own fp32 matmul peak measured in the same run.
 
 The paper's batch (32 triplets of a query and two 256-token documents) needs more memory in fp32 on
@@ -36,6 +37,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -205,7 +207,42 @@ def targets(config_path: Path, backbone: str) -> dict:
 
 # -------------------------------------------------------------------------- running and reading
 
-def run_target(workdir: Path, config_path: Path, target: str, threads: int) -> dict:
+class StepClock(threading.Thread):
+    """The CPU seconds of a running train job at the end of each of its steps: its progress lines
+    (one per step here) watched as they are written, the job process's user + system time read then
+    (every 0.1 s). A step's CPU seconds are what other processes on shared cores do not inflate: with
+    one torch thread, about its seconds on a core of its own."""
+
+    def __init__(self, log_path: Path, root: int):
+        super().__init__(daemon=True)
+        self.log_path, self.root, self.done = Path(log_path), root, threading.Event()
+        self.marks: dict[int, float] = {}
+
+    def _job_cpu(self) -> float | None:
+        import psutil
+
+        try:
+            jobs = [p for p in psutil.Process(self.root).children(recursive=True)
+                    if any("stage.py" in part for part in p.cmdline())]
+            return sum(t.user + t.system for t in (p.cpu_times() for p in jobs)) if jobs else None
+        except psutil.Error:
+            return None
+
+    def run(self) -> None:
+        while not self.done.wait(0.1):
+            steps = {p.done for p in progress(self.log_path, "train")} - set(self.marks)
+            if steps:
+                cpu = self._job_cpu()
+                if cpu is not None:
+                    self.marks.update({step: cpu for step in steps})
+
+    def step_cpu_seconds(self) -> list[float]:
+        """CPU seconds of each step after the first (the first also holds the trainer's start)."""
+        ends = [self.marks[n] for n in sorted(self.marks)]
+        return [round(b - a, 3) for a, b in zip(ends, ends[1:])]
+
+
+def run_target(workdir: Path, config_path: Path, target: str, threads: int, train_log: Path | None = None) -> dict:
     """``snakemake TARGET`` as a user runs it (``threads`` cores, the train and index jobs given them
     all: one job at a time), with its wall seconds, the CPU seconds of its process tree (user +
     system) and their ratio (below ``threads`` x 1 where other processes took the cores), the peak
@@ -217,14 +254,21 @@ def run_target(workdir: Path, config_path: Path, target: str, threads: int) -> d
     start = time.perf_counter()
     with open(workdir / "snakemake.log", "a", encoding="utf-8") as log:
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+        clock = StepClock(train_log, proc.pid) if train_log else None
+        if clock:
+            clock.start()
         _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
+    if clock:
+        clock.done.set()
+        clock.join()
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"real_size_smoke: snakemake failed on {target}; see {workdir / 'snakemake.log'}")
     cpu = usage.ru_utime + usage.ru_stime
     return {"wall_seconds": round(wall, 2), "cpu_seconds": round(cpu, 2), "cpu_share": round(cpu / wall, 3),
             "peak_rss_gib": round(usage.ru_maxrss / 2**20, 3),
-            "load_before": [round(x, 2) for x in load], "load_after": [round(x, 2) for x in os.getloadavg()]}
+            "load_before": [round(x, 2) for x in load], "load_after": [round(x, 2) for x in os.getloadavg()],
+            **({"step_cpu_seconds": clock.step_cpu_seconds()} if clock else {})}
 
 
 def progress(log_path: Path, what: str) -> list:
@@ -283,7 +327,7 @@ def train_at(workdir: Path, config_path: Path, backbone: str, folder: Path, batc
     """One training of ``steps`` steps at ``batch`` triplets: its job's measures, step seconds, FLOPs."""
     item = targets(config_path, backbone)["train"]
     print(f"real_size_smoke: {backbone} train at batch {batch} ...", flush=True)
-    measured = run_target(workdir, config_path, item.path("status.json"), threads)
+    measured = run_target(workdir, config_path, item.path("status.json"), threads, workdir / item.path("train.log"))
     run = workdir / item.folder
     measured.update(output_bytes=folder_bytes(run), **train_steps(run / "train.log"),
                     provenance_seconds=json.loads((run / "train_provenance.json").read_text())["summary"]["seconds"])
@@ -293,8 +337,10 @@ def train_at(workdir: Path, config_path: Path, backbone: str, folder: Path, batc
                                                         recipe["document_max_length"])
     steady = measured["steady_step_seconds"]
     measured["achieved_gflops"] = round(measured["step_flops"] / steady / 1e9, 1) if steady else None
-    # the job's share of a core over its run: a step on a core of its own would take about this much
-    measured["steady_step_cpu_seconds"] = round(steady * measured["cpu_share"] / threads, 3) if steady else None
+    cpu_steps = measured["step_cpu_seconds"]
+    measured["steady_step_cpu_seconds"] = cpu_steps[-1] if cpu_steps else None
+    measured["achieved_gflops_per_cpu_second"] = (round(measured["step_flops"] / cpu_steps[-1] / 1e9, 1)
+                                                  if cpu_steps else None)
     print(f"real_size_smoke: {backbone} train at batch {batch}: {measured}", flush=True)
     return measured
 
