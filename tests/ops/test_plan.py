@@ -51,7 +51,8 @@ def test_job_counts_and_dataset_sizes_without_calibration(tmp_path):
 def test_published_sizes_of_the_paper_grid(tmp_path):
     stdout, plan = _plan(tmp_path, "--no-calibration", config=REPO / "config/paper.yaml")
     jobs = plan["jobs"]
-    trainings = 7 * 5 + 2  # seven backbones at five k, and the untie ablation (RoBERTa, ALBERT at k=16)
+    # seven backbones and the scale control at five k, and the untie ablation (RoBERTa, ALBERT at k=16)
+    trainings = 8 * 5 + 2
     assert jobs["train"] == trainings and jobs["evaluate"] == trainings * 28
     # MS MARCO's passages are encoded once per run (DL19 only gets its queries encoded)
     assert jobs["index"] == trainings * 27 and jobs["index_queries"] == trainings
@@ -61,13 +62,23 @@ def test_published_sizes_of_the_paper_grid(tmp_path):
     untie = {"roberta", "albert"}
     assert all(b["calibration"] is None and b["train_jobs"] == 5 + (name in untie)
                and b["evaluate_jobs"] == (5 + (name in untie)) * 28 for name, b in plan["backbones"].items())
-    assert re.search(r"^\| total \(calibrated rows\) +\| +\| 37 ", stdout, re.M), stdout
+    assert re.search(r"^\| total \(calibrated rows\) +\| +\| 42 ", stdout, re.M), stdout
     # docs/cluster.md quotes these counts: they must be plan's
     (line,) = [line for line in (REPO / "docs/cluster.md").read_text(encoding="utf-8").splitlines()
                if "For the paper config:" in line]
     quoted = {rule: int(n.replace(",", "")) for n, rule in re.findall(r"([\d,]+) (train|index_queries|index|evaluate)\b", line)}
     assert quoted == {rule: jobs[rule] for rule in ("train", "index", "index_queries", "evaluate")}, line
     assert f"{jobs['total']:,} jobs in all" in line, line
+    # the bill: every backbone sized from its published config, none on disk; the scale control is BERT's
+    # checkpoint at the same jobs, so it costs what BERT costs
+    bill = plan["bill"]
+    assert set(bill) == set(plan["backbones"]) and all(b["gpu_hours"] for b in bill.values())
+    assert all(b["shape"].startswith("published config of ") for b in bill.values())
+    assert bill["bert-at-modernbert-scale"]["gpu_hours"] == bill["bert"]["gpu_hours"]
+    assert bill["bert-at-modernbert-scale"]["disk"] == bill["bert"]["disk"]
+    total = plan["bill_totals"]["gpu_hours"]["train"]["bound"]
+    assert total == pytest.approx(sum(b["gpu_hours"]["train"]["bound"] for b in bill.values()), rel=1e-12)
+    assert "## The bill: GPU-hours and disk per backbone (H100)" in stdout and "### Assumptions and uncertainty" in stdout
 
 
 @pytest.mark.slow

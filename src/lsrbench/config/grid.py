@@ -78,7 +78,16 @@ def grid_lines(config: dict) -> list[str]:
     report's landing page shows (``splade-tiny      shared  k = 1, 4, 16``)."""
     rows = [(name, mode, ", ".join(ks)) for name in config["backbones"] for mode, ks in backbone_modes(config, name).items()]
     width = max((len(name) for name, _, _ in rows), default=0)
-    return [f"{name:<{width}}  {mode:<6}  k = {ks}" for name, mode, ks in rows]
+    return [f"{name:<{width}}  {mode:<6}  k = {ks}{_matched_note(config['backbones'][name])}" for name, mode, ks in rows]
+
+
+def _matched_note(entry: dict) -> str:
+    """What a head scale matched at run time reads (lsrbench.model.head_match), shown beside its runs."""
+    scale = entry.get("head_scale")
+    if not isinstance(scale, dict):
+        return ""
+    return (f"  (head x {scale['match']}'s {scale['statistic']} / its own, measured at run time; "
+            f"{scale.get('mode', 'untie')})")
 
 
 def n_triplets(config: dict) -> int:

@@ -26,6 +26,7 @@ from lsrbench.dag.refit_stage import MLM_REFIT
 from lsrbench.dag.stage import Stage
 from lsrbench.dag.stage_parts import (LOAD_KEYS, RUNTIME_RECIPE_KEYS, job_location, load_entry, load_identity,
                                       loaded_entry, refit_of, results_recipe)
+from lsrbench.model.head_match import match_of
 from lsrbench.names import SEED, split_run_name
 
 __all__ = ["STAGES", "RUNTIME_RECIPE_KEYS", "RUNTIME_EVALUATION_KEYS", "LOAD_KEYS", "load_entry", "results_recipe",
@@ -164,12 +165,32 @@ def _refit_input(layout, backbone: str) -> dict:
     return {"refit_model": layout.get("refit", **refit).path("model")} if refit else {}
 
 
+def _match_norms(layout, backbone: str):
+    """The norm output of the backbone a matched ``head_scale`` reads (lsrbench.model.head_match), else None."""
+    match = match_of(layout.config["backbones"][backbone])
+    return layout.get("norms", backbone=match) if match else None
+
+
+def _match_identity(layout, backbone: str) -> dict:
+    """The matched backbone's norm id, where the head scale is matched (nothing otherwise: ids stay)."""
+    match = _match_norms(layout, backbone)
+    return {"head_scale_match": match.id} if match else {}
+
+
+def _match_input(layout, backbone: str) -> dict:
+    """The matched backbone's norms.json: an input of the norm job that measures the ratio and of
+    the train jobs that load with it (the DAG edge of the scale control)."""
+    match = _match_norms(layout, backbone)
+    return {"match_norms_json": match.path("norms.json")} if match else {}
+
+
 NORM = Stage(
     name="norm", kind="norms",
     priority=PRIORITY["norm"],
     grid=lambda c: [{"backbone": b} for b in c["backbones"]],
-    identity=lambda layout, key: {"backbone": key["backbone"], "load": load_identity(layout, key["backbone"])},
-    inputs=lambda layout, item: _refit_input(layout, item.fields["backbone"]),
+    identity=lambda layout, key: {"backbone": key["backbone"], "load": load_identity(layout, key["backbone"]),
+                                  **_match_identity(layout, key["backbone"])},
+    inputs=lambda layout, item: _refit_input(layout, item.fields["backbone"]) | _match_input(layout, item.fields["backbone"]),
     outputs={"norms_json": "norms.json"},
     # the entry as written (a local folder's path), where errors point and downloads go
     runtime=lambda layout, item: {"entry": loaded_entry(layout, item.fields["backbone"]), **job_location(layout)},
@@ -183,7 +204,7 @@ def _train_identity(layout, key: dict) -> dict:
     # the seed is in the recipe (recipe.seed), as it always was: another seed, another folder
     identity = {"run": run, "k": k, "load": load_identity(layout, base), "mode": mode,
                 "recipe": results_recipe(layout.config, key.get(SEED)), "triplets": layout.get("triplets").id,
-                "norms": layout.get("norms", backbone=base).id}
+                "norms": layout.get("norms", backbone=base).id, **_match_identity(layout, base)}
     return identity | k_source_identity(k_sources(layout, base, k))
 
 
@@ -191,7 +212,7 @@ def _train_inputs(layout, item) -> dict:
     """Its backbone's norms and the triplets (plus what a symbolic k is read from)."""
     base, _ = split_run_name(item.fields["run"])
     inputs = {"norms_json": layout.get("norms", backbone=base).path("norms.json"),
-              "triplets_jsonl": layout.get("triplets").path("triplets.jsonl")}
+              "triplets_jsonl": layout.get("triplets").path("triplets.jsonl"), **_match_input(layout, base)}
     return inputs | k_source_inputs(k_sources(layout, base, item.fields["k"]))
 
 

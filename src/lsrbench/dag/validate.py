@@ -33,6 +33,7 @@ from lsrbench.config.layers import ConfigOrigins
 from lsrbench.config.schema import canonical_order, load_schema, validate
 from lsrbench.dag.validate_ranges import as_read, check_ranges
 from lsrbench.errors import InputError
+from lsrbench.model.head_match import check_head_scale_matches, numeric_head_scale
 from lsrbench.names import (BM25, COLLAPSED, DATASET_PATTERN, DEFAULT_MODE, DOC_DIMS, FLOPS, POOLED, PROBE_K,
                             QUERY_DIMS, RESERVED_RUN_NAMES, SYMBOLIC_KS, format_k, k_text_problem, k_value,
                             name_problem)
@@ -186,8 +187,9 @@ def _check_numbers(config: dict, file) -> None:
     """k and head_scale within float32, one k text per k of a run, the triplet count within int32."""
     _check_ks("k_grid", config["k_grid"], file)  # also when every backbone has its own k
     _check_ks("probe.k_grid", probe_settings(config)["k_grid"], file)
+    check_head_scale_matches(config, file)  # a matched head_scale names another, measured backbone
     for backbone, entry in config["backbones"].items():
-        scale = entry.get("head_scale", 1)
+        scale = numeric_head_scale(entry)
         if not FLOAT32_MIN_NORMAL <= scale <= FLOAT32_MAX:
             raise InputError(file, f"backbones.{backbone}.head_scale",
                              f"{scale!r} is outside float32, the type the head is multiplied in")

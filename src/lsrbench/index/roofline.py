@@ -18,26 +18,18 @@ from __future__ import annotations
 
 import functools
 
-from lsrbench.model.families import FAMILIES, family_of
+from lsrbench.model.families import family_of
 
 __all__ = ["BACKBONE_SHAPES", "DATASHEET_BF16_TFLOPS", "forward_flops", "train_step_flops", "document_tokens",
-           "stage_hours"]
+           "stage_hours", "parameters", "shape_of"]
 
-# Published shapes of the paper's backbones (their hub config.json): a family of
-# :mod:`lsrbench.model.families` and its config's settings.
-BACKBONE_SHAPES: dict[str, tuple[str, dict, str]] = {
-    "bert": ("bert", {}, "bert-base-uncased: transformers' BertConfig defaults (12 x 768, vocab 30,522)"),
-    "distilbert": ("distilbert", {}, "distilbert-base-uncased: DistilBertConfig defaults (6 x 768)"),
-    "albert": ("albert", dict(embedding_size=128, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                              intermediate_size=3072, vocab_size=30000), "albert-base-v2 (12 x 768, embedding 128)"),
-    "gte-mlm": ("bert", dict(vocab_size=30528), "Alibaba-NLP/gte-en-mlm-base: its own architecture (remote "
-                                             "code) counted as BERT-base's widths, vocab 30,528 (approximate)"),
-    "roberta": ("roberta", dict(vocab_size=50265, max_position_embeddings=514, type_vocab_size=1),
-                "roberta-base (12 x 768, vocab 50,265)"),
-    "modernbert": ("modernbert", {}, "answerdotai/ModernBERT-base: ModernBertConfig defaults (22 x 768, vocab 50,368)"),
-    "ettin": ("modernbert", {}, "jhu-clsp/ettin-encoder-150m: ModernBERT-base's shape (22 x 768, vocab 50,368)"),
+# The paper's backbones (config/paper.yaml's names) by the hub id whose published config gives their
+# shape (:mod:`lsrbench.model.public_configs`); a name not here is looked up as a hub id or folder.
+BACKBONE_SHAPES: dict[str, str] = {
+    "bert": "bert-base-uncased", "distilbert": "distilbert-base-uncased", "albert": "albert-base-v2",
+    "gte-mlm": "Alibaba-NLP/gte-en-mlm-base", "roberta": "roberta-base", "modernbert": "answerdotai/ModernBERT-base",
+    "ettin": "jhu-clsp/ettin-encoder-150m",
 }
-
 # bf16 dense (no sparsity) tensor-core peaks from the vendors' datasheets, TFLOP/s.
 DATASHEET_BF16_TFLOPS = {
     "H200": (989.4, "NVIDIA H200 Tensor Core GPU datasheet (SXM): BF16 1,979 TFLOPS with sparsity, i.e. 989 dense"),
@@ -45,17 +37,33 @@ DATASHEET_BF16_TFLOPS = {
 }
 
 
-@functools.cache
-def _meta_model(backbone: str):
-    import torch
-    import transformers
+def shape_of(model: str) -> tuple[dict, str]:
+    """The config.json a FLOP count of ``model`` (a paper backbone's name, a hub id or a local
+    folder) is made from, and where it comes from."""
+    from lsrbench.model.public_configs import backbone_config
 
-    family, kwargs, _ = BACKBONE_SHAPES[backbone]
-    spec = FAMILIES[family]
-    config = getattr(transformers, spec.config_class)(**kwargs)
-    config._attn_implementation = "eager"  # attention as matmuls: counted
+    config, where = backbone_config({"model": BACKBONE_SHAPES.get(model, model)})
+    if config is None:
+        raise KeyError(where)
+    return config, where
+
+
+@functools.cache
+def _meta_model(model: str):
+    import torch
+    from transformers import AutoModelForMaskedLM
+
+    from lsrbench.model.public_configs import config_object
+
+    built = config_object(shape_of(model)[0])
+    built._attn_implementation = "eager"  # attention as matmuls: counted
     with torch.device("meta"):
-        return getattr(transformers, spec.masked_lm)(config)
+        return AutoModelForMaskedLM.from_config(built)
+
+
+def parameters(model: str) -> int:
+    """Parameters of ``model``'s ``*ForMaskedLM`` (a tied head counted once): what its checkpoint holds."""
+    return sum(p.numel() for p in _meta_model(model).parameters())
 
 
 def forward_flops(backbone: str, tokens: int) -> dict:

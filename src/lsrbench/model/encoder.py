@@ -17,13 +17,14 @@ __all__ = ["apply_rescale", "build_sparse_encoder", "released_sparse_encoder", "
            "position_limit", "encode_autocast", "default_device", "load_trained_encoder"]
 
 
-def apply_rescale(mlm, head_scale: float = 1.0, k: float = 1.0, mode: str = "shared"):
-    """What training does to a loaded ``*ForMaskedLM`` head, in this order: a synthetic twin's
-    ``head_scale`` (the head multiplied at load), then the paper's ``W_head <- W_head / k``. The
-    one definition the train stage (:func:`build_sparse_encoder`) and the probe
-    (:mod:`lsrbench.model.probe`, on a copy of the loaded model) share."""
-    if head_scale != 1.0:
-        rescale_mlm_head(mlm, 1.0 / head_scale, "shared")
+def apply_rescale(mlm, head_scale: float = 1.0, k: float = 1.0, mode: str = "shared", head_scale_mode: str = "shared"):
+    """What training does to a loaded ``*ForMaskedLM`` head, in this order: its ``head_scale`` (the
+    head multiplied at load: a synthetic twin's tied matrix, or a matched head alone in
+    ``head_scale_mode`` ``untie``, :mod:`lsrbench.model.head_match`), then the paper's
+    ``W_head <- W_head / k``. The one definition the train stage (:func:`build_sparse_encoder`) and
+    the probe (:mod:`lsrbench.model.probe`, on a copy of the loaded model) share."""
+    if head_scale != 1.0 or head_scale_mode == "untie":
+        rescale_mlm_head(mlm, 1.0 / head_scale, head_scale_mode)
     if k != 1.0 or mode == "untie":
         rescale_mlm_head(mlm, k, mode)
     return mlm
@@ -38,14 +39,16 @@ def build_sparse_encoder(
     head_scale: float = 1.0,
     k: float = 1.0,
     mode: str = "shared",
+    head_scale_mode: str = "shared",
     query_length: int | None = None,
     document_length: int | None = None,
     device: str | None = None,
 ):
     """A SPLADE ``SparseEncoder`` (MLM transformer + max pooling of log(1+relu)) from a checkpoint.
 
-    ``head_scale`` multiplies the head at load: it makes the synthetic large-norm twins declared in
-    the config. ``k`` then applies the paper's rescale ``W_head <- W_head / k``.
+    ``head_scale`` multiplies the head at load (in ``head_scale_mode``): it makes the synthetic
+    large-norm twins declared in the config and the matched-scale control. ``k`` then applies the
+    paper's rescale ``W_head <- W_head / k``.
     """
     import transformers
     from sentence_transformers import SparseEncoder
@@ -64,7 +67,7 @@ def build_sparse_encoder(
         query_length=query_length,
         document_length=document_length,
     )
-    apply_rescale(transformer.auto_model, head_scale, k, mode)
+    apply_rescale(transformer.auto_model, head_scale, k, mode, head_scale_mode)
     # SPLADE scores by the unnormalised dot product; said here, not left to the first access during
     # training (a run resumed from its final checkpoint takes no step, and would save it as null)
     return SparseEncoder(modules=[transformer, SpladePooling("max")], device=device or default_device(),

@@ -92,7 +92,8 @@ def load_backbone(model_path: str, entry: dict, recipe: dict, device: str | None
         set_encode_lengths(model, *lengths)
         return model
     return build_sparse_encoder(model_path, lengths[1], trust_remote_code=trust, revision=revision,
-                                head_scale=entry.get("head_scale", 1.0), query_length=lengths[0],
+                                head_scale=entry.get("head_scale", 1.0),
+                                head_scale_mode=entry.get("head_scale_mode", "shared"), query_length=lengths[0],
                                 document_length=lengths[1], device=device)
 
 

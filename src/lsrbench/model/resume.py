@@ -29,7 +29,7 @@ CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
 
 
 def training_key(model_path: str, triplets: list[dict], recipe: dict, k: float, mode: str, head_scale: float,
-                  revision: str | None) -> str:
+                  revision: str | None, head_scale_mode: str = "shared") -> str:
     """What a checkpoint must match to be resumed from: everything that determines the training
     trajectory (``checkpoint_steps`` only says how often it is saved, ``report_to`` where the
     trainer also reports: both are left out)."""
@@ -37,6 +37,8 @@ def training_key(model_path: str, triplets: list[dict], recipe: dict, k: float, 
     obj = {"model_path": str(model_path), "revision": revision, "k": float(k), "mode": mode,
            "head_scale": float(head_scale), "triplets_sha256": sha256_texts(range(len(texts)), texts),
            "recipe": {key: v for key, v in recipe.items() if key not in ("checkpoint_steps", "report_to")}}
+    if head_scale_mode != "shared":  # a matched head scaled alone; the keys of every other run as they were
+        obj["head_scale_mode"] = head_scale_mode
     return stable_hash(obj)
 
 

@@ -81,6 +81,7 @@ class _Run:
     head_scale: float
     trust_remote_code: bool
     revision: str | None
+    head_scale_mode: str = "shared"
 
     def build(self):
         """The SparseEncoder at step 0: the checkpoint, its head rescaled, seeded."""
@@ -90,7 +91,7 @@ class _Run:
         return build_sparse_encoder(
             self.model_path, self.recipe["document_max_length"],
             trust_remote_code=self.trust_remote_code, revision=self.revision, head_scale=self.head_scale,
-            k=self.k, mode=self.mode, query_length=self.recipe["query_max_length"],
+            head_scale_mode=self.head_scale_mode, k=self.k, mode=self.mode, query_length=self.recipe["query_max_length"],
             document_length=self.recipe["document_max_length"],
         )
 
@@ -108,7 +109,7 @@ class _Run:
 
     def key(self) -> str:
         return training_key(self.model_path, self.triplets, self.recipe, self.k, self.mode, self.head_scale,
-                            self.revision)
+                            self.revision, self.head_scale_mode)
 
 
 def train_splade(
@@ -121,6 +122,7 @@ def train_splade(
     k: float = 1.0,
     mode: str = "shared",
     head_scale: float = 1.0,
+    head_scale_mode: str = "shared",
     trust_remote_code: bool = False,
     revision: str | None = None,
     checkpoint_dir: str | os.PathLike | None = None,
@@ -162,7 +164,7 @@ def train_splade(
     if steps > 0:
         triplets = _cycled(triplets, steps * recipe["batch_size"])
         check_batches_possible(triplets, recipe["batch_size"] // world()[1], config_file)
-    run = _Run(model_path, triplets, recipe, k, mode, head_scale, trust_remote_code, revision)
+    run = _Run(model_path, triplets, recipe, k, mode, head_scale, trust_remote_code, revision, head_scale_mode)
     start = time.time()
     model = run.build()
     _check_lengths(model, recipe, config_file, model_path)

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from lsrbench.errors import InputError
+from lsrbench.model.head_match import numeric_head_scale
 from lsrbench.model.load_options import model_kwargs
 
 log = logging.getLogger(__name__)
@@ -255,7 +256,7 @@ def _time_training(path: str, entry: dict, recipe: dict, docs: list[str], tmp: P
                  "negative": docs[(2 * i + 1) % len(docs)]} for i in range(need)]
     timer = _step_timer()
     train_splade(path, triplets, {**recipe, "steps": steps, "batch_size": batch, "checkpoint_steps": 0},
-                 tmp / "model", tmp / "train_log.jsonl", head_scale=entry.get("head_scale", 1.0),
+                 tmp / "model", tmp / "train_log.jsonl", head_scale=numeric_head_scale(entry),
                  trust_remote_code=entry.get("trust_remote_code", False), revision=entry.get("revision"),
                  callbacks=[timer])
     times = timer.times

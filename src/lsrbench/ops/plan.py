@@ -11,6 +11,9 @@
   the fixed cost of each encode call; evaluate = queries x documents x FLOPs x seconds per posting,
   with an assumed FLOPs of a trained model (the calibration model is untrained).
   benchmark/plan_vs_measured.py compares these with the measured jobs of a finished run.
+* The bill, for every backbone on disk or not (:mod:`lsrbench.ops.bill`): GPU-hours of train and
+  index from FLOPs counted on the backbone's real config, evaluate CPU-hours, disk per stage, with
+  the calibration records of ``benchmark/results`` (``--records``) and their assumptions.
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from pathlib import Path
 import pandas as pd
 
 from lsrbench.names import split_run_name
+from lsrbench.ops.bill import backbone_bill, bill_totals, read_records
 
 log = logging.getLogger(__name__)
 
-__all__ = ["make_plan", "plan_text", "estimate_jobs", "DEFAULT_FLOPS"]
+__all__ = ["make_plan", "plan_text", "estimate_jobs", "DEFAULT_FLOPS", "default_records"]
 
 # FLOPs (expected multiplications per query-document pair) assumed for a trained run's evaluate:
 # trained SPLADE models sit around 1-4 on MS MARCO (SPLADE v2, Formal et al. 2021); an untrained
@@ -36,7 +40,7 @@ TRAIN_RULES, INDEX_RULES, EVALUATE_RULES = ("train",), ("index", "index_queries"
 def make_plan(config: dict, config_files: list[str], *, mirror: str | None = None, snakefile: str | None = None,
               workdir: str = ".", remaining: bool = False, calibrate_models: bool = True, steps: int = 3,
               passages: int = 256, batch: int | None = None, assume_flops: float = DEFAULT_FLOPS,
-              threads: int | None = None) -> dict:
+              threads: int | None = None, records: str | None = None, gpu: str = "H100") -> dict:
     """The plan of the checked ``config`` loaded from ``config_files`` (with ``mirror`` as its
     ``mirror``), as data (see :func:`plan_text`)."""
     from lsrbench.dag.dryrun import dry_run, find_snakefile, job_counts, planned_jobs
@@ -52,10 +56,29 @@ def make_plan(config: dict, config_files: list[str], *, mirror: str | None = Non
                     if calibrate_models else {})
     backbones = {name: estimate_jobs(config, name, jobs, datasets, calibrations.get(name), assume_flops)
                  for name in config["backbones"]}
+    found = read_records(records)
+    bills = {name: backbone_bill(config, name, _stage_jobs(jobs, name), datasets, found, gpu)
+             for name in config["backbones"]}
     return {"config_files": list(config_files), "scope": "remaining jobs" if remaining else "whole grid",
             "jobs": job_counts(output), "datasets": datasets, "backbones": backbones, "totals": _totals(backbones),
             "assume_flops": assume_flops, "steps": config["recipe"]["steps"],
-            "recipe_batch": config["recipe"]["batch_size"]}
+            "recipe_batch": config["recipe"]["batch_size"], "bill": bills, "bill_totals": bill_totals(bills),
+            "records": {k: (v or {}).get("_path") for k, v in found.items() if k != "folder"}, "gpu": gpu}
+
+
+def _stage_jobs(jobs: list, backbone: str) -> dict:
+    """One backbone's train, index (and index_queries) and evaluate jobs of the dry run."""
+    mine = [(rule, w) for rule, w in jobs if "run" in w and split_run_name(w["run"])[0] == backbone]
+    return {"train": [w for rule, w in mine if rule in TRAIN_RULES], "index": [(r, w) for r, w in mine if r in INDEX_RULES],
+            "evaluate": [w for rule, w in mine if rule in EVALUATE_RULES]}
+
+
+def default_records() -> str | None:
+    """The checkout's benchmark/results (calibration records of the bill), None for an install without one."""
+    from lsrbench.config.layers import workflow_dir
+
+    folder = workflow_dir() / "benchmark" / "results"
+    return str(folder) if folder.is_dir() else None
 
 
 def _totals(backbones: dict) -> dict:
@@ -161,6 +184,10 @@ def plan_text(plan: dict) -> str:
     lines += [sizes.to_markdown(index=False, floatfmt=".0f"), "", "## Compute", ""]
     lines += [_compute_table(plan), "", "## Assumptions", ""]
     lines += [f"- {line}" for line in _assumptions(plan)]
+    if plan.get("bill"):
+        from lsrbench.ops.bill_text import bill_lines
+
+        lines += ["", *bill_lines(plan)]
     return "\n".join(lines) + "\n"
 
 

@@ -32,11 +32,14 @@ def _read_folder(folder: str):
 
 
 def norm(backbone: str, entry: dict, mirror, cache_dir: str, config_file: str, norms_json: str,
-         refit_model: str | None = None) -> dict:
-    """Load the backbone (checking it really has an MLM head) and write its head norms. With
+         refit_model: str | None = None, match_norms_json: str | None = None) -> dict:
+    """Load the backbone (checking it really has an MLM head) and write its head norms, after its
+    ``head_scale``: a number, or one matched to the backbone whose ``match_norms_json`` this job
+    reads (:mod:`lsrbench.model.head_match`: the ratio is measured here and recorded). With
     ``refit_model`` (a backbone with ``mlm_refit``) ``entry['model']`` is that folder."""
     from lsrbench.model.checkpoint import check_tokenizer, load_mlm, model_origin, resolve_model, transformer_folder
-    from lsrbench.model.rescale import head_norms, rescale_mlm_head
+    from lsrbench.model.head_match import apply_head_scale, is_matched, matched_scale, numeric_head_scale
+    from lsrbench.model.rescale import head_norms
 
     # a released SparseEncoder folder (evaluate_only) holds its MLM checkpoint in its first module
     resolved = resolve_model(entry, mirror, cache_dir, config_file, backbone)
@@ -45,11 +48,16 @@ def norm(backbone: str, entry: dict, mirror, cache_dir: str, config_file: str, n
     model = load_mlm(path, config_file, field, trust_remote_code=trust, revision=revision)
     # here, not at training: a hub checkpoint is first read by this job, and its train jobs need the tokenizer
     check_tokenizer(path, model, config_file, field, trust, revision)
-    if entry.get("head_scale", 1) != 1:
-        rescale_mlm_head(model, 1.0 / entry["head_scale"], "shared")
+    match = matched_scale(head_norms(model), match_norms_json, entry["head_scale"]) if is_matched(entry) else None
+    scale = match["ratio"] if match else numeric_head_scale(entry)
+    apply_head_scale(model, scale, match["mode"] if match else "shared")
     result = {"backbone": backbone, "model": entry["model"], "resolved_path": path,
-              "read_from": model_origin(entry, mirror, cache_dir, resolved), "head_scale": entry.get("head_scale", 1),
-              "architecture": type(model).__name__, **head_norms(model)}
+              "read_from": model_origin(entry, mirror, cache_dir, resolved), "head_scale": scale if match else
+              entry.get("head_scale", 1), "architecture": type(model).__name__, **head_norms(model),
+              **({"head_scale_match": match} if match else {})}
+    if match:
+        log.info("norm: %s: head multiplied by %.6g (%s mode) to %s's %s %.6g (its own %.6g)", backbone, scale,
+                 match["mode"], match["match"], match["statistic"], match["target"], match["own"])
     log.info("norm: %s (%s from %s): head %d x %d, Frobenius norm %.6g, mean row norm %.6g, tied %s", backbone,
              result["architecture"], path, result["vocab_size"], result["hidden_size"], result["frobenius_norm"],
              result["mean_row_norm"], result["tied"])
@@ -113,14 +121,16 @@ def train(run: str, k: str, mode: str, recipe: dict, config_hash: str, entry: di
           provenance_json: str, status_json: str | None = None, reference_norms_json: str | None = None,
           auto_k: dict | None = None, probe_json: str | None = None, reference_probe_json: str | None = None,
           k_from_probe: dict | None = None, checkpoint_dir: str | None = None, checkpoint_steps: int | None = None,
-          processes: int | str = 1, report_to: list | None = None) -> dict:
+          processes: int | str = 1, report_to: list | None = None, match_norms_json: str | None = None) -> dict:
     """Rescale by ``k`` and train; writes the SparseEncoder model, the per-step log, the status and
     provenance (which records the head norms of the backbone as loaded, from the norm stage).
 
     ``run`` is the run name (``<backbone>+untie`` for the untie ``mode``, see
     :func:`lsrbench.names.run_name`); ``entry`` the backbone's load keys as written; ``k == "auto"``
     is resolved from the head norms (:mod:`lsrbench.model.auto_k`; a logit-scale statistic from
-    the probes), ``k == "probe"`` from the probes (:func:`k_from_probes`). Resumable through
+    the probes), ``k == "probe"`` from the probes (:func:`k_from_probes`). A matched ``head_scale``
+    loads with the ratio its norm job recorded, checked against ``match_norms_json`` (the matched
+    backbone's norms, :mod:`lsrbench.model.head_match`). Resumable through
     ``checkpoint_dir`` and collapse-tolerant (:func:`lsrbench.model.train.train_splade`).
     ``processes`` (``auto``: one per visible CUDA GPU): more than one trains data-parallel through
     torchrun (:mod:`lsrbench.pipeline.distributed`); the recipe's batch is the global batch."""
@@ -138,7 +148,8 @@ def train(run: str, k: str, mode: str, recipe: dict, config_hash: str, entry: di
     files = {"norms_json": norms_json, "reference_norms_json": reference_norms_json, "probe_json": probe_json,
              "reference_probe_json": reference_probe_json}
     k_value = _k_value(run, k, config_file, files, auto_k, k_from_probe)
-    sources = [p for p in files.values() if p]
+    sources = [p for p in [*files.values(), match_norms_json] if p]
+    entry = _resolved_head_scale(entry, norms_json, match_norms_json)
     status, summary, path = _train_here(run, entry, k, k_value, mode, recipe, mirror, cache_dir, config_file,
                                         triplets_jsonl, model_dir, train_log, checkpoint_dir, checkpoint_steps,
                                         report_to)
@@ -153,6 +164,15 @@ def train(run: str, k: str, mode: str, recipe: dict, config_hash: str, entry: di
 
         discard_checkpoints(checkpoint_dir)
     return status
+
+
+def _resolved_head_scale(entry: dict, norms_json: str, match_norms_json: str | None = None) -> dict:
+    """The entry with its ``head_scale`` as the number the head is multiplied by at load (a matched
+    one: the ratio its norm job recorded) and ``head_scale_mode``."""
+    from lsrbench.model.head_match import loaded_head_scale
+
+    scale, mode = loaded_head_scale(entry, norms_json, match_norms_json)
+    return {**entry, "head_scale": scale, "head_scale_mode": mode}
 
 
 def _k_value(run: str, k: str, config_file: str, files: dict, auto_k: dict | None, k_from_probe: dict | None) -> float:
@@ -197,7 +217,7 @@ def _train_here(run, entry, k, k_value, mode, recipe, mirror, cache_dir, config_
     path = resolve_model(entry, mirror, cache_dir, config_file, base)
     summary = train_splade(
         path, read_triplets(triplets_path), recipe, model_dir, log_path,
-        k=k_value, mode=mode, head_scale=entry.get("head_scale", 1.0),
+        k=k_value, mode=mode, head_scale=entry["head_scale"], head_scale_mode=entry["head_scale_mode"],
         trust_remote_code=entry.get("trust_remote_code", False), revision=entry.get("revision"),
         checkpoint_dir=checkpoint_dir, checkpoint_steps=checkpoint_steps, config_file=config_file,
         report_to=report_to or (),
@@ -213,6 +233,7 @@ def _write_train_provenance(prov_path, config_hash, run, entry, k, k_value, reci
     revision = {"requested": entry.get("revision"), "resolved": resolved_revision(path, entry.get("revision"))}
     write_json(prov_path, provenance("train", config_hash, recipe["seed"], backbone=run, k=k, k_value=k_value,
                                      model=entry["model"], resolved_path=path, model_revision=revision,
+                                     head_scale=entry["head_scale"], head_scale_mode=entry["head_scale_mode"],
                                      recipe=recipe, summary=summary, checkpoint_steps=checkpoint_steps,
                                      head_norms=json.loads(Path(sources[0]).read_text()),  # norms_json, always first
                                      **manifest_fields(prov_path, inputs, [model_dir, log_path, status_path])))
@@ -231,6 +252,7 @@ def probe(backbone: str, ks: list, recipe: dict, n_triplets: int, gradients: boo
     from lsrbench.model.probe import probe_backbone
 
     path = resolve_model(entry, mirror, cache_dir, config_file, backbone)
+    entry = _resolved_head_scale(entry, norms_json)
     auto = _probe_auto_k(backbone, auto_k, norms_json, reference_norms_json, reference_probe_json, config_file)
     results = probe_backbone(path, entry, [(k, mode) for mode, k in ks], read_triplets(triplets_jsonl), recipe,
                              backbone=backbone, n_triplets=n_triplets, auto_k=auto, gradients=gradients,

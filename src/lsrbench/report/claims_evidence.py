@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from lsrbench.model.head_match import numeric_head_scale
 from lsrbench.names import AUTO_K, format_k, k_value, split_run_name
 from lsrbench.report import results
 
@@ -127,16 +128,19 @@ class Verdict:
 # ---------------------------------------------------------------------------------- run helpers
 def checkpoint_key(backbones: dict, run: str) -> str:
     """What a run's checkpoint is, without its synthetic ``head_scale``: twins of one checkpoint
-    (same model, revision, fetch and MLM re-fit) share it."""
+    (same model, revision, fetch and MLM re-fit) share it. A head scale matched at run time to
+    another backbone's (lsrbench.model.head_match) is part of it: its factor is no config number,
+    so no k of it is known to give back the original."""
     entry = backbones.get(split_run_name(run)[0], {})
     keys = ("model", "revision", "fetch", "trust_remote_code", "code_revision", "mlm_refit")
-    return json.dumps({key: entry.get(key) for key in keys}, sort_keys=True)
+    matched = {"head_scale": entry["head_scale"]} if isinstance(entry.get("head_scale"), dict) else {}
+    return json.dumps({**{key: entry.get(key) for key in keys}, **matched}, sort_keys=True)
 
 
 def effective_k(ev: Evidence, run: str, k: str) -> tuple[str, str, float | None]:
     """(checkpoint, mode, k / head_scale): a x10 twin at k=10 is its original at k=1."""
     value = k_value(k)
-    scale = ev.backbones.get(split_run_name(run)[0], {}).get("head_scale", 1)
+    scale = numeric_head_scale(ev.backbones.get(split_run_name(run)[0], {}))
     return checkpoint_key(ev.backbones, run), split_run_name(run)[1], None if value is None else value / scale
 
 

@@ -123,7 +123,7 @@ def twin_notes(backbones: dict, shown_ks: dict[str, set[str]], autos: dict[str, 
     lines = []
     for name, entry in backbones.items():
         scale = entry.get("head_scale") or 1
-        if not entry.get("synthetic") or scale == 1:
+        if not entry.get("synthetic") or scale == 1 or isinstance(scale, dict):  # a matched scale: no k gives it back
             continue
         originals = [o for o, e in backbones.items() if o != name and (e.get("head_scale") or 1) == 1
                      and all(e.get(key) == entry.get(key) for key in ("model", "revision", "mlm_refit"))]

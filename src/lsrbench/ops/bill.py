@@ -1,0 +1,231 @@
+"""The bill of a grid before it runs (``lsrbench plan``): per backbone, on disk or not, the GPU-hours
+of its train and index jobs, the CPU-hours of its evaluate jobs and the disk each stage writes,
+from the backbone's real config (its local ``config.json``, else the published one,
+:mod:`lsrbench.model.public_configs`) and the calibration records there are.
+
+* FLOPs: :mod:`lsrbench.index.roofline` on the backbone's shape (meta device): a training step at
+  the recipe's batch and maximum lengths, a text at its dataset's published mean length.
+* GPU-hours: FLOPs / (a GPU's bf16 peak x the share of it the jobs reach). A GPU record of
+  ``benchmark/gpu.sh`` (``gpu-cuda.json``) gives the measured peak and shares; without one the
+  datasheet peak, and the hours at 100 % (the floor) and at the assumed bracket :data:`SHARES`.
+* The CPU smoke record (``real_size_smoke.json``, ``benchmark/real_size_smoke.py``) is real-size
+  calibration on a CPU: it tells how well FLOPs predict each family's time (its achieved FLOP/s
+  per family: their spread is the relative uncertainty of one family's bill against another's),
+  the peak memory of a training job at the paper's batch, and the bytes a run's files take.
+  CPU seconds are not GPU seconds: no CPU time is scaled to a GPU here.
+* Evaluate: queries x the exact search's measured CPU milliseconds per query (``peers-1m.json``,
+  a realistic 1M-document collection, top 1000), linear in the collection's size.
+* Disk: a run's model (parameters x 4 bytes, fp32) and, while it trains, one resumable checkpoint
+  (model, AdamW's two moments: 3 x); docs.npz and queries.npz (8 bytes per non-zero: float32 value
+  and int32 term, plus row pointer and id), with :data:`DOC_TERMS` / :data:`QUERY_TERMS` non-zeros
+  assumed for a trained model; run.trec lines at the bytes per line the smoke's run files took.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+__all__ = ["SHARES", "DOC_TERMS", "QUERY_TERMS", "read_records", "backbone_bill", "bill_totals"]
+
+# Shares of the bf16 peak assumed where no GPU record measured one: a bracket, not a measurement
+# (BERT-base-size encoders leave tensor cores idle in their normalisations, softmax, the
+# vocabulary-wide decoder's memory traffic and the host work between batches).
+SHARES = (0.5, 0.25)
+# Non-zero terms of a trained SPLADE model's vectors, assumed for disk (a finished docs.npz has the
+# real count): a few hundred per passage and a few tens per query, with a factor-2 bracket.
+DOC_TERMS, QUERY_TERMS = 200, 30
+ROW_BYTES = 8 + 4 * 12  # a CSR row's pointer (int64) and an id of about 12 characters (numpy unicode)
+RUN_LINE_BYTES = 45  # a TREC run line ("q Q0 d rank score tag") where no smoke record measured it
+
+
+def read_records(folder: str | Path | None) -> dict:
+    """The calibration records in ``folder`` (benchmark/results): the CPU smoke, a GPU record, the
+    search rate; each absent one None."""
+    folder = Path(folder) if folder else None
+
+    def load(name):
+        path = folder / name if folder else None
+        if path is None or not path.is_file():
+            return None
+        try:
+            return {**json.loads(path.read_text(encoding="utf-8")), "_path": str(path)}
+        except ValueError:
+            log.warning("%s: not JSON, left out", path)
+            return None
+
+    return {"smoke": load("real_size_smoke.json"), "gpu": load("gpu-cuda.json"), "peers": load("peers-1m.json"),
+            "peers_small": load("peers-100k.json"), "folder": str(folder) if folder else None}
+
+
+def _search_ms(records: dict, documents: int) -> float | None:
+    """CPU ms per query of the exact top-1000 search over ``documents``: the measured realistic rate
+    at 1M, linear in N, never below the measured 100k rate (its fixed cost per query)."""
+    def rate(record):
+        row = next((r for r in record["rows"] if r["collection"] == "realistic"), None) if record else None
+        return row["k"]["1000"]["systems"]["lsrbench"]["ms_per_query"] if row else None
+
+    big, small = rate(records["peers"]), rate(records["peers_small"])
+    if big is None:
+        return None
+    return max(small or 0.0, big * documents / 1e6)
+
+
+def _tokens(config: dict, dataset: str) -> tuple[int, int]:
+    """(query, document) tokens of a dataset at evaluation: published mean words x 1.3, capped."""
+    from lsrbench.data.sizes import PUBLISHED_MEAN_WORDS
+    from lsrbench.index.roofline import document_tokens
+
+    ev = config["evaluation"]
+    words = PUBLISHED_MEAN_WORDS.get(dataset)
+    if words is None:
+        return ev["query_max_length"], ev["document_max_length"]
+    return document_tokens(words[0], ev["query_max_length"]), document_tokens(words[1], ev["document_max_length"])
+
+
+def _flops(config: dict, model: str, train_jobs: int, index: list, sizes: dict) -> dict:
+    """Train and index FLOPs of one backbone's jobs (``index``: the dry run's (rule, wildcards))."""
+    from lsrbench.dag.declarations import docs_dataset
+    from lsrbench.index.roofline import forward_flops, train_step_flops
+
+    recipe = config["recipe"]
+    step = train_step_flops(model, recipe["batch_size"], recipe["query_max_length"], recipe["document_max_length"])
+    total = 0
+    for rule, w in index:
+        q_tokens, d_tokens = _tokens(config, w["dataset"])
+        docs, queries = sizes[w["dataset"]]
+        total += queries * forward_flops(model, q_tokens)["total"]
+        if rule == "index":
+            total += docs * forward_flops(model, _tokens(config, docs_dataset(config, w["dataset"]))[1])["total"]
+    return {"train_step": step, "train": train_jobs * recipe["steps"] * step, "index": total}
+
+
+def _rate(records: dict, family_of_model: str, gpu: str) -> dict:
+    """The GPU rate the hours are made with: a GPU record's measured peak and, for its measured
+    families, the shares reached; else the datasheet peak and the assumed bracket."""
+    from lsrbench.index.roofline import DATASHEET_BF16_TFLOPS
+
+    record = records.get("gpu")
+    if record and (record.get("peaks_tflops") or {}).get("bf16"):
+        peak, how = record["peaks_tflops"]["bf16"], f"measured bf16 matmul peak ({record['_path']})"
+    else:
+        peak, how = DATASHEET_BF16_TFLOPS[gpu][0], f"datasheet: {DATASHEET_BF16_TFLOPS[gpu][1]}"
+    measured = {}
+    for case in (record or {}).get("encode") or []:
+        if case.get("precision") == "bf16" and case.get("case") == f"random {family_of_model}, length 256":
+            measured["index"] = case["tflops_lsrbench"] / peak
+    for case in (record or {}).get("train") or []:
+        if case.get("case") == f"random {family_of_model}" and case.get("batch_triplets") == 32:
+            from lsrbench.index.roofline import train_step_flops
+
+            shape = "modernbert" if family_of_model == "modernbert-base" else "bert"
+            flops = train_step_flops(shape, 32, 32, 256)
+            measured["train"] = flops / (case["sides"]["fused"]["s_per_step"] * peak * 1e12)
+    return {"peak_tflops": peak, "peak": how, "measured_shares": measured}
+
+
+def _hours(flops: float, rate: dict, stage: str) -> dict:
+    """Hours of ``flops`` at the bound (100 % of the peak) and at the measured share, else at each assumed share."""
+    from lsrbench.index.roofline import stage_hours
+
+    out = {"bound": stage_hours(flops, rate["peak_tflops"])}
+    share = rate["measured_shares"].get(stage)
+    shares = {"measured": share} if share else {f"{s:g}": s for s in SHARES}
+    out.update({f"at {name}": stage_hours(flops, rate["peak_tflops"], s) for name, s in shares.items()})
+    return out
+
+
+def _smoke_family(records: dict, model: str) -> dict | None:
+    smoke = records.get("smoke") or {}
+    return (smoke.get("families") or {}).get(model)
+
+
+def _line_bytes(records: dict) -> tuple[float, str]:
+    """Bytes per run.trec line as the smoke's evaluate jobs wrote them, else an assumed line."""
+    smoke = records.get("smoke") or {}
+    collection = smoke.get("collection") or {}
+    lines = collection.get("queries", 0) * min(smoke.get("evaluation", {}).get("top_k", 0), collection.get("documents", 0))
+    sizes = [f["stages"]["evaluate"]["output_bytes"] for f in (smoke.get("families") or {}).values()]
+    if lines and sizes:
+        return max(sizes) / lines, f"measured: the smoke's evaluate folders, {max(sizes):,} bytes for {lines:,} lines"
+    return float(RUN_LINE_BYTES), f"assumed ({RUN_LINE_BYTES} bytes)"
+
+
+def _disk(config: dict, params: int, jobs: dict, sizes: dict, records: dict) -> dict:
+    """Bytes each stage of one backbone writes (kept), and one training's transient checkpoint."""
+    model = params * 4
+    index_bytes = sum(sizes[w["dataset"]][1] * (QUERY_TERMS * 8 + ROW_BYTES) for _, w in jobs["index"])
+    index_bytes += sum(sizes[w["dataset"]][0] * (DOC_TERMS * 8 + ROW_BYTES) for rule, w in jobs["index"] if rule == "index")
+    per_line, _ = _line_bytes(records)
+    top_k = config["evaluation"]["top_k"]
+    from lsrbench.dag.declarations import docs_dataset
+
+    lines = sum(sizes[w["dataset"]][1] * min(top_k, sizes[docs_dataset(config, w["dataset"])][0]) for w in jobs["evaluate"])
+    return {"train": len(jobs["train"]) * model, "train_checkpoint": 3 * model if config["recipe"]["checkpoint_steps"] else 0,
+            "index": index_bytes, "evaluate": int(lines * per_line)}
+
+
+def backbone_bill(config: dict, backbone: str, jobs: dict, datasets: dict, records: dict, gpu: str = "H100") -> dict:
+    """The bill of one backbone: its shape and where it was read, FLOPs, GPU-hours (train, index),
+    evaluate CPU-hours, disk per stage, and the CPU smoke's record of its family. ``jobs``: the dry
+    run's ``(rule, wildcards)`` of this backbone by stage (``train``, ``index``, ``evaluate``)."""
+    from lsrbench.index import roofline
+    from lsrbench.model.public_configs import backbone_config
+
+    entry = config["backbones"][backbone]
+    sizes = {name: (d["evaluated_documents"] or 0, d["queries"] or 0) for name, d in datasets.items()}
+    shape, where = backbone_config(entry)
+    ref = str(entry["model"])
+    out = {"shape": where, "parameters": None, "flops": None, "gpu_hours": None, "disk": None, "smoke": None}
+    try:
+        shape, where = roofline.shape_of(ref)
+        params = roofline.parameters(ref)
+        flops = _flops(config, ref, len(jobs["train"]), jobs["index"], sizes)
+    except Exception as exc:  # noqa: BLE001 - any model that cannot be built on the meta device is not sized
+        out["shape"] = f"{where} ({type(exc).__name__}: {' '.join(str(exc).split())[:160]})"
+        return out
+    family = "modernbert-base" if shape.get("model_type") == "modernbert" else "bert-base"
+    rate = _rate(records, family, gpu)
+    out.update(shape=where, parameters=params, flops=flops, rate=rate,
+               gpu_hours={stage: _hours(flops[stage], rate, stage) for stage in ("train", "index")},
+               disk=_disk(config, params, jobs, sizes, records), smoke=_smoke_summary(_smoke_family(records, ref)))
+    top = config["evaluation"]["top_k"]
+    per_query = [(sizes[w["dataset"]][1], _search_ms(records, sizes[w["dataset"]][0])) for w in jobs["evaluate"]]
+    out["evaluate_cpu_hours"] = (None if any(ms is None for _, ms in per_query)
+                                 else sum(q * ms for q, ms in per_query) / 1000 / 3600)
+    out["top_k"] = top
+    return out
+
+
+def _smoke_summary(family: dict | None) -> dict | None:
+    """What the plan shows of a family's CPU smoke: peak memory and step seconds at the paper's batch
+    (measured or extrapolated), the FLOP/s its largest measured batch reached per second of CPU its
+    job got (on shared cores a job's wall seconds also count the others' work), else per wall second."""
+    if not family:
+        return None
+    train = family["stages"]["train"]
+    largest = train["batches"][max(train["batches"], key=int)]
+    cpu = largest.get("steady_step_cpu_seconds")
+    achieved = largest["step_flops"] / cpu / 1e9 if cpu else largest.get("achieved_gflops")
+    return {"paper_batch": train["paper_batch"], "achieved_gflops": achieved,
+            "index_documents_per_second": family["stages"]["index"].get("documents_per_second")}
+
+
+def bill_totals(bills: dict) -> dict:
+    """Sums over the backbones that could be sized (each stage, each share)."""
+    sized = [b for b in bills.values() if b.get("gpu_hours")]
+    total: dict = {"gpu_hours": {}, "disk": {}, "evaluate_cpu_hours": None, "backbones": len(sized)}
+    for b in sized:
+        for stage, hours in b["gpu_hours"].items():
+            for at, h in hours.items():
+                total["gpu_hours"].setdefault(stage, {}).setdefault(at, 0.0)
+                total["gpu_hours"][stage][at] += h
+        for stage, n in b["disk"].items():
+            if stage != "train_checkpoint":  # one job's, while it trains: not a sum over the grid
+                total["disk"][stage] = total["disk"].get(stage, 0) + n
+    cpu = [b["evaluate_cpu_hours"] for b in sized if b["evaluate_cpu_hours"] is not None]
+    total["evaluate_cpu_hours"] = sum(cpu) if cpu else None
+    return total

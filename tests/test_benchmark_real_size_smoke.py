@@ -1,0 +1,55 @@
+"""``benchmark/real_size_smoke.py``'s parts that decide what it measures: each family's stand-in
+tokenizer has exactly its published vocabulary with the special tokens at the ids its config names
+(so the model's padding id and its tokenizer's agree), the smoke collection's documents fill the
+paper's 256 tokens, and the paper batch's extrapolation is the linear fit, measured where run."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers.paths import shared_or_skip
+from lsrbench.model.public_configs import PUBLIC_CONFIGS, public_config
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmark"))
+smoke = importlib.import_module("real_size_smoke")
+
+
+@pytest.mark.parametrize("model", sorted(PUBLIC_CONFIGS))
+def test_the_stand_in_tokenizer_has_the_configs_vocabulary_and_special_ids(model, tmp_path):
+    shared_or_skip("models", "splade-tiny-msmarco")
+    config = public_config(model)
+    tok = smoke.stand_in_tokenizer(config, tmp_path)
+    assert len(tok) == config["vocab_size"]
+    assert tok.pad_token_id == config["pad_token_id"]
+    for name in ("bos_token_id", "cls_token_id"):
+        if name in config:
+            assert tok.cls_token_id == config[name]
+    ids = tok("the rescaled head of a sparse retriever")["input_ids"]
+    assert ids[0] == tok.cls_token_id and ids[-1] == tok.sep_token_id and max(ids) < config["vocab_size"]
+    assert tok.unk_token_id not in ids  # ordinary English: real word pieces, as the real tokenizers give
+
+
+def test_the_smoke_documents_fill_the_papers_document_length(tmp_path):
+    shared_or_skip("data", "vaswani")
+    shared_or_skip("models", "splade-tiny-msmarco")
+    counts = smoke.smoke_collection(tmp_path / "c", 30, 5)
+    assert counts["documents"] == 30 and counts["judgments"] > 0
+    tok = smoke.stand_in_tokenizer(public_config("bert-base-uncased"), tmp_path / "tok")
+    import json
+
+    texts = [json.loads(line)["text"] for line in (tmp_path / "c" / "corpus.jsonl").read_text().splitlines()]
+    assert min(len(tok(t)["input_ids"]) for t in texts) > 256
+
+
+def test_the_paper_batch_is_the_linear_fit_of_the_measured_batches():
+    trains = {4: {"peak_rss_gib": 3.0, "steady_step_seconds": 10.0}, 8: {"peak_rss_gib": 5.0, "steady_step_seconds": 18.0}}
+    at = smoke.at_paper_batch(trains, 32)
+    assert at["peak_rss_gib"] == pytest.approx(1.0 + 0.5 * 32) and at["step_seconds"] == pytest.approx(2.0 + 2.0 * 32)
+    assert at["how"].startswith("extrapolated")
+    trains[32] = {"peak_rss_gib": 16.5, "steady_step_seconds": 70.0, "steady_step_cpu_seconds": 35.0}
+    assert smoke.at_paper_batch(trains, 32) == {"batch": 32, "how": "measured", "peak_rss_gib": 16.5, "step_seconds": 70.0,
+                                                "step_cpu_seconds": 35.0}
