@@ -1,8 +1,7 @@
 """``lsrbench expected``: a results folder against its config's expected values (config/expected/),
 [OK]/[FAIL] per number with expected, found and tolerance, [--] for what it cannot check, exit 1 on
 a FAIL. The folders are made by the real report code (write_table1) from metrics: the recorded
-tiny default of this repository (benchmark/results/tiny_default_seeds-metrics.csv, its default seed)
-and hand-made ones."""
+tiny default of this repository (helpers.expected) and hand-made ones."""
 
 from __future__ import annotations
 
@@ -13,27 +12,18 @@ import pytest
 import yaml
 
 from helpers.cli import lsrbench
+from helpers.expected import recorded_tiny_default, results_folder, tiny_config
 from helpers.paths import REPO
-from lsrbench.names import METRIC_COLUMNS, SEED
+from lsrbench.names import METRIC_COLUMNS
 from lsrbench.report import expected as ex
-from lsrbench.report.table1 import write_table1
 
 CONFIG = {"report": {"columns": [{"name": "D nDCG@10", "datasets": ["d"], "measure": "nDCG@10"}],
                      "flops_datasets": ["d"], "tradeoff_measure": "nDCG@10", "bm25": True},
           "backbones": {"orig": {"model": "m", "label": "Original"}}}
-RECORD = REPO / "benchmark" / "results" / "tiny_default_seeds-metrics.csv"
 
 
-def _folder(tmp_path, metrics: pd.DataFrame, report: dict, backbones: dict, files=("config/config.yaml",),
-            config_id="e698b7867f0d"):
-    """A results folder with metrics.csv and Table 1 as the report rule writes them."""
-    folder = tmp_path / "results"
-    folder.mkdir(parents=True, exist_ok=True)
-    metrics.to_csv(folder / "metrics.csv", index=False, float_format="%.6g")
-    write_table1(str(folder / "metrics.csv"), report, backbones, str(folder / "table1.md"),
-                 cells_json=str(folder / "table1.cells.json"),
-                 config={"id": config_id, "files": list(files), "snapshot": f"results/configs/{config_id}/config.yaml"})
-    return folder
+def _folder(tmp_path, metrics: pd.DataFrame, report: dict, backbones: dict, config_id="e698b7867f0d"):
+    return results_folder(tmp_path / "results", metrics, report, backbones, config_id=config_id)
 
 
 def _expected(tmp_path, entries: list[dict], claims: list[dict] | None = None) -> str:
@@ -125,24 +115,12 @@ def test_claim_differences_read_claims_json_and_each_backbone(small, tmp_path):
 
 # -- the repository's own expected values ----------------------------------------------------------
 
-def _recorded_default() -> pd.DataFrame:
-    """The tiny default as this repository recorded it: the seeds run's default seed (42)."""
-    seeds = pd.read_csv(RECORD, dtype={"backbone": str, "k": str, SEED: str, "dataset": str, "measure": str})
-    return seeds[seeds[SEED].isin(["42", "-"])][METRIC_COLUMNS].reset_index(drop=True)
-
-
-def _tiny_config() -> dict:
-    from lsrbench.cli_options import load_config
-
-    return load_config([str(REPO / "config" / "config.yaml")], check_files=False)[0]
-
-
 def test_the_recorded_default_passes_and_an_ndcg_moved_by_005_fails_naming_it(tmp_path):
     """The tiny default's own record passes config/expected/tiny.yaml (found from the folder's
     config); each nDCG@10 moved by 0.05 fails, naming that cell, wherever the measured tolerance is
     under 0.05 (and at least the reference's k = 1 is)."""
-    config = _tiny_config()
-    metrics = _recorded_default()
+    config = tiny_config()
+    metrics = recorded_tiny_default()
     folder = _folder(tmp_path / "base", metrics, config["report"], config["backbones"])
     proc = lsrbench("expected", "--results", folder, cwd=REPO)
     assert proc.returncode == 0, proc.stdout + proc.stderr
