@@ -18,6 +18,7 @@
 
     python benchmark/expected_values.py tiny benchmark/results/tiny_default_seeds-metrics.csv > config/expected/tiny.yaml
     python benchmark/expected_values.py paper > config/expected/paper.yaml
+    python benchmark/expected_values.py records METRICS.csv ...     # other records against tiny.yaml
 """
 
 from __future__ import annotations
@@ -99,10 +100,15 @@ def seed_values(metrics, config: dict) -> tuple[dict[tuple, list[float]], dict]:
     return values, formats
 
 
-def tolerances(values: dict[tuple, list[float]], formats: dict) -> dict[tuple, dict]:
-    """The rule of the module's docstring, per key."""
+def _quantile(m: int, n: int) -> float:
+    """t(1 - alpha / (2 m), n - 1): the two-sided quantile of m numbers' prediction intervals."""
     from scipy.stats import t as student
 
+    return float(student.ppf(1 - ALPHA / (2 * m), n - 1))
+
+
+def tolerances(values: dict[tuple, list[float]], formats: dict) -> dict[tuple, dict]:
+    """The rule of the module's docstring, per key."""
     varying = [key for key, v in values.items() if max(v) - min(v) > 1e-12]
     out = {}
     for key, v in values.items():
@@ -112,7 +118,7 @@ def tolerances(values: dict[tuple, list[float]], formats: dict) -> dict[tuple, d
             out[key] = {"expected": mean, "tolerance": 0.5 * 10 ** -digits, "basis": "deterministic"}
             continue
         s = math.sqrt(sum((x - mean) ** 2 for x in v) / (n - 1))
-        q = float(student.ppf(1 - ALPHA / (2 * len(varying)), n - 1))
+        q = _quantile(len(varying), n)
         out[key] = {"expected": mean, "tolerance": q * s * math.sqrt(1 + 1 / n), "basis": "seeds",
                     "sd": s, "range": [min(v), max(v)]}
     return out
@@ -184,6 +190,8 @@ def tiny(metrics_csv: str, config_file: str) -> str:
                      f"shared by the {n_varying} numbers that vary with the seed (Bonferroni)",
             "deterministic": "the same in every seed: half a unit of the last digit Table 1 prints",
         },
+        # what lsrbench expected scales a tolerance with for a folder of several seeds' means
+        "seeds_rule": {"n": len(seeds), "quantile": round(_quantile(n_varying, len(seeds)), 4)},
         "table1": table,
         "claims": claims,
     }
@@ -273,16 +281,43 @@ def _config_id(config_file: str) -> str:
     return Layout(config, "results", config_file=config_file, config_files=read).get("configs").fields["config_id"]
 
 
+def records(expected_file: str, config_file: str, files: list[str]) -> str:
+    """Each recorded metrics.csv (another machine's, another commit's) against the expected values:
+    a Markdown table of every Table 1 nDCG@10, found in each record, [OK] or [FAIL]."""
+    import pandas as pd
+
+    from lsrbench.report.expected import load_expected
+
+    config = _config(config_file)
+    expected = {(e["backbone"], e["k"], e["column"], e["measure"]): e for e in load_expected(expected_file)["table1"]}
+    found = {}
+    for path in files:
+        numbers, _ = _table_numbers(pd.read_csv(path, dtype={"backbone": str, "k": str}), config)
+        found[path] = numbers
+    keys = [k for k in expected if k[3] == "nDCG@10"]
+    lines = ["| row | k | expected | " + " | ".join(files) + " |", "|---|---|---|" + "---|" * len(files)]
+    for key in keys:
+        e = expected[key]
+        cells = []
+        for path in files:
+            v = found[path].get(key)
+            cells.append("–" if v is None else f"{v:.4f} {'OK' if abs(v - e['expected']) <= e['tolerance'] else 'FAIL'}")
+        lines.append(f"| {key[0]} | {key[1]} | {e['expected']:.4f} ± {e['tolerance']:.4f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("which", choices=["tiny", "paper"])
-    parser.add_argument("metrics", nargs="?", help="tiny: the metrics.csv of the seeds run")
+    parser.add_argument("which", choices=["tiny", "paper", "records"])
+    parser.add_argument("metrics", nargs="*", help="tiny: the metrics.csv of the seeds run; records: metrics.csv files")
     parser.add_argument("--config", help="the config (default: config/config.yaml, config/paper.yaml)")
     args = parser.parse_args(argv)
     if args.which == "tiny":
-        if not args.metrics:
+        if len(args.metrics) != 1:
             parser.error("tiny needs the seeds run's metrics.csv")
-        sys.stdout.write(tiny(args.metrics, args.config or "config/config.yaml"))
+        sys.stdout.write(tiny(args.metrics[0], args.config or "config/config.yaml"))
+    elif args.which == "records":
+        sys.stdout.write(records("config/expected/tiny.yaml", args.config or "config/config.yaml", args.metrics))
     else:
         sys.stdout.write(paper(args.config or "config/paper.yaml"))
     return 0

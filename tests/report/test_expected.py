@@ -113,6 +113,26 @@ def test_claim_differences_read_claims_json_and_each_backbone(small, tmp_path):
     assert "[OK]   claim c2 [orig]: difference: expected -0.2000 ± 0.0010, found -0.2000 (+0.0000; seeds)" in proc.stdout
 
 
+def test_a_folder_of_several_seeds_is_held_to_the_tolerance_of_their_mean(tmp_path):
+    """With m training seeds Table 1 shows means: a seed-derived tolerance shrinks to that of a mean
+    of m runs, quantile * sd * sqrt(1/m + 1/n); a deterministic one stays."""
+    rows = [(r, k, s, "d", m, v) for s, shift in (("1", 0.0), ("2", 0.02))
+            for r, k, m, v in (("orig", "1", "nDCG@10", 0.30 + shift), ("orig", "1", "FLOPs", 2.0))]
+    rows += [("BM25", "-", "-", "d", "nDCG@10", 0.40)]
+    folder = _folder(tmp_path, pd.DataFrame(rows, columns=["backbone", "k", "seed", "dataset", "measure", "value"]),
+                     CONFIG["report"], CONFIG["backbones"])
+    exp = tmp_path / "e.yaml"
+    exp.write_text(yaml.safe_dump({"config": "config/config.yaml", "bases": {"seeds": "t", "deterministic": "t"},
+                                   "seeds_rule": {"n": 5, "quantile": 8.0},
+                                   "table1": [{**_cell("orig", "1", "D nDCG@10", "nDCG@10", 0.30, 0.12), "sd": 0.01},
+                                              _cell("BM25", "-", "D nDCG@10", "nDCG@10", 0.4, 0.0005, "deterministic")]}))
+    proc = lsrbench("expected", "--results", folder, "--expected", exp)
+    tol = 8.0 * 0.01 * (1 / 2 + 1 / 5) ** 0.5
+    assert f"[OK]   orig k=1: D nDCG@10: expected 0.3000 ± {tol:.4f}, found 0.3100 (+0.0100; seeds, for a mean of 2 seeds)" \
+        in proc.stdout.splitlines(), proc.stdout
+    assert "[OK]   BM25 k=-: D nDCG@10: expected 0.4000 ± 0.0005" in proc.stdout
+
+
 # -- the repository's own expected values ----------------------------------------------------------
 
 def test_the_recorded_default_passes_and_an_ndcg_moved_by_005_fails_naming_it(tmp_path):

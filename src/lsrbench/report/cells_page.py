@@ -66,14 +66,17 @@ def claim_rows(config: dict, spec: dict) -> list[tuple[str, str]]:
 
 
 def _expected_text(expected: dict | None, key: tuple) -> str:
+    """value ± tolerance; '–' where the expected values give none (the page lists why, once)."""
     entry = (expected or {}).get(key)
-    if expected is None:
+    if entry is None or entry.get("expected") is None:
         return "–"
-    if entry is None:
-        return "no expected value"
-    if entry.get("expected") is None:
-        return f"– ({entry['why']})"
     return f"{entry['expected']:.4f} ± {entry['tolerance']:.4f}"
+
+
+def _reasons(expected: dict | None, claims: bool) -> list[str]:
+    """The distinct reasons the expected values give for the numbers they have no value for."""
+    whys = [e["why"] for key, e in (expected or {}).items() if (key[0] == "claim") == claims and e.get("expected") is None]
+    return [f"- {why}" for why in dict.fromkeys(whys)]
 
 
 def _table1_section(config: dict, config_args: str, expected: dict | None, plan: dict | None) -> list[str]:
@@ -97,8 +100,7 @@ def _claims_section(config: dict, config_args: str, expected: dict | None, plan:
     for spec in (config.get("claims") or {}).get("list", []):
         rows = claim_rows(config, spec)
         keys = [k for k in (expected or {}) if k[0] == "claim" and k[1] == spec["id"]]
-        diff = "; ".join(f"{k[2] + ': ' if k[2] else ''}{_expected_text(expected, k)}" for k in keys) or \
-            ("no expected value" if expected is not None else "–")
+        diff = "; ".join(f"{k[2] + ': ' if k[2] else ''}{_expected_text(expected, k)}" for k in keys) or "–"
         total: dict[str, float] = {}
         for run, _ in rows:
             for key, value in (row_cost(plan, config, run) or {}).items():
@@ -124,8 +126,9 @@ def cells_page(config: dict, config_file: str, expected: dict | None, plan: dict
              "is read from, so `lsrbench run` works them out for your config and `--mirror`). Add `--mirror DIR` "
              "to read models and data from a mirror folder, `--dry-run` to list the jobs, `--cores N` for more cores. "
              "The row's value is then in `results/metrics.csv`; Table 1 itself: `snakemake --cores 2 "
-             "results/table1.md`" + (f" --configfile {config_file}" if config_args else "") + "; every claim's "
-             "verdict: `results/claims.md` (all claims at once: Holm's correction is over all of them).", ""]
+             f"results/table1.md{config_args}`; every claim's verdict: `results/claims.md` (all claims at once: "
+             "Holm's correction is over all of them). Costs leave out the jobs rows share (data, MLM re-fit, "
+             "triplets, norms, BM25: minutes).", ""]
     lines += ["Expected: " + (f"`{expected_file}` (value ± tolerance, [docs/expected.md](expected.md)); "
                               "`lsrbench expected` checks a finished folder against it." if expected_file else
                               "no expected-values file for this config.")]
@@ -133,6 +136,9 @@ def cells_page(config: dict, config_file: str, expected: dict | None, plan: dict
                           f"hours per stage ({len(seeds)} training seed{'s' if len(seeds) > 1 else ''} per row); "
                           "'not estimated' where the plan could not calibrate the backbone." if plan_file else
                           "run `lsrbench plan` for this config."), ""]
-    lines += ["## Table 1", "", *_table1_section(config, config_args, by_key if expected else None, plan), ""]
-    lines += ["## Claims", "", *_claims_section(config, config_args, by_key if expected else None, plan)]
+    shown = by_key if expected else None
+    for title, section, claims in (("Table 1", _table1_section, False), ("Claims", _claims_section, True)):
+        reasons = _reasons(shown, claims)
+        lines += [f"## {title}", "", *section(config, config_args, shown, plan), ""]
+        lines += (["–: no expected value, because", *reasons, ""] if reasons else [])
     return "\n".join(lines) + "\n"

@@ -23,7 +23,8 @@ import yaml
 from lsrbench.errors import InputError
 
 __all__ = ["EXPECTED_FOLDER", "Check", "OK", "FAIL", "UNCHECKED", "load_expected", "find_expected", "folder_config",
-           "table1_numbers", "claim_differences", "check_folder", "check_lines", "summary_line", "number_key"]
+           "table1_numbers", "claim_differences", "check_folder", "tolerance_for", "check_lines", "summary_line",
+           "number_key"]
 
 EXPECTED_FOLDER = Path("config") / "expected"
 OK, FAIL, UNCHECKED = "OK", "FAIL", "--"
@@ -154,25 +155,42 @@ def claim_differences(claims: dict, metrics) -> dict[tuple, tuple[float | None, 
 
 def check_folder(results: str | Path, expected: dict) -> list[Check]:
     """Every number of ``expected`` against the folder: its Table 1 (table1.cells.json) and claims
-    (claims.json, metrics.csv); then the folder's numbers the file has no value for."""
+    (claims.json, metrics.csv); then the folder's numbers the file has no value for. A folder of m
+    training seeds (recipe.seeds) shows means over them: a seed-derived tolerance is then that of a
+    mean of m runs (:func:`tolerance_for`)."""
     results = Path(results)
-    found = table1_numbers(_read_json(results / "table1.cells.json"))
+    cells = _read_json(results / "table1.cells.json")
+    found, seeds = table1_numbers(cells), len(cells.get("seeds") or []) or 1
     claims_path = results / "claims.json"
     claims = {}
     if claims_path.is_file():
         from lsrbench.report.results import read_mean_metrics
 
         claims = claim_differences(_read_json(claims_path), read_mean_metrics(str(results / "metrics.csv")))
-    checks = [_check_one(entry, found, claims, claims_path.is_file()) for entry in
-              [*(expected.get("table1") or []), *(expected.get("claims") or [])]]
-    listed = {number_key(e) for e in [*(expected.get("table1") or []), *(expected.get("claims") or [])]}
+    entries = [*(expected.get("table1") or []), *(expected.get("claims") or [])]
+    checks = [_check_one(e, found, claims, claims_path.is_file(), tolerance_for(e, expected, seeds)) for e in entries]
+    listed = {number_key(e) for e in entries}
     extra = [key for key in [*found, *claims] if key not in listed]
     checks += [Check(_label(key), UNCHECKED, found=found.get(key, claims.get(key, (None,))[0]),
                      why="no expected value for it (not in the expected-values file)") for key in extra]
     return checks
 
 
-def _check_one(entry: dict, found: dict, claims: dict, have_claims: bool) -> Check:
+def tolerance_for(entry: dict, expected: dict, seeds: int = 1) -> tuple[float | None, str]:
+    """The tolerance of one number, and its basis, for a folder whose numbers are means over
+    ``seeds`` training seeds: the file's (one run) for one seed; for a seed-derived number the
+    prediction interval of a mean of ``seeds`` new runs, ``quantile * sd * sqrt(1/seeds + 1/n)``
+    (``seeds_rule``: n and the quantile the file's tolerances were made with)."""
+    if entry.get("expected") is None:
+        return None, ""
+    rule = expected.get("seeds_rule") or {}
+    if seeds > 1 and entry.get("basis") == "seeds" and entry.get("sd") is not None and rule:
+        tol = rule["quantile"] * entry["sd"] * math.sqrt(1 / seeds + 1 / rule["n"])
+        return tol, f"seeds, for a mean of {seeds} seeds"
+    return float(entry["tolerance"]), entry.get("basis", "")
+
+
+def _check_one(entry: dict, found: dict, claims: dict, have_claims: bool, tolerance: tuple) -> Check:
     key = number_key(entry)
     label = _label(key)
     if key[0] == "claim":
@@ -183,12 +201,12 @@ def _check_one(entry: dict, found: dict, claims: dict, have_claims: bool) -> Che
         value, missing = found.get(key), "not in this folder's Table 1 yet"
     if entry.get("expected") is None:
         return Check(label, UNCHECKED, found=value, why=entry["why"])
-    exp, tol = float(entry["expected"]), float(entry["tolerance"])
+    exp, (tol, basis) = float(entry["expected"]), tolerance
     if value is None:
         why = missing if key not in found and key not in claims else "no value in the folder (the run has none)"
         return Check(label, UNCHECKED, exp, tol, why=why)
     status = OK if abs(value - exp) <= tol + 1e-12 else FAIL
-    return Check(label, status, exp, tol, float(value), why=entry.get("basis", ""))
+    return Check(label, status, exp, tol, float(value), why=basis)
 
 
 def _num(value: float | None, digits: int = 4) -> str:
