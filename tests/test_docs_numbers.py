@@ -97,3 +97,31 @@ def test_independent_checks_quote_an_agreement_mteb_check_would_print():
     ndcg = float(rows[0][1])
     assert f"{ndcg:.3f}" == "0.240" and "| SPLADE-tiny MLM re-fit (BERT 2L, tied head)                   |   1 |         **0.240** |" \
         in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_report_doc_describes_the_figures_the_code_draws():
+    """docs/report.md's figure section against the figures drawn from the tiny default's recorded
+    metrics (benchmark/results/tiny_default-metrics.csv): the trade-off plot on one axis (every run
+    below 75 % of BM25), BM25's value as quoted; the norms figure without the probe in two panels;
+    the loss curves on a log scale when every loss is positive."""
+    import pandas as pd
+
+    from lsrbench.cli_options import load_config
+    from lsrbench.report import plots
+
+    text = _doc("report.md")
+    config = load_config([str(REPO / "config" / "config.yaml")], check_files=False)[0]
+    metrics = pd.read_csv(REPO / "benchmark" / "results" / "tiny_default-metrics.csv", dtype={"k": str})
+    fig, axes, _ = plots.tradeoff_figure(metrics, config["report"], config["backbones"])
+    bm25 = float(metrics[(metrics["backbone"] == "BM25") & (metrics["measure"] == "nDCG@10")]["value"].iloc[0])
+    scores = metrics[(metrics["backbone"] != "BM25") & (metrics["measure"] == "nDCG@10")]["value"]
+    assert len(axes) == 1 and scores.max() < plots.BAND * bm25
+    assert f"every SPLADE run is below 75 % of BM25's {bm25:.3f}, so one axis holds BM25's line" in text
+    assert f"at least {plots.MIN_PANEL:.0%} of the height".replace("%", " %") in text
+    norms = {b: {"frobenius_norm": 1.0 + i, "mean_row_norm": 0.5} for i, b in enumerate(config["backbones"])}
+    assert len(plots.norms_figure(norms, {}, {}, config["backbones"])[1]) == 2
+    assert "in the tiny default the probe does not run, so two panels" in text
+    assert config["probe"]["with_grid"] is False
+    runs = {"splade-tiny": {"1": [(s, 100.0 / s) for s in range(1, 20)]}}
+    assert plots.loss_figure(runs, config["backbones"])[1][0].get_yscale() == "log"
+    assert "log when every value is positive (as in the tiny default)" in text

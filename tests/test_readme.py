@@ -7,6 +7,8 @@ clean copy of the repository (its tracked files, with ``../shared`` beside it):
   checked against what the README says it builds;
 * ``snakemake --report`` and ``lsrbench verify`` run for real on the finished micro workflow
   (the only finished run the tests have; its config is added with ``--configfile``);
+* ``lsrbench expected`` runs as written on a results folder holding the tiny default as this
+  repository recorded it (Table 1 written by the report code from its metrics);
 * ``lsrbench check-config`` runs as written, on the ``my.yaml`` the README's YAML block defines;
 * ``lsrbench probe`` runs as written plus ``--dry-run`` there: it plans the probe of every backbone
   and its report, and never a training;
@@ -64,6 +66,8 @@ def kind(command: str) -> str:
         return "report" if "--report" in words else "dry-run"
     if words[:2] == ["lsrbench", "verify"]:
         return "verify"
+    if words[:2] == ["lsrbench", "expected"]:
+        return "expected"
     if words[:2] == ["lsrbench", "check-config"]:
         return "check-config"
     if words[:2] == ["lsrbench", "probe"]:
@@ -157,6 +161,19 @@ def test_report_and_verify_commands_on_a_finished_run(micro_run, tmp_path):
         elif kind(command) == "verify":
             proc = run(command, work)
             assert proc.returncode == 0 and proc.stdout.rstrip().endswith(": ok"), proc.stderr[-3000:]
+
+
+def test_expected_command_on_the_recorded_tiny_default(tmp_path):
+    """``lsrbench expected`` as written, where results/ holds the recorded tiny default: every
+    number within its tolerance of config/expected/tiny.yaml, found from the folder's config."""
+    from helpers.expected import recorded_tiny_default, results_folder, tiny_config
+
+    (command,) = [c for c in readme_commands() if kind(c) == "expected"]
+    config = tiny_config()
+    results_folder(tmp_path / "results", recorded_tiny_default(), config["report"], config["backbones"])
+    proc = run(command, tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert ", 0 FAIL, " in proc.stdout.splitlines()[-1] and "config/expected/tiny.yaml" in proc.stdout
 
 
 def test_check_config_prints_the_grid_of_my_yaml(clone):

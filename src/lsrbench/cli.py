@@ -11,11 +11,10 @@ import json
 import sys
 from pathlib import Path
 
-from lsrbench.cli_errors import (OneLineParser, check_snakemake_config, cores_argument, default_config, path_argument,
-                                 require_extra, run_one_line)
+from lsrbench.cli_errors import OneLineParser, check_snakemake_config, cores_argument, path_argument, require_extra, run_one_line
+from lsrbench.cli_options import (DEFAULT_CONFIG, add_mirror_option, add_results_option, config_files, config_overrides,
+                                  load_config, mirror_of, results_folder, workdir_of)
 from lsrbench.errors import InputError
-
-DEFAULT_CONFIG = "config/config.yaml"
 
 DESCRIPTION = """\
 lsrbench: a reproducibility harness for "Rescaling MLM-Head for Neural Sparse Retrieval"
@@ -30,10 +29,12 @@ EPILOG = """\
 examples:
   lsrbench check-config --configfile my.yaml      validate a config and print its run grid
   lsrbench probe --configfile my.yaml             each backbone at step 0, k recommended (no training)
-  lsrbench verify results                         re-hash every artifact, trace every table cell
+  lsrbench verify --results results               re-hash every artifact, trace every table cell
+  lsrbench expected --results results             every Table 1 number and claim against its expected value
   lsrbench prefetch --configfile config/paper.yaml --mirror /data/mirror
   lsrbench mteb-check splade-tiny/k1 vaswani      score a run through mteb, compare with ours
   lsrbench gc [--delete]                          list (remove) outputs no current config refers to
+  lsrbench cells --configfile config/paper.yaml   one command per Table 1 row and claim, expected value, cost
   lsrbench plan --configfile config/paper.yaml    jobs, dataset sizes and compute before submitting
   lsrbench status --configfile config/paper.yaml  running jobs, done/total per rule, ETA (local or SLURM)
 
@@ -41,34 +42,12 @@ Bad input is one line: lsrbench: error: <file>: <field>: <message>. Documentatio
 """
 
 
-def _load_config(files: list[str], check_files: bool = True, command_line: dict | None = None) -> tuple[dict, list[str]]:
-    """The checked config of ``files`` (each with its ``base:`` chain, then ``command_line`` values as
-    ``--config`` gives them), and every file read; ``check_files``: also the dataset and model
-    folders it names and the mirror, which must exist (lsrbench.dag.validate)."""
-    from lsrbench.config.layers import load_config_files, locate_config_paths, workflow_dir
-    from lsrbench.dag.validate import check_config
-
-    config, origins, read = load_config_files(files, command_line)
-    config = locate_config_paths(config, workflow_dir())  # as the Snakefile reads them (snakemake -d elsewhere)
-    return check_config(config, files[-1], origins, files=check_files, mirror_must_exist=check_files), read
-
-
-def _config_files(args) -> list[str]:
-    files = list(args.configfile or [])
-    legacy = getattr(args, "legacy_configfile", None)
-    if legacy:
-        print(f"lsrbench: note: 'check-config {legacy}' still works; the documented form is "
-              f"'check-config --configfile {legacy}' (as for every other subcommand)", file=sys.stderr)
-        files.append(legacy)
-    return files or [default_config(DEFAULT_CONFIG)]
-
-
 def _check_config(args) -> int:
     from lsrbench.config.grid import grid_lines, runs, several_seeds, training_seeds
     from lsrbench.dag.validate_files import input_checks
 
-    files = _config_files(args)
-    config, read = _load_config(files, command_line={"mirror": args.mirror} if args.mirror else None)
+    files = config_files(args)
+    config, read = load_config(files, command_line={"mirror": args.mirror} if args.mirror else None)
     grid = runs(config)
     on = f" (on {', '.join(f for f in read if f not in files)})" if len(read) > len(files) else ""
     seeds = training_seeds(config)
@@ -89,9 +68,9 @@ def _check_config(args) -> int:
 def _probe(args) -> int:
     from lsrbench.ops.probe import run_probe
 
-    config = _load_config(_config_files(args), command_line={"mirror": args.mirror} if args.mirror else None)[0]
-    return run_probe(args.configfile, args.mirror, args.cores, config["backbones"], args.snakefile, args.directory,
-                     args.dry_run)
+    config = load_config(config_files(args), command_line={"mirror": args.mirror} if args.mirror else None)[0]
+    return run_probe(args.configfile, args.mirror, args.cores, config["backbones"], args.snakefile,
+                     workdir_of(results_folder(args, "probe")), args.dry_run)
 
 
 def _norm(args) -> int:
@@ -107,12 +86,13 @@ def _verify(args) -> int:
     from lsrbench.report.verify import verify
     from lsrbench.report.verify_versions import version_notes
 
-    problems, counts = verify(args.results)
+    results = results_folder(args, "verify")
+    problems, counts = verify(results)
     for line in problems:
         print(f"lsrbench: verify: {line}", file=sys.stderr)
-    for line in version_notes(args.results):
+    for line in version_notes(results):
         print(f"lsrbench: verify: note: {line}")
-    summary = (f"{args.results}: {counts['manifests']} manifests, {counts['artifacts']} artifacts, "
+    summary = (f"{results}: {counts['manifests']} manifests, {counts['artifacts']} artifacts, "
                f"{counts['metric_rows']} metrics.csv rows, {counts.get('table_cells', 0)} table1.md cells checked, "
                f"{counts.get('reports', 0)} reports made again")
     if problems:
@@ -125,9 +105,9 @@ def _verify(args) -> int:
 def _prefetch(args) -> int:
     from lsrbench.ops.prefetch import prefetch
 
-    files = _config_files(args)
+    files = config_files(args)
     # not the folders: the mirror is what prefetch writes (a broken copy there is fetched again with --force)
-    config = _load_config(files, check_files=False)[0]
+    config = load_config(files, check_files=False)[0]
     if args.dry_run:
         from lsrbench.ops.prefetch import missing
 
@@ -153,10 +133,11 @@ def _plan(args) -> int:
     logging.getLogger("lsrbench.ops.plan").setLevel(logging.INFO)
     from lsrbench.ops.plan import make_plan, plan_text
 
-    files = _config_files(args)
-    config = _load_config(files, command_line={"mirror": args.mirror} if args.mirror else None)[0]
+    files = config_files(args)
+    config = load_config(files, command_line={"mirror": args.mirror} if args.mirror else None)[0]
     with contextlib.redirect_stdout(sys.stderr):
-        plan = make_plan(config, files, mirror=args.mirror, snakefile=args.snakefile, workdir=args.directory,
+        plan = make_plan(config, files, mirror=args.mirror, snakefile=args.snakefile,
+                         workdir=workdir_of(results_folder(args, "plan")),
                          remaining=args.remaining, calibrate_models=not args.no_calibration, steps=args.train_steps,
                          passages=args.passages, batch=args.train_batch, assume_flops=args.flops,
                          threads=args.threads, records=args.records, gpu=args.gpu)
@@ -195,77 +176,47 @@ def _run(args) -> int:
     if not Path("Snakefile").is_file():
         raise InputError(Path.cwd(), None, "no Snakefile here: run lsrbench run from the lsrbench checkout")
     check_snakemake_config(args.configfile or [], list(args.snakemake_args))
+    if args.row:
+        args.targets = [*args.targets, *_row_targets(args)]
     cmd = snakemake_command(args)
     print("$ snakemake " + shlex.join(cmd), file=sys.stderr)
     return subprocess.run([sys.executable, "-m", "snakemake", *cmd]).returncode
 
 
+def _row_targets(args) -> list[str]:
+    """``--row RUN/kK`` (Table 1's row): the files that row is read from, as this config and mirror address them."""
+    from lsrbench.dag.fingerprint import FileDigests
+    from lsrbench.dag.reports import row_targets
+    from lsrbench.names import BM25
+    from lsrbench.ops.gc import config_layout
+
+    files = config_files(args)
+    layout = config_layout(files, {"mirror": args.mirror} if args.mirror else None, "results",
+                           FileDigests(Path("results") / ".cache" / "file-digests.json"))
+    targets = []
+    for row in args.row:
+        run, _, k = row.rpartition("/k") if row != BM25 else (BM25, "", "-")
+        found = row_targets(layout, run, k) if run else []
+        if not found:
+            raise InputError("command line", "--row", f"'{row}' is not a Table 1 row of {', '.join(files)} "
+                                                      "(give <run>/k<k>, e.g. splade-tiny/k1, or BM25)")
+        targets += found
+    return targets
+
+
 def _mteb_check(args) -> int:
     from lsrbench.cli_mteb import mteb_check
 
-    return mteb_check(args, _load_config(_config_files(args), check_files=False)[0], _config_files(args)[-1])
-
-
-def _overrides(pairs: list[str]) -> dict:
-    """``--config key=value`` as Snakemake reads it (an empty value is null)."""
-    import yaml
-
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise InputError("command line", "--config", f"'{pair}' is not KEY=VALUE (as snakemake --config takes it)")
-        out[key] = yaml.safe_load(value) if value else None
-    return out
-
-
-def _gc(args) -> int:
-    from lsrbench.ops.gc import current_folders, find_garbage, human, remove_garbage, report_folders
-
-    files = _config_files(args)
-    keep = current_folders(files, _overrides(args.config), args.results)
-    if not args.ignore_reports:
-        reported = report_folders(args.results) - keep
-        if reported:
-            print(f"keeping {len(reported)} folder(s) the reports in {args.results} were made from (another config's "
-                  "runs): --ignore-reports to treat them as the others")
-        keep |= reported
-    garbage = find_garbage(args.results, keep)
-    verb = "removed" if args.delete else "would remove"
-    for item in garbage:
-        print(f"{verb}: {item.path} ({human(item.bytes)})")
-    if args.delete:
-        remove_garbage(args.results, garbage)
-    total = human(sum(item.bytes for item in garbage))
-    print(f"{args.results}: {len(garbage)} folder(s) no config of {', '.join(files)} refers to, {total}"
-          + ("" if args.delete or not garbage else "; run again with --delete to remove them"))
-    return 0
-
-
-def _add_gc_parser(sub) -> None:
-    p = sub.add_parser("gc", help="list (default) or remove (--delete) outputs no current config refers to",
-                       description="A config edit computes new outputs beside the finished ones (content-addressed "
-                                   "folders, docs/results-layout.md). List every output folder under the results "
-                                   "folder that no given config refers to, with sizes; --delete removes them. "
-                                   "Run it from the folder snakemake runs in.")
-    p.add_argument("--configfile", action="append", metavar="FILE", type=path_argument("--configfile"),
-                   help=f"a current config (default: {DEFAULT_CONFIG}); repeat it for several configs, each kept "
-                        "(not merged, unlike the other subcommands)")
-    p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
-                   help="overrides on the configs, as given to snakemake --config (e.g. mirror=../shared)")
-    p.add_argument("--results", default="results", metavar="DIR", type=path_argument("--results"),
-                   help="the results folder (default: results)")
-    p.add_argument("--delete", action="store_true", help="remove them (default: only list them)")
-    p.add_argument("--ignore-reports", action="store_true",
-                   help="do not keep what the reports in the results folder were made from (kept by default, "
-                        "whichever configs are given, so that lsrbench verify keeps passing on them)")
-    p.set_defaults(func=_gc)
+    return mteb_check(args, load_config(config_files(args), check_files=False)[0], config_files(args)[-1])
 
 
 def _status(args) -> int:
     from lsrbench.ops.status import show_status
 
-    return show_status(_config_files(args), _overrides(args.config), args.directory, args.plan, args.watch)
+    overrides = config_overrides(args.config)
+    mirror = mirror_of(args, "status", overrides)
+    overrides = {**overrides, **({"mirror": mirror} if mirror else {})}
+    return show_status(config_files(args), overrides, workdir_of(results_folder(args, "status")), args.plan, args.watch)
 
 
 def _export_mteb(args) -> int:
@@ -300,8 +251,11 @@ def _add_run_parser(parser, sub) -> None:
                        description="Build the snakemake command for the given targets and options (targets first, "
                                    "whatever order they are given in), print it, and run it.")
     p.add_argument("targets", nargs="*", metavar="TARGET", help="files to build (default: every report)")
+    p.add_argument("--row", action="append", metavar="RUN/kK",
+                   help="build Table 1's row RUN at k K (e.g. splade-tiny/k1, or BM25) and nothing else: its runs' "
+                        "evaluation files as this config and mirror address them; repeat it for several rows")
     _configfile_option(p)
-    p.add_argument("--mirror", metavar="DIR", help="read models and data from this mirror folder (--config mirror=DIR)")
+    add_mirror_option(p)
     p.add_argument("--cores", metavar="N", type=cores_argument, help="cores for snakemake (default: all; 1 for --report)")
     p.add_argument("--gpus", type=int, metavar="N", help="GPUs train/index jobs may use at once (--resources gpu=N)")
     p.add_argument("--profile", metavar="DIR", help="a snakemake profile, e.g. profiles/local or profiles/slurm")
@@ -321,9 +275,9 @@ def _add_plan_parser(sub) -> None:
                                    "CPU-hours) from a short calibration of each backbone on this machine "
                                    "(docs/cluster.md).")
     _configfile_option(p)
-    p.add_argument("--mirror", metavar="DIR", help="read models and data from this mirror folder (--config mirror=DIR)")
+    add_mirror_option(p)
     p.add_argument("--snakefile", help="the Snakefile (default: ./Snakefile, else the installed checkout's)")
-    p.add_argument("-d", "--directory", default=".", help="the working directory the grid runs in (default: .)")
+    add_results_option(p, directory_alias=True)
     p.add_argument("--remaining", action="store_true", help="only the jobs not finished there (default: the whole grid)")
     p.add_argument("--no-calibration", action="store_true", help="job counts and sizes only")
     p.add_argument("--train-steps", type=int, default=3, help="training steps timed per backbone (the first is warm-up)")
@@ -349,7 +303,7 @@ def _add_mteb_parsers(sub) -> None:
     p.add_argument("run", metavar="RUN", help="the run folder under results/runs, e.g. splade-tiny/k1 (or a path)")
     p.add_argument("dataset", metavar="DATASET", help="an evaluated dataset of the run, e.g. vaswani")
     _configfile_option(p)
-    p.add_argument("--results", default="results", metavar="DIR", help="the results folder (default: results)")
+    add_results_option(p)
     p.add_argument("--tolerance", type=float, default=TOLERANCE,
                    help=f"largest accepted difference (default: {TOLERANCE:g}; mteb rounds to 5 decimals)")
     p.add_argument("--mteb-results", metavar="DIR", help="also file mteb's own result there (MTEB's layout)")
@@ -360,7 +314,7 @@ def _add_mteb_parsers(sub) -> None:
                                    "layout; NanoBEIR datasets under MTEB's own task names), to compare with "
                                    "published MTEB / NanoBEIR results. Needs pip install -e '.[mteb]'.")
     p.add_argument("out", metavar="OUT", help="the results root to write into")
-    p.add_argument("--results", default="results", metavar="DIR", help="the results folder (default: results)")
+    add_results_option(p)
     p.set_defaults(func=_export_mteb, extra="mteb")
 
 
@@ -377,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "one line per (backbone, rescale mode) with its k values.")
     _configfile_option(p)
     p.add_argument("legacy_configfile", nargs="?", metavar="FILE", help=argparse.SUPPRESS)
-    p.add_argument("--mirror", metavar="DIR", help="check the models and data of this mirror folder (--config mirror=DIR)")
+    add_mirror_option(p, "check the models and data of this mirror folder (--config mirror=DIR)")
     p.set_defaults(func=_check_config)
 
     _add_run_parser(parser, sub)
@@ -397,7 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "the other reports (table_beir.md, norms.md, claims.md/json, the figures' data, "
                                    "the HTML pages) again from their run files to compare. The folder may be "
                                    "anywhere and named anything. Exit status 1 with one line per problem.")
-    p.add_argument("results", nargs="?", default="results", help="the results folder (default: results)")
+    add_results_option(p, positional_alias=True)
     p.set_defaults(func=_verify)
 
     p = sub.add_parser("norm", help="print the MLM head norms of a checkpoint",
@@ -412,14 +366,19 @@ def build_parser() -> argparse.ArgumentParser:
                        "(<DIR>/models, <DIR>/data), for machines without internet: then run with "
                        "--config mirror=DIR and HF_HUB_OFFLINE=1.")
     _configfile_option(p)
-    p.add_argument("--mirror", required=True, metavar="DIR", type=path_argument("--mirror"), help="the mirror folder")
+    p.add_argument("--mirror", required=True, metavar="DIR", type=path_argument("--mirror"), help="the mirror folder (written)")
     p.add_argument("--force", action="store_true", help="fetch again what the mirror already has")
     p.add_argument("--dry-run", action="store_true", help="download nothing: list what the mirror lacks (exit 1 if any)")
     p.set_defaults(func=_prefetch)
 
     _add_plan_parser(sub)
+    from lsrbench.cli_expected import add_expected_parsers
+
+    add_expected_parsers(sub, _configfile_option)
     _add_mteb_parsers(sub)
-    _add_gc_parser(sub)
+    from lsrbench.cli_gc import add_gc_parser
+
+    add_gc_parser(sub)
     from lsrbench.ops.status import add_status_arguments
 
     add_status_arguments(p := sub.add_parser("status", help="running jobs, done/total per rule and an ETA of a grid"))

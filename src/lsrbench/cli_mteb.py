@@ -54,7 +54,9 @@ def mteb_paths(args, config: dict, config_file: str) -> tuple[Path, Path, Path]:
     from lsrbench.dag.declarations import eval_dir
     from lsrbench.dag.layout import Layout
 
-    results = Path(args.results)
+    from lsrbench.cli_options import results_folder
+
+    results = Path(results_folder(args, "mteb-check"))
     given = Path(args.run) if Path(args.run).is_dir() else results / "runs" / args.run
     if (given / "model").is_dir():
         return given, results / "data" / args.dataset / "eval", given / args.dataset / "metrics.tsv"
@@ -74,11 +76,13 @@ def mteb_paths(args, config: dict, config_file: str) -> tuple[Path, Path, Path]:
 
 def export_mteb(args) -> int:
     """``lsrbench export-mteb OUT``: every run's metrics in MTEB's result layout, and the lengths they were computed at."""
+    from lsrbench.cli_options import results_folder
     from lsrbench.report.mteb_results import evaluated_lengths, export_mteb_results
 
-    written = export_mteb_results(args.results, args.out)
+    results = results_folder(args, "export-mteb")
+    written = export_mteb_results(results, args.out)
     print(f"{args.out}: {len(written)} MTEB result files (mteb's ResultCache layout)")
-    for (query, document), runs in sorted(by_lengths(evaluated_lengths(args.results)).items()):
+    for (query, document), runs in sorted(by_lengths(evaluated_lengths(results)).items()):
         print(f"{len(runs)} results of trained runs were computed with texts cut at {query} query / {document} document "
               "tokens (evaluation.query_max_length / document_max_length, at most a backbone's positions; max_tokens in "
               "model_meta.json). A run's model/ saves its training lengths: to score it as these results do, set "

@@ -49,6 +49,9 @@ def device_description() -> dict:
     (evaluate, BM25, pool, the reports) is not made to import it for this record: that import
     alone costs seconds per job (issue 21.3)."""
     info = {"cpu": platform.processor() or platform.machine()}
+    model = cpu_model()
+    if model:
+        info["cpu_model"] = model  # numbers of a trained run differ between CPU models (docs/expected.md)
     torch = sys.modules.get("torch")
     if torch is None:
         return {**info, "torch": "not used"}
@@ -56,6 +59,17 @@ def device_description() -> dict:
     if torch.cuda.is_available():
         info["cuda"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
     return info
+
+
+def cpu_model() -> str | None:
+    """The processor's model name as the kernel reports it (Linux), else None."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip() or None
+    except OSError:
+        pass
+    return None
 
 
 def git_commit() -> str | None:

@@ -676,7 +676,7 @@ def _(ctx):
 
 @case("verify: no such results folder", lambda ctx: re.escape(str(ctx.tmp / "results")), r"not a folder")
 def _(ctx):
-    return [*LSRBENCH, "verify", str(ctx.tmp / "results")]
+    return [*LSRBENCH, "verify", "--results", str(ctx.tmp / "results")]
 
 
 @case("norm: truncated weights", r"command line", r"--model: cannot load '.*/model' as a masked-LM checkpoint")

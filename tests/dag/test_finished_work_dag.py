@@ -136,7 +136,7 @@ def test_a_truncated_finished_model_is_refused_before_the_job_that_reads_it(micr
                           f"checkpoint is damaged, and "
                           f"{index_dir(work, micro_run['config'], 'rand-roberta', '1', 'slice').relative_to(work)} "
                           f"would be computed from it; delete {run.relative_to(work)} to train it again "
-                          "(`lsrbench verify results` lists what else is damaged)"], output[-3000:]
+                          "(`lsrbench verify --results results` lists what else is damaged)"], output[-3000:]
         assert "rule index" not in proc.stdout and _files(work / "results") == before  # the other runs' too
 
 
@@ -150,7 +150,7 @@ def test_gc_with_another_config_keeps_what_the_reports_were_made_from(micro_run,
                         text=True)
     assert gc.returncode == 0, gc.stderr
     assert "keeping" in gc.stdout and "the reports in results were made from" in gc.stdout, gc.stdout
-    verify = subprocess.run([*LSRBENCH, "verify", "results"], cwd=work, capture_output=True, text=True)
+    verify = subprocess.run([*LSRBENCH, "verify", "--results", "results"], cwd=work, capture_output=True, text=True)
     assert verify.returncode == 0, verify.stdout[-2000:] + verify.stderr[-2000:]
     assert (eval_dir(work, micro_run["config"], "rand-roberta", "1", "slice") / "metrics.tsv").is_file()
     ignoring = subprocess.run([*LSRBENCH, "gc", "--ignore-reports", "--configfile", str(other)], cwd=work,

@@ -64,7 +64,7 @@ def test_one_refit_job_feeds_both_backbones_and_is_cached(tmp_path, vaswani_slic
     assert provenance["resolved_path"] == refit.path("model")
     # a finished run plans nothing; lsrbench verify traces every number through the re-fit
     assert "Nothing to be done" in run_snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(cfg)).stdout
-    verify = subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", str(work / "results")],
+    verify = subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", "--results", str(work / "results")],
                             capture_output=True, text=True)
     assert verify.returncode == 0, verify.stdout[-2000:] + verify.stderr[-2000:]
 

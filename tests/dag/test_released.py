@@ -105,6 +105,6 @@ def test_released_checkpoint_is_evaluated_beside_a_trained_run(tmp_path, vaswani
     assert "random RoBERTa 1L" in table
     assert "SPLADE-tiny (released) ‡" in (res / "table_beir.md").read_text()
     assert (res / "tradeoff.png").stat().st_size > 0 and (res / "loss_curves.png").stat().st_size > 0
-    proc = subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", str(res)], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", "--results", str(res)], capture_output=True, text=True,
                           cwd=work)
     assert proc.returncode == 0, proc.stderr

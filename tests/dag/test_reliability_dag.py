@@ -86,7 +86,7 @@ def test_manifests_hash_every_input_and_output(micro_run):
 
 
 def _verify(results: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", str(results)], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", "--results", str(results)], capture_output=True, text=True)
 
 
 @pytest.mark.drift

@@ -43,7 +43,7 @@ def _dry_run(work: Path, config: Path) -> dict[str, int]:
 
 
 def _verify(results: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", str(results)], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", "--results", str(results)], capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")

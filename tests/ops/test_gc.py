@@ -111,7 +111,7 @@ def test_gc_after_a_reverted_edit_removes_its_outputs_and_the_config_plans_nothi
     assert not any(p.exists() for p in away) and made and all(p.is_dir() for p in made)
     dry = run_snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(micro_run["config"])).stdout
     assert job_counts(dry) == {}
-    verify = subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", str(work / "results")],
+    verify = subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", "--results", str(work / "results")],
                             capture_output=True, text=True)
     assert verify.returncode == 0, verify.stderr
     params = json.loads((work / layout(micro_run["config"]).get("bm25", dataset="slice").path("params.json")).read_text())

@@ -20,7 +20,7 @@ from lsrbench.ops.plan import estimate_jobs
 def _plan(tmp_path, *args, config=REPO / "config/config.yaml"):
     out = tmp_path / "plan.json"
     # in this process (helpers.cli); its dry run is Snakemake's own process, as for a user
-    proc = lsrbench("plan", "--configfile", config, "-d", tmp_path, "--json", out, *args, cwd=REPO)
+    proc = lsrbench("plan", "--configfile", config, "--results", tmp_path / "results", "--json", out, *args, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout, json.loads(out.read_text())
 

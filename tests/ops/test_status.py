@@ -93,7 +93,7 @@ def test_running_job_progress_counts_and_eta(grid, tmp_path):
 
 
 def test_cli_marker_without_lock_is_an_interrupted_job(grid, capsys):
-    args = ["status", "--configfile", str(grid["config"]), "-d", str(grid["work"])]
+    args = ["status", "--configfile", str(grid["config"]), "--results", str(grid["work"] / "results")]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "Snakemake running here" in out and "train run=rand-roberta k=1 [job 4242]" in out
@@ -107,7 +107,7 @@ def test_cli_marker_without_lock_is_an_interrupted_job(grid, capsys):
 
 def test_cli_bad_plan_file_is_one_line(grid, tmp_path, capsys):
     (tmp_path / "bad.json").write_text("[1, 2]")
-    assert main(["status", "--configfile", str(grid["config"]), "-d", str(grid["work"]),
+    assert main(["status", "--configfile", str(grid["config"]), "--results", str(grid["work"] / "results"),
                  "--plan", str(tmp_path / "bad.json")]) != 0
     err = capsys.readouterr().err.strip()
     assert err == f"lsrbench: error: {tmp_path / 'bad.json'}: backbones: missing: not a plan of lsrbench plan --json FILE"
@@ -124,7 +124,7 @@ def test_cli_watch_prints_again_until_interrupted(grid, capsys, monkeypatch):
             raise KeyboardInterrupt
 
     monkeypatch.setattr(status.time, "sleep", sleep)
-    assert main(["status", "--configfile", str(grid["config"]), "-d", str(grid["work"]), "--watch", "2.5"]) == 0
+    assert main(["status", "--configfile", str(grid["config"]), "--results", str(grid["work"] / "results"), "--watch", "2.5"]) == 0
     assert sleeps == [2.5, 2.5] and capsys.readouterr().out.count("lsrbench status: ") == 2
     assert main(["status", "--watch", "0"]) == 2  # one line (lsrbench.cli_errors.OneLineParser)
     assert "--watch: '0': expected a number of seconds above 0" in capsys.readouterr().err

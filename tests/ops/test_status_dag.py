@@ -23,7 +23,7 @@ STEPS = 400  # long enough for a few progress lines (every 5 %) while status is 
 
 
 def _status(cfg, work) -> str:
-    proc = subprocess.run([sys.executable, "-m", "lsrbench", "status", "--configfile", str(cfg), "-d", str(work)],
+    proc = subprocess.run([sys.executable, "-m", "lsrbench", "status", "--configfile", str(cfg), "--results", str(work / "results")],
                           cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout

@@ -168,3 +168,62 @@ def test_loss_curves_show_the_chance_level_in_every_panel():
         assert [tuple(line.get_ydata()) for line in dotted] == [(math.log(8), math.log(8))]
     assert "chance level: ln 8 = 2.08 (every candidate scored alike)" in [t.get_text() for t in fig.legends[0].texts]
     assert loss_data(runs, BACKBONES, batch_size=None)["chance_level"] is None
+
+
+def _panel_heights(fig, axes) -> list[float]:
+    renderer = fig.canvas.get_renderer()
+    return [a.get_window_extent(renderer).height for a in axes]
+
+
+def test_tradeoff_without_a_run_near_the_best_is_one_axis():
+    """The tiny default's shape: every run far below BM25. Before, a broken axis gave 3/4 of the
+    height to a panel holding BM25's line alone (ticks 0.4755-0.4775) and squeezed the runs into the
+    rest; now one axis holds the line and every run."""
+    tiny = {("orig", "1"): (0.237, 155.1), ("orig", "16"): (0.012, 141.4), ("orig+untie", "16"): (0.137, 558.8),
+            ("twin", "1"): (0.072, 78.7), ("twin", "16"): (0.249, 195.4)}
+    rows = [(r, k, "d", m, v) for (r, k), (score, flops) in tiny.items()
+            for m, v in (("nDCG@10", score), ("FLOPs", flops), ("collapsed", 0.0))] + [("BM25", "-", "d", "nDCG@10", 0.477)]
+    fig, axes, labels = plots.tradeoff_figure(pd.DataFrame(rows, columns=METRIC_COLUMNS), REPORT, BACKBONES)
+    (ax,) = axes
+    lo, hi = ax.get_ylim()
+    assert lo <= 0.012 and hi >= 0.477
+    runs_span = (0.249 - 0.012) / (hi - lo)
+    assert runs_span > 0.4  # the runs take almost half the height, not a strip
+    assert sorted(t.get_text() for t in labels) == sorted(f"k={k}" for _, k in tiny)
+
+
+def test_tradeoff_break_is_sized_by_what_each_panel_holds(metrics):
+    """The fixture: 5 runs and BM25 near the best, 3 runs far below: the panels' heights are 6:3."""
+    fig, axes, _ = plots.tradeoff_figure(metrics, REPORT, BACKBONES)
+    upper, lower = _panel_heights(fig, axes)
+    assert upper / (upper + lower) == pytest.approx(2 / 3, abs=0.01)
+    assert plots.panel_heights([0.5, 0.01, 0.02, 0.03, 0.04, 0.05], (0.45, 0.55)) == pytest.approx(
+        [plots.MIN_PANEL / (plots.MIN_PANEL + 5 / 6), (5 / 6) / (plots.MIN_PANEL + 5 / 6)])  # never under MIN_PANEL
+
+
+def test_norms_figure_leaves_out_a_statistic_nobody_measured():
+    """Before: a third panel 'max logit per text at k = 1 (probe)' with no bar, when the probe did
+    not run. Now no empty panel: the figure says, below, what it leaves out and why."""
+    norms = {"orig": {"frobenius_norm": 119.9, "mean_row_norm": 0.69},
+             "twin": {"frobenius_norm": 1199.2, "mean_row_norm": 6.9}}
+    fig, axes = plots.norms_figure(norms, {"orig": "1", "twin": "16"}, {}, BACKBONES)
+    assert len(axes) == 2 and all(max(p.get_width() for p in ax.patches) > 0 for ax in axes)
+    assert "max logit" in fig._supxlabel.get_text() and "probe did not run" in fig._supxlabel.get_text()  # noqa: SLF001
+    probed = {**norms, "orig": {**norms["orig"], "max_logit": 7.4}}
+    assert len(plots.norms_figure(probed, {}, {}, BACKBONES)[1]) == 3
+
+
+def test_panel_titles_stay_inside_the_figure():
+    """Before: the x10 twin's panel title ran past the right edge of loss_curves.png. Each title,
+    however long its backbone's label, is inside the figure and does not reach the next title."""
+    long = {"orig": {"model": "m", "label": "SPLADE-tiny MLM re-fit (BERT 2L, tied head)"},
+            "twin": {"model": "m", "label": "SPLADE-tiny MLM re-fit x10 head (synthetic large-norm twin)",
+                     "synthetic": True}}
+    runs = {name: {"1": [(s, 2.0 / s) for s in range(1, 21)]} for name in ("orig", "orig+untie", "twin")}
+    fig, axes, _ = plots.loss_figure(runs, long)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [ax.title.get_window_extent(renderer) for ax in axes]
+    for box in boxes:
+        assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and box.y1 <= fig.bbox.y1
+    assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:]))

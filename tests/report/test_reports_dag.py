@@ -31,7 +31,7 @@ CLAIMS = {"datasets": ["slice"], "resamples": 200, "list": [
 
 
 def _verify(results: Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", str(results)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", "--results", str(results)], capture_output=True,
                           text=True, cwd=cwd)
 
 

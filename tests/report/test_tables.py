@@ -218,8 +218,9 @@ def test_norms_markdown_never_prints_nan(tmp_path):
                                 "bias_norm": None, "vocab_size": 5, "hidden_size": 2, "tied": True}))
     md = tables.norms_markdown({"small": str(path)}, BACKBONES)
     row = [line for line in md.splitlines() if line.startswith("| Small")][0]
-    assert [c.strip() for c in row.strip("|").split("|")] == ["Small", "1.500", "–", "2.000", "–", "–", "–", "5", "2",
-                                                               "yes"]
+    # not probed: the probe's two columns are left out (a note says so), not shown as all "–"
+    assert [c.strip() for c in row.strip("|").split("|")] == ["Small", "1.500", "–", "2.000", "–", "5", "2", "yes"]
+    assert "max logit" not in md.split("\n\n")[2] and "step-0 probe did not run" in md
 
 
 def test_released_run_is_labelled_and_has_no_k_sweep_to_correlate(metrics, evidence):

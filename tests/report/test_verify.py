@@ -151,7 +151,7 @@ def _problems(work: Path) -> list[str]:
 
 
 def test_untouched_tree_verifies_and_every_cell_is_recorded(built):
-    proc = subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", str(built / "results")],
+    proc = subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", "--results", str(built / "results")],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().endswith(": ok") and "table1.md cells checked" in proc.stdout
@@ -187,7 +187,7 @@ def test_edited_number_in_table1_is_named_with_its_cell(work):
     assert "0.550" in line
     lines[i] = line.replace("0.550", "0.650")
     md.write_text("\n".join(lines) + "\n")
-    proc = subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", str(work / "results")],
+    proc = subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", "--results", str(work / "results")],
                           capture_output=True, text=True)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     err = proc.stderr.splitlines()
@@ -299,7 +299,7 @@ def test_moved_tree_still_verifies(built, tmp_path):
 # -- the other reports (issue 23, items 2 and 3) -------------------------------------------------
 
 def _cli_verify(results: Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", str(results)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "lsrbench.cli", "verify", "--results", str(results)], capture_output=True,
                           text=True, cwd=cwd)
 
 

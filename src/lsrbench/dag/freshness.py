@@ -60,7 +60,7 @@ def _check_finished_checkpoints(layout, item, made: set[Path], whole: set[Path])
         if damaged:
             raise InputError(damaged[0], None, f"{damaged[1]}: a finished checkpoint is damaged, and {item.folder} "
                                                f"would be computed from it; delete {path.parent} to train it again "
-                                               "(`lsrbench verify results` lists what else is damaged)")
+                                               "(`lsrbench verify --results results` lists what else is damaged)")
         whole.add(path)
 
 

@@ -21,7 +21,7 @@ from lsrbench.model.probe_names import LOGIT_STATISTICS
 from lsrbench.names import POOLED, PROBE_K
 from lsrbench.report.config_record import report_backbones, report_settings
 
-__all__ = ["REPORTS", "ReportRules", "report_outputs", "html_pages", "claims_datasets", "job_threads",
+__all__ = ["REPORTS", "ReportRules", "report_outputs", "row_targets", "html_pages", "claims_datasets", "job_threads",
            "corpus_sharing_datasets", "uses_probe", "used_reports", "manifest_path", "MANIFESTS", "HTML_RULE",
            "PROBE_REPORTS"]
 
@@ -55,6 +55,19 @@ def _run_metric_files(layout) -> list[list[str]]:
     if pooled_flops_datasets(config):
         rows += [[*key.values(), POOLED, layout.get("pooled", **key).path("metrics.tsv")] for key in run_keys(config)]
     return rows
+
+
+def row_targets(layout, run: str, k: str) -> list[str]:
+    """The files of Table 1's row (``run``, ``k``): every seed's metric files of the run (its
+    evaluations, and pooled FLOPs), or BM25's (``run`` BM25); what builds that row and no other
+    (``lsrbench run --row``). Empty when the row is not one of the config's."""
+    from lsrbench.names import BM25
+
+    if run == BM25:
+        config = layout.config
+        return ([layout.get("bm25", dataset=d).path("metrics.tsv") for d in config["evaluation"]["datasets"]]
+                if config["report"]["bm25"] else [])
+    return [row[-1] for row in _run_metric_files(layout) if row[0] == run and str(row[1]) == str(k)]
 
 
 def _metric_files(layout) -> list[str]:

@@ -132,7 +132,7 @@ def load_trained_encoder(model_dir: str, device: str, **kwargs):
             raise library from None
         file, problem = damaged if damaged else (Path(model_dir), f"damaged ({' '.join(str(exc).split())})")
         raise InputError(file, None, f"cannot load the trained model: {problem}; delete {Path(model_dir).parent} "
-                                     "to train it again (`lsrbench verify results` lists what else is damaged)") from None
+                                     "to train it again (`lsrbench verify --results results` lists what else is damaged)") from None
 
 
 def position_limit(transformer) -> int | None:

@@ -16,11 +16,12 @@ __all__ = ["probe_targets", "probe_command", "run_probe", "add_probe_arguments"]
 
 def add_probe_arguments(parser) -> None:
     """``lsrbench probe``'s options besides ``--configfile``."""
-    parser.add_argument("--mirror", metavar="DIR",
-                        help="read models and data from this mirror folder (--config mirror=DIR)")
+    from lsrbench.cli_options import add_mirror_option, add_results_option
+
+    add_mirror_option(parser)
     parser.add_argument("--cores", metavar="N", help="cores for snakemake (default: all)")
     parser.add_argument("--snakefile", help="the Snakefile (default: ./Snakefile, else the installed checkout's)")
-    parser.add_argument("-d", "--directory", default=".", help="the working directory (default: .)")
+    add_results_option(parser, directory_alias=True)  # snakemake runs in the folder that holds it
     parser.add_argument("-n", "--dry-run", action="store_true", help="list the probe's jobs without running them")
 
 

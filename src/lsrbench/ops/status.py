@@ -379,7 +379,7 @@ def show_status(config_files: list[str], overrides: dict | None, directory: str,
 
     workdir = Path(directory)
     if not workdir.is_dir():
-        raise InputError(directory, None, "working directory not found")
+        raise InputError(directory, None, "not found (the folder that holds the results folder)")
     plan = _read_plan(plan_file)
     # the digest cache is read, never written: status changes nothing in the results folder
     digests = FileDigests(workdir / "results" / ".cache" / "file-digests.json")
@@ -406,9 +406,12 @@ def add_status_arguments(p) -> None:
                      "jobs with the last progress line of their logs, done/total per rule, and an ETA from the "
                      "measured job times, the logs' rates and lsrbench plan's estimates (--plan). Run it where "
                      "the working directory is (docs/cluster.md).")
-    p.add_argument("-d", "--directory", default=".", help="the working directory the grid runs in (default: .)")
+    from lsrbench.cli_options import add_mirror_option, add_results_option
+
+    add_results_option(p, directory_alias=True)  # the grid runs in the folder that holds it
+    add_mirror_option(p, "the mirror folder the grid runs with (--config mirror=DIR)")
     p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
-                   help="the --config values the grid runs with (e.g. mirror=../shared)")
+                   help="the other --config values the grid runs with")
     p.add_argument("--plan", metavar="FILE", help="a plan written by lsrbench plan --json FILE: its estimate per job "
                                                   "for train, index and evaluate jobs nothing was measured for yet")
     p.add_argument("--watch", type=_seconds, metavar="SECONDS", help="print it again every SECONDS until all is done")

@@ -16,7 +16,7 @@ from lsrbench.report.figure_data import NORM_STATISTICS, loss_data, norms_data, 
 from lsrbench.report.render import MISSING
 from lsrbench.report.results import read_mean_metrics, run_label
 
-__all__ = ["pyplot", "save_figure", "tradeoff_figure", "plot_tradeoff", "k_colors", "rolling_mean", "loss_figure",
+__all__ = ["pyplot", "save_figure", "panel_heights", "tradeoff_figure", "plot_tradeoff", "k_colors", "rolling_mean", "loss_figure",
            "loss_runs", "plot_loss_curves", "norms_figure", "plot_norms"]
 
 
@@ -68,22 +68,36 @@ def _coincident_sizes(pts: pd.DataFrame, base: float) -> tuple[list[float], list
     return sizes, rings
 
 
+# A panel of the broken y axis gets at least this share of the height, however narrow its range.
+MIN_PANEL = 0.22
+
+
 def _score_ranges(scores: list[float], bm25: float | None) -> tuple[tuple[float, float], tuple[float, float] | None]:
     """y ranges of the upper panel (runs within BAND of the best, and BM25) and of the lower one
-    (None when every run is in the band)."""
+    (None when one axis holds everything: no run far below the best, or no run near it, only BM25's
+    line, which a panel of its own would spend the figure on)."""
     values = [*scores, *([bm25] if bm25 is not None else [])]
     if not values:
         return (0.0, 1.0), None
-    best = max(values)
-    floor = BAND * best
-    upper = [v for v in values if v >= floor]
-    lower = [v for v in scores if v < floor]
 
     def padded(lo, hi, share=0.12):
         pad = max(hi - lo, 0.01) * share
         return lo - pad, hi + pad
 
-    return padded(min(upper), max(upper)), (padded(max(0.0, min(lower)), max(lower), 0.25) if lower else None)
+    floor = BAND * max(values)
+    upper = [v for v in values if v >= floor]
+    lower = [v for v in scores if v < floor]
+    if not lower or not any(v >= floor for v in scores):
+        return padded(max(0.0, min(values)) if lower else min(values), max(values)), None
+    return padded(min(upper), max(upper)), padded(max(0.0, min(lower)), max(lower), 0.25)
+
+
+def panel_heights(values: list[float], upper: tuple[float, float]) -> list[float]:
+    """Height ratios of the two panels of a broken y axis, sized by what each holds: its share of
+    the markers and lines (``values``: the runs' scores and BM25's), at least MIN_PANEL each."""
+    above = sum(1 for v in values if v >= upper[0])
+    shares = [max(MIN_PANEL, n / len(values)) for n in (above, len(values) - above)]
+    return [share / sum(shares) for share in shares]
 
 
 def _break_marks(upper, lower) -> None:
@@ -144,7 +158,8 @@ def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict):
     upper_range, lower_range = _score_ranges(list(pts["score"]), bm25["score"] if bm25 else None)
     fig = plt.figure(figsize=(7.2, 5.4 if lower_range else 4.8), dpi=150, layout="constrained")
     if lower_range:
-        ax, low = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+        ax, low = fig.subplots(2, 1, sharex=True, gridspec_kw={
+            "height_ratios": panel_heights([*pts["score"], *([bm25["score"]] if bm25 else [])], upper_range)})
         axes = [ax, low]
     else:
         ax = fig.subplots()
@@ -184,7 +199,8 @@ def plot_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: 
     """FLOPs (x, log scale) against the tradeoff measure, one marker per run coloured by backbone,
     each labelled with its k where no other label is, coincident runs drawn concentric, the Pareto
     frontier dashed and BM25 dotted. Runs scoring below BAND of the best go to a lower panel of a
-    broken y axis, so the competitive runs are not squeezed together by a y axis from 0."""
+    broken y axis (each panel as high as the range it shows), so the competitive runs are not
+    squeezed together by a y axis from 0; with no run near the best (BM25 alone there), one axis."""
     plt = pyplot()
     metrics = read_mean_metrics(metrics_csv)
     fig, _, _ = tradeoff_figure(metrics, report_cfg, backbones)
@@ -217,6 +233,8 @@ def loss_figure(runs: dict[str, dict[str, list]], backbones: dict, key: str = "r
     """The loss-curves figure (see :func:`plot_loss_curves`); returns ``(figure, axes, window)``.
     ``chance``: ``{"candidates_per_query", "chance_level"}`` (:func:`lsrbench.report.figure_data.loss_data`),
     drawn in every panel."""
+    import textwrap
+
     plt = pyplot()
     order = {name: i for i, name in enumerate(backbones)}
     # released (evaluate-only) runs have no training log: no panel
@@ -246,7 +264,8 @@ def loss_figure(runs: dict[str, dict[str, list]], backbones: dict, key: str = "r
         if chance and chance.get("chance_level") is not None:
             ax.axhline(chance["chance_level"], color="black", linewidth=0.9, linestyle=":", zorder=1)
             top = max(top, chance["chance_level"])
-        ax.set_title(run_label(name, backbones), fontsize=8.5)
+        # wrapped to the panel's width (about 45 characters at this size), so no title runs past its frame
+        ax.set_title(textwrap.fill(run_label(name, backbones), 45), fontsize=8.5)
         ax.set_xlabel("training step")
         ax.grid(True, alpha=0.3)
     for ax in axes[len(names):]:
@@ -307,12 +326,18 @@ def norms_figure(norms: dict[str, dict], best: dict[str, str], autos: dict[str, 
 
     plt = pyplot()
     names = list(norms)
-    fig = plt.figure(figsize=(12.0, 1.3 + 0.55 * max(1, len(names))), dpi=140, layout="constrained")
-    axes = fig.subplots(1, len(NORM_PANELS), sharey=True, gridspec_kw={"width_ratios": [1.7] + [1] * (len(NORM_PANELS) - 1)})
+    # a statistic no backbone has (the probe's, when it did not run) gets no panel, but a note
+    panels = [(i, key, title) for i, (key, title) in enumerate(NORM_PANELS)
+              if any(_finite(norms[n].get(key)) for n in names) or i == 0]
+    left_out = [title for key, title in NORM_PANELS if key not in {k for _, k, _ in panels}]
+    ratios = [1.7] + [1] * (len(panels) - 1)
+    fig = plt.figure(figsize=(2.4 + 9.6 * sum(ratios) / 3.7, 1.3 + 0.55 * max(1, len(names)) + 0.25 * bool(left_out)),
+                     dpi=140, layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(panels), sharey=True, gridspec_kw={"width_ratios": ratios}))
     y = np.arange(len(names))[::-1]
-    for i, (ax, (key, title)) in enumerate(zip(axes, NORM_PANELS)):
+    for ax, (i, key, title) in zip(axes, panels):
         values = [norms[n].get(key) for n in names]
-        shown = [v if isinstance(v, (int, float)) and np.isfinite(v) else 0.0 for v in values]
+        shown = [v if _finite(v) else 0.0 for v in values]
         bars = ax.barh(y, shown, color=("#3182bd", "#31a354", "#e6550d")[i], height=0.6)
         for bar, name, value in zip(bars, names, values):
             note = MISSING if value is None else f"{value:.4g}"
@@ -326,15 +351,22 @@ def norms_figure(norms: dict[str, dict], best: dict[str, str], autos: dict[str, 
     axes[0].set_yticks(y, [textwrap.fill(run_label(n, backbones), 30) for n in names], fontsize=8)
     fig.suptitle("MLM head statistics as loaded (before dividing by k) and the best rescale factor k per backbone",
                  fontsize=10)
-    return fig, axes
+    if left_out:
+        fig.supxlabel("Not measured here, so not shown: " + "; ".join(left_out)
+                      + " (the step-0 probe did not run: lsrbench probe)", fontsize=7.5, color="0.35")
+    return fig, list(axes)
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and bool(np.isfinite(value))
 
 
 def plot_norms(norm_files: dict[str, str], metrics_csv: str, report_cfg: dict, backbones: dict, out_png: str,
                auto_cfg: dict | None = None, probes: list[dict] | None = None) -> dict:
-    """Three head statistics per backbone as horizontal bars on linear scales (issue 18, item 7):
+    """The head statistics per backbone as horizontal bars on linear scales (issue 18, item 7):
     the Frobenius norm (with the best k found by the sweep and, with ``auto_k`` configured, the k
     it would choose), the mean row norm, and the largest logit per text at k = 1 from the probe's
-    results (``probes``; ``–`` where a backbone was not probed)."""
+    results (``probes``; ``–`` where a backbone was not probed; no panel, but a note, where none was)."""
     from lsrbench.model.auto_k import head_statistics, probe_at_k1
     from lsrbench.report.table1 import auto_k_values
 

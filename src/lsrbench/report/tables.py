@@ -159,13 +159,17 @@ def norms_markdown(norm_files: dict[str, str], backbones: dict, probes: list[dic
             "tied": "yes" if n["tied"] else "no",
         })
     df = pd.DataFrame(rows).sort_values("‖W‖_F", ascending=False, kind="stable")
-    body = markdown_table(df)
+    probed = df[["max logit", "mean w (active)"]].notna().any(axis=None)
+    probe_text = ("max logit: the mean over the probe's documents of the largest logit, and mean w: the mean "
+                  "activation log1p(relu(logit)) of active terms, both at k = 1 (the probe; "
+                  f"{MISSING} where a backbone was not probed)." if probed else
+                  "The probe's logit scale at k = 1 (max logit, mean activation) is not shown: the step-0 probe "
+                  "did not run for this folder (lsrbench probe, or probe.with_grid: true).")
+    body = markdown_table(df if probed else df.drop(columns=["max logit", "mean w (active)"]))
     return (
         "# MLM head norms\n\n"
         "Norms of the vocabulary projection W_head (rows w_j, one per vocabulary term) and its bias b, "
-        "as loaded (before the rescale by k). max logit: the mean over the probe's documents of the largest "
-        "logit, and mean w: the mean activation log1p(relu(logit)) of active terms, both at k = 1 "
-        f"(the probe; {MISSING} where a backbone was not probed). The Frobenius norm grows with the square "
+        f"as loaded (before the rescale by k). {probe_text} The Frobenius norm grows with the square "
         "root of the vocabulary size at equal rows; the logits are what SPLADE sees (docs/claims.md).\n\n"
         + body + "\n\n" + _rankings(df) + "\n"
         + "".join(f"\n{note}\n" for note in label_notes(backbones))
@@ -208,7 +212,10 @@ def auto_k_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, no
     if not rows:
         return ""
     stat = auto_cfg["statistic"]
+    frame = pd.DataFrame(rows)
+    ran_auto = frame[f"{first} at auto k"].notna().any()
+    lost = (f"'lost by auto k' is measured only where the config also ran k: auto (otherwise {MISSING})." if ran_auto
+            else "No backbone ran k: auto here, so what auto k would lose is not measured (add auto to a backbone's k).")
     return ("\n## Choosing k without a sweep\n\n"
-            f"auto k = {stat} of the backbone / {stat} of {auto_cfg['reference']}. 'lost by auto k' is measured "
-            f"only where the config also ran k: auto (otherwise {MISSING}).\n\n"
-            + markdown_table(pd.DataFrame(rows)) + "\n")
+            f"auto k = {stat} of the backbone / {stat} of {auto_cfg['reference']}. {lost}\n\n"
+            + markdown_table(frame if ran_auto else frame.drop(columns=[f"{first} at auto k", "lost by auto k"])) + "\n")

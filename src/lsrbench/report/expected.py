@@ -1,0 +1,231 @@
+"""``lsrbench expected``: a finished results folder against the values the project expects of its
+config, with a tolerance per number (docs/expected.md). The expected values are data, one file per
+config under ``config/expected/`` (``config:`` names the config it is for): every number of every
+Table 1 cell (``table1``) and the difference of every tested claim (``claims``), each with the
+tolerance its ``basis`` justifies (``bases``: how it was measured); a number the file gives no value
+for says why (``expected: null``, ``why``).
+
+A number is ``[OK]`` when ``|found - expected| <= tolerance``, ``[FAIL]`` otherwise; one the folder
+does not have yet, or the file has no value for, is ``[--]`` and named. Where ``lsrbench verify``
+checks that a folder's numbers are the ones its own files make, this checks them against what a
+reproduction should give.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from lsrbench.errors import InputError
+
+__all__ = ["EXPECTED_FOLDER", "Check", "OK", "FAIL", "UNCHECKED", "load_expected", "find_expected", "folder_config",
+           "table1_numbers", "claim_differences", "check_folder", "tolerance_for", "check_lines", "summary_line",
+           "number_key"]
+
+EXPECTED_FOLDER = Path("config") / "expected"
+OK, FAIL, UNCHECKED = "OK", "FAIL", "--"
+
+
+@dataclass
+class Check:
+    """One number of the folder against its expected value (``status``: OK, FAIL or -- with ``why``)."""
+
+    key: str
+    status: str
+    expected: float | None = None
+    tolerance: float | None = None
+    found: float | None = None
+    why: str = ""
+
+
+def number_key(entry: dict) -> tuple[str, str, str, str]:
+    """The identity of a Table 1 number: (backbone, k, column, measure); a claim's: ("claim", id, backbone, "")."""
+    if "claim" in entry:
+        return ("claim", str(entry["claim"]), str(entry.get("backbone") or ""), "")
+    return (str(entry["backbone"]), str(entry["k"]), str(entry["column"]), str(entry["measure"]))
+
+
+def _label(key: tuple[str, str, str, str]) -> str:
+    if key[0] == "claim":
+        return f"claim {key[1]}" + (f" [{key[2]}]" if key[2] else "") + ": difference"
+    backbone, k, column, measure = key
+    shown = column if measure in column or column == measure else f"{column} ({measure})"
+    return f"{backbone} k={k}: {shown}"
+
+
+def load_expected(path: str | Path) -> dict:
+    """An expected-values file, checked: one line naming the file and field where it is malformed."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(path, None, f"cannot read expected values: {exc}".splitlines()[0]) from None
+    if not isinstance(data, dict) or not isinstance(data.get("config"), str):
+        raise InputError(path, "config", "an expected-values file starts with 'config: <the config file it is for>'")
+    for section in ("table1", "claims"):
+        for i, entry in enumerate(data.get(section) or []):
+            _check_entry(path, f"{section}[{i}]", entry, data.get("bases") or {})
+    return data
+
+
+def _check_entry(path: Path, where: str, entry, bases: dict) -> None:
+    needed = ("claim",) if where.startswith("claims") else ("backbone", "k", "column", "measure")
+    if not isinstance(entry, dict) or any(key not in entry for key in needed):
+        raise InputError(path, where, f"needs {', '.join(needed)}")
+    if entry.get("expected") is None:
+        if not entry.get("why"):
+            raise InputError(path, f"{where}.why", "a number without an expected value says why")
+        return
+    for field in ("expected", "tolerance"):
+        if not isinstance(entry.get(field), (int, float)) or not math.isfinite(entry[field]):
+            raise InputError(path, f"{where}.{field}", "not a number")
+    if entry["tolerance"] < 0:
+        raise InputError(path, f"{where}.tolerance", "negative")
+    if entry.get("basis") not in bases:
+        raise InputError(path, f"{where}.basis", f"'{entry.get('basis')}' is not one of bases: {', '.join(bases)}")
+
+
+def folder_config(results: str | Path) -> dict:
+    """The config record of the folder's Table 1 (``{"id", "files", "snapshot"}``)."""
+    cells = _read_json(Path(results) / "table1.cells.json")
+    return cells.get("config") or {}
+
+
+def find_expected(results: str | Path, root: str | Path | None = None) -> Path:
+    """The expected-values file of the config the folder was made with (its last config file,
+    as table1.cells.json records it), under ``root``/config/expected (root: the checkout)."""
+    from lsrbench.config.layers import workflow_dir
+
+    files = folder_config(results).get("files") or []
+    folder = Path(root or workflow_dir()) / EXPECTED_FOLDER
+    for path in sorted(folder.glob("*.yaml")):
+        if files and load_expected(path)["config"] == files[-1]:
+            return path
+    raise InputError(Path(results) / "table1.cells.json", "config.files",
+                     f"no expected values for {', '.join(files) or 'an unnamed config'} in {folder}: give --expected FILE")
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(path, None, "not found: is this a finished results folder? (snakemake --cores 2 "
+                                     f"results/{path.name.replace('.cells.json', '.md')})") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(path, None, f"unreadable: {exc}") from None
+
+
+def table1_numbers(cells: dict) -> dict[tuple, float]:
+    """Every number of table1.cells.json by :func:`number_key` (with several seeds, their mean); a
+    cell shown as '–' (no value: BM25's FLOPs) has none."""
+    out = {}
+    for row in cells.get("rows", []):
+        for cell in row["cells"]:
+            for number in cell.get("numbers", []):
+                if "measure" in number and number.get("value") is not None:  # not auto k's ratio of two norms
+                    out[(row["backbone"], row["k"], cell["column"], number["measure"])] = number["value"]
+    return out
+
+
+def claim_differences(claims: dict, metrics) -> dict[tuple, tuple[float | None, str]]:
+    """Each claim's difference by :func:`number_key` with its verdict: a comparison's ``difference``
+    as claims.json records it; for a claim over several backbones (``best_k_above``), one per
+    backbone, its two runs' mean scores (:func:`lsrbench.report.results.mean_score`) apart."""
+    from lsrbench.report.results import mean_score
+
+    out: dict[tuple, tuple[float | None, str]] = {}
+    for claim in claims.get("claims", []):
+        verdict = claim.get("verdict", "")
+        if claim.get("difference") is not None:
+            out[("claim", claim["id"], "", "")] = (float(claim["difference"]), verdict)
+            continue
+        runs = claim.get("runs") or []
+        if claim.get("type") != "best_k_above" or len(runs) % 2:
+            continue
+        for (run_a, k_a), (run_b, k_b) in zip(runs[::2], runs[1::2]):
+            a = mean_score(metrics, run_a, str(k_a), claims["measure"], claim["datasets"])
+            b = mean_score(metrics, run_b, str(k_b), claims["measure"], claim["datasets"])
+            out[("claim", claim["id"], run_a, "")] = (None if a is None or b is None else a - b, verdict)
+    return out
+
+
+def check_folder(results: str | Path, expected: dict) -> list[Check]:
+    """Every number of ``expected`` against the folder: its Table 1 (table1.cells.json) and claims
+    (claims.json, metrics.csv); then the folder's numbers the file has no value for. A folder of m
+    training seeds (recipe.seeds) shows means over them: a seed-derived tolerance is then that of a
+    mean of m runs (:func:`tolerance_for`)."""
+    results = Path(results)
+    cells = _read_json(results / "table1.cells.json")
+    found, seeds = table1_numbers(cells), len(cells.get("seeds") or []) or 1
+    claims_path = results / "claims.json"
+    claims = {}
+    if claims_path.is_file():
+        from lsrbench.report.results import read_mean_metrics
+
+        claims = claim_differences(_read_json(claims_path), read_mean_metrics(str(results / "metrics.csv")))
+    entries = [*(expected.get("table1") or []), *(expected.get("claims") or [])]
+    checks = [_check_one(e, found, claims, claims_path.is_file(), tolerance_for(e, expected, seeds)) for e in entries]
+    listed = {number_key(e) for e in entries}
+    extra = [key for key in [*found, *claims] if key not in listed]
+    checks += [Check(_label(key), UNCHECKED, found=found.get(key, claims.get(key, (None,))[0]),
+                     why="no expected value for it (not in the expected-values file)") for key in extra]
+    return checks
+
+
+def tolerance_for(entry: dict, expected: dict, seeds: int = 1) -> tuple[float | None, str]:
+    """The tolerance of one number, and its basis, for a folder whose numbers are means over
+    ``seeds`` training seeds: the file's (one run) for one seed; for a seed-derived number the
+    prediction interval of a mean of ``seeds`` new runs, ``quantile * sd * sqrt(1/seeds + 1/n)``
+    (``seeds_rule``: n and the quantile the file's tolerances were made with)."""
+    if entry.get("expected") is None:
+        return None, ""
+    rule = expected.get("seeds_rule") or {}
+    if seeds > 1 and entry.get("basis") == "seeds" and entry.get("sd") is not None and rule:
+        tol = rule["quantile"] * entry["sd"] * math.sqrt(1 / seeds + 1 / rule["n"])
+        return tol, f"seeds, for a mean of {seeds} seeds"
+    return float(entry["tolerance"]), entry.get("basis", "")
+
+
+def _check_one(entry: dict, found: dict, claims: dict, have_claims: bool, tolerance: tuple) -> Check:
+    key = number_key(entry)
+    label = _label(key)
+    if key[0] == "claim":
+        value, verdict = claims.get(key, (None, ""))
+        missing = ("no claims.json in the folder yet (snakemake --cores 2 results/claims.md)" if not have_claims
+                   else f"not in claims.json{' (' + verdict + ')' if verdict else ''}")
+    else:
+        value, missing = found.get(key), "not in this folder's Table 1 yet"
+    if entry.get("expected") is None:
+        return Check(label, UNCHECKED, found=value, why=entry["why"])
+    exp, (tol, basis) = float(entry["expected"]), tolerance
+    if value is None:
+        why = missing if key not in found and key not in claims else "no value in the folder (the run has none)"
+        return Check(label, UNCHECKED, exp, tol, why=why)
+    status = OK if abs(value - exp) <= tol + 1e-12 else FAIL
+    return Check(label, status, exp, tol, float(value), why=basis)
+
+
+def _num(value: float | None, digits: int = 4) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def check_lines(checks: list[Check]) -> list[str]:
+    """One line per number: ``[OK]``/``[FAIL]`` with expected ± tolerance and found, ``[--]`` with why."""
+    lines = []
+    for c in checks:
+        if c.status == UNCHECKED:
+            lines.append(f"[--]   {c.key}: not checked: {c.why}" + (f" (found {_num(c.found)})" if c.found is not None else ""))
+        else:
+            lines.append(f"[{c.status}]{' ' * (5 - len(c.status))}{c.key}: expected {_num(c.expected)} ± "
+                         f"{_num(c.tolerance)}, found {_num(c.found)} ({c.found - c.expected:+.4f}; {c.why})")
+    return lines
+
+
+def summary_line(checks: list[Check], results, expected_file) -> str:
+    counts = {s: sum(c.status == s for c in checks) for s in (OK, FAIL, UNCHECKED)}
+    return (f"{results} against {expected_file}: {counts[OK]} OK, {counts[FAIL]} FAIL, "
+            f"{counts[UNCHECKED]} not checked")

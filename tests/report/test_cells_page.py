@@ -1,0 +1,76 @@
+"""One command per cell: ``lsrbench run --row RUN/kK`` builds Table 1's row and nothing else
+(Snakemake's own dry run of the targets it names), and ``lsrbench cells`` lists that command, the
+expected value and the cost of every row and claim; docs/cells-tiny.md and docs/cells-paper.md are
+its output for the repository's configs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from helpers.cli import lsrbench
+from helpers.paths import REPO
+from helpers.snakemake import job_counts, micro_config, toy_inputs
+
+PAGES = {"docs/cells-tiny.md": ["--expected", "config/expected/tiny.yaml", "--plan",
+                                "benchmark/results/plan-tiny_default.json"],
+         "docs/cells-paper.md": ["--configfile", "config/paper.yaml", "--expected", "config/expected/paper.yaml",
+                                 "--plan", "benchmark/results/plan-paper.json"]}
+
+
+def _run_row(config, work, *rows: str) -> subprocess.CompletedProcess:
+    args = [a for row in rows for a in ("--row", row)]
+    return subprocess.run([sys.executable, "-m", "lsrbench", "run", *args, "--configfile", str(config), "-n",
+                           "--", "-d", str(work)], cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow  # three of Snakemake's dry runs of a micro config
+def test_run_row_plans_that_row_alone(tmp_path, vaswani_slice, tiny_roberta):
+    config = micro_config(tmp_path, vaswani_slice, tiny_roberta)
+    (tmp_path / "work").mkdir()
+    proc = _run_row(config, tmp_path / "work", "rand-roberta/k1")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    counts = job_counts(proc.stdout)
+    # the row's run (train, index, evaluate) and what it reads; no other k, no report
+    assert counts["train"] == 1 and counts["index"] == 1 and counts["evaluate"] == 1, counts
+    assert not {"collect", "table1", "claims", "bm25"} & set(counts), counts
+    command = proc.stderr.splitlines()[0]
+    assert command.startswith("$ snakemake results/runs/rand-roberta/k1/") and command.count("metrics.tsv") == 1
+    both = job_counts(_run_row(config, tmp_path / "work", "rand-roberta/k1", "BM25").stdout)
+    assert both["train"] == 1 and both["bm25"] == 1
+
+
+def test_run_row_refuses_a_row_of_no_table_in_one_line(tmp_path):
+    data, model = toy_inputs(tmp_path)
+    config = micro_config(tmp_path, data, model)
+    proc = lsrbench("run", "--row", "rand-roberta/k4", "--configfile", config, "-n", cwd=REPO)
+    assert proc.returncode != 0 and proc.stderr.strip() == (
+        f"lsrbench: error: command line: --row: 'rand-roberta/k4' is not a Table 1 row of {config} "
+        "(give <run>/k<k>, e.g. splade-tiny/k1, or BM25)")
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_cells_pages_are_what_lsrbench_cells_prints(page):
+    """The pages are generated: a config, expected-values file or plan that changes needs them made
+    again (the command is the page's second line)."""
+    proc = lsrbench("cells", *PAGES[page], cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    current = (REPO / page).read_text(encoding="utf-8")
+    assert current == proc.stdout, f"{page} is stale: lsrbench cells {' '.join(PAGES[page])} > {page}"
+
+
+def test_cells_page_lists_every_row_and_claim_with_its_command():
+    from lsrbench.cli_options import load_config
+    from lsrbench.config.grid import runs
+
+    page = (REPO / "docs/cells-paper.md").read_text(encoding="utf-8")
+    config = load_config([str(REPO / "config/paper.yaml")], check_files=False)[0]
+    for run, k in runs(config):
+        assert f"`lsrbench run --row {run}/k{k} --configfile config/paper.yaml`" in page
+    for claim in config["claims"]["list"]:
+        assert f"| `{claim['id']}`:" in page
+    # the paper's own numbers, each to within its rounding
+    assert "| modernbert | 16 | `lsrbench run --row modernbert/k16 --configfile config/paper.yaml` | – (the paper " in page
+    assert "0.4050 ± 0.0005" in page
