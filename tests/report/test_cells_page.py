@@ -72,5 +72,6 @@ def test_cells_page_lists_every_row_and_claim_with_its_command():
     for claim in config["claims"]["list"]:
         assert f"| `{claim['id']}`:" in page
     # the paper's own numbers, each to within its rounding
-    assert "| modernbert | 16 | `lsrbench run --row modernbert/k16 --configfile config/paper.yaml` | – (the paper " in page
-    assert "0.4050 ± 0.0005" in page
+    assert ("| modernbert | 16 | `lsrbench run --row modernbert/k16 --configfile config/paper.yaml` | – | – | "
+            "0.4050 ± 0.0005 | – |") in page
+    assert "- the paper reports no value for it (config/paper_reference.yaml)" in page

@@ -137,8 +137,9 @@ def test_a_folder_of_several_seeds_is_held_to_the_tolerance_of_their_mean(tmp_pa
 
 def test_the_recorded_default_passes_and_an_ndcg_moved_by_005_fails_naming_it(tmp_path):
     """The tiny default's own record passes config/expected/tiny.yaml (found from the folder's
-    config); each nDCG@10 moved by 0.05 fails, naming that cell, wherever the measured tolerance is
-    under 0.05 (and at least the reference's k = 1 is)."""
+    config); each nDCG@10 moved by 0.05 fails, naming that cell, wherever that takes it outside the
+    tolerance the seeds measured: BM25's and the collapsed reference at k = 16, whose seeds agree
+    closely (the other rows vary between seeds by more than 0.05: moved, they still pass)."""
     config = tiny_config()
     metrics = recorded_tiny_default()
     folder = _folder(tmp_path / "base", metrics, config["report"], config["backbones"])
@@ -147,7 +148,7 @@ def test_the_recorded_default_passes_and_an_ndcg_moved_by_005_fails_naming_it(tm
     assert "config/expected/tiny.yaml" in proc.stdout.splitlines()[-1] and " 0 FAIL" in proc.stdout
     entries = {(e["backbone"], e["k"]): e for e in ex.load_expected(REPO / "config/expected/tiny.yaml")["table1"]
                if e["measure"] == "nDCG@10"}
-    assert entries[("splade-tiny", "1")]["tolerance"] < 0.05
+    assert entries[("splade-tiny", "16")]["tolerance"] < 0.05 and entries[("BM25", "-")]["tolerance"] < 0.05
     for (backbone, k), entry in entries.items():
         moved = metrics.copy()
         row = (moved["backbone"] == backbone) & (moved["k"] == k) & (moved["measure"] == "nDCG@10")
