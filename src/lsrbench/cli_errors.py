@@ -1,4 +1,4 @@
-"""The command line's one-line contract for failures that are not a bad config (issue 22 item 7):
+"""The command line's one-line contract for failures that are not a bad config:
 every subcommand runs through :func:`run_one_line`, so bad input, a reader that closed the pipe
 (``lsrbench check-config | head``), an optional package that is not installed, and a file the
 operating system refuses (an unwritable folder, a file where a folder was meant, a full disk) each

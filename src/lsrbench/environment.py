@@ -1,7 +1,7 @@
 """The installed libraries against the lock (``requirements.lock``, written by ``envs/lock.sh``):
 what ``lsrbench --version`` prints, what ``lsrbench verify`` says of a results folder made with
 other versions, and the one line for a library failure that is lsrbench's incompatibility with
-the installed release rather than a problem with the user's file (issue 28)."""
+the installed release rather than a problem with the user's file."""
 
 from __future__ import annotations
 

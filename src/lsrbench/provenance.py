@@ -47,7 +47,7 @@ def package_versions() -> dict[str, str | None]:
 def device_description() -> dict:
     """The CPU, and torch's threads and GPUs where the stage used torch. A stage that did not
     (evaluate, BM25, pool, the reports) is not made to import it for this record: that import
-    alone costs seconds per job (issue 21.3)."""
+    alone costs seconds per job."""
     info = {"cpu": platform.processor() or platform.machine()}
     model = cpu_model()
     if model:

@@ -1,4 +1,4 @@
-"""A roofline estimate of the GPU bill of a grid (issue 21): FLOPs per encoded text and per training
+"""A roofline estimate of the GPU bill of a grid: FLOPs per encoded text and per training
 step of each backbone, counted by ``torch.utils.flop_counter`` on a model of its published shape
 built on the meta device (no weights, no compute, no download), over a bf16 matmul peak (measured
 on the GPU, or a vendor's datasheet figure). FLOPs / peak is a lower bound of the time (100% of

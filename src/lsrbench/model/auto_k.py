@@ -2,7 +2,7 @@
 over a reference backbone's (a head ``c`` times larger than the reference's gets ``k = c``, which
 makes its rescaled head the reference's size). One definition for training and the reports.
 
-Which "norm" (issue 18, item 7): the paper's "MLM-head L2 norm" is read here as one of the
+Which "norm": the paper's "MLM-head L2 norm" is read here as one of the
 :data:`HEAD_STATISTICS`: the norm stage's Frobenius, mean and max row norms (``norms.json``) or the
 initial logit scale the probe measures at k = 1 (:data:`lsrbench.model.probe.LOGIT_STATISTICS`:
 mean over texts of the largest logit, mean activation of active terms); :func:`head_statistics`

@@ -285,7 +285,7 @@ def activation_stats(vectors, prefix: str, vocab: int) -> dict:
 
 
 def _logit_scale(documents) -> dict:
-    """Issue 18 item 7's initial logit scale over the sample's documents: the mean over texts of
+    """The initial logit scale over the sample's documents: the mean over texts of
     the largest logit (``expm1`` of the largest weight, exact since ``w = log1p(relu(max logit))``;
     0 for a text with no positive logit) and the mean activation of active terms."""
     import torch

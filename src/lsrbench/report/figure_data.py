@@ -65,7 +65,7 @@ def loss_data(runs: dict[str, dict[str, list]], backbones: dict, batch_size: int
     }
 
 
-# The head statistics norms.png shows, one panel each (issue 18, item 7): norms.json's two norms and
+# The head statistics norms.png shows, one panel each: norms.json's two norms and
 # the probe's initial logit scale at k = 1 (lsrbench.model.auto_k.head_statistics joins them).
 NORM_STATISTICS = ("frobenius_norm", "mean_row_norm", "max_logit")
 

@@ -127,8 +127,7 @@ def _train_provenances(results_dir: Path) -> dict[tuple[str, ...], Path]:
 def evaluated_lengths(results_dir: str | os.PathLike) -> dict[tuple[str, ...], tuple[int, int]]:
     """(run, k, dataset) (with several seeds (run, k, seed, dataset)) -> the (query, document) token
     lengths its metrics were computed at: the index folder's (``params.json`` above the metrics.tsv:
-    ``evaluation.*_max_length``), which are not the training lengths a run's ``model/`` saves
-    (issue 23.1)."""
+    ``evaluation.*_max_length``), which are not the training lengths a run's ``model/`` saves."""
     found = {}
     for key, metrics_tsv in _run_sources(Path(results_dir)).items():
         try:

@@ -314,7 +314,7 @@ def plot_loss_curves(logs: dict[tuple[str, str], list[dict]], backbones: dict, o
     return data
 
 
-# The head statistics norms.png shows, one panel each (issue 18, item 7): norms.json's two norms and
+# The head statistics norms.png shows, one panel each: norms.json's two norms and
 # the probe's initial logit scale at k = 1 (lsrbench.model.auto_k.head_statistics joins them).
 NORM_PANELS = tuple(zip(NORM_STATISTICS, (r"Frobenius norm $\Vert W_\mathrm{head} \Vert_F$",
                                            r"mean row norm $\Vert w_j \Vert$", "max logit per text at k = 1 (probe)")))
@@ -363,7 +363,7 @@ def _finite(value) -> bool:
 
 def plot_norms(norm_files: dict[str, str], metrics_csv: str, report_cfg: dict, backbones: dict, out_png: str,
                auto_cfg: dict | None = None, probes: list[dict] | None = None) -> dict:
-    """The head statistics per backbone as horizontal bars on linear scales (issue 18, item 7):
+    """The head statistics per backbone as horizontal bars on linear scales:
     the Frobenius norm (with the best k found by the sweep and, with ``auto_k`` configured, the k
     it would choose), the mean row norm, and the largest logit per text at k = 1 from the probe's
     results (``probes``; ``–`` where a backbone was not probed; no panel, but a note, where none was)."""

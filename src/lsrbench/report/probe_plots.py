@@ -1,4 +1,4 @@
-"""``results/probe.png`` (issue 19): each of the probe's statistics against the rescale factor k of
+"""``results/probe.png``: each of the probe's statistics against the rescale factor k of
 ``W_head <- W_head / k`` ("Rescaling MLM-Head for Neural Sparse Retrieval", arXiv 2606.18811) on a
 log axis, one line per backbone (and mode), and the reference backbone's value at k = 1 as a
 horizontal line, so a reader sees where each curve crosses it: the k at which that backbone starts

@@ -1,4 +1,4 @@
-"""The probe's report (issue 19): ``results/probe.md`` and ``results/probe.json`` from the probe's
+"""The probe's report: ``results/probe.md`` and ``results/probe.json`` from the probe's
 results (:func:`lsrbench.model.probe.probe_backbone`), what the paper's rescale ``W_head <- W_head / k``
 ("Rescaling MLM-Head for Neural Sparse Retrieval", arXiv 2606.18811) does to each backbone at step 0,
 with a recommended k per backbone, and after training the trained outcomes beside the probe's

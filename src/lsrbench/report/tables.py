@@ -133,7 +133,7 @@ def norms_report_text(norm_files: dict[str, str], metrics: pd.DataFrame, report_
             + config_line(config))
 
 
-# The three statistics norms.md ranks the backbones by (issue 18, item 7): (key, table header).
+# The three statistics norms.md ranks the backbones by: (key, table header).
 RANKED_STATISTICS = (("frobenius_norm", "‖W‖_F"), ("mean_row_norm", "mean ‖w_j‖"), ("max_logit", "max logit"))
 
 
