@@ -51,8 +51,10 @@ def run(draws: int, paper_cap: int, grid_draws: int, out: Path, resume: bool = F
     record = {"draws": draws, "grid_draws": grid_draws, "paper_cap": paper_cap, "configs": {}, "grid": []}
     if resume and out.exists():
         old = json.loads(out.read_text(encoding="utf-8"))
-        if all(old.get(k) == record[k] for k in ("draws", "grid_draws", "paper_cap")):
-            record["configs"] = {n: e for n, e in old["configs"].items() if "paper_shaped" in e}
+        if old.get("draws") == draws:  # the tiny default's section does not depend on the caps
+            record["configs"] = {n: e for n, e in old["configs"].items() if "paper_shaped" in e
+                                 and (n != "config/paper.yaml" or old.get("paper_cap") == paper_cap)}
+        if old.get("grid_draws") == grid_draws:
             record["grid"] = old["grid"]
     for name, cap, resamples in (("config/config.yaml", None, None), ("config/paper.yaml", paper_cap, 1000)):
         if name in record["configs"]:
