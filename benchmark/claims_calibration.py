@@ -1,7 +1,7 @@
 """The claims engine's false-verdict rates under no effect and its power under the paper's effect
 sizes (lsrbench.report.claims_calibration), for config/config.yaml, config/paper.yaml and a grid of
 every claim type and selector. Writes benchmark/results/claims_calibration.json and prints the
-Markdown tables docs/claims.md carries (tests/test_docs_numbers.py checks that they agree).
+Markdown tables docs/claims.md carries (tests/test_results_statements.py checks that they agree).
 
     python benchmark/claims_calibration.py [--draws 100] [--out benchmark/results/claims_calibration.json]
 """
