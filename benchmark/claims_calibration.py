@@ -1,7 +1,7 @@
 """The claims engine's false-verdict rates under no effect and its power under the paper's effect
 sizes (lsrbench.report.claims_calibration), for config/config.yaml, config/paper.yaml and a grid of
 every claim type and selector. Writes benchmark/results/claims_calibration.json and prints the
-Markdown tables docs/claims.md carries (tests/test_docs_numbers.py checks that they agree).
+Markdown tables docs/claims.md carries (tests/test_results_statements.py checks that they agree).
 
     python benchmark/claims_calibration.py [--draws 100] [--out benchmark/results/claims_calibration.json]
 """
@@ -44,10 +44,21 @@ def rows(config: dict, counts: dict, scenario: Scenario | None = None) -> list[d
     return out
 
 
-def run(draws: int, paper_cap: int, grid_draws: int, out: Path) -> dict:
-    """Every section, the record written after each (a long run keeps what it finished)."""
+def run(draws: int, paper_cap: int, grid_draws: int, out: Path, resume: bool = False) -> dict:
+    """Every section, the record written after each (a long run keeps what it finished; with resume,
+    the sections a record of the same sizes at out already holds are kept, not drawn again: each
+    section has its own seed, so a section drawn again comes out the same)."""
     record = {"draws": draws, "grid_draws": grid_draws, "paper_cap": paper_cap, "configs": {}, "grid": []}
+    if resume and out.exists():
+        old = json.loads(out.read_text(encoding="utf-8"))
+        if old.get("draws") == draws:  # the tiny default's section does not depend on the caps
+            record["configs"] = {n: e for n, e in old["configs"].items() if "paper_shaped" in e
+                                 and (n != "config/paper.yaml" or old.get("paper_cap") == paper_cap)}
+        if old.get("grid_draws") == grid_draws:
+            record["grid"] = old["grid"]
     for name, cap, resamples in (("config/config.yaml", None, None), ("config/paper.yaml", paper_cap, 1000)):
+        if name in record["configs"]:
+            continue
         config = load(name)
         sizes = 93 if cap is None else paper_queries(config, cap)
         entry = {"queries": sizes, "resamples": resamples or config["claims"]["resamples"]}
@@ -59,7 +70,7 @@ def run(draws: int, paper_cap: int, grid_draws: int, out: Path) -> dict:
             print(f"{name} {label}: {entry[label]['seconds']} s", flush=True)
             record["configs"][name] = entry
             _save(record, out)
-    for ks, datasets, held_out, queries, ties in GRID:
+    for ks, datasets, held_out, queries, ties in GRID[len(record["grid"]):]:
         config = grid_config(ks, datasets, held_out)
         t0 = time.time()
         counts = calibrate(config, Scenario("no effect", norms=GRID_NORMS), grid_draws, 3, queries, ties=ties,
@@ -107,14 +118,15 @@ def main() -> None:
     parser.add_argument("--paper-cap", type=int, default=200, help="most queries per dataset of the paper config")
     parser.add_argument("--grid-draws", type=int, default=50, help="draws per setting of the grid")
     parser.add_argument("--out", default=str(REPO / "benchmark" / "results" / "claims_calibration.json"))
+    parser.add_argument("--resume", action="store_true", help="keep the sections the record at --out already holds")
     parser.add_argument("--markdown", help="print the tables of this record and exit")
     args = parser.parse_args()
     if args.markdown:
         print(markdown(json.loads(Path(args.markdown).read_text(encoding="utf-8"))), end="")
         return
     command = (f"python benchmark/claims_calibration.py --draws {args.draws} --paper-cap {args.paper_cap} "
-               f"--grid-draws {args.grid_draws}")
-    record = run(args.draws, args.paper_cap, args.grid_draws, Path(args.out))
+               f"--grid-draws {args.grid_draws}" + (" --resume" if args.resume else ""))
+    record = run(args.draws, args.paper_cap, args.grid_draws, Path(args.out), args.resume)
     record["command"] = command
     _save(record, Path(args.out))
     print(markdown(record), end="")
