@@ -3,14 +3,16 @@
 
 - Every report re-makes a deleted input: the input is made again (and what it needs), and the report
   is the original byte for byte; ``lsrbench verify`` passes.
-- A hand-edited file is never read into a report: a cheap one (metrics.csv, a run's metrics.tsv, a
-  report) is made again from what it was made from, a costly one (a trained model) refused in one
-  line; a file stamped in the future is one line, and costs no report.
+- A hand-edited file is never read into a report: a cheap one (metrics.csv, a run's metrics.tsv,
+  head norms, a report, the probe's reports among them) is made again from what it was made from,
+  a costly one (a trained model, a probe file) refused in one line; ``verify`` names an edited
+  report and gives a command that makes it again from its inputs; a file stamped in the future is
+  one line, and costs no report.
 - Targets never mix configs: a target that would write one config's reports beside another's is one
   line and no job; every report of another config (an overlay adding a twin by one ``like:`` entry)
   brings the folder wholly to it, planning only the twin's own jobs, and back again gives the first
-  config's reports byte for byte; ``gc`` keeps what the reports were made from, ``status`` says which
-  config made them.
+  config's reports byte for byte; ``gc`` keeps what the reports were made from, ``status`` and the
+  HTML report's landing page say which config made them.
 - Snakemake run in a results folder itself is refused.
 """
 
@@ -195,7 +197,7 @@ def test_an_edited_probe_file_is_refused_in_one_line(probe_run, tmp_path):
     before = _files(work / "results")
     line = _one_error(_snakemake(work, probe_run["config"], "results/probe.md"))
     assert re.match(rf"lsrbench: error: {re.escape(str(folder / 'probe.json'))}: .*{re.escape(str(folder))}/params\.json "
-                    r"records: it was changed after its probe job made it", line), line
+                    r"records.*: it was changed after its probe job made it", line), line
     assert f"restore it, or delete {folder}" in line, line
     record("a probe job's probe.json edited by hand", line, work)
     assert _files(work / "results") == before
