@@ -3,14 +3,16 @@
 
 - Every report re-makes a deleted input: the input is made again (and what it needs), and the report
   is the original byte for byte; ``lsrbench verify`` passes.
-- A hand-edited file is never read into a report: a cheap one (metrics.csv, a run's metrics.tsv, a
-  report) is made again from what it was made from, a costly one (a trained model) refused in one
-  line; a file stamped in the future is one line, and costs no report.
+- A hand-edited file is never read into a report: a cheap one (metrics.csv, a run's metrics.tsv,
+  head norms, a report, the probe's reports among them) is made again from what it was made from,
+  a costly one (a trained model, a probe file) refused in one line; ``verify`` names an edited
+  report and gives a command that makes it again from its inputs; a file stamped in the future is
+  one line, and costs no report.
 - Targets never mix configs: a target that would write one config's reports beside another's is one
   line and no job; every report of another config (an overlay adding a twin by one ``like:`` entry)
   brings the folder wholly to it, planning only the twin's own jobs, and back again gives the first
-  config's reports byte for byte; ``gc`` keeps what the reports were made from, ``status`` says which
-  config made them.
+  config's reports byte for byte; ``gc`` keeps what the reports were made from, ``status`` and the
+  HTML report's landing page say which config made them.
 - Snakemake run in a results folder itself is refused.
 """
 
@@ -29,7 +31,7 @@ import pytest
 import yaml
 
 from helpers.catalogue import record
-from helpers.snakemake import SNAKEMAKE, copy_run, eval_dir, job_counts, layout, norms_json, train_dir
+from helpers.snakemake import SNAKEMAKE, copy_run, eval_dir, index_dir, job_counts, layout, norms_json, train_dir
 
 pytestmark = pytest.mark.slow
 LSRBENCH = [sys.executable, "-m", "lsrbench.cli"]
@@ -77,60 +79,128 @@ def _norms_folder(micro_run) -> str:
     return str(norms_json(Path("."), micro_run["config"], "rand-roberta").parent)
 
 
-# report target -> what of its inputs is deleted (a path under the working directory)
+def _index_docs(micro_run) -> str:
+    """The run's index of the collection (its evaluation, a folder inside the index's, kept)."""
+    return str(index_dir(Path("."), micro_run["config"], "rand-roberta", "1", "slice") / "docs.npz")
+
+
+def _run_folder(micro_run) -> str:
+    """``runs/rand-roberta/k1``: the run's training, its index and its evaluation."""
+    return str(train_dir(Path("."), micro_run["config"], "rand-roberta", "1").parent)
+
+
+# report target, what of its inputs is deleted (a path under the working directory)
 DELETED = {
-    "results/metrics.csv": _eval_folder,                  # a run's evaluation
-    "results/table1.md": lambda m: "results/metrics.csv",
-    "results/table_beir.md": _eval_folder,                 # through metrics.csv
-    "results/norms.md": _norms_folder,                     # the head norms
-    "results/tradeoff.png": lambda m: "results/metrics.csv",
-    "results/loss_curves.png": lambda m: f"{_train_folder(m)}/train_log.jsonl",  # re-trained
-    "results/html/table1.html": lambda m: "results/table1.md",
+    "metrics.csv-evaluation": ("results/metrics.csv", _eval_folder),        # a run's evaluation
+    "table1-metrics.csv": ("results/table1.md", lambda m: "results/metrics.csv"),
+    "table1-run-folder": ("results/table1.md", _run_folder),                 # re-trained, indexed, evaluated
+    "table1-index": ("results/table1.md", _index_docs),                      # through the evaluation reading it
+    "table_beir-evaluation": ("results/table_beir.md", _eval_folder),        # through metrics.csv
+    "norms-norms": ("results/norms.md", _norms_folder),                      # the head norms
+    "tradeoff-metrics.csv": ("results/tradeoff.png", lambda m: "results/metrics.csv"),
+    "loss_curves-train-log": ("results/loss_curves.png", lambda m: f"{_train_folder(m)}/train_log.jsonl"),  # re-trained
+    "html-table1.md": ("results/html/table1.html", lambda m: "results/table1.md"),
 }
 
 
-@pytest.mark.parametrize("target", DELETED)
-def test_each_report_makes_a_deleted_input_again_and_is_the_same(micro_run, tmp_path, target):
-    """Before: "Nothing to be done" with the input gone, and verify failing."""
+@pytest.mark.parametrize("case", DELETED)
+def test_each_report_makes_a_deleted_input_again_and_is_the_same(micro_run, tmp_path, case):
+    """Before: "Nothing to be done" with the input gone (a run folder moved away, metrics.csv, an
+    index folder), and verify failing."""
+    target, deleted = DELETED[case]
     work = copy_run(micro_run, tmp_path / "work")
     before = _files(work / "results")
-    gone = work / DELETED[target](micro_run)
+    gone = work / deleted(micro_run)
     shutil.rmtree(gone) if gone.is_dir() else gone.unlink()
     proc = _ok(_snakemake(work, micro_run["config"], target))
     assert "made again" in proc.stderr  # the note naming what is made again, and why
     assert gone.exists()
     assert (work / target).read_bytes() == before[target[len("results/"):]]
-    if gone.is_file() or gone.name.endswith(".csv"):
+    if gone.is_file():
         assert gone.read_bytes() == before[str(gone.relative_to(work / "results"))]
     assert _verify(work).returncode == 0, _verify(work).stderr[-3000:]
 
 
-def test_the_claims_and_probe_reports_make_a_deleted_input_again(micro_run, tmp_path):
-    """The reports the micro run does not make: claims (a run's per-query scores deleted) and the
-    probe's (its probe file, and metrics.csv beside the trained outcomes)."""
+@pytest.fixture(scope="module")
+def probe_run(micro_run, tmp_path_factory) -> dict:
+    """The micro run brought to a config with the reports it does not make (the probe's and the
+    claims'): ``{"finished": its working directory, "config", "before": its results files}``."""
+    tmp = tmp_path_factory.mktemp("probe_run")
     config = yaml.safe_load(micro_run["config"].read_text())
     config["probe"] = {"with_grid": True}
     config["claims"] = {"datasets": ["slice"], "resamples": 200, "list": [
         {"id": "k1_beats_collapsed", "text": "k = 1 beats the collapsed k", "type": "compare",
          "a": {"backbone": "rand-roberta", "k": 1}, "b": {"backbone": "rand-roberta", "k": 1e-30}, "expect": "greater"}]}
-    path = tmp_path / "more.yaml"
+    path = tmp / "more.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-    work = copy_run(micro_run, tmp_path / "work")
+    work = copy_run(micro_run, tmp / "finished")
     _ok(_snakemake(work, path))  # every report of this config: the folder changes config
-    finished = tmp_path / "finished"
-    shutil.copytree(work, finished, symlinks=True)
-    before = _files(finished / "results")
+    return {"finished": work, "config": path, "before": _files(work / "results")}
+
+
+def _copy(probe_run, work: Path) -> Path:
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(probe_run["finished"], work, symlinks=True)
+    return work
+
+
+def test_the_claims_and_probe_reports_make_a_deleted_input_again(probe_run, tmp_path):
+    """The reports the micro run does not make: claims (a run's per-query scores deleted) and the
+    probe's (its probe file, and metrics.csv beside the trained outcomes)."""
+    path, before = probe_run["config"], probe_run["before"]
     probe_folder = layout(path).get("probe", backbone="rand-roberta").folder
     evaluation = Path(layout(path).get("evaluate", run="rand-roberta", k="1", dataset="slice").folder)
     for target, gone in (("results/claims.md", evaluation / "perquery.tsv"), ("results/probe.md", Path(probe_folder)),
                          ("results/probe_outcomes.md", Path("results/metrics.csv"))):
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.copytree(finished, work, symlinks=True)
+        work = _copy(probe_run, tmp_path / "work")
         shutil.rmtree(work / gone) if (work / gone).is_dir() else (work / gone).unlink()
         _ok(_snakemake(work, path, target))
         assert (work / gone).exists(), target
         assert (work / target).read_bytes() == before[target[len("results/"):]], target
         assert _verify(work).returncode == 0, _verify(work).stderr[-3000:]
+
+
+@pytest.mark.parametrize("target, manifest, page", [("probe.md", "probe_report", None),
+                                                    ("probe_outcomes.md", "probe_outcomes", "html/probe_outcomes.html")])
+def test_an_edited_probe_report_is_named_by_verify_and_made_again(probe_run, tmp_path, target, manifest, page):
+    """Before: verify said ok on a hand-edited probe.md (neither re-made nor hashed), and for an
+    edited probe_outcomes.md advised re-making its HTML page, which copied the edited number into
+    it. Now verify names the report by its manifest, and the command it gives makes the report (and
+    its page) again from the probe files and metrics, never from the edited text."""
+    work, before = _copy(probe_run, tmp_path / "work"), probe_run["before"]
+    md = work / "results" / target
+    md.write_text(md.read_text().replace("|", "| 0.999 |", 1))
+    proc = _verify(work)
+    assert proc.returncode == 1, proc.stdout
+    assert re.search(rf"{re.escape(str(Path('results', target)))}: modified: SHA-256 differs from results/manifests/"
+                     rf"{manifest}\.json .*: snakemake .* makes it again from the files it was made from", proc.stderr), \
+        proc.stderr
+    advised = re.findall(r"snakemake --cores 1 (\S+) makes it again", proc.stderr)  # the HTML page's line
+    assert advised == ([f"results/{page}"] if page else []), proc.stderr
+    _ok(_snakemake(work, probe_run["config"], f"results/{page or target}"))
+    assert md.read_bytes() == before[target]
+    if page:
+        assert (work / "results" / page).read_bytes() == before[page]
+    assert _verify(work).returncode == 0, _verify(work).stderr[-3000:]
+
+
+def test_an_edited_probe_file_is_refused_in_one_line(probe_run, tmp_path):
+    """A probe job's output changed after it (a number of its probe.json) is never read into
+    probe.md: one line naming the file and how to repair it, nothing changed."""
+    work = _copy(probe_run, tmp_path / "work")
+    folder = Path(layout(probe_run["config"]).get("probe", backbone="rand-roberta").folder)
+    probe_json = work / folder / "probe.json"
+    rows = json.loads(probe_json.read_text())
+    rows[0]["batch_size"] += 1
+    probe_json.write_text(json.dumps(rows, indent=2))
+    (work / "results/probe.md").unlink()  # the probe report has to be made, reading it
+    before = _files(work / "results")
+    line = _one_error(_snakemake(work, probe_run["config"], "results/probe.md"))
+    assert re.match(rf"lsrbench: error: {re.escape(str(folder / 'probe.json'))}: .*{re.escape(str(folder))}/params\.json "
+                    r"records.*: it was changed after its probe job made it", line), line
+    assert f"restore it, or delete {folder}" in line, line
+    record("a probe job's probe.json edited by hand", line, work)
+    assert _files(work / "results") == before
 
 
 # --------------------------------------------------------------------------- a changed file is never read into a report
@@ -162,6 +232,23 @@ def test_an_edited_number_is_made_again_never_published(micro_run, tmp_path):
     assert _verify(work).returncode == 0
 
 
+def test_edited_head_norms_are_made_again_never_published(micro_run, tmp_path):
+    """A backbone's norms.json edited by hand (its Frobenius norm) is made again by its norm job,
+    and what was made from it with it (the trainings, through them every number): norms.md is the
+    original byte for byte."""
+    work = copy_run(micro_run, tmp_path / "work")
+    norms = norms_json(work, micro_run["config"], "rand-roberta")
+    original, report = norms.read_bytes(), (work / "results/norms.md").read_bytes()
+    data = json.loads(original)
+    data["frobenius_norm"] *= 2
+    norms.write_text(json.dumps(data, indent=2))
+    proc = _ok(_snakemake(work, micro_run["config"], "results/norms.md"))
+    assert f"lsrbench: note: {norms.relative_to(work)}: changed after its norm job made it" in proc.stderr, proc.stderr
+    assert norms.read_bytes() == original
+    assert (work / "results/norms.md").read_bytes() == report
+    assert _verify(work).returncode == 0, _verify(work).stderr[-3000:]
+
+
 def test_an_edited_report_is_named_by_verify_and_made_again_from_its_inputs(micro_run, tmp_path):
     """verify names the edited report by its manifest and advises snakemake, which makes it (and
     then its HTML page) again from its run files, never from the edited text."""
@@ -182,8 +269,6 @@ def test_an_edited_report_is_named_by_verify_and_made_again_from_its_inputs(micr
 def test_a_changed_trained_model_is_refused_in_one_line(micro_run, tmp_path):
     """A costly output changed after its job (one byte of a trained model) is not re-trained behind
     the user's back, nor read into an index: one line naming it, nothing changed."""
-    from helpers.snakemake import index_dir
-
     work = copy_run(micro_run, tmp_path / "work")
     model = train_dir(work, micro_run["config"], "rand-roberta", "1") / "model" / "model.safetensors"
     data = bytearray(model.read_bytes())
@@ -255,6 +340,14 @@ def test_targets_never_mix_configs(micro_run, tmp_path):
     assert "dataset" not in plan and "triplets" not in plan and "bm25" not in plan, plan
     _ok(_snakemake(work, twin))
     assert _verify(work).returncode == 0, _verify(work).stderr[-3000:]
+    landing = subprocess.run([*SNAKEMAKE, "--cores", "1", "--report", str(tmp_path / "twin.html"), "-d", str(work),
+                              "--configfile", str(twin)], capture_output=True, text=True)
+    assert landing.returncode == 0, landing.stderr[-3000:]
+    html = (tmp_path / "twin.html").read_text(errors="replace")
+    twin_snapshot = json.loads((work / "results/manifests/table1.json").read_text())["config"]["id"]
+    first_snapshot = layout(micro_run["config"]).get("configs").id
+    assert twin_snapshot != first_snapshot
+    assert f"made with this config, snapshot {twin_snapshot}" in html and first_snapshot not in html
     status = subprocess.run([*LSRBENCH, "status", "--configfile", str(micro_run["config"])], cwd=work,
                             capture_output=True, text=True)
     assert status.returncode == 0 and "report files made with config" in status.stdout, status.stdout
