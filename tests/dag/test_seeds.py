@@ -93,7 +93,7 @@ def test_one_seed_keeps_the_recipe_identity_and_the_run_keys(toy):
     assert lay.get("configs").identity["config"]["recipe"] == train.identity["recipe"]
     assert run_keys(lay.config) == [{"run": "rand-roberta", "k": "1"}, {"run": "rand-roberta", "k": "1e-30"}]
     rules = ReportRules(lay)
-    assert set(rules.input_files("collect")) == {"metric_files", "config_yaml"}
+    assert set(rules.input_files("collect")) == {"metric_files", "config_yaml", "_config_params"}
     assert [row[:-1] for row in rules.params("claims")["keyed"]["log_files"]] == [["rand-roberta", "1"],
                                                                                    ["rand-roberta", "1e-30"]]
 
