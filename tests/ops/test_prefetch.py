@@ -32,6 +32,7 @@ def write_config(tmp, datasets: dict, backbones: dict, training_data: dict, eval
         config.pop(key, None)
     config.update(datasets_file=str(tmp / "datasets.yaml"), cache_dir=str(tmp / "cache"), backbones=backbones,
                   training_data=training_data, k_grid=[1])
+    config["recipe"]["batch_size"] = 4  # 5 triplets fill a batch (a batch may not repeat a text)
     config["evaluation"].update(datasets=evaluated)
     config["report"].update(columns=[{"name": "x", "datasets": evaluated[:1], "measure": "nDCG@10"}],
                             flops_datasets=[])
