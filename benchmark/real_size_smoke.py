@@ -13,11 +13,14 @@ inflate), documents per second of the index job, the bytes each stage wrote, the
 (``lsrbench.index.roofline``), and the CPU's own fp32 matmul peak measured in the same run.
 
 The paper's batch (32 triplets of a query and two 256-token documents) needs more memory in fp32 on
-a CPU than a shared 24 GiB machine has (ALBERT-base: 17.6 GB resident when the kernel killed it), so
-training runs at smaller batches (``--batches``, default 2 and 4) with everything else as the
-paper's; peak memory and step seconds at the paper's batch are the linear fit over them
-(activations and compute grow with the batch's tokens; the model, its AdamW state and the update of
-the head do not), marked extrapolated. ``--batches 4,8,32`` runs the paper's batch where it fits.
+a CPU than a shared 24 GiB machine has (a training at batch 32 was killed by the kernel at
+17,603,304 kB = 16.8 GiB anonymous resident set while others' jobs held the rest), so training runs
+at smaller batches (``--batches``, default 2 and 4) with everything else as the paper's; peak memory
+and step seconds at the paper's batch are the straight line through them (activations and compute
+grow with the batch's tokens at fixed lengths; the model, its gradients, its AdamW state and the
+update of the head do not), marked extrapolated, with what that adds to the uncertainty in the
+record (``paper_batch``, :func:`paper_batch_note`). ``--batches 4,8,32`` runs the paper's batch
+where it fits.
 
     nice -n 10 .venv/bin/python benchmark/real_size_smoke.py            # results/real_size_smoke.json
     .venv/bin/python benchmark/real_size_smoke.py --quick                # ALBERT, batches 2 and 4, 48 documents
@@ -48,6 +51,7 @@ from common import REPO, SHARED, command_line, machine_info, write_result  # noq
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 STAGES = (("norm", "norms", "norms.json"), ("train", "train", "status.json"), ("index", "index", "docs.npz"),
           ("evaluate", "evaluate", "metrics.tsv"))
+SETTINGS = ("threads", "steps", "batches", "recipe", "evaluation", "collection")  # what records to merge share
 SLICE = "smoke-vaswani"  # evaluated: a few hundred documents
 TRAIN = "smoke-vaswani-all"  # the pseudo-queries' corpus: every joined document, enough for distinct batches
 
@@ -345,6 +349,42 @@ def train_at(workdir: Path, config_path: Path, backbone: str, folder: Path, batc
     return measured
 
 
+def paper_batch_note(batches: list[int], paper_batch: int) -> dict:
+    """What the record's values at the paper's batch are: measured, or how they were scaled from
+    the batches that ran, why, and the uncertainty that adds (``lsrbench plan`` prints it)."""
+    if paper_batch in batches:
+        return {"batch": paper_batch, "trained_at": batches, "how": "measured at the paper's batch"}
+    return {
+        "batch": paper_batch, "trained_at": batches,
+        "why": (f"the paper's batch ({paper_batch} triplets: {paper_batch} queries of 32 and {2 * paper_batch} "
+                "documents of 256 tokens) in fp32 on one CPU needs more memory than the shared 24 GiB machine had: "
+                "a training at that batch was killed by the kernel at 16.8 GiB resident while others' jobs held "
+                "the rest"),
+        "how": (f"linear in the batch through the measured batches {batches}: peak memory = fixed (model, "
+                "gradients, AdamW's two moments, the runtime) + per triplet (the activations kept for backward, "
+                "linear at fixed lengths: every smoke text fills its maximum length); step CPU seconds = fixed "
+                "(the optimiser's update, the head's) + per triplet"),
+        "uncertainty": (f"{paper_batch / max(batches):g}x beyond the largest measured batch; {len(batches)} points, so "
+                        "no residual measures the line's error; each step time is one steady step (the second) "
+                        "per batch on shared cores; allocator slack and a larger batch's better matmul efficiency "
+                        "are not in the line (memory: likely a floor by the slack; time: likely a ceiling). Check: "
+                        "the memory line's intercept against 16 bytes per parameter (fp32 weights, gradients, two "
+                        "AdamW moments) is in each family's fits"),
+    }
+
+
+def annotate(result: dict) -> dict:
+    """Derived from the recorded values only: the note on the paper's batch, and beside each family's
+    memory line the fixed memory its parameters take in training (fp32 weights, gradients, AdamW's
+    two moments: 16 bytes each), what the line's intercept should be near."""
+    result["paper_batch"] = paper_batch_note(result["batches"], result["recipe"]["batch_size"])
+    for family in result["families"].values():
+        fits = family["stages"]["train"]["paper_batch"].get("fits") or {}
+        if "peak_rss_gib" in fits:
+            fits["peak_rss_gib"]["parameters_16_bytes_gib"] = round(family["parameters"] * 16 / 2**30, 3)
+    return result
+
+
 def at_paper_batch(trains: dict, batch: int) -> dict:
     """Peak memory and step seconds at the paper's batch: measured when it was run, else the linear
     fit over the measured batches (activations and compute grow with the batch's tokens; the model,
@@ -400,6 +440,36 @@ def smoke_family(backbone: str, model: str, tmp: Path, paper: dict, args) -> dic
     return record
 
 
+def merge_records(name: str, parts: list[str]) -> int:
+    """Write record ``name``: the first part's settings and machine, every part's families and runs
+    (parts of other settings refused)."""
+    records = [json.loads((REPO / "benchmark" / "results" / f"{part}.json").read_text()) for part in parts]
+    merged = records[0]
+    merged["runs"] = list(merged.get("runs") or [])
+    for part, record in zip(parts[1:], records[1:]):
+        if any(record.get(k) != merged.get(k) for k in SETTINGS):
+            raise SystemExit(f"real_size_smoke: --merge: {part} ran other settings than {parts[0]} ({', '.join(SETTINGS)})")
+        merged["families"].update({m: f for m, f in record["families"].items() if m not in merged["families"]})
+        merged["runs"] += record.get("runs") or []
+    print(f"real_size_smoke: wrote {write_result(name, annotate(merged))}")
+    return 0
+
+
+def resumed_runs(name: str, result: dict) -> list:
+    """Carry the families of an earlier run of the same settings (its record file) into ``result``;
+    the earlier runs' list, the first one's rebuilt from its top-level command when it had none."""
+    path = REPO / "benchmark" / "results" / f"{name}.json"
+    if not path.exists():
+        return []
+    earlier = json.loads(path.read_text())
+    if any(earlier.get(k) != result[k] for k in SETTINGS if k in result):
+        raise SystemExit(f"real_size_smoke: --resume: {path} ran other settings ({', '.join(SETTINGS)}); run without --resume")
+    result["families"].update(earlier.get("families", {}))
+    result["skipped"].update(earlier.get("skipped", {}))
+    return earlier.get("runs") or [{"command": earlier["command"], "git": earlier["machine"].get("git"),
+                                    "families": list(earlier.get("families", {}))}]
+
+
 def main(argv=None) -> int:
     import yaml
 
@@ -417,6 +487,12 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=2, help="training steps per batch size")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of the train and index jobs (a local job's: 1)")
     ap.add_argument("--keep", default=None, help="work in this folder and keep it (default: a temporary one)")
+    ap.add_argument("--resume", action="store_true", help="keep the families already in the result file (a run "
+                    "cut short) and run only the others; each run's command, commit and families go to ``runs``")
+    ap.add_argument("--name", default=None, help="the record's name under results/ (default: real_size_smoke; "
+                    "two runs on other families side by side: each its own, then --merge)")
+    ap.add_argument("--merge", nargs="+", metavar="NAME", help="merge these records of the same settings into --name's "
+                    "(each family from the record that has it) and exit")
     ap.add_argument("--quick", action="store_true", help="ALBERT only, batches 2 and 4, 48 documents: "
                                                          "results/real_size_smoke-quick.json")
     args = ap.parse_args(argv)
@@ -425,12 +501,16 @@ def main(argv=None) -> int:
     wanted = args.families.split(",") if args.families else ["albert"] if args.quick else list(PAPER_MODELS)
     if args.quick:
         args.docs = min(args.docs, 48)
-    name = "real_size_smoke-quick" if args.quick else "real_size_smoke"
+    name = args.name or ("real_size_smoke-quick" if args.quick else "real_size_smoke")
+    if args.merge:
+        return merge_records(name, args.merge)
     result = {"benchmark": "real_size_smoke", "command": command_line(), "machine": machine_info(),
               "threads": args.threads, "steps": args.steps, "batches": args.batches, "recipe": paper["recipe"],
               "evaluation": {k: paper["evaluation"][k] for k in ("encode_batch_size", "document_max_length",
                                                                  "query_max_length", "top_k")},
               "matmul_peak_gflops": {"start": matmul_peak(args.threads)}, "families": {}, "skipped": {}}
+    result["runs"] = resumed_runs(name, result) if args.resume else []
+    result["runs"].append({"command": result["command"], "git": result["machine"].get("git"), "families": []})
     with tempfile.TemporaryDirectory(prefix="lsrbench-smoke-") as scratch:
         tmp = Path(args.keep or scratch)
         tmp.mkdir(parents=True, exist_ok=True)
@@ -443,10 +523,13 @@ def main(argv=None) -> int:
             if model not in PUBLIC_CONFIGS:
                 result["skipped"][backbone] = f"{model}: no published config in lsrbench.model.public_configs"
                 continue
+            if model in result["families"]:
+                continue
             result["families"][model] = smoke_family(backbone, model, tmp, paper, args)
-            write_result(name, result)  # after each family: a long run keeps what it measured
+            result["runs"][-1]["families"].append(model)
+            write_result(name, annotate(result))  # after each family: a long run keeps what it measured
     result["matmul_peak_gflops"]["end"] = matmul_peak(args.threads)
-    print(f"real_size_smoke: wrote {write_result(name, result)}")
+    print(f"real_size_smoke: wrote {write_result(name, annotate(result))}")
     return 0
 
 

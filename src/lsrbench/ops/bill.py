@@ -210,7 +210,8 @@ def _smoke_summary(family: dict | None) -> dict | None:
     largest = train["batches"][max(train["batches"], key=int)]
     cpu = largest.get("steady_step_cpu_seconds")
     achieved = largest["step_flops"] / cpu / 1e9 if cpu else largest.get("achieved_gflops")
-    return {"paper_batch": train["paper_batch"], "achieved_gflops": achieved,
+    return {"paper_batch": train["paper_batch"], "trained_at": sorted(int(b) for b in train["batches"]),
+            "achieved_gflops": achieved,
             "index_documents_per_second": family["stages"]["index"].get("documents_per_second")}
 
 
