@@ -47,11 +47,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import REPO, SHARED, command_line, machine_info, write_result  # noqa: E402
+from real_size_record import annotate, at_paper_batch, merge_records, paper_batch_note, resumed_runs  # noqa: E402, F401
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 STAGES = (("norm", "norms", "norms.json"), ("train", "train", "status.json"), ("index", "index", "docs.npz"),
           ("evaluate", "evaluate", "metrics.tsv"))
-SETTINGS = ("threads", "steps", "batches", "recipe", "evaluation", "collection")  # what records to merge share
 SLICE = "smoke-vaswani"  # evaluated: a few hundred documents
 TRAIN = "smoke-vaswani-all"  # the pseudo-queries' corpus: every joined document, enough for distinct batches
 
@@ -318,15 +318,6 @@ def matmul_peak(threads: int, sizes=(1024, 2048), repeats: int = 3) -> float:
     return round(best, 1)
 
 
-def linear_fit(xs: list[float], ys: list[float]) -> dict | None:
-    """Least-squares ``y = intercept + slope * x`` over the measured points (None with fewer than two)."""
-    if len(set(xs)) < 2:
-        return None
-    n, mx, my = len(xs), sum(xs) / len(xs), sum(ys) / len(ys)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-    return {"intercept": my - slope * mx, "slope": slope, "points": n}
-
-
 def train_at(workdir: Path, config_path: Path, backbone: str, folder: Path, batch: int, recipe: dict, threads: int) -> dict:
     """One training of ``steps`` steps at ``batch`` triplets: its job's measures, step seconds, FLOPs."""
     item = targets(config_path, backbone)["train"]
@@ -347,60 +338,6 @@ def train_at(workdir: Path, config_path: Path, backbone: str, folder: Path, batc
                                                   if cpu_steps else None)
     print(f"real_size_smoke: {backbone} train at batch {batch}: {measured}", flush=True)
     return measured
-
-
-def paper_batch_note(batches: list[int], paper_batch: int) -> dict:
-    """What the record's values at the paper's batch are: measured, or how they were scaled from
-    the batches that ran, why, and the uncertainty that adds (``lsrbench plan`` prints it)."""
-    if paper_batch in batches:
-        return {"batch": paper_batch, "trained_at": batches, "how": "measured at the paper's batch"}
-    return {
-        "batch": paper_batch, "trained_at": batches,
-        "why": (f"the paper's batch ({paper_batch} triplets: {paper_batch} queries of 32 and {2 * paper_batch} "
-                "documents of 256 tokens) in fp32 on one CPU needs more memory than the shared 24 GiB machine had: "
-                "a training at that batch was killed by the kernel at 16.8 GiB resident while others' jobs held "
-                "the rest"),
-        "how": (f"linear in the batch through the measured batches {batches}: peak memory = fixed (model, "
-                "gradients, AdamW's two moments, the runtime) + per triplet (the activations kept for backward, "
-                "linear at fixed lengths: every smoke text fills its maximum length); step CPU seconds = fixed "
-                "(the optimiser's update, the head's) + per triplet"),
-        "uncertainty": (f"{paper_batch / max(batches):g}x beyond the largest measured batch; {len(batches)} points, so "
-                        "no residual measures the line's error; each step time is one steady step (the second) "
-                        "per batch on shared cores; allocator slack and a larger batch's better matmul efficiency "
-                        "are not in the line (memory: likely a floor by the slack; time: likely a ceiling). Check: "
-                        "the memory line's intercept against 16 bytes per parameter (fp32 weights, gradients, two "
-                        "AdamW moments) is in each family's fits"),
-    }
-
-
-def annotate(result: dict) -> dict:
-    """Derived from the recorded values only: the note on the paper's batch, and beside each family's
-    memory line the fixed memory its parameters take in training (fp32 weights, gradients, AdamW's
-    two moments: 16 bytes each), what the line's intercept should be near."""
-    result["paper_batch"] = paper_batch_note(result["batches"], result["recipe"]["batch_size"])
-    for family in result["families"].values():
-        fits = family["stages"]["train"]["paper_batch"].get("fits") or {}
-        if "peak_rss_gib" in fits:
-            fits["peak_rss_gib"]["parameters_16_bytes_gib"] = round(family["parameters"] * 16 / 2**30, 3)
-    return result
-
-
-def at_paper_batch(trains: dict, batch: int) -> dict:
-    """Peak memory and step seconds at the paper's batch: measured when it was run, else the linear
-    fit over the measured batches (activations and compute grow with the batch's tokens; the model,
-    its optimiser state and the update over the head do not), extrapolated and marked so."""
-    keys = {"peak_rss_gib": "peak_rss_gib", "step_seconds": "steady_step_seconds",
-            "step_cpu_seconds": "steady_step_cpu_seconds"}
-    if batch in trains:
-        t = trains[batch]
-        return {"batch": batch, "how": "measured", **{k: t[v] for k, v in keys.items() if v in t}}
-    batches = sorted(trains)
-    fits = {k: linear_fit(batches, [trains[b][v] for b in batches]) for k, v in keys.items()
-            if all(trains[b].get(v) is not None for b in batches)}
-    if not fits or any(f is None for f in fits.values()):
-        return {"batch": batch, "how": "not measured (one batch size only)"}
-    return {"batch": batch, "how": f"extrapolated: linear fit over the measured batches {batches}",
-            **{k: round(f["intercept"] + f["slope"] * batch, 2) for k, f in fits.items()}, "fits": fits}
 
 
 def smoke_family(backbone: str, model: str, tmp: Path, paper: dict, args) -> dict:
@@ -438,36 +375,6 @@ def smoke_family(backbone: str, model: str, tmp: Path, paper: dict, args) -> dic
     record["head"] = {k: norms[k] for k in ("frobenius_norm", "mean_row_norm", "vocab_size", "hidden_size", "tied")}
     record["metrics_tsv"] = (workdir / items["evaluate"].path("metrics.tsv")).read_text().splitlines()
     return record
-
-
-def merge_records(name: str, parts: list[str]) -> int:
-    """Write record ``name``: the first part's settings and machine, every part's families and runs
-    (parts of other settings refused)."""
-    records = [json.loads((REPO / "benchmark" / "results" / f"{part}.json").read_text()) for part in parts]
-    merged = records[0]
-    merged["runs"] = list(merged.get("runs") or [])
-    for part, record in zip(parts[1:], records[1:]):
-        if any(record.get(k) != merged.get(k) for k in SETTINGS):
-            raise SystemExit(f"real_size_smoke: --merge: {part} ran other settings than {parts[0]} ({', '.join(SETTINGS)})")
-        merged["families"].update({m: f for m, f in record["families"].items() if m not in merged["families"]})
-        merged["runs"] += record.get("runs") or []
-    print(f"real_size_smoke: wrote {write_result(name, annotate(merged))}")
-    return 0
-
-
-def resumed_runs(name: str, result: dict) -> list:
-    """Carry the families of an earlier run of the same settings (its record file) into ``result``;
-    the earlier runs' list, the first one's rebuilt from its top-level command when it had none."""
-    path = REPO / "benchmark" / "results" / f"{name}.json"
-    if not path.exists():
-        return []
-    earlier = json.loads(path.read_text())
-    if any(earlier.get(k) != result[k] for k in SETTINGS if k in result):
-        raise SystemExit(f"real_size_smoke: --resume: {path} ran other settings ({', '.join(SETTINGS)}); run without --resume")
-    result["families"].update(earlier.get("families", {}))
-    result["skipped"].update(earlier.get("skipped", {}))
-    return earlier.get("runs") or [{"command": earlier["command"], "git": earlier["machine"].get("git"),
-                                    "families": list(earlier.get("families", {}))}]
 
 
 def main(argv=None) -> int:

@@ -70,8 +70,9 @@ def test_the_record_says_which_batches_ran_and_how_they_are_scaled_to_the_papers
 def test_merged_records_keep_each_family_once_and_refuse_other_settings(tmp_path, monkeypatch):
     import json
 
-    monkeypatch.setattr(smoke, "REPO", tmp_path)
-    monkeypatch.setattr(smoke, "write_result", lambda name, payload: (tmp_path / f"{name}.json").write_text(json.dumps(payload)))
+    record = importlib.import_module("real_size_record")
+    monkeypatch.setattr(record, "REPO", tmp_path)
+    monkeypatch.setattr(record, "write_result", lambda name, payload: (tmp_path / f"{name}.json").write_text(json.dumps(payload)))
     results = tmp_path / "benchmark" / "results"
     results.mkdir(parents=True)
     settings = {"threads": 1, "steps": 2, "batches": [2, 4], "recipe": {"batch_size": 32}, "evaluation": {}, "collection": {}}

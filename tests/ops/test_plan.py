@@ -79,6 +79,16 @@ def test_published_sizes_of_the_paper_grid(tmp_path):
     total = plan["bill_totals"]["gpu_hours"]["train"]["bound"]
     assert total == pytest.approx(sum(b["gpu_hours"]["train"]["bound"] for b in bill.values()), rel=1e-12)
     assert "## The bill: GPU-hours and disk per backbone (H100)" in stdout and "### Assumptions and uncertainty" in stdout
+    # the checkout's CPU smoke record (the default --records): every family in it shows the batches it
+    # trained at, and the assumptions say why not the paper's and how they are scaled to it
+    record = json.loads((REPO / "benchmark/results/real_size_smoke.json").read_text())
+    models = {name: str(b["model"]) for name, b in yaml.safe_load((REPO / "config/paper.yaml").read_text())["backbones"].items()}
+    shown = {name for name, b in bill.items() if b["smoke"]}
+    assert shown == {name for name, model in models.items() if model in record["families"]} and shown
+    assert all(bill[name]["smoke"]["trained_at"] == record["batches"] for name in shown)
+    batches = ", ".join(map(str, record["batches"]))
+    assert stdout.count(f"(extrapolated from batches {batches})") == len(shown)
+    assert f"It trained at batches {batches}, not the paper's 32: " in stdout and "Uncertainty: 8x beyond" in stdout
 
 
 @pytest.mark.slow
