@@ -31,7 +31,7 @@ def paper_batch_note(batches: list[int], paper_batch: int) -> dict:
                 "documents of 256 tokens) in fp32 on one CPU needs more memory than the shared 24 GiB machine had: "
                 "a training at that batch was killed by the kernel at 16.8 GiB resident while others' jobs held "
                 "the rest"),
-        "how": (f"linear in the batch through the measured batches {batches}: peak memory = fixed (model, "
+        "how": (f"linear in the batch through the measured batches {', '.join(map(str, batches))}: peak memory = fixed (model, "
                 "gradients, AdamW's two moments, the runtime) + per triplet (the activations kept for backward, "
                 "linear at fixed lengths: every smoke text fills its maximum length); step CPU seconds = fixed "
                 "(the optimiser's update, the head's) + per triplet"),
