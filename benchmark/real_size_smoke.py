@@ -417,7 +417,8 @@ def main(argv=None) -> int:
                                                                  "query_max_length", "top_k")},
               "matmul_peak_gflops": {"start": matmul_peak(args.threads)}, "families": {}, "skipped": {}}
     result["runs"] = resumed_runs(name, result) if args.resume else []
-    result["runs"].append({"command": result["command"], "git": result["machine"].get("git"), "families": []})
+    result["runs"].append({"command": result["command"], "git": result["machine"].get("git"),
+                           "matmul_peak_gflops": result["matmul_peak_gflops"], "families": []})
     with tempfile.TemporaryDirectory(prefix="lsrbench-smoke-") as scratch:
         tmp = Path(args.keep or scratch)
         tmp.mkdir(parents=True, exist_ok=True)
