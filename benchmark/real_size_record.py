@@ -38,21 +38,30 @@ def paper_batch_note(batches: list[int], paper_batch: int) -> dict:
         "uncertainty": (f"{paper_batch / max(batches):g}x beyond the largest measured batch; {len(batches)} points, so "
                         "no residual measures the line's error; each step time is one steady step (the second) "
                         "per batch on shared cores; allocator slack and a larger batch's better matmul efficiency "
-                        "are not in the line (memory: likely a floor by the slack; time: likely a ceiling). Check: "
-                        "the memory line's intercept against 16 bytes per parameter (fp32 weights, gradients, two "
-                        "AdamW moments) is in each family's fits"),
+                        "are not in the line (memory: likely a floor by the slack; time: likely a ceiling). A second "
+                        "memory estimate is in each family's fits: the line through the largest measured batch "
+                        "and the fixed memory expected (the norm job's peak + 12 bytes per parameter for gradients "
+                        "and AdamW's moments); the two estimates' difference is a measure of the line's error"),
     }
 
 
 def annotate(result: dict) -> dict:
     """Derived from the recorded values only: the note on the paper's batch, and beside each family's
-    memory line the fixed memory its parameters take in training (fp32 weights, gradients, AdamW's
-    two moments: 16 bytes each), what the line's intercept should be near."""
+    memory line the fixed memory a training should start from (the norm job's peak, which holds the
+    fp32 model and the runtime, + 12 bytes per parameter: gradients and AdamW's two moments) and the
+    paper batch's peak on the line through that and the largest measured batch (a second estimate)."""
     result["paper_batch"] = paper_batch_note(result["batches"], result["recipe"]["batch_size"])
+    batch = result["recipe"]["batch_size"]
     for family in result["families"].values():
-        fits = family["stages"]["train"]["paper_batch"].get("fits") or {}
-        if "peak_rss_gib" in fits:
-            fits["peak_rss_gib"]["parameters_16_bytes_gib"] = round(family["parameters"] * 16 / 2**30, 3)
+        train = family["stages"]["train"]
+        fit = (train["paper_batch"].get("fits") or {}).get("peak_rss_gib")
+        if fit is None or "norm" not in family["stages"]:
+            continue
+        fixed = family["stages"]["norm"]["peak_rss_gib"] + family["parameters"] * 12 / 2**30
+        largest = max(train["batches"], key=int)
+        slope = (train["batches"][largest]["peak_rss_gib"] - fixed) / int(largest)
+        fit["expected_intercept_gib"] = round(fixed, 3)
+        fit["at_paper_batch_through_expected_intercept"] = round(fixed + slope * batch, 2)
     return result
 
 

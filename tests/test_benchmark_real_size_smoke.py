@@ -56,14 +56,16 @@ def test_the_paper_batch_is_the_linear_fit_of_the_measured_batches():
 
 
 def test_the_record_says_which_batches_ran_and_how_they_are_scaled_to_the_papers():
+    trains = {"2": {"peak_rss_gib": 4.0}, "4": {"peak_rss_gib": 6.0}}
     result = {"batches": [2, 4], "recipe": {"batch_size": 32}, "families": {"m": {
-        "parameters": 2**30 // 16, "stages": {"train": {"paper_batch": smoke.at_paper_batch(
-            {2: {"peak_rss_gib": 4.0}, 4: {"peak_rss_gib": 6.0}}, 32)}}}}}
+        "parameters": 2**30 // 12, "stages": {"norm": {"peak_rss_gib": 0.5}, "train": {
+            "batches": trains, "paper_batch": smoke.at_paper_batch({int(b): t for b, t in trains.items()}, 32)}}}}}
     note = smoke.annotate(result)["paper_batch"]
     assert note["batch"] == 32 and note["trained_at"] == [2, 4]
     assert "24 GiB" in note["why"] and "linear in the batch" in note["how"] and note["uncertainty"].startswith("8x beyond")
     fit = result["families"]["m"]["stages"]["train"]["paper_batch"]["fits"]["peak_rss_gib"]
-    assert fit["intercept"] == pytest.approx(2.0) and fit["parameters_16_bytes_gib"] == 1.0
+    assert fit["intercept"] == pytest.approx(2.0) and fit["expected_intercept_gib"] == 1.5  # 0.5 + 12 B x 2^30 / 12
+    assert fit["at_paper_batch_through_expected_intercept"] == pytest.approx(1.5 + (6.0 - 1.5) / 4 * 32)
     assert smoke.paper_batch_note([4, 32], 32) == {"batch": 32, "trained_at": [4, 32], "how": "measured at the paper's batch"}
 
 
