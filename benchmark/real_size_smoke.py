@@ -13,11 +13,14 @@ inflate), documents per second of the index job, the bytes each stage wrote, the
 (``lsrbench.index.roofline``), and the CPU's own fp32 matmul peak measured in the same run.
 
 The paper's batch (32 triplets of a query and two 256-token documents) needs more memory in fp32 on
-a CPU than a shared 24 GiB machine has (ALBERT-base: 17.6 GB resident when the kernel killed it), so
-training runs at smaller batches (``--batches``, default 2 and 4) with everything else as the
-paper's; peak memory and step seconds at the paper's batch are the linear fit over them
-(activations and compute grow with the batch's tokens; the model, its AdamW state and the update of
-the head do not), marked extrapolated. ``--batches 4,8,32`` runs the paper's batch where it fits.
+a CPU than a shared 24 GiB machine has (a training at batch 32 was killed by the kernel at
+17,603,304 kB = 16.8 GiB anonymous resident set while others' jobs held the rest), so training runs
+at smaller batches (``--batches``, default 2 and 4) with everything else as the paper's; peak memory
+and step seconds at the paper's batch are the straight line through them (activations and compute
+grow with the batch's tokens at fixed lengths; the model, its gradients, its AdamW state and the
+update of the head do not), marked extrapolated, with what that adds to the uncertainty in the
+record (``paper_batch``, :func:`paper_batch_note`). ``--batches 4,8,32`` runs the paper's batch
+where it fits.
 
     nice -n 10 .venv/bin/python benchmark/real_size_smoke.py            # results/real_size_smoke.json
     .venv/bin/python benchmark/real_size_smoke.py --quick                # ALBERT, batches 2 and 4, 48 documents
@@ -44,6 +47,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import REPO, SHARED, command_line, machine_info, write_result  # noqa: E402
+from real_size_record import annotate, at_paper_batch, merge_records, paper_batch_note, resumed_runs  # noqa: E402, F401
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 STAGES = (("norm", "norms", "norms.json"), ("train", "train", "status.json"), ("index", "index", "docs.npz"),
@@ -314,15 +318,6 @@ def matmul_peak(threads: int, sizes=(1024, 2048), repeats: int = 3) -> float:
     return round(best, 1)
 
 
-def linear_fit(xs: list[float], ys: list[float]) -> dict | None:
-    """Least-squares ``y = intercept + slope * x`` over the measured points (None with fewer than two)."""
-    if len(set(xs)) < 2:
-        return None
-    n, mx, my = len(xs), sum(xs) / len(xs), sum(ys) / len(ys)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-    return {"intercept": my - slope * mx, "slope": slope, "points": n}
-
-
 def train_at(workdir: Path, config_path: Path, backbone: str, folder: Path, batch: int, recipe: dict, threads: int) -> dict:
     """One training of ``steps`` steps at ``batch`` triplets: its job's measures, step seconds, FLOPs."""
     item = targets(config_path, backbone)["train"]
@@ -343,24 +338,6 @@ def train_at(workdir: Path, config_path: Path, backbone: str, folder: Path, batc
                                                   if cpu_steps else None)
     print(f"real_size_smoke: {backbone} train at batch {batch}: {measured}", flush=True)
     return measured
-
-
-def at_paper_batch(trains: dict, batch: int) -> dict:
-    """Peak memory and step seconds at the paper's batch: measured when it was run, else the linear
-    fit over the measured batches (activations and compute grow with the batch's tokens; the model,
-    its optimiser state and the update over the head do not), extrapolated and marked so."""
-    keys = {"peak_rss_gib": "peak_rss_gib", "step_seconds": "steady_step_seconds",
-            "step_cpu_seconds": "steady_step_cpu_seconds"}
-    if batch in trains:
-        t = trains[batch]
-        return {"batch": batch, "how": "measured", **{k: t[v] for k, v in keys.items() if v in t}}
-    batches = sorted(trains)
-    fits = {k: linear_fit(batches, [trains[b][v] for b in batches]) for k, v in keys.items()
-            if all(trains[b].get(v) is not None for b in batches)}
-    if not fits or any(f is None for f in fits.values()):
-        return {"batch": batch, "how": "not measured (one batch size only)"}
-    return {"batch": batch, "how": f"extrapolated: linear fit over the measured batches {batches}",
-            **{k: round(f["intercept"] + f["slope"] * batch, 2) for k, f in fits.items()}, "fits": fits}
 
 
 def smoke_family(backbone: str, model: str, tmp: Path, paper: dict, args) -> dict:
@@ -417,6 +394,12 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=2, help="training steps per batch size")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of the train and index jobs (a local job's: 1)")
     ap.add_argument("--keep", default=None, help="work in this folder and keep it (default: a temporary one)")
+    ap.add_argument("--resume", action="store_true", help="keep the families already in the result file (a run "
+                    "cut short) and run only the others; each run's command, commit and families go to ``runs``")
+    ap.add_argument("--name", default=None, help="the record's name under results/ (default: real_size_smoke; "
+                    "two runs on other families side by side: each its own, then --merge)")
+    ap.add_argument("--merge", nargs="+", metavar="NAME", help="merge these records of the same settings into --name's "
+                    "(each family from the record that has it) and exit")
     ap.add_argument("--quick", action="store_true", help="ALBERT only, batches 2 and 4, 48 documents: "
                                                          "results/real_size_smoke-quick.json")
     args = ap.parse_args(argv)
@@ -425,12 +408,17 @@ def main(argv=None) -> int:
     wanted = args.families.split(",") if args.families else ["albert"] if args.quick else list(PAPER_MODELS)
     if args.quick:
         args.docs = min(args.docs, 48)
-    name = "real_size_smoke-quick" if args.quick else "real_size_smoke"
+    name = args.name or ("real_size_smoke-quick" if args.quick else "real_size_smoke")
+    if args.merge:
+        return merge_records(name, args.merge)
     result = {"benchmark": "real_size_smoke", "command": command_line(), "machine": machine_info(),
               "threads": args.threads, "steps": args.steps, "batches": args.batches, "recipe": paper["recipe"],
               "evaluation": {k: paper["evaluation"][k] for k in ("encode_batch_size", "document_max_length",
                                                                  "query_max_length", "top_k")},
               "matmul_peak_gflops": {"start": matmul_peak(args.threads)}, "families": {}, "skipped": {}}
+    result["runs"] = resumed_runs(name, result) if args.resume else []
+    result["runs"].append({"command": result["command"], "git": result["machine"].get("git"),
+                           "matmul_peak_gflops": result["matmul_peak_gflops"], "families": []})
     with tempfile.TemporaryDirectory(prefix="lsrbench-smoke-") as scratch:
         tmp = Path(args.keep or scratch)
         tmp.mkdir(parents=True, exist_ok=True)
@@ -443,10 +431,13 @@ def main(argv=None) -> int:
             if model not in PUBLIC_CONFIGS:
                 result["skipped"][backbone] = f"{model}: no published config in lsrbench.model.public_configs"
                 continue
+            if model in result["families"]:
+                continue
             result["families"][model] = smoke_family(backbone, model, tmp, paper, args)
-            write_result(name, result)  # after each family: a long run keeps what it measured
+            result["runs"][-1]["families"].append(model)
+            write_result(name, annotate(result))  # after each family: a long run keeps what it measured
     result["matmul_peak_gflops"]["end"] = matmul_peak(args.threads)
-    print(f"real_size_smoke: wrote {write_result(name, result)}")
+    print(f"real_size_smoke: wrote {write_result(name, annotate(result))}")
     return 0
 
 

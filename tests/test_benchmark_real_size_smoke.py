@@ -53,3 +53,37 @@ def test_the_paper_batch_is_the_linear_fit_of_the_measured_batches():
     trains[32] = {"peak_rss_gib": 16.5, "steady_step_seconds": 70.0, "steady_step_cpu_seconds": 35.0}
     assert smoke.at_paper_batch(trains, 32) == {"batch": 32, "how": "measured", "peak_rss_gib": 16.5, "step_seconds": 70.0,
                                                 "step_cpu_seconds": 35.0}
+
+
+def test_the_record_says_which_batches_ran_and_how_they_are_scaled_to_the_papers():
+    trains = {"2": {"peak_rss_gib": 4.0}, "4": {"peak_rss_gib": 6.0}}
+    result = {"batches": [2, 4], "recipe": {"batch_size": 32}, "families": {"m": {
+        "parameters": 2**30 // 12, "stages": {"norm": {"peak_rss_gib": 0.5}, "train": {
+            "batches": trains, "paper_batch": smoke.at_paper_batch({int(b): t for b, t in trains.items()}, 32)}}}}}
+    note = smoke.annotate(result)["paper_batch"]
+    assert note["batch"] == 32 and note["trained_at"] == [2, 4]
+    assert "24 GiB" in note["why"] and "linear in the batch" in note["how"] and note["uncertainty"].startswith("8x beyond")
+    fit = result["families"]["m"]["stages"]["train"]["paper_batch"]["fits"]["peak_rss_gib"]
+    assert fit["intercept"] == pytest.approx(2.0) and fit["expected_intercept_gib"] == 1.5  # 0.5 + 12 B x 2^30 / 12
+    assert fit["at_paper_batch_through_expected_intercept"] == pytest.approx(1.5 + (6.0 - 1.5) / 4 * 32)
+    assert smoke.paper_batch_note([4, 32], 32) == {"batch": 32, "trained_at": [4, 32], "how": "measured at the paper's batch"}
+
+
+def test_merged_records_keep_each_family_once_and_refuse_other_settings(tmp_path, monkeypatch):
+    import json
+
+    record = importlib.import_module("real_size_record")
+    monkeypatch.setattr(record, "REPO", tmp_path)
+    monkeypatch.setattr(record, "write_result", lambda name, payload: (tmp_path / f"{name}.json").write_text(json.dumps(payload)))
+    results = tmp_path / "benchmark" / "results"
+    results.mkdir(parents=True)
+    settings = {"threads": 1, "steps": 2, "batches": [2, 4], "recipe": {"batch_size": 32}, "evaluation": {}, "collection": {}}
+    family = {"parameters": 1, "stages": {"train": {"paper_batch": {"how": "measured"}}}}
+    (results / "a.json").write_text(json.dumps({**settings, "families": {"x": family}, "runs": [{"families": ["x"]}]}))
+    (results / "b.json").write_text(json.dumps({**settings, "families": {"x": {}, "y": family}, "runs": [{"families": ["y"]}]}))
+    assert smoke.merge_records("m", ["a", "b"]) == 0
+    merged = json.loads((tmp_path / "m.json").read_text())
+    assert merged["families"] == {"x": family, "y": family} and merged["runs"] == [{"families": ["x"]}, {"families": ["y"]}]
+    (results / "c.json").write_text(json.dumps({**settings, "steps": 3, "families": {}}))
+    with pytest.raises(SystemExit, match="c ran other settings"):
+        smoke.merge_records("m", ["a", "c"])

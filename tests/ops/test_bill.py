@@ -93,6 +93,7 @@ def test_the_smoke_record_gives_memory_and_the_bytes_of_a_run_file(tmp_path):
     (tmp_path / "real_size_smoke.json").write_text(json.dumps(smoke))
     bill = backbone_bill(_config(), "bert", _jobs("bert"), DATASETS, read_records(tmp_path))
     assert bill["smoke"] == {"paper_batch": smoke["families"]["bert-base-uncased"]["stages"]["train"]["paper_batch"],
-                             "achieved_gflops": 60.0, "index_documents_per_second": 2.0}  # 3e12 / 50 s of CPU
+                             "trained_at": [4, 8], "achieved_gflops": 60.0,  # 3e12 / 50 s of CPU
+                             "index_documents_per_second": 2.0}
     per_line = 200_000 / (20 * 200)  # the smoke's evaluate folder over its run lines
     assert bill["disk"]["evaluate"] == int(2 * (10 * 100 + 5 * 50) * per_line)

@@ -79,6 +79,42 @@ def test_published_sizes_of_the_paper_grid(tmp_path):
     total = plan["bill_totals"]["gpu_hours"]["train"]["bound"]
     assert total == pytest.approx(sum(b["gpu_hours"]["train"]["bound"] for b in bill.values()), rel=1e-12)
     assert "## The bill: GPU-hours and disk per backbone (H100)" in stdout and "### Assumptions and uncertainty" in stdout
+    # the checkout's CPU smoke record (the default --records): every family in it shows the batches it
+    # trained at, and the assumptions say why not the paper's and how they are scaled to it
+    record = json.loads((REPO / "benchmark/results/real_size_smoke.json").read_text())
+    models = {name: str(b["model"]) for name, b in yaml.safe_load((REPO / "config/paper.yaml").read_text())["backbones"].items()}
+    shown = {name for name, b in bill.items() if b["smoke"]}
+    assert shown == {name for name, model in models.items() if model in record["families"]} and shown
+    assert all(bill[name]["smoke"]["trained_at"] == record["batches"] for name in shown)
+    batches = ", ".join(map(str, record["batches"]))
+    assert stdout.count(f"(extrapolated from batches {batches})") == len(shown)
+    assert f"It trained at batches {batches}, not the paper's 32: " in stdout and "Uncertainty: 8x beyond" in stdout
+
+
+def test_records_and_gpu_options_choose_what_the_bill_reads(tmp_path):
+    """--records DIR: the smoke record there (its note on the batches it ran), none of the checkout's;
+    --gpu H200: that datasheet's peak (the hours of the bound scale by H100's peak / H200's)."""
+    mirror = shared_or_skip()
+    records = tmp_path / "records"
+    records.mkdir()
+    note = {"batch": 32, "trained_at": [4, 8], "why": "too big here", "how": "a line", "uncertainty": "4x beyond"}
+    (records / "real_size_smoke.json").write_text(json.dumps({"paper_batch": note, "families": {}}))
+    _, h100 = _plan(tmp_path / "a", "--mirror", str(mirror), "--no-calibration", "--records", str(records))
+    stdout, h200 = _plan(tmp_path / "b", "--mirror", str(mirror), "--no-calibration", "--records", str(records),
+                         "--gpu", "H200")
+    assert h200["records"] == {"smoke": str(records / "real_size_smoke.json"), "gpu": None, "peers": None,
+                               "peers_small": None}
+    assert "It trained at batches 4, 8, not the paper's 32: too big here. Scaled: a line. Uncertainty: 4x beyond." in stdout
+    assert "## The bill: GPU-hours and disk per backbone (H200)" in stdout
+    from lsrbench.index.roofline import DATASHEET_BF16_TFLOPS
+
+    ratio = DATASHEET_BF16_TFLOPS["H100"][0] / DATASHEET_BF16_TFLOPS["H200"][0]
+    sized = {name: bill for name, bill in h200["bill"].items() if bill["gpu_hours"]}
+    assert "splade-tiny" in sized  # its folder's config.json
+    for name, bill in sized.items():
+        assert bill["rate"]["peak"].startswith("datasheet: NVIDIA H200")
+        assert bill["gpu_hours"]["train"]["bound"] == pytest.approx(h100["bill"][name]["gpu_hours"]["train"]["bound"] * ratio)
+        assert bill["evaluate_cpu_hours"] is None  # no search record in DIR
 
 
 @pytest.mark.slow

@@ -168,6 +168,19 @@ def _disk(config: dict, params: int, jobs: dict, sizes: dict, records: dict) -> 
             "index": index_bytes, "evaluate": int(lines * per_line)}
 
 
+def _local_entry(config: dict, backbone: str) -> dict:
+    """The backbone's entry with ``model`` the folder its jobs would load (the mirror's copy, a
+    verified extract) where there is one on this machine, so that its own config.json sizes it."""
+    from lsrbench.model.checkpoint import local_model_folder
+
+    entry = config["backbones"][backbone]
+    try:
+        folder = local_model_folder(entry, config.get("mirror"), config.get("cache_dir", "cache"), "the config", backbone)
+    except Exception:  # noqa: BLE001 - a bad path is check-config's to report; here it is only not sized
+        folder = None
+    return {**entry, "model": folder} if folder else entry
+
+
 def backbone_bill(config: dict, backbone: str, jobs: dict, datasets: dict, records: dict, gpu: str = "H100") -> dict:
     """The bill of one backbone: its shape and where it was read, FLOPs, GPU-hours (train, index),
     evaluate CPU-hours, disk per stage, and the CPU smoke's record of its family. ``jobs``: the dry
@@ -175,7 +188,7 @@ def backbone_bill(config: dict, backbone: str, jobs: dict, datasets: dict, recor
     from lsrbench.index import roofline
     from lsrbench.model.public_configs import backbone_config
 
-    entry = config["backbones"][backbone]
+    entry = _local_entry(config, backbone)
     sizes = {name: (d["evaluated_documents"] or 0, d["queries"] or 0) for name, d in datasets.items()}
     shape, where = backbone_config(entry)
     ref = str(entry["model"])
@@ -191,7 +204,7 @@ def backbone_bill(config: dict, backbone: str, jobs: dict, datasets: dict, recor
     rate = _rate(records, family, gpu)
     out.update(shape=where, parameters=params, flops=flops, rate=rate,
                gpu_hours={stage: _hours(flops[stage], rate, stage) for stage in ("train", "index")},
-               disk=_disk(config, params, jobs, sizes, records), smoke=_smoke_summary(_smoke_family(records, ref)))
+               disk=_disk(config, params, jobs, sizes, records), smoke=_smoke_summary(_smoke_family(records, str(config["backbones"][backbone]["model"]))))
     top = config["evaluation"]["top_k"]
     per_query = [(sizes[w["dataset"]][1], _search_ms(records, sizes[w["dataset"]][0])) for w in jobs["evaluate"]]
     out["evaluate_cpu_hours"] = (None if any(ms is None for _, ms in per_query)
@@ -210,7 +223,8 @@ def _smoke_summary(family: dict | None) -> dict | None:
     largest = train["batches"][max(train["batches"], key=int)]
     cpu = largest.get("steady_step_cpu_seconds")
     achieved = largest["step_flops"] / cpu / 1e9 if cpu else largest.get("achieved_gflops")
-    return {"paper_batch": train["paper_batch"], "achieved_gflops": achieved,
+    return {"paper_batch": train["paper_batch"], "trained_at": sorted(int(b) for b in train["batches"]),
+            "achieved_gflops": achieved,
             "index_documents_per_second": family["stages"]["index"].get("documents_per_second")}
 
 

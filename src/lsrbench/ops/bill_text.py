@@ -37,7 +37,8 @@ def _smoke(smoke: dict | None) -> str:
     at = smoke["paper_batch"]
     if "peak_rss_gib" not in at:
         return at["how"]
-    how = "measured" if at["how"] == "measured" else "extrapolated"
+    batches = ", ".join(str(b) for b in smoke.get("trained_at") or [])
+    how = "measured" if at["how"] == "measured" else f"extrapolated from batches {batches}"
     seconds = at.get("step_cpu_seconds", at.get("step_seconds"))
     return f"{seconds:.3g} s, {at['peak_rss_gib']:.3g} GiB ({how})"
 
@@ -95,6 +96,17 @@ def _spread(plan: dict) -> str:
             "optimiser's update of the vocabulary-wide head)")
 
 
+def _smoke_batch(note: dict | None) -> str:
+    """The batches the smoke trained at, why, how its values are scaled to the paper's batch and the
+    uncertainty that adds (its record's ``paper_batch``)."""
+    if not note:
+        return "Measured at the paper's batch, or extrapolated linearly from the smaller batches the record ran."
+    if "why" not in note:
+        return f"Measured at the paper's batch ({note['batch']})."
+    return (f"It trained at batches {', '.join(map(str, note['trained_at']))}, not the paper's {note['batch']}: "
+            f"{note['why']}. Scaled: {note['how']}. Uncertainty: {note['uncertainty']}.")
+
+
 def _bill_assumptions(plan: dict) -> list[str]:
     bills = [b for b in plan["bill"].values() if b.get("rate")]
     rate = bills[0]["rate"] if bills else None
@@ -115,9 +127,8 @@ def _bill_assumptions(plan: dict) -> list[str]:
         "seconds: a CPU's share of its own peak says little about a GPU's.",
         _spread(plan),
         "CPU smoke: a training step's CPU seconds (the job's wall seconds x the share of a core it got: shared "
-        "cores) and its peak resident set at the paper's batch (fp32, one thread: measured, or extrapolated "
-        "linearly from smaller batches where it would not fit the machine); a GPU job with bf16 autocast keeps "
-        "activations in half the bytes, so its device memory is about this or less.",
+        "cores) and its peak resident set at the paper's batch (fp32, one thread); a GPU job with bf16 autocast "
+        "keeps activations in half the bytes, so its device memory is about this or less. " + _smoke_batch(plan.get("smoke_paper_batch")),
         f"Evaluate: queries x the exact search's CPU ms per query ({records.get('peers') or 'no peers-1m.json record'}: "
         "a realistic 1M-document collection at top 1000, linear in the collection's size, one core); a trained "
         "model's vectors may be denser than that collection's.",

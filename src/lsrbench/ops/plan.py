@@ -63,7 +63,8 @@ def make_plan(config: dict, config_files: list[str], *, mirror: str | None = Non
             "jobs": job_counts(output), "datasets": datasets, "backbones": backbones, "totals": _totals(backbones),
             "assume_flops": assume_flops, "steps": config["recipe"]["steps"],
             "recipe_batch": config["recipe"]["batch_size"], "bill": bills, "bill_totals": bill_totals(bills),
-            "records": {k: (v or {}).get("_path") for k, v in found.items() if k != "folder"}, "gpu": gpu}
+            "records": {k: (v or {}).get("_path") for k, v in found.items() if k != "folder"}, "gpu": gpu,
+            "smoke_paper_batch": (found["smoke"] or {}).get("paper_batch")}
 
 
 def _stage_jobs(jobs: list, backbone: str) -> dict:
