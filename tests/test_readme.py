@@ -182,8 +182,10 @@ def test_check_config_prints_the_grid_of_my_yaml(clone):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == ("my.yaml (on config/config.yaml): ok: 3 backbones, 9 runs, datasets vaswani"), lines
+    claims = [line for line in lines[2:] if line.startswith("claims (")]
+    assert claims and claims[0].startswith("claims (9): large_norm_underperforms_at_k1, "), lines
     unchecked = [line for line in lines[2:] if line.startswith("not checked on this machine:")]
-    grid = [line.split() for line in lines[2:] if line not in unchecked]
+    grid = [line.split() for line in lines[2:] if line not in unchecked + claims]
     assert grid == [
         ["splade-tiny", "shared", "k", "=", "1,", "16"], ["splade-tiny", "untie", "k", "=", "16"],
         ["splade-tiny-x10", "shared", "k", "=", "1,", "16"],

@@ -31,15 +31,16 @@ import pytest
 import yaml
 
 from helpers.catalogue import record
-from helpers.snakemake import SNAKEMAKE, copy_run, eval_dir, index_dir, job_counts, layout, norms_json, train_dir
+from helpers.snakemake import SNAKEMAKE, config_lock, copy_run, eval_dir, index_dir, job_counts, layout, norms_json, train_dir
 
 pytestmark = pytest.mark.slow
 LSRBENCH = [sys.executable, "-m", "lsrbench.cli"]
 
 
 def _snakemake(work: Path, config: Path, *targets: str, dry: bool = False) -> subprocess.CompletedProcess:
-    return subprocess.run([*SNAKEMAKE, *targets, "--cores", "2", *(["-n"] if dry else []), "-d", str(work),
-                           "--configfile", str(config)], capture_output=True, text=True, timeout=900)
+    with config_lock(config):  # never while another worker's test edits the shared run's config in place
+        return subprocess.run([*SNAKEMAKE, *targets, "--cores", "2", *(["-n"] if dry else []), "-d", str(work),
+                               "--configfile", str(config)], capture_output=True, text=True, timeout=900)
 
 
 def _ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:

@@ -77,22 +77,24 @@ def test_the_trained_runs_head_scale_is_the_measured_ratio(control_run):
 
 
 def test_a_changed_matched_statistic_measures_the_ratio_again(control_run, tmp_path):
-    """The matched backbone's norms.json changed under a finished control (here: edited, as a new
-    measurement would change it): the next run measures the ratio again and trains with it (the
-    edge is an input: Snakemake re-runs what reads it); the train job itself refuses a norm record
-    whose matched statistic moved (tests/model/test_head_match.py)."""
+    """The matched backbone's norms.json edited under a finished control: the edit is never read
+    (the norm job makes the record again from the checkpoint) and the control measures its ratio
+    again from the record as made (the edge is an input: Snakemake re-runs what reads it); the
+    train job itself refuses a norm record whose matched statistic moved
+    (tests/model/test_head_match.py)."""
     import shutil
 
     work = tmp_path / "work"
     shutil.copytree(control_run["work"], work, symlinks=True)
     config = control_run["config"]
     matched = norms_json(work, config, "splade-tiny")
-    record = json.loads(matched.read_text())
-    record["mean_row_norm"] *= 2
+    measured = json.loads(matched.read_text())
+    record = {**measured, "mean_row_norm": 2 * measured["mean_row_norm"]}
     matched.write_text(json.dumps(record))
     target = eval_dir(work, config, "control", "1", "slice") / "metrics.tsv"
     run_snakemake("--cores", "2", "-d", str(work), "--configfile", str(config), "--", str(target.relative_to(work)))
+    assert json.loads(matched.read_text())["mean_row_norm"] == measured["mean_row_norm"]
     again = json.loads(norms_json(work, config, "control").read_text())["head_scale_match"]
-    assert again["target"] == record["mean_row_norm"] and again["ratio"] == record["mean_row_norm"] / again["own"]
+    assert again["target"] == measured["mean_row_norm"] and again["ratio"] == measured["mean_row_norm"] / again["own"]
     provenance = json.loads((train_dir(work, config, "control", "1") / "train_provenance.json").read_text())
     assert provenance["head_scale"] == again["ratio"]

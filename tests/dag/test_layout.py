@@ -20,7 +20,7 @@ from lsrbench.dag.layout import ID_WILDCARD
 # Rules that compute results; the report rules re-make the current config's reports from them.
 RESULT_RULES = {"dataset", "pool", "norm", "triplets", "probe", "train", "index", "index_queries", "evaluate",
                 "pooled_flops", "bm25"}
-REPORTS = {"metrics.csv", "metrics.sources.json", "table1.md", "table1.cells.json", "table_beir.md", "norms.md",
+REPORTS = {"metrics.csv", "metrics.sources.json", "chance.json", "table1.md", "table1.cells.json", "table_beir.md", "norms.md",
            "norms.png", "tradeoff.png", "tradeoff.pdf", "loss_curves.png", "claims.md", "claims.json",
            # what each figure shows (verify recomputes them): re-made with their figures
            "norms.data.json", "tradeoff.data.json", "loss_curves.data.json"}

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from helpers.snakemake import COLLAPSE_K, copy_run, eval_dir, index_dir, job_counts, layout, run_snakemake, train_dir
+from helpers.snakemake import COLLAPSE_K, config_lock, copy_run, eval_dir, index_dir, job_counts, layout, run_snakemake, train_dir
 
 pytestmark = pytest.mark.slow
 
@@ -147,11 +147,12 @@ def _edit(micro_run: dict, edit) -> dict[str, int]:
     original = path.read_text()
     config = yaml.safe_load(original)
     edit(config)
-    try:
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
-        out = run_snakemake("-n", "--cores", "1", "-d", str(micro_run["work"]), "--configfile", str(path)).stdout
-    finally:
-        path.write_text(original)
+    with config_lock(path, exclusive=True):  # the other workers' tests read the file meanwhile
+        try:
+            path.write_text(yaml.safe_dump(config, sort_keys=False))
+            out = run_snakemake("-n", "--cores", "1", "-d", str(micro_run["work"]), "--configfile", str(path)).stdout
+        finally:
+            path.write_text(original)
     return {k: v for k, v in job_counts(out).items() if k not in ("all", "total")}
 
 

@@ -122,11 +122,12 @@ def test_table1_shows_the_mean_over_seeds_and_the_sample_std(two_seeds):
     expected = f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
     text = (two_seeds["results"] / "table1.md").read_text()
     rows = {tuple(c.strip() for c in line.strip("|").split("|"))[:3] for line in text.splitlines() if line.startswith("| ")}
-    assert ("random RoBERTa 1L", "1", f"**{expected}**") in rows  # the only non-collapsed k: the best
+    # the only non-collapsed k: the best (◦: a random model's run is at chance)
+    assert {("random RoBERTa 1L", "1", f"**{expected}**"), ("random RoBERTa 1L", "1", f"**{expected}** ◦")} & rows
     assert ("random RoBERTa 1L", COLLAPSE_K, "collapsed (2 of 2 seeds)") in rows
     assert "Seeds: every run was trained once per seed (2 seeds:" in text
     beir = (two_seeds["results"] / "table_beir.md").read_text()
-    assert f"| {expected} |" in beir
+    assert f"| {expected} |" in beir or f"| {expected} ◦ |" in beir
 
 
 def test_claims_compare_seed_averaged_scores_and_count_the_seeds_that_select_the_best_k(two_seeds):
