@@ -27,6 +27,9 @@ NO_SEED = "-"
 # The columns of a per-query metrics file (perquery.tsv).
 PERQUERY_COLUMNS = ["query_id", "measure", "value"]
 
+# the folder under results/ that holds each report job's manifest (results/manifests/<rule>.json)
+MANIFESTS = "manifests"
+
 # Measures lsrbench computes itself, beside the ir_measures names (nDCG@10, RR@10, ...).
 FLOPS = "FLOPs"
 QUERY_DIMS = "query_active_dims"

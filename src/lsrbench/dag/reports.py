@@ -18,7 +18,7 @@ from typing import Callable
 from lsrbench.config.grid import probe_settings, run_keys, runs, several_seeds
 from lsrbench.dag.declarations import pooled_flops_datasets
 from lsrbench.model.probe_names import LOGIT_STATISTICS
-from lsrbench.names import POOLED, PROBE_K
+from lsrbench.names import MANIFESTS, POOLED, PROBE_K
 from lsrbench.report.config_record import report_backbones, report_settings
 
 __all__ = ["REPORTS", "ReportRules", "report_outputs", "row_targets", "html_pages", "claims_datasets", "job_threads",
@@ -234,9 +234,6 @@ REPORTS = {
 # report that no longer matches what made it is found before anything reads it
 # (lsrbench.dag.folder_state), which config a folder's reports come from, and what `lsrbench
 # verify` and `lsrbench gc` trace every report to.
-MANIFESTS = "manifests"
-
-
 def manifest_path(rule: str, results: str = "results") -> str:
     """``results/manifests/<rule>.json``: the manifest of report rule ``rule``."""
     return f"{results}/{MANIFESTS}/{rule}.json"

@@ -81,7 +81,7 @@ def _named_by_reports(results: Path) -> list[Path]:
     """The files the reports of ``results`` name directly (every report manifest: what it read and
     its config snapshot; metrics.sources.json: the run files of metrics.csv), resolved against the
     folder Snakemake ran in."""
-    from lsrbench.dag.reports import MANIFESTS
+    from lsrbench.names import MANIFESTS
 
     named = []
     records = sorted((results / MANIFESTS).glob("*.json")) + [results / "metrics.sources.json"]

@@ -36,7 +36,7 @@ MANIFEST_NAMES = ("provenance.json", "train_provenance.json")
 
 def find_manifests(results_dir: str | os.PathLike) -> list[Path]:
     """Every stage manifest under ``results_dir`` and every report's (``manifests/<rule>.json``)."""
-    from lsrbench.dag.reports import MANIFESTS
+    from lsrbench.names import MANIFESTS
 
     root = Path(results_dir)
     found = list((root / MANIFESTS).glob("*.json"))

@@ -106,7 +106,7 @@ def check_configs(root: Path, problems: list[str]) -> dict[Path, tuple[dict, Sna
 def _manifest_configs(root: Path) -> dict[Path, dict]:
     """The config each report manifest (``manifests/<rule>.json``) records: every report's, the
     probe's and the HTML pages' among them."""
-    from lsrbench.dag.reports import MANIFESTS
+    from lsrbench.names import MANIFESTS
 
     found = {}
     for path in sorted((root / MANIFESTS).glob("*.json")):
