@@ -27,7 +27,7 @@ from helpers.snakemake import SNAKEMAKE, layout, micro_config
 
 pytestmark = pytest.mark.slurm
 PARTITION = "ci"  # .ci/slurm-up's partition
-RUN_TIMEOUT = 600  # s; the micro DAG took 3.7 min through SLURM here (2 cores, shared and busy)
+RUN_TIMEOUT = 900  # s; the micro DAG took 3.7 min through SLURM here (2 cores, shared and busy); CI runs it beside the slow suite
 # For speed only: the plugin waits 40 s after a job finishes before it looks at the queue again
 # (then 10 s longer each time nothing finished), so each step of the micro DAG's chain of ~9 would
 # cost >= 40 s (7 min in all, measured); 5 s here. A scalar setting: no resource of the profile
@@ -111,7 +111,7 @@ def slurm_runs(request, slurm_env, tmp_path_factory, vaswani_slice, tiny_roberta
     config["auto_k"] = {"reference": "zero"}
     bad_cfg.write_text(yaml.safe_dump(config, sort_keys=False))
     bad_target = layout(bad_cfg).get("train", run="rand-roberta", k="auto").path("train_log.jsonl")
-    bad = SlurmRun(slurm_env, tmp / "bad" / "work", bad_target, "--configfile", str(bad_cfg), timeout=300)
+    bad = SlurmRun(slurm_env, tmp / "bad" / "work", bad_target, "--configfile", str(bad_cfg), timeout=600)
     try:
         local = request.getfixturevalue("micro_run")
         bad.finish()  # usually over by now: its time is the run's own
