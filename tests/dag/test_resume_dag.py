@@ -13,7 +13,6 @@ import subprocess
 import time
 
 import pytest
-import yaml
 
 from helpers.snakemake import SNAKEMAKE, micro_config, train_dir
 
@@ -21,16 +20,20 @@ pytestmark = pytest.mark.slow
 STEPS = 100
 
 
-def test_snakemake_killed_mid_training_resumes_from_checkpoint(tmp_path, vaswani_slice, tiny_roberta):
-    cfg = micro_config(tmp_path, vaswani_slice, tiny_roberta)
-    config = yaml.safe_load(cfg.read_text())
-    config["recipe"].update(steps=STEPS, checkpoint_steps=5)
-    cfg.write_text(yaml.safe_dump(config, sort_keys=False))
+def _long_training(tmp_path, vaswani_slice, tiny_roberta):
+    """The micro config trained for STEPS steps with a checkpoint every 5, its work folder, the
+    training's folder and the snakemake command that makes it."""
+    cfg = micro_config(tmp_path, vaswani_slice, tiny_roberta, steps=STEPS, checkpoint_steps=5)
     work = tmp_path / "work"
     work.mkdir()
     run_dir = train_dir(work, cfg, "rand-roberta", "1")
     cmd = [*SNAKEMAKE, str((run_dir / "train_log.jsonl").relative_to(work)), "--cores", "2", "-d", str(work),
            "--configfile", str(cfg)]
+    return cfg, work, run_dir, cmd
+
+
+def test_snakemake_killed_mid_training_resumes_from_checkpoint(tmp_path, vaswani_slice, tiny_roberta):
+    cfg, work, run_dir, cmd = _long_training(tmp_path, vaswani_slice, tiny_roberta)
 
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 240
@@ -63,15 +66,7 @@ def test_ctrl_c_ends_each_job_with_one_line_and_the_run_resumes(tmp_path, vaswan
     each job ends with one line saying what it keeps and how to go on, no traceback (before: a
     40-line KeyboardInterrupt traceback per job); the same command then resumes from the saved
     checkpoint and finishes."""
-    cfg = micro_config(tmp_path, vaswani_slice, tiny_roberta)
-    config = yaml.safe_load(cfg.read_text())
-    config["recipe"].update(steps=STEPS, checkpoint_steps=5)
-    cfg.write_text(yaml.safe_dump(config, sort_keys=False))
-    work = tmp_path / "work"
-    work.mkdir()
-    run_dir = train_dir(work, cfg, "rand-roberta", "1")
-    cmd = [*SNAKEMAKE, str((run_dir / "train_log.jsonl").relative_to(work)), "--cores", "2", "-d", str(work),
-           "--configfile", str(cfg)]
+    cfg, work, run_dir, cmd = _long_training(tmp_path, vaswani_slice, tiny_roberta)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.time() + 240
     while time.time() < deadline and proc.poll() is None:

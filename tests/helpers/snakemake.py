@@ -68,8 +68,9 @@ def micro_config_path(tmp: Path) -> Path:
     return tmp / "config.yaml"
 
 
-def micro_config(tmp: Path, slice_dir: Path, model_dir: Path) -> Path:
-    """Write the micro run's datasets file and config into ``tmp``; return the config path."""
+def micro_config(tmp: Path, slice_dir: Path, model_dir: Path, **recipe) -> Path:
+    """Write the micro run's datasets file and config into ``tmp``; return the config path.
+    ``recipe``: settings of its recipe other than the micro run's (a longer training, say)."""
     datasets = tmp / "datasets.yaml"
     datasets.write_text(yaml.safe_dump({"slice": {"source": "beir", "path": str(slice_dir)}}))
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
@@ -89,6 +90,7 @@ def micro_config(tmp: Path, slice_dir: Path, model_dir: Path) -> Path:
                     "collapse_max_active_share": 1.0},
     )
     config["recipe"].update(steps=3, batch_size=4, query_max_length=16, document_max_length=48, checkpoint_steps=2)
+    config["recipe"].update(recipe)
     config["report"].update(columns=[{"name": "Slice nDCG@10", "datasets": ["slice"], "measure": "nDCG@10"}],
                             flops_datasets=["slice"], caption="micro run")
     path = micro_config_path(tmp)

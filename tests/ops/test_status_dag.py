@@ -13,7 +13,6 @@ import sys
 import time
 
 import pytest
-import yaml
 
 from helpers.paths import REPO
 from helpers.snakemake import SNAKEMAKE, job_counts, micro_config, run_snakemake
@@ -54,10 +53,7 @@ def _while_training(proc, cfg, work, log) -> str:
 
 
 def test_status_of_a_running_then_finished_micro_dag(tmp_path, vaswani_slice, tiny_roberta):
-    cfg = micro_config(tmp_path, vaswani_slice, tiny_roberta)
-    config = yaml.safe_load(cfg.read_text())
-    config["recipe"].update(steps=STEPS, checkpoint_steps=100)
-    cfg.write_text(yaml.safe_dump(config, sort_keys=False))
+    cfg = micro_config(tmp_path, vaswani_slice, tiny_roberta, steps=STEPS, checkpoint_steps=100)
     work = tmp_path / "work"
     work.mkdir()
     planned = job_counts(run_snakemake("-n", "--forceall", "-d", str(work), "--configfile", str(cfg)).stdout)
