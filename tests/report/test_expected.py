@@ -104,13 +104,20 @@ def test_claim_differences_read_claims_json_and_each_backbone(small, tmp_path):
         {"id": "c1", "type": "compare", "verdict": "holds", "difference": 0.2, "runs": [["orig", "1"], ["orig", "16"]],
          "datasets": ["d"]},
         {"id": "c2", "type": "best_k_above", "verdict": "fails", "difference": None,
+         "runs": [["orig", "16"], ["orig", "1"]], "datasets": ["d"]},
+        # one backbone: the engine records its difference, still filed under the backbone
+        {"id": "c3", "type": "best_k_above", "verdict": "fails", "difference": -0.2,
          "runs": [["orig", "16"], ["orig", "1"]], "datasets": ["d"]}]}))
     exp = _expected(tmp_path, [], claims=[{"claim": "c1", "expected": 0.19, "tolerance": 0.02, "basis": "seeds"},
                                           {"claim": "c2", "backbone": "orig", "expected": -0.2, "tolerance": 0.001,
+                                           "basis": "seeds"},
+                                          {"claim": "c3", "backbone": "orig", "expected": -0.2, "tolerance": 0.001,
                                            "basis": "seeds"}])
     proc = lsrbench("expected", "--results", small, "--expected", exp)
     assert "[OK]   claim c1: difference: expected 0.1900 ± 0.0200, found 0.2000 (+0.0100; seeds)" in proc.stdout
     assert "[OK]   claim c2 [orig]: difference: expected -0.2000 ± 0.0010, found -0.2000 (+0.0000; seeds)" in proc.stdout
+    assert "[OK]   claim c3 [orig]: difference: expected -0.2000 ± 0.0010, found -0.2000 (+0.0000; seeds)" in proc.stdout
+    assert "claim c3:" not in proc.stdout  # not a second, unkeyed line
 
 
 def test_a_folder_of_several_seeds_is_held_to_the_tolerance_of_their_mean(tmp_path):

@@ -140,11 +140,12 @@ def claim_differences(claims: dict, metrics) -> dict[tuple, tuple[float | None, 
     out: dict[tuple, tuple[float | None, str]] = {}
     for claim in claims.get("claims", []):
         verdict = claim.get("verdict", "")
-        if claim.get("difference") is not None:
-            out[("claim", claim["id"], "", "")] = (float(claim["difference"]), verdict)
-            continue
         runs = claim.get("runs") or []
-        if claim.get("type") != "best_k_above" or len(runs) % 2:
+        if claim.get("type") != "best_k_above":
+            if claim.get("difference") is not None:
+                out[("claim", claim["id"], "", "")] = (float(claim["difference"]), verdict)
+            continue
+        if len(runs) % 2:
             continue
         for (run_a, k_a), (run_b, k_b) in zip(runs[::2], runs[1::2]):
             a = mean_score(metrics, run_a, str(k_a), claims["measure"], claim["datasets"])
