@@ -117,3 +117,30 @@ def test_what_the_engine_said_before_is_the_recorded_comparison():
     assert record["draws"] == before["optimal_k_grows_with_norm"]["by construction"] == 100
     for claim in ("rescaled_beats_k1", "rescaled_frontier", "optimal_k_grows_with_norm"):
         assert not now[claim].get("holds") and not now[claim].get("fails") and not now[claim].get("by construction")
+
+
+def test_the_readme_table1_excerpt_is_the_expected_values_and_the_seed_42_run():
+    """The README's Table 1 excerpt: the expected column is config/expected/tiny.yaml's nDCG@10 (mean
+    over the seeds ± one run's tolerance), the one-run columns are training seed 42's row of the seeds
+    record (nDCG@10 at three decimals, FLOPs at two)."""
+    import yaml
+
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text(encoding="utf-8"))
+    run_of = {b["label"]: name for name, b in config["backbones"].items()}
+    expected = {(e["backbone"], e["k"]): e for e in
+                yaml.safe_load((REPO / "config" / "expected" / "tiny.yaml").read_text(encoding="utf-8"))["table1"]
+                if e["measure"] == "nDCG@10"}
+    seeds = pd.read_csv(RESULTS / "tiny_default_seeds-metrics.csv", dtype={"k": str, "seed": str})
+    seed42 = seeds[seeds["seed"].isin(["42", "-"])].set_index(["backbone", "k", "measure"])["value"]  # BM25: "-"
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in
+            (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+            if line.startswith("| SPLADE-tiny") or line.startswith("| BM25")]
+    assert len(rows) == 6
+    for label, k, expect, one_run, flops in rows:
+        untie = label.endswith(" [untie]")
+        name = run_of.get(label.removesuffix(" [untie]").removesuffix(" †").strip())
+        run = "BM25" if label.startswith("BM25") else name + ("+untie" if untie else "")
+        entry = expected[(run, k)]
+        assert expect == f"{entry['expected']:.4f} ± {entry['tolerance']:.4f}", (label, k)
+        assert one_run.strip("*") == f"{seed42[(run, k, 'nDCG@10')]:.3f}", (label, k)
+        assert flops == ("–" if run == "BM25" else f"{seed42[(run, k, 'FLOPs')]:.2f}"), (label, k)

@@ -6,7 +6,7 @@ a job can read), or the ``lsrbench`` command. Each must give a non-zero exit, ex
 Python traceback, and leave every file of ``results/`` that existed before byte-identical.
 
 The outcome of every case (its error line, or what the command printed) is appended to the file
-named by ``LSRBENCH_CATALOGUE`` when set (docs/bad-input.md lists them).
+named by ``LSRBENCH_CATALOGUE`` when set (docs/bad-input-catalogue.md lists them).
 """
 
 from __future__ import annotations

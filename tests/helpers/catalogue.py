@@ -1,4 +1,4 @@
-"""The bad-input catalogue's table (docs/bad-input.md): each case's outcome, appended by the test
+"""The bad-input catalogue's table (docs/bad-input-catalogue.md): each case's outcome, appended by the test
 that ran it to the file ``LSRBENCH_CATALOGUE`` names (nothing when it is not set)."""
 
 from __future__ import annotations
