@@ -15,11 +15,12 @@ from lsrbench.dag.fingerprint import FileDigests
 from lsrbench.dag.layout import Layout
 from lsrbench.dag.validate import check_config
 from lsrbench.hashing import stable_hash
+from lsrbench.stages import all_stages
 
 
 def _tiny_layout() -> Layout:
     config = check_config(copy.deepcopy(tiny_default()), "config/config.yaml", files=False, mirror_must_exist=False)
-    return Layout(config, "results", FileDigests(None), config_file="config/config.yaml",
+    return Layout(config, "results", FileDigests(None), stages=all_stages(), config_file="config/config.yaml",
                   config_files=["config/config.yaml"])
 
 
@@ -31,9 +32,8 @@ def _stage_params(layout) -> dict[str, str]:
     """Per addressed stage, the params Snakemake compares (its name and its job's settings, every
     output's), as one short hash."""
     from lsrbench.dag.stage import StageRules
-    from lsrbench.pipeline import JOBS
 
-    rules = StageRules(layout, JOBS)
+    rules = StageRules(layout)
     out = {}
     for name in layout.stages:
         items = layout.of_stage(name)

@@ -13,7 +13,8 @@ from helpers.beir import write_beir
 from helpers.paths import REPO, shared_or_skip
 from lsrbench.dag.landing import RESULTS, landing_results, origin_text, result_label
 from lsrbench.dag.reports import html_pages
-from lsrbench.pipeline import stages
+from lsrbench.stages.dataset import dataset as dataset_job
+from lsrbench.stages.norm import norm as norm_job
 
 
 @pytest.fixture()
@@ -30,14 +31,14 @@ def folders(tmp_path):
 
 def _norm_record(f, entry: dict, mirror) -> dict:
     out = f["tmp"] / "norms.json"
-    stages.norm("tiny", entry, mirror, str(f["tmp"] / "cache"), "cfg.yaml", str(out))
+    norm_job("tiny", entry, mirror, str(f["tmp"] / "cache"), "cfg.yaml", str(out))
     return json.loads(out.read_text())["read_from"]
 
 
 def _dataset_record(f, mirror) -> dict:
     info = f["tmp"] / "info.json"
     entry = {"source": "beir", "path": str(f["local"])}
-    stages.dataset("slice", "test", entry, mirror, "d.yaml", str(f["tmp"] / "cache"), str(f["tmp"] / "full"), str(info))
+    dataset_job("slice", "test", entry, mirror, "d.yaml", str(f["tmp"] / "cache"), str(f["tmp"] / "full"), str(info))
     return json.loads(info.read_text())["read_from"]
 
 

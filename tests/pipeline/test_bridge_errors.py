@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from lsrbench.atomic import atomic_open
-from lsrbench.pipeline import JOBS, bridge
+from lsrbench.pipeline import bridge
 
 
 class _Files(dict):
@@ -39,7 +39,8 @@ def job(monkeypatch, tmp_path):
             fh.write("q1 Q0 d1 1 1.0 t\n")
         with atomic_open(metrics_tsv) as fh:
             fh.write("measure\tvalue\n")
-    monkeypatch.setitem(JOBS, "fake_write", fake_write)
+    real = bridge.job_function
+    monkeypatch.setattr(bridge, "job_function", lambda name: fake_write if name == "fake_write" else real(name))
     folder = tmp_path / "results" / "eval" / "abc123"
     return folder, _job(tmp_path, {"metrics_tsv": str(folder / "metrics.tsv"), "run_trec": str(folder / "run.trec")})
 

@@ -1,4 +1,4 @@
-# Data rules: each output in a content-addressed folder (lsrbench.dag.declarations says what decides
+# Data rules: each output in a content-addressed folder (lsrbench.stages says what decides
 # it): a dataset by what its source holds (a local folder's bytes, else the source's own name),
 # never by where it is read from (mirror, cache folder), which go in its runtime params.
 

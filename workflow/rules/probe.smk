@@ -1,4 +1,4 @@
-# The step-0 probe of each backbone (lsrbench.dag.declarations PROBE; docs/probe.md): its
+# The step-0 probe of each backbone (lsrbench.stages.probe; docs/probe.md): its
 # checkpoint loaded once, every (mode, k) it is swept at (plus k = 1 and probe.k_grid) measured
 # before any optimiser step. Upstream only of k: probe and of k: auto by a logit-scale statistic;
 # `lsrbench probe` runs it (and its report, results/probe.md) alone.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lsrbench.dag.declarations import used_datasets
+from lsrbench.config.evaluated import used_datasets
 
 __all__ = ["RESULTS", "origin_text", "read_from", "landing_results", "result_label"]
 

@@ -10,8 +10,9 @@ reverting it finds the old folders again, and an edit re-runs exactly the output
 it changes: a new learning rate re-trains but keeps data and norms, a new ``top_k`` re-evaluates
 but keeps the vectors. See docs/results-layout.md.
 
-What decides each output is declared once per stage (:mod:`lsrbench.dag.declarations`); the
-:class:`Layout` only builds the addressed outputs of one config from those declarations. Where
+What decides each output is declared once per stage (a module each under :mod:`lsrbench.stages`,
+whose registry is passed in); the :class:`Layout` only builds the addressed outputs of one config
+from those declarations. Where
 things come from or how a job runs is in no identity: mirror, cache folder, config file name,
 thread and process counts, checkpoint cadence, shard size. A local folder (a BEIR dataset path, a
 model checkpoint folder) is identified by a fingerprint of its files' bytes
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from lsrbench.dag.fingerprint import FileDigests
 from lsrbench.dag.folders import FOLDERS, ID_LENGTH, ID_REGEX, ID_WILDCARD, PARAMS_JSON, pattern, short_id
+from lsrbench.dag.stage import without_late_defaults
 from lsrbench.hashing import stable_hash
 
 __all__ = ["ID_LENGTH", "ID_REGEX", "FOLDERS", "PARAMS_JSON", "Addressed", "Layout", "pattern", "short_id"]
@@ -85,15 +87,14 @@ class Layout:
     cache is written only when its owner calls ``save``: building a layout writes nothing)."""
 
     def __init__(self, config: dict, results: str = "results", digests: FileDigests | None = None, *,
-                 config_file: str = "config", config_files: list[str] | None = None, stages=None):
-        from lsrbench.dag.declarations import STAGES
-
+                 stages, config_file: str = "config", config_files: list[str] | None = None):
+        # stages: the declarations (lsrbench.stages.STAGES), in the order outputs are built
         self.config, self.results = config, results
         self.config_file = str(config_file)  # the file jobs name in their errors (never in an identity)
         # every file the config was read from (its base: chain too), as the config snapshot names them
         self.config_files = [_file_label(f) for f in (config_files or [config_file])]
         self.digests = digests or FileDigests(None)
-        self.stages = {s.name: s for s in (stages or STAGES)}
+        self.stages = {s.name: s for s in stages}
         self._stage_of: dict[tuple, object] = {}
         for stage in self.stages.values():
             for key in stage.grid(config):
@@ -115,7 +116,7 @@ class Layout:
 
     def _make(self, stage, key: dict) -> Addressed:
         fields = stage.folder_fields(self, key)
-        identity = stage.identity(self, key)
+        identity = without_late_defaults(stage.identity(self, key), stage.late_settings)
         if stage.kind in ID_WILDCARD:
             fields = {**fields, ID_WILDCARD[stage.kind]: short_id(identity)}
         folder = FOLDERS[stage.kind].format(results=self.results, **fields)

@@ -1,6 +1,6 @@
 """The report rules (``workflow/rules/report.smk``), declared once each: the run files a report reads
 (the current config's addressed outputs, from the :class:`~lsrbench.dag.layout.Layout`), the
-settings it is made with, and its job function (:data:`lsrbench.pipeline.JOBS`). Each reads
+settings it is made with, and its job function (:mod:`lsrbench.pipeline.report_jobs`). Each reads
 cached run outputs only, so deleting a report re-runs just its rule.
 
 Files that belong to a run are passed *by key*, never by position: ``params.keyed[name]`` holds
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from lsrbench.config.grid import probe_settings, run_keys, runs, several_seeds
-from lsrbench.dag.declarations import pooled_flops_datasets
+from lsrbench.config.evaluated import dataset_measures, docs_dataset, pooled_flops_datasets
+from lsrbench.dag.evaluated import eval_dir, eval_info
 from lsrbench.model.probe_names import LOGIT_STATISTICS
 from lsrbench.names import MANIFESTS, POOLED, PROBE_K
 from lsrbench.report.config_record import report_backbones, report_settings
@@ -39,8 +40,6 @@ def job_threads(remote_exec: bool, cores: int | None) -> int:
 
 def corpus_sharing_datasets(config: dict) -> list[str]:
     """Evaluated datasets that reuse another dataset's ``docs.npz`` (only their queries are encoded)."""
-    from lsrbench.dag.declarations import docs_dataset
-
     return [d for d in config["evaluation"]["datasets"] if docs_dataset(config, d) != d]
 
 
@@ -155,7 +154,7 @@ class Report:
 
 
 def _config(layout) -> dict:
-    """The config snapshot every report is made with (:data:`lsrbench.dag.declarations.CONFIG`),
+    """The config snapshot every report is made with (:mod:`lsrbench.stages.config_snapshot`),
     and the ``params.json`` beside it, which the report reads through it (the files the config was
     read from: :func:`lsrbench.report.config_record.config_record`): an input named with a leading
     ``_`` is the DAG's only, not an argument of the job (:mod:`lsrbench.pipeline.bridge`)."""
@@ -175,17 +174,11 @@ def _with_chance(layout) -> dict:
 def _evaluated_data(layout) -> dict:
     """``[dataset, folder]`` of every evaluated dataset's BEIR folder (pooled or full) and
     ``[dataset, file]`` of the record of its size (the pool's eval.json, the dataset's info.json)."""
-    from lsrbench.dag.declarations import eval_dir, pool_depth_of
-
     datasets = layout.config["evaluation"]["datasets"]
-    infos = [[d, layout.get("pool", dataset=d).path("eval.json") if pool_depth_of(layout.config, d)
-              else layout.get("data", dataset=d).path("info.json")] for d in datasets]
-    return {"data_dirs": [[d, eval_dir(layout, d)] for d in datasets], "infos": infos}
+    return {"data_dirs": [[d, eval_dir(layout, d)] for d in datasets], "infos": [[d, eval_info(layout, d)] for d in datasets]}
 
 
 def _chance_settings(config: dict) -> dict:
-    from lsrbench.dag.declarations import dataset_measures
-
     return {"measures": {d: dataset_measures(config, d) for d in config["evaluation"]["datasets"]}}
 
 

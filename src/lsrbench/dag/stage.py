@@ -4,8 +4,8 @@ constraints, log and params, and the call of its job function.
 
 A declaration says what decides the stage's output (its *identity*, which names its folder), the
 inputs it reads and the outputs it writes, the runtime-only settings (where a job reads from, how
-it runs: never in the identity) and the job function it runs (registered in
-:data:`lsrbench.pipeline.JOBS`). The job function is called with arguments bound *by name*: its
+it runs: never in the identity) and the job function it runs (``job``; a stage's module under
+:mod:`lsrbench.stages` holds both, the registry there lists them). The job function is called with arguments bound *by name*: its
 outputs and inputs (the rule's named files), its runtime settings, and, for every other argument,
 the identity's value of that name (or the folder's wildcard value, or ``config_hash``: the
 identity's SHA-256). :meth:`StageRules.check` binds every stage's function when the Snakefile is
@@ -18,13 +18,14 @@ leaves out of its params comparison: the folder id already says what changed.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from dataclasses import dataclass, field
 from typing import Callable
 
 from lsrbench.dag.folders import ID_WILDCARD, PARAMS_JSON, pattern
 
-__all__ = ["Stage", "StageRules", "call_settings", "canonical"]
+__all__ = ["Stage", "LateSetting", "as_list", "StageRules", "call_settings", "canonical", "without_late_defaults"]
 
 
 def _nothing(*args) -> dict:
@@ -33,6 +34,34 @@ def _nothing(*args) -> dict:
 
 def _own_key(layout, key: dict) -> dict:
     return dict(key)
+
+
+@dataclass(frozen=True)
+class LateSetting:
+    """A setting added after results had been made: where an identity holds it (``path``, dotted)
+    and where its default is (``schema``: the schema file and the path to its object, ``*`` for
+    every entry of a mapping: :func:`lsrbench.config.schema.property_defaults`)."""
+
+    path: str
+    schema: tuple
+
+
+def without_late_defaults(identity: dict, late: tuple) -> dict:
+    """The one rule for old folders: a late setting enters an identity only when it differs from
+    its schema default, so every folder made before the setting existed keeps its id."""
+    from lsrbench.config.schema import property_defaults
+
+    if not late:
+        return identity
+    identity = copy.deepcopy(identity)
+    for setting in late:
+        *parents, name = setting.path.split(".")
+        holder = identity
+        for part in parents:
+            holder = holder.get(part, {})
+        if name in holder and holder[name] == property_defaults(*setting.schema)[name]:
+            del holder[name]
+    return identity
 
 
 @dataclass(frozen=True)
@@ -48,6 +77,8 @@ class Stage:
     chain of jobs goes first, so that no long job is left to run alone at the end.
     ``remade_if_changed``: a finished output whose files no longer have their recorded SHA-256 is
     made again (a job that costs seconds) instead of refused (:mod:`lsrbench.dag.folder_state`).
+    ``late_settings``: settings of the identity left out while they hold their default
+    (:func:`without_late_defaults`). ``job``: the job function.
     """
 
     name: str
@@ -61,7 +92,13 @@ class Stage:
     log: str = ""
     priority: int = 0
     remade_if_changed: bool = False
-    doc: str = field(default="", repr=False)
+    late_settings: tuple = ()
+    job: Callable | None = field(default=None, repr=False)
+
+
+def as_list(x) -> list[str]:
+    """A Snakemake input that may be one path or several, as a list."""
+    return [x] if isinstance(x, str) else list(x)
 
 
 def canonical(value):
@@ -90,9 +127,9 @@ class StageRules:
     """The Snakemake side of the declarations of one :class:`~lsrbench.dag.layout.Layout`: what each
     rule's ``output``, ``input``, ``params``, ``wildcard_constraints`` and ``log`` are."""
 
-    def __init__(self, layout, jobs: dict[str, Callable], visit: Callable[[list[str]], None] = lambda outputs: None):
+    def __init__(self, layout, visit: Callable[[list[str]], None] = lambda outputs: None):
         # visit: told the outputs of each job the DAG being built holds (lsrbench.dag.folder_state.DagHooks)
-        self.layout, self.jobs, self.visit = layout, jobs, visit
+        self.layout, self.visit = layout, visit
 
     def _stage(self, name: str) -> Stage:
         return self.layout.stages[name]
@@ -127,7 +164,7 @@ class StageRules:
         """``stage`` (the job function), ``settings`` (its arguments from the identity, canonical),
         and, as functions of ``output`` (outside Snakemake's params comparison), ``identity`` (the
         ``params.json`` record) and ``runtime``."""
-        function = self.jobs[name]
+        function = self._stage(name).job
         return {
             "stage": name,
             "settings": lambda w: canonical(call_settings(function, self._item(name, w))),
@@ -145,11 +182,11 @@ class StageRules:
         a job function that is not registered, an argument nothing provides, or an output, input
         or runtime setting the function does not take is a ValueError naming both."""
         for name, stage in self.layout.stages.items():
-            if name not in self.jobs:
-                raise ValueError(f"stage {name}: no job function registered (lsrbench.pipeline.JOBS)")
+            if stage.job is None:
+                raise ValueError(f"stage {name}: no job function declared")
             items = self.layout.of_stage(name)
             if items:
-                _check_binding(name, self.jobs[name], stage, self.layout, items[0])
+                _check_binding(name, stage.job, stage, self.layout, items[0])
 
 
 def _check_binding(name: str, function, stage: Stage, layout, item) -> None:

@@ -181,7 +181,8 @@ def _time_index(model_dir: Path, device: str, docs: list[str], queries: list[str
 # toy run and its provenance record (package versions, device, git commit), then a train or index
 # job's modules and model load.
 _STARTUP = """import json, sys, time
-from lsrbench.pipeline import JOBS
+from lsrbench.pipeline.bridge import job_function
+job_function("evaluate")
 import scipy.sparse as sp
 from lsrbench.evaluate.metrics import evaluate_run
 from lsrbench.evaluate.retrieval import search

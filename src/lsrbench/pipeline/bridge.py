@@ -1,5 +1,5 @@
-"""The one bridge from a Snakemake ``script:`` (``workflow/scripts/stage.py``) to a job function of
-:data:`lsrbench.pipeline.JOBS` (the rule's ``stage`` param): calls it with the rule's ``settings``
+"""The one bridge from a Snakemake ``script:`` (``workflow/scripts/stage.py``) to a job function (the
+rule's ``stage`` param: a stage's, :func:`lsrbench.stages.stage`, imported alone; or a report's): calls it with the rule's ``settings``
 and ``runtime`` params, its named inputs (report rules: their ``keyed`` run files) and outputs, by
 name (:mod:`lsrbench.dag.stage` binds them when the Snakefile is parsed), turns bad input into one
 line on stderr, and a Ctrl-C into one line saying what was saved and how to resume. Once the stage
@@ -37,8 +37,6 @@ def run(snakemake) -> None:
     from lsrbench.pipeline.gpus import claim_gpus
 
     claim_gpus(int(getattr(getattr(snakemake, "resources", None), "gpu", 0) or 0))
-    from lsrbench.pipeline import JOBS
-
     params = snakemake.params
     stage = params.stage
     kwargs = dict(getattr(params, "settings", None) or {})
@@ -60,7 +58,7 @@ def run(snakemake) -> None:
     log.info("%s: started (%s threads)", stage, threads)
     try:
         with ImportClock() as imports:
-            JOBS[stage](**kwargs)
+            job_function(stage)(**kwargs)
     except OneLineError as exc:
         _fail(stage, str(exc))
     except OSError as exc:  # a full disk or quota: one line naming the folder the job was writing
@@ -84,6 +82,17 @@ def run(snakemake) -> None:
     log.info("%s: time split: %s start-up before the job, %.1f s importing, %.1f s the rest",
              stage, "?" if age is None else f"{age:.1f} s", imports.seconds,
              time.monotonic() - start - imports.seconds)
+
+
+def job_function(name: str):
+    """The job function a rule's ``stage`` param names: its stage module alone is imported."""
+    from lsrbench.stages import STAGE_NAMES, stage
+
+    if name in STAGE_NAMES:
+        return stage(name).job
+    from lsrbench.pipeline.report_jobs import REPORT_JOBS
+
+    return REPORT_JOBS[name]
 
 
 def _fail(stage: str, line: str, kind: str = "error", status: int = 1) -> None:

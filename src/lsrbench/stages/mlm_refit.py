@@ -1,17 +1,23 @@
-"""The MLM re-fit stage's declaration (:class:`lsrbench.dag.stage.Stage`; docs/miniature.md): a
-backbone entry with ``mlm_refit: {...}`` starts from its checkpoint made into an MLM that never
-trained for retrieval, as "Rescaling MLM-Head for Neural Sparse Retrieval" (arXiv 2606.18811) starts
-from pretrained MLMs. One job per distinct (source checkpoint, re-fit settings): twins share it.
-Its output folder, ``results/mlm_refit/<id>/``, is named by the source checkpoint, the settings and
-the id of the dataset folder whose documents it reads; the norm, probe and train stages of the
-backbones that name it load ``model/`` from there (:func:`lsrbench.dag.stage_parts.loaded_entry`)."""
+"""The MLM re-fit stage (docs/miniature.md): a backbone entry with ``mlm_refit: {...}`` starts from
+its checkpoint made into an MLM that never trained for retrieval, as "Rescaling MLM-Head for Neural
+Sparse Retrieval" (arXiv 2606.18811) starts from pretrained MLMs. One job per distinct (source
+checkpoint, re-fit settings): twins share it. Its folder, ``results/mlm_refit/<id>/``, is named by
+the source checkpoint, the settings and the id of the dataset folder whose documents it reads; the
+norm, probe and train stages of the backbones that name it load ``model/`` from there
+(:func:`lsrbench.stages.loading.loaded_entry`)."""
 
 from __future__ import annotations
 
-from lsrbench.dag.stage import Stage
-from lsrbench.dag.stage_parts import SOURCE_KEYS, job_location, refit_of, source_entry, source_identity
+import logging
+from pathlib import Path
 
-__all__ = ["MLM_REFIT", "refit_grid", "refit_inputs", "unshared_refits"]
+from lsrbench.dag.stage import Stage
+from lsrbench.provenance import manifest_fields, provenance, write_json
+from lsrbench.stages.loading import SOURCE_KEYS, job_location, refit_of, source_entry, source_identity
+
+log = logging.getLogger(__name__)
+
+__all__ = ["STAGE", "mlm_refit", "refit_grid", "refit_inputs", "unshared_refits"]
 
 
 def refit_grid(config: dict) -> list[dict]:
@@ -69,8 +75,36 @@ def _runtime(layout, item) -> dict:
             **job_location(layout)}
 
 
-MLM_REFIT = Stage(
-    name="mlm_refit", kind="refit",
+def mlm_refit(settings: dict, config_hash: str, entry: dict, backbone: str,
+              mirror, cache_dir: str, config_file: str, full_dir: str, model_dir: str, refit_json: str, refit_log: str,
+              provenance_json: str) -> dict:
+    """Re-fit the source checkpoint of ``entry`` (as written; ``backbone``: the first entry naming
+    this re-fit, where errors point) as an MLM on the documents of the dataset folder ``full_dir``
+    (:func:`lsrbench.model.mlm_refit.refit_mlm`), and write the checkpoint, its per-step log, the
+    summary (held-out MLM loss before and after) and the provenance."""
+    from lsrbench.data.beir import read_written_folder
+    from lsrbench.model.checkpoint import resolve_model
+    from lsrbench.model.mlm_refit import refit_mlm
+    from lsrbench.model.train_log import write_train_log
+
+    path = resolve_model(entry, mirror, cache_dir, config_file, backbone)
+    documents = list(read_written_folder(full_dir).corpus.values())
+    rows: list[dict] = []
+    summary = refit_mlm(path, documents, model_dir, settings, trust_remote_code=entry.get("trust_remote_code", False),
+                        revision=entry.get("revision"), log_rows=rows, config_file=config_file,
+                        field=f"backbones.{backbone}.mlm_refit")
+    write_train_log(refit_log, rows)
+    write_json(refit_json, {"source": entry["model"], "resolved_path": path, "texts_from": full_dir,
+                            "settings": settings, **summary})
+    inputs = [full_dir] + ([path] if Path(path).is_dir() else [])
+    write_json(provenance_json, provenance("mlm_refit", config_hash, settings["seed"], backbone=backbone,
+                                           model=entry["model"], resolved_path=path,
+                                           **manifest_fields(provenance_json, inputs, [model_dir, refit_json, refit_log])))
+    return summary
+
+
+STAGE = Stage(
+    name="mlm_refit", kind="refit", job=mlm_refit,
     priority=4,  # the head of every chain that trains from it
     grid=refit_grid,
     identity=_identity,
