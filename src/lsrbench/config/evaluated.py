@@ -1,11 +1,11 @@
-"""Which datasets a config reads and evaluates, and how: pure functions of a checked config that
-the stages, the reports and the operator commands share."""
+"""Which datasets a config reads and evaluates, and how: functions of a checked config that the
+stages, the reports and the operator commands share."""
 
 from __future__ import annotations
 
 from lsrbench.config.entries import dataset_entry
 
-__all__ = ["evaluated", "used_datasets", "pooled_flops_datasets", "docs_dataset", "pool_depth_of", "dataset_measures"]
+__all__ = ["evaluated", "used_datasets", "pooled_flops_datasets", "pool_depth_of", "dataset_measures"]
 
 
 def evaluated(config: dict) -> list[str]:
@@ -31,18 +31,6 @@ def used_datasets(config: dict) -> list[str]:
 def pool_depth_of(config: dict, dataset: str):
     """The pool depth of an evaluated dataset (None: the full collection, or not evaluated)."""
     return config["evaluation"]["pool_depth"] if dataset in config["evaluation"]["datasets"] else None
-
-
-def docs_dataset(config: dict, dataset: str) -> str:
-    """The evaluated dataset whose ``docs.npz`` ``dataset`` is scored against: the first of
-    ``evaluation.datasets`` with the same corpus (:func:`lsrbench.data.sources.corpus_key`) when
-    full collections are evaluated, so MS MARCO's 8.8M passages are encoded once per run for MS
-    MARCO Dev and TREC DL 2019; itself when each dataset is pooled (its own subset of documents)."""
-    if config["evaluation"]["pool_depth"] or dataset not in config["_datasets"]:
-        return dataset
-    from lsrbench.data.sources import first_with_corpus
-
-    return first_with_corpus(config["_datasets"], config["evaluation"]["datasets"], dataset)
 
 
 def dataset_measures(config: dict, dataset: str) -> list[str]:

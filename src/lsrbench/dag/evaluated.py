@@ -1,12 +1,25 @@
-"""Where the evaluated data and a model's vectors of one config are, as the addressed outputs of a
+"""Which documents an evaluated dataset is scored against, and where the evaluated data and a
+model's vectors of one config are, as the addressed outputs of a
 :class:`~lsrbench.dag.layout.Layout` (the stages and the report rules read them the same way)."""
 
 from __future__ import annotations
 
-from lsrbench.config.evaluated import docs_dataset, pool_depth_of
+from lsrbench.config.evaluated import pool_depth_of
 from lsrbench.names import SEED
 
-__all__ = ["model_key", "docs_npz", "eval_dir", "eval_data_identity", "eval_info"]
+__all__ = ["docs_dataset", "model_key", "docs_npz", "eval_dir", "eval_data_identity", "eval_info"]
+
+
+def docs_dataset(config: dict, dataset: str) -> str:
+    """The evaluated dataset whose ``docs.npz`` ``dataset`` is scored against: the first of
+    ``evaluation.datasets`` with the same corpus (:func:`lsrbench.data.sources.corpus_key`) when
+    full collections are evaluated, so MS MARCO's 8.8M passages are encoded once per run for MS
+    MARCO Dev and TREC DL 2019; itself when each dataset is pooled (its own subset of documents)."""
+    if config["evaluation"]["pool_depth"] or dataset not in config["_datasets"]:
+        return dataset
+    from lsrbench.data.sources import first_with_corpus
+
+    return first_with_corpus(config["_datasets"], config["evaluation"]["datasets"], dataset)
 
 
 def model_key(key: dict) -> dict:

@@ -88,7 +88,7 @@ class Layout:
 
     def __init__(self, config: dict, results: str = "results", digests: FileDigests | None = None, *,
                  stages, config_file: str = "config", config_files: list[str] | None = None):
-        # stages: the declarations (lsrbench.stages.STAGES), in the order outputs are built
+        # stages: the declarations (lsrbench.stages.all_stages()), in the order outputs are built
         self.config, self.results = config, results
         self.config_file = str(config_file)  # the file jobs name in their errors (never in an identity)
         # every file the config was read from (its base: chain too), as the config snapshot names them

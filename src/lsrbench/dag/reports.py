@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from lsrbench.config.grid import probe_settings, run_keys, runs, several_seeds
-from lsrbench.config.evaluated import dataset_measures, docs_dataset, pooled_flops_datasets
-from lsrbench.dag.evaluated import eval_dir, eval_info
+from lsrbench.config.evaluated import dataset_measures, pooled_flops_datasets
+from lsrbench.dag.evaluated import docs_dataset, eval_dir, eval_info
 from lsrbench.model.probe_names import LOGIT_STATISTICS
 from lsrbench.names import MANIFESTS, POOLED, PROBE_K
 from lsrbench.report.config_record import report_backbones, report_settings

@@ -139,7 +139,7 @@ def _calibrations(config: dict, config_file: str, steps: int, passages: int, bat
 def estimate_jobs(config: dict, backbone: str, jobs: list, datasets: dict, calibration: dict | None, flops: float) -> dict:
     """Jobs, work and hours of one backbone's train, index and evaluate jobs (``jobs``: the dry run's
     ``(rule, wildcards)``) with ``calibration`` (:class:`lsrbench.ops.calibrate.Calibration` as a dict)."""
-    from lsrbench.config.evaluated import docs_dataset
+    from lsrbench.dag.evaluated import docs_dataset
 
     mine = [(rule, w) for rule, w in jobs if "run" in w and split_run_name(w["run"])[0] == backbone]
     train = [w for rule, w in mine if rule in TRAIN_RULES]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 
 from lsrbench.config.entries import dataset_entry
-from lsrbench.config.evaluated import dataset_measures, docs_dataset, evaluated
+from lsrbench.config.evaluated import dataset_measures, evaluated
 from lsrbench.config.grid import run_keys
-from lsrbench.dag.evaluated import docs_npz, eval_dir, model_key
+from lsrbench.dag.evaluated import docs_dataset, docs_npz, eval_dir, model_key
 from lsrbench.dag.stage import LateSetting, Stage
 from lsrbench.provenance import manifest_fields, provenance, write_json
 

@@ -4,9 +4,9 @@ documents in shards beside the outputs)."""
 
 from __future__ import annotations
 
-from lsrbench.config.evaluated import docs_dataset, evaluated
+from lsrbench.config.evaluated import evaluated
 from lsrbench.config.grid import run_keys
-from lsrbench.dag.evaluated import eval_data_identity, eval_dir, model_key
+from lsrbench.dag.evaluated import docs_dataset, eval_data_identity, eval_dir, model_key
 from lsrbench.dag.stage import Stage
 
 __all__ = ["STAGE", "index", "index_grid", "index_identity", "index_inputs", "index_folder"]

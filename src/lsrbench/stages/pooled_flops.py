@@ -4,9 +4,9 @@ several datasets."""
 
 from __future__ import annotations
 
-from lsrbench.config.evaluated import docs_dataset, pooled_flops_datasets
+from lsrbench.config.evaluated import pooled_flops_datasets
 from lsrbench.config.grid import run_keys
-from lsrbench.dag.evaluated import docs_npz, model_key
+from lsrbench.dag.evaluated import docs_dataset, docs_npz, model_key
 from lsrbench.dag.stage import Stage, as_list
 from lsrbench.errors import InputError
 from lsrbench.names import POOLED

@@ -71,7 +71,7 @@ def train(run: str, k: str, mode: str, recipe: dict, config_hash: str, entry: di
     backbone's norms, :mod:`lsrbench.model.head_match`). Resumable through
     ``checkpoint_dir`` and collapse-tolerant (:func:`lsrbench.model.train.train_splade`).
     ``processes`` (``auto``: one per visible CUDA GPU): more than one trains data-parallel through
-    torchrun (:mod:`lsrbench.pipeline.distributed`); the recipe's batch is the global batch."""
+    torchrun (:mod:`lsrbench.stages.distributed`); the recipe's batch is the global batch."""
     from lsrbench.model.ranks import training_processes, world
 
     n = training_processes(processes)
@@ -79,7 +79,7 @@ def train(run: str, k: str, mode: str, recipe: dict, config_hash: str, entry: di
         if recipe["batch_size"] % n:
             raise InputError(config_file, "recipe.batch_size",
                              f"{recipe['batch_size']} is not a multiple of the {n} training processes (train_processes)")
-        from lsrbench.pipeline.distributed import run_distributed
+        from lsrbench.stages.distributed import run_distributed
 
         call = {key: value for key, value in locals().items() if key in inspect.signature(train).parameters}
         return run_distributed(n, f"{__name__}:train", call, status_json)
