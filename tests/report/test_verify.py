@@ -103,7 +103,7 @@ def _norms(frobenius: float) -> dict:
 
 def _config_snapshot() -> str:
     """The config snapshot the reports are made with, written as the config_snapshot rule writes it
-    (its job function, and the params.json the bridge writes beside every addressed output)."""
+    (its job function, and the params.json the job runner writes beside every addressed output)."""
     from lsrbench.hashing import stable_hash
     from lsrbench.stages.config_snapshot import config_snapshot
 

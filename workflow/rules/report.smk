@@ -30,7 +30,7 @@ rule collect:
     params:
         **R.params("collect"),
     script:
-        "../scripts/stage.py"
+        "../scripts/run_job.py"
 
 
 # What a random ranking of the evaluated documents scores (results/chance.json): the chance level the
@@ -43,7 +43,7 @@ rule chance:
     params:
         **R.params("chance"),
     script:
-        "../scripts/stage.py"
+        "../scripts/run_job.py"
 
 
 rule table1:
@@ -55,7 +55,7 @@ rule table1:
     params:
         **R.params("table1"),
     script:
-        "../scripts/stage.py"
+        "../scripts/run_job.py"
 
 
 rule table_beir:
@@ -66,7 +66,7 @@ rule table_beir:
     params:
         **R.params("table_beir"),
     script:
-        "../scripts/stage.py"
+        "../scripts/run_job.py"
 
 
 rule norms_report:
@@ -78,7 +78,7 @@ rule norms_report:
     params:
         **R.params("norms_report"),
     script:
-        "../scripts/stage.py"
+        "../scripts/run_job.py"
 
 
 rule tradeoff:
@@ -89,7 +89,7 @@ rule tradeoff:
     params:
         **R.params("tradeoff"),
     script:
-        "../scripts/stage.py"
+        "../scripts/run_job.py"
 
 
 rule loss_curves:
@@ -100,7 +100,7 @@ rule loss_curves:
     params:
         **R.params("loss_curves"),
     script:
-        "../scripts/stage.py"
+        "../scripts/run_job.py"
 
 
 rule claims:
@@ -115,7 +115,7 @@ rule claims:
     resources:
         mem_mb=2000,
     script:
-        "../scripts/stage.py"
+        "../scripts/run_job.py"
 
 
 # The step-0 probe of every backbone (docs/probe.md): before any training (results/probe.md, what
@@ -129,7 +129,7 @@ rule probe_report:
     params:
         **R.params("probe_report"),
     script:
-        "../scripts/stage.py"
+        "../scripts/run_job.py"
 
 
 rule probe_outcomes:
@@ -140,7 +140,7 @@ rule probe_outcomes:
     params:
         **R.params("probe_outcomes"),
     script:
-        "../scripts/stage.py"
+        "../scripts/run_job.py"
 
 
 # One HTML page per Markdown report (Snakemake's report shows .md files only as download links).
@@ -156,4 +156,4 @@ for page, category in html_pages(config).items():
         params:
             **R.params(f"{HTML_RULE}{page}"),
         script:
-            "../scripts/stage.py"
+            "../scripts/run_job.py"

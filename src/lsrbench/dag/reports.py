@@ -157,7 +157,7 @@ def _config(layout) -> dict:
     """The config snapshot every report is made with (:mod:`lsrbench.stages.config_snapshot`),
     and the ``params.json`` beside it, which the report reads through it (the files the config was
     read from: :func:`lsrbench.report.config_record.config_record`): an input named with a leading
-    ``_`` is the DAG's only, not an argument of the job (:mod:`lsrbench.pipeline.bridge`)."""
+    ``_`` is the DAG's only, not an argument of the job (:mod:`lsrbench.pipeline.job_runner`)."""
     snapshot = layout.get("configs")
     return {"config_yaml": snapshot.path("config.yaml"), "_config_params": snapshot.path("params.json")}
 
@@ -222,7 +222,7 @@ REPORTS = {
 
 
 
-# Each report job's manifest (lsrbench.pipeline.bridge writes it once the job succeeded): the
+# Each report job's manifest (lsrbench.pipeline.job_runner writes it once the job succeeded): the
 # SHA-256 of every file it read and wrote, and the config snapshot it was made with. It is how a
 # report that no longer matches what made it is found before anything reads it
 # (lsrbench.dag.folder_state), which config a folder's reports come from, and what `lsrbench

@@ -78,7 +78,10 @@ class Stage:
     ``remade_if_changed``: a finished output whose files no longer have their recorded SHA-256 is
     made again (a job that costs seconds) instead of refused (:mod:`lsrbench.dag.folder_state`).
     ``late_settings``: settings of the identity left out while they hold their default
-    (:func:`without_late_defaults`). ``job``: the job function.
+    (:func:`without_late_defaults`). ``job``: the job function. How its rule runs: ``model_job``
+    (a job that runs a model: the threads and the GPU a train or index job is given), ``local``
+    (on the submitting node, never a cluster job), ``log`` (its log file in the folder, ``None``:
+    none), ``constraints`` (wildcard constraints besides its own id's).
     """
 
     name: str
@@ -89,10 +92,13 @@ class Stage:
     inputs: Callable = _nothing
     runtime: Callable = _nothing
     folder_fields: Callable = _own_key
-    log: str = ""
+    log: str | None = ""
     priority: int = 0
     remade_if_changed: bool = False
     late_settings: tuple = ()
+    model_job: bool = False
+    local: bool = False
+    constraints: dict = field(default_factory=dict)
     job: Callable | None = field(default=None, repr=False)
 
 
@@ -142,11 +148,28 @@ class StageRules:
                for arg, file in stage.outputs.items()}
         return {**out, "params_json": pattern(stage.kind, PARAMS_JSON)}
 
-    def log(self, name: str) -> str:
-        return pattern(self._stage(name).kind, self._stage(name).log or f"{name}.log")
+    def names(self) -> list[str]:
+        """Every declared stage: one rule each."""
+        return list(self.layout.stages)
+
+    def log(self, name: str) -> dict:
+        """The rule's log, by name (none where the stage declares ``log=None``)."""
+        log = self._stage(name).log
+        return {} if log is None else {"job_log": pattern(self._stage(name).kind, log or f"{name}.log")}
 
     def priority(self, name: str) -> int:
         return self._stage(name).priority
+
+    def local(self, name: str) -> bool:
+        return self._stage(name).local
+
+    def threads(self, name: str, model_threads: int) -> int:
+        """``model_threads`` for a job that runs a model, else one."""
+        return model_threads if self._stage(name).model_job else 1
+
+    def resources(self, name: str, gpus: int) -> dict:
+        """``gpu``: the GPUs of a job that runs a model (lsrbench.pipeline.gpus); nothing for the others."""
+        return {"gpu": gpus} if self._stage(name).model_job else {}
 
     def _item(self, name: str, wildcards):
         return self.layout.find(self._stage(name).kind, wildcards)
@@ -175,7 +198,8 @@ class StageRules:
     def constraints(self, name: str) -> dict:
         """The rule's own id wildcard matches exactly the ids of the outputs this stage makes."""
         kind = self._stage(name).kind
-        return {ID_WILDCARD[kind]: self.layout.id_regex(name)} if kind in ID_WILDCARD else {}
+        own = {ID_WILDCARD[kind]: self.layout.id_regex(name)} if kind in ID_WILDCARD else {}
+        return {**own, **self._stage(name).constraints}
 
     def check(self) -> None:
         """Bind every declared stage's job function to its first output (if the config has one):

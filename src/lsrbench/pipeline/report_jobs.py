@@ -173,7 +173,7 @@ def report_html(markdown: str, html: str, config_yaml: str | None = None) -> Non
         fh.write(report_page(Path(markdown).read_text(encoding="utf-8"), Path(markdown).stem))
 
 
-# a report rule's job name -> its function (lsrbench.pipeline.bridge runs it)
+# a report rule's job name -> its function (lsrbench.pipeline.job_runner runs it)
 REPORT_JOBS = {f.__name__: f for f in (report_collect, report_chance, report_table1, report_table_beir, report_norms,
                                        report_tradeoff, report_loss_curves, report_claims, report_html, report_probe,
                                        report_probe_outcomes)}

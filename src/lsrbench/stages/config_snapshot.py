@@ -51,4 +51,6 @@ STAGE = Stage(
     late_settings=late_recipe_settings("config.recipe"),
     outputs={"config_yaml": "config.yaml"},
     remade_if_changed=True,
+    local=True,  # a file written from the config: on the submitting node
+    log=None,
 )

@@ -57,6 +57,7 @@ def index(dataset: str, model_dir: str, data_dir: str, batch_size: int, precisio
 STAGE = Stage(
     name="index", kind="index", job=index,
     priority=2,
+    model_job=True,
     grid=lambda c: index_grid(c, shares_corpus=False),
     folder_fields=index_folder,
     identity=index_identity,

@@ -11,6 +11,7 @@ __all__ = ["STAGE"]
 STAGE = Stage(
     name="index_queries", kind="index", job=index,
     priority=2,
+    model_job=True,
     grid=lambda c: index_grid(c, shares_corpus=True),
     folder_fields=index_folder,
     identity=index_identity,

@@ -106,6 +106,7 @@ def mlm_refit(settings: dict, config_hash: str, entry: dict, backbone: str,
 STAGE = Stage(
     name="mlm_refit", kind="refit", job=mlm_refit,
     priority=4,  # the head of every chain that trains from it
+    model_job=True,
     grid=refit_grid,
     identity=_identity,
     inputs=refit_inputs,

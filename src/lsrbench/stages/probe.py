@@ -114,6 +114,7 @@ def _probe_auto_k(backbone: str, auto_k: dict | None, norms_json: str, reference
 STAGE = Stage(
     name="probe", kind="probe", job=probe,
     priority=3,
+    model_job=True,
     grid=lambda c: [{"backbone": b} for b in c["backbones"]],
     identity=_identity,
     inputs=_inputs,

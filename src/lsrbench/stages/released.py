@@ -71,4 +71,5 @@ STAGE = Stage(
     outputs=TRAINED_OUTPUTS,
     runtime=lambda layout, item: {"entry": load_entry(layout.config, item.fields["run"]), **job_location(layout)},
     log="train.log",
+    constraints={"k": "1"},  # a released checkpoint as it is
 )

@@ -183,6 +183,7 @@ TRAINED_OUTPUTS = {"model_dir": "model/", "train_log": "train_log.jsonl", "prove
 STAGE = Stage(
     name="train", kind="train", job=train,
     priority=3,
+    model_job=True,
     grid=lambda c: [key for key in run_keys(c) if not is_released(c, key["run"])],
     identity=_identity,
     late_settings=late_recipe_settings("recipe"),

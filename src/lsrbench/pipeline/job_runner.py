@@ -1,6 +1,6 @@
-"""The one bridge from a Snakemake ``script:`` (``workflow/scripts/stage.py``) to a job function (the
-rule's ``stage`` param: a stage's, :func:`lsrbench.stages.stage`, imported alone; or a report's): calls it with the rule's ``settings``
-and ``runtime`` params, its named inputs (report rules: their ``keyed`` run files) and outputs, by
+"""The job runner: from a Snakemake ``script:`` (``workflow/scripts/run_job.py``) to the job function
+the rule's ``stage`` param names (a stage's, :func:`lsrbench.stages.stage`, its module imported
+alone; or a report's), called with the rule's ``settings`` and ``runtime`` params, its named inputs (report rules: their ``keyed`` run files) and outputs, by
 name (:mod:`lsrbench.dag.stage` binds them when the Snakefile is parsed), turns bad input into one
 line on stderr, and a Ctrl-C into one line saying what was saved and how to resume. Once the stage
 has succeeded it writes the job's record: an addressed output's ``params.json`` (its ``identity``
