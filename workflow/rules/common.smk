@@ -6,7 +6,7 @@ from lsrbench.dag.fingerprint import FileDigests
 from lsrbench.dag.folder_state import DagHooks, FolderState
 from lsrbench.dag.freshness import check_finished_inputs
 from lsrbench.dag.layout import ID_REGEX, Layout
-from lsrbench.dag.reports import HTML_RULE, ReportRules, html_pages, job_threads
+from lsrbench.dag.reports import ReportRules, job_threads
 from lsrbench.dag.stage import StageRules
 from lsrbench.names import DATASET_PATTERN, K_PATTERN, NAME_PATTERN, RUN_PATTERN
 from lsrbench.stages import all_stages

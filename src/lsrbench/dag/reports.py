@@ -12,7 +12,7 @@ the same paths are the rule's inputs, for the DAG.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from lsrbench.config.grid import probe_settings, run_keys, runs, several_seeds
@@ -23,7 +23,7 @@ from lsrbench.names import MANIFESTS, POOLED, PROBE_K
 from lsrbench.report.config_record import report_backbones, report_settings
 
 __all__ = ["REPORTS", "ReportRules", "report_outputs", "row_targets", "html_pages", "claims_datasets", "job_threads",
-           "corpus_sharing_datasets", "uses_probe", "used_reports", "manifest_path", "MANIFESTS", "HTML_RULE",
+           "corpus_sharing_datasets", "uses_probe", "shown_outputs", "used_reports", "manifest_path", "MANIFESTS", "HTML_RULE",
            "PROBE_REPORTS"]
 
 
@@ -144,13 +144,17 @@ def _probe_report_settings(config: dict) -> dict:
 class Report:
     """One report rule: its job function, the files it writes (``outputs``: argument -> name under
     the results folder), the run files it reads (``files``: plain lists; ``keyed``: ``[key...,
-    path]`` rows) and its settings (from the config)."""
+    path]`` rows) and its settings (from the config). ``shown``: the outputs ``snakemake --report``
+    shows, argument -> (category, caption file stem under workflow/report/, listed under its title,
+    :data:`lsrbench.dag.landing.RESULTS`); ``resources``: the rule's."""
 
     job: str
     outputs: dict
     files: Callable = lambda layout: {}
     keyed: Callable = lambda layout: {}
     settings: Callable = lambda config: {}
+    shown: dict = field(default_factory=dict)
+    resources: dict = field(default_factory=dict)
 
 
 def _config(layout) -> dict:
@@ -184,7 +188,9 @@ def _chance_settings(config: dict) -> dict:
 
 REPORTS = {
     # with several training seeds, the seed of each run file too (metrics.csv's seed column)
+    # metrics.sources.json: the run files metrics.csv was made from (results/ also holds other configs' runs)
     "collect": Report("report_collect", {"metrics_csv": "metrics.csv", "sources_json": "metrics.sources.json"},
+                      shown={"metrics_csv": ("Tables", "metrics", True)},
                       files=lambda L: {"metric_files": _metric_files(L), **_config(L)},
                       keyed=lambda L: {"seeded_files": _run_metric_files(L)} if several_seeds(L.config) else {}),
     # what a random ranking of the evaluated documents scores, per dataset and measure (the tables'
@@ -197,21 +203,29 @@ REPORTS = {
                      settings=lambda c: {**report_settings(c), "auto_k": c.get("auto_k")}),
     "table_beir": Report("report_table_beir", {"table_beir_md": "table_beir.md"}, files=_with_chance,
                          settings=report_settings),
+    # norms.data.json: what norms.png shows, the config and the files it was made from (lsrbench verify)
     "norms_report": Report("report_norms", {"norms_md": "norms.md", "norms_png": "norms.png", "data_json": "norms.data.json"},
+                           shown={"norms_png": ("Head norms", "norms", True)},
                            files=_metrics, keyed=lambda L: {"norm_files": _norm_files(L), **_probes_read(L)},
                            settings=lambda c: {**report_settings(c), "auto_k": c.get("auto_k")}),
     "tradeoff": Report("report_tradeoff", {"tradeoff_png": "tradeoff.png", "tradeoff_pdf": "tradeoff.pdf",
-                                           "data_json": "tradeoff.data.json"}, files=_metrics, settings=report_settings),
+                                           "data_json": "tradeoff.data.json"}, files=_metrics, settings=report_settings,
+                         shown={"tradeoff_png": ("Figures", "tradeoff", True)}),
     "loss_curves": Report("report_loss_curves", {"loss_curves_png": "loss_curves.png", "data_json": "loss_curves.data.json"},
+                          shown={"loss_curves_png": ("Figures", "loss_curves", True)},
                           files=_config, keyed=lambda L: {"log_files": _log_files(L)},
                           settings=lambda c: {"backbones": report_backbones(c), "batch_size": c["recipe"]["batch_size"]}),
     "claims": Report("report_claims", {"claims_md": "claims.md", "claims_json": "claims.json"},
                      files=lambda L: {**_with_chance(L), "reference_file": _reference(L.config)},
                      keyed=lambda L: {"perquery_files": _perquery_files(L), "norm_files": _norm_files(L),
                                       "log_files": _log_files(L), **_probes_read(L)},
-                     settings=lambda c: {**report_settings(c), "claims_cfg": c.get("claims")}),
+                     settings=lambda c: {**report_settings(c), "claims_cfg": c.get("claims")},
+                     # the randomization tests hold one batch of resamples x queries at a time
+                     # (lsrbench.report.stats): under 2 GB for BEIR-13's 33k queries (tests/report/test_stats.py)
+                     resources={"mem_mb": 2000}),
     # the probe before any training (what `lsrbench probe` makes), and beside the trained outcomes
     "probe_report": Report("report_probe", {"probe_md": "probe.md", "probe_json": "probe.json", "probe_png": "probe.png"},
+                           shown={"probe_png": ("Probe", "probe", False)},
                            files=_config, keyed=lambda L: {"probe_files": _probe_files(L)},
                            settings=_probe_report_settings),
     "probe_outcomes": Report("report_probe_outcomes", {"outcomes_md": "probe_outcomes.md",
@@ -274,6 +288,16 @@ class ReportRules:
         # whose backbones keep the order the tables show them in: not sorted again here
         return {"stage": report.job, "settings": report.settings(self.layout.config), "keyed": report.keyed(self.layout)}
 
+    def names(self) -> list[str]:
+        """The report rules of this config's Snakefile: every report, and the HTML pages it has."""
+        return [*REPORTS, *(f"{HTML_RULE}{page}" for page in html_pages(self.layout.config))]
+
+    def shown(self, name: str) -> dict:
+        return shown_outputs(name)
+
+    def resources(self, name: str) -> dict:
+        return {} if name.startswith(HTML_RULE) else REPORTS[name].resources
+
     def rules(self) -> list[str]:
         """Every report rule a results folder may hold (the HTML pages of every config)."""
         return [*REPORTS, *(f"{HTML_RULE}{page}" for page in HTML_PAGES)]
@@ -296,6 +320,15 @@ def _rule_outputs(name: str) -> dict:
     if name.startswith(HTML_RULE):
         return {"html": f"html/{name[len(HTML_RULE):]}.html"}
     return REPORTS[name].outputs
+
+
+def shown_outputs(name: str) -> dict:
+    """The outputs of report rule ``name`` that ``snakemake --report`` shows: argument -> (category,
+    caption stem, listed under its title)."""
+    if name.startswith(HTML_RULE):
+        page = name[len(HTML_RULE):]
+        return {"html": (HTML_PAGES[page], page, True)}
+    return REPORTS[name].shown
 
 
 def html_pages(config: dict) -> dict[str, str]:
