@@ -58,7 +58,6 @@ wildcard_constraints:
     k=K_PATTERN,
     dataset=DATASET_PATTERN,
     backbone=NAME_PATTERN,
-    pool_depth="[0-9]+",
     data_id=ID_REGEX,
     refit_id=ID_REGEX,
     norms_id=ID_REGEX,

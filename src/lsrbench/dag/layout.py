@@ -43,9 +43,7 @@ class Addressed:
 
     @property
     def id(self) -> str:
-        """The folder's own id (a pool folder is named by its depth: ``pool<depth>``)."""
-        if self.kind == "pool":
-            return f"pool{self.fields['pool_depth']}"
+        """The folder's own id."""
         return self.fields[ID_WILDCARD[self.kind]]
 
     @property
@@ -70,9 +68,9 @@ def _file_label(path) -> str:
 
 
 def _wildcard_key(kind: str, fields: dict) -> str:
-    if kind == "pool":
-        return f"{fields.get('data_id')}/pool{fields.get('pool_depth')}"
-    return str(fields.get(ID_WILDCARD[kind]))
+    """The ids in a folder's path, outermost first: what names it among its kind's."""
+    ids = [name for name in ID_WILDCARD.values() if "{" + name + "}" in FOLDERS[kind]]
+    return "/".join(str(fields.get(name)) for name in sorted(ids, key=FOLDERS[kind].index))
 
 
 def _key_of(kind: str, key: dict) -> tuple:
@@ -118,7 +116,7 @@ class Layout:
         fields = stage.folder_fields(self, key)
         identity = without_late_defaults(stage.identity(self, key), stage.late_settings)
         if stage.kind in ID_WILDCARD:
-            fields = {**fields, ID_WILDCARD[stage.kind]: short_id(identity)}
+            fields = {**fields, ID_WILDCARD[stage.kind]: (stage.folder_id or short_id)(identity)}
         folder = FOLDERS[stage.kind].format(results=self.results, **fields)
         return Addressed(stage.name, stage.kind, fields, identity, folder)
 
@@ -142,10 +140,6 @@ class Layout:
             for item in self.all():
                 self._by_id.setdefault(item.kind, {})[_wildcard_key(item.kind, item.fields)] = item
         return self._by_id
-
-    def ids(self, kind: str) -> list[str]:
-        """The current config's ids of ``kind`` (``pool``: ``<data id>/pool<depth>``)."""
-        return sorted(self._index().get(kind, {}))
 
     def id_regex(self, stage: str) -> str:
         """A wildcard constraint matching exactly the ids of the outputs ``stage`` makes."""

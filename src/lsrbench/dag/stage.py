@@ -71,6 +71,7 @@ class Stage:
     ``grid(config)`` gives the key of every output of the stage in a config (``{"run", "k"}`` for
     a training), ``identity(layout, key)`` what decides it, ``folder_fields(layout, key)`` the
     wildcard values of its folder besides its own id (its parent folder's, for a nested kind),
+    ``folder_id(identity)`` its own id where it is not the identity's hash (a pool's ``pool<depth>``),
     ``inputs(layout, item)`` / ``runtime(layout, item)`` its named input paths / runtime settings.
     ``outputs`` maps the job function's arguments to names in the folder (a trailing ``/``: a folder).
     ``priority`` orders ready jobs (Snakemake's ``priority:``): a stage at the head of a longer
@@ -92,6 +93,7 @@ class Stage:
     inputs: Callable = _nothing
     runtime: Callable = _nothing
     folder_fields: Callable = _own_key
+    folder_id: Callable | None = None
     log: str | None = ""
     priority: int = 0
     remade_if_changed: bool = False
