@@ -3,8 +3,6 @@ stages, the reports and the operator commands share."""
 
 from __future__ import annotations
 
-from lsrbench.config.entries import dataset_entry
-
 __all__ = ["evaluated", "used_datasets", "pooled_flops_datasets", "pool_depth_of", "dataset_measures"]
 
 
@@ -35,4 +33,6 @@ def pool_depth_of(config: dict, dataset: str):
 
 def dataset_measures(config: dict, dataset: str) -> list[str]:
     """The measures of a dataset: its entry's own, else ``evaluation.measures``."""
+    from lsrbench.config.entries import dataset_entry  # the schema's validator: not in every job
+
     return list(dataset_entry(config, dataset).measures or config["evaluation"]["measures"])

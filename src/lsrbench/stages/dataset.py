@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 
-from lsrbench.config.entries import dataset_entry
 from lsrbench.config.evaluated import used_datasets
 from lsrbench.dag.stage import LateSetting, Stage
 from lsrbench.provenance import write_json
@@ -17,6 +16,7 @@ __all__ = ["STAGE", "dataset", "dataset_counts", "corpus_store"]
 
 
 def _identity(layout, key: dict) -> dict:
+    from lsrbench.config.entries import dataset_entry
     from lsrbench.data.sources import source_identity
 
     entry = dataset_entry(layout.config, key["dataset"])

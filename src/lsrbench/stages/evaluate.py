@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 
-from lsrbench.config.entries import dataset_entry
 from lsrbench.config.evaluated import dataset_measures, evaluated
 from lsrbench.config.grid import run_keys
 from lsrbench.dag.evaluated import docs_dataset, docs_npz, eval_dir, model_key
@@ -22,6 +21,8 @@ LATE_SCORING_SETTINGS = (LateSetting("empty_results", ("datasets.schema.yaml", "
 
 def scoring(config: dict, dataset: str) -> dict:
     """The settings that decide a dataset's run file and metrics from its vectors."""
+    from lsrbench.config.entries import dataset_entry  # the schema's validator: not in the job
+
     entry = dataset_entry(config, dataset)
     return {"top_k": config["evaluation"]["top_k"], "measures": dataset_measures(config, dataset),
             "skip_identical_ids": entry.skip_identical_ids, "empty_results": entry.empty_results}
