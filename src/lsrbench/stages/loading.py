@@ -59,7 +59,7 @@ def load_identity(layout, backbone: str) -> dict:
     refit = refit_of(layout.config, backbone)
     if refit:
         entry = layout.config["backbones"][backbone]
-        return {"mlm_refit": layout.get("refit", **refit).id, "head_scale": entry.get("head_scale", 1)}
+        return {"mlm_refit": layout.get("refit", **refit).id, "head_scale": entry["head_scale"]}
     entry = load_entry(layout.config, backbone)
     if Path(str(entry["model"])).expanduser().is_dir():
         entry["model"] = layout.fingerprint(entry["model"])
