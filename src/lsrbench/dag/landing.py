@@ -73,7 +73,7 @@ def origin_text(origin: dict | None, fallback: str | None) -> str:
         return f"from the Hugging Face hub ({origin['hub']}" + (f" at {origin['revision']})" if origin.get("revision") else ")")
     if origin.get("path"):
         return f"from the folder {origin['path']}"
-    return "through " + ", ".join(f"{k} {v}" for k, v in origin.items())
+    return "through " + ", ".join(f"{name} {v}" for name, v in origin.items())
 
 
 def _recorded(path: str) -> dict | None:

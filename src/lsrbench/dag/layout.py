@@ -74,7 +74,7 @@ def _wildcard_key(kind: str, fields: dict) -> str:
 
 
 def _key_of(kind: str, key: dict) -> tuple:
-    return (kind, tuple(sorted((k, str(v)) for k, v in key.items())))
+    return (kind, tuple(sorted((name, str(v)) for name, v in key.items())))
 
 
 class Layout:
@@ -149,8 +149,8 @@ class Layout:
     def find(self, kind: str, wildcards) -> Addressed:
         """The addressed output a rule's wildcards name; ValueError when they are not the current
         config's (a target written by hand with another config's id)."""
-        wanted = {k: str(v) for k, v in dict(wildcards.items()).items()}
+        wanted = {key: str(v) for key, v in dict(wildcards.items()).items()}
         found = self._index().get(kind, {}).get(_wildcard_key(kind, wanted))
-        if found is None or any(wanted.get(k, v) != v for k, v in found.fields.items()):
+        if found is None or any(wanted.get(name, v) != v for name, v in found.fields.items()):
             raise ValueError(f"{pattern(kind)} with {wanted}: not an output of the current config")
         return found

@@ -113,7 +113,7 @@ def canonical(value):
     """``value`` with every mapping sorted by key (recursively): one form for params that two
     configs differing only in key order share."""
     if isinstance(value, dict):
-        return {k: canonical(value[k]) for k in sorted(value, key=str)}
+        return {key: canonical(value[key]) for key in sorted(value, key=str)}
     if isinstance(value, (list, tuple)):
         return [canonical(v) for v in value]
     return value

@@ -48,7 +48,7 @@ def run(snakemake) -> None:
     params_json, manifest_json = outputs.pop("params_json", None), outputs.pop("manifest_json", None)
     # an input named with a leading "_" is read through another one (a config snapshot's params.json
     # beside its config.yaml): named for the DAG, no argument of the job
-    for source in ({k: v for k, v in snakemake.input.items() if not k.startswith("_")}, outputs):
+    for source in ({name: v for name, v in snakemake.input.items() if not name.startswith("_")}, outputs):
         kwargs.update({name: (value if isinstance(value, str) or value is None else list(value))
                        for name, value in source.items()})
     kwargs.update(dict(getattr(params, "keyed", None) or {}))  # run files by key, not by position

@@ -20,10 +20,10 @@ RUNTIME_EVALUATION_KEYS = ("encode_shard_size",)
 def results_config(config: dict) -> dict:
     """The config as it decides results (every report's settings among them): its runtime-only
     settings left out, the dataset registry reduced to the entries it uses."""
-    out = {k: v for k, v in config.items() if k not in RUNTIME_CONFIG_KEYS and not k.startswith("_")}
+    out = {key: v for key, v in config.items() if key not in RUNTIME_CONFIG_KEYS and not key.startswith("_")}
     out["recipe"] = results_recipe(config)
-    out["training_data"] = {k: v for k, v in config["training_data"].items() if k != "name"}  # a mirror folder name
-    out["evaluation"] = {k: v for k, v in config["evaluation"].items() if k not in RUNTIME_EVALUATION_KEYS}
+    out["training_data"] = {key: v for key, v in config["training_data"].items() if key != "name"}  # a mirror folder name
+    out["evaluation"] = {key: v for key, v in config["evaluation"].items() if key not in RUNTIME_EVALUATION_KEYS}
     out["datasets"] = {name: config["_datasets"][name] for name in used_datasets(config)}
     return out
 

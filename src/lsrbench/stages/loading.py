@@ -18,7 +18,7 @@ SOURCE_KEYS = ("model", "revision", "trust_remote_code", "code_revision", "fetch
 def load_entry(config: dict, backbone: str) -> dict:
     """A backbone entry's keys that decide what is loaded, as written in the config."""
     entry = config["backbones"][backbone]
-    return {k: entry[k] for k in LOAD_KEYS if k in entry}
+    return {key: entry[key] for key in LOAD_KEYS if key in entry}
 
 
 def job_location(layout) -> dict:
@@ -29,7 +29,7 @@ def job_location(layout) -> dict:
 def source_entry(config: dict, backbone: str) -> dict:
     """The keys of a backbone entry that say which checkpoint it starts from, as written."""
     entry = config["backbones"][backbone]
-    return {k: entry[k] for k in SOURCE_KEYS if k in entry}
+    return {key: entry[key] for key in SOURCE_KEYS if key in entry}
 
 
 def source_identity(layout, backbone: str) -> dict:
@@ -74,5 +74,5 @@ def loaded_entry(layout, backbone: str) -> dict:
     refit = refit_of(layout.config, backbone)
     if not refit:
         return entry
-    kept = {k: v for k, v in entry.items() if k in ("head_scale", "trust_remote_code")}
+    kept = {key: v for key, v in entry.items() if key in ("head_scale", "trust_remote_code")}
     return {"model": layout.get("refit", **refit).path("model"), **kept}

@@ -44,7 +44,7 @@ def unshared_refits(layout) -> list[str]:
         if first is None:
             continue
         ours, theirs = source_entry(config, backbone), source_entry(config, first)
-        differ = [k for k in SOURCE_KEYS if ours.get(k) != theirs.get(k)]
+        differ = [key for key in SOURCE_KEYS if ours.get(key) != theirs.get(key)]
         lines.append(f"backbones.{backbone}: a second MLM re-fit of {entry['model']} "
                      f"({layout.get('refit', refit=backbone).folder}) beside {first}'s "
                      f"({layout.get('refit', refit=first).folder}), since its {', '.join(differ)} "
@@ -61,7 +61,7 @@ def _identity(layout, key: dict) -> dict:
     settings = _settings(layout.config, key)
     return {"source": source_identity(layout, key["refit"]),
             "texts": layout.get("data", dataset=settings["dataset"]).id,
-            "settings": {k: v for k, v in settings.items() if k != "dataset"}}
+            "settings": {key: v for key, v in settings.items() if key != "dataset"}}
 
 
 def refit_inputs(layout, item) -> dict:

@@ -38,7 +38,7 @@ def _identity(layout, key: dict) -> dict:
     # the recipe of the first training seed (recipe.seeds): the probe samples once, whatever the seeds
     recipe = seed_recipe(config["recipe"], training_seeds(config)[0])
     identity = {"backbone": b, "load": load_identity(layout, b), "norms": layout.get("norms", backbone=b).id,
-                "triplets": layout.get("triplets").id, "recipe": {k: recipe[k] for k in PROBE_RECIPE_KEYS},
+                "triplets": layout.get("triplets").id, "recipe": {key: recipe[key] for key in PROBE_RECIPE_KEYS},
                 "n_triplets": settings["triplets"], "gradients": settings["gradients"], "ks": probed_ks(config, b)}
     identity |= {"released": True} if config["backbones"][b].get("evaluate_only") else {}
     return identity | k_source_identity(_probe_sources(layout, b))

@@ -24,7 +24,7 @@ def results_recipe(config: dict, seed: int | None = None) -> dict:
     config (its seeds as one ``seed``, or as ``seeds`` when there are several: the config snapshot's)."""
     from lsrbench.config.grid import seed_recipe, several_seeds, training_seeds
 
-    recipe = {k: v for k, v in config["recipe"].items() if k not in RUNTIME_RECIPE_KEYS}
+    recipe = {key: v for key, v in config["recipe"].items() if key not in RUNTIME_RECIPE_KEYS}
     if seed is not None or not several_seeds(config):
         return seed_recipe(recipe, training_seeds(config)[0] if seed is None else seed)
-    return {k: v for k, v in recipe.items() if k != "seed"}  # seeds replaces it
+    return {key: v for key, v in recipe.items() if key != "seed"}  # seeds replaces it
