@@ -50,16 +50,11 @@ workflow.configfiles.extend(f for f in READ if os.path.abspath(f) not in KNOWN)
 # What the report's landing page (workflow/report/workflow.rst) shows of this run.
 config["_report"] = {"config_files": READ, "grid": grid_lines(config)}
 
-# The stage declarations made into rules (lsrbench.dag): the layout of this config's outputs,
-# the rules' outputs, inputs and params, the wildcard constraints; checks before any job.
+# The stage declarations made into rules (lsrbench.stages, lsrbench.dag): the layout of this
+# config's outputs, one rule per stage, the report rules; checks before any job.
 include: "workflow/rules/common.smk"
-include: "workflow/rules/data.smk"
-include: "workflow/rules/mlm_refit.smk"
-include: "workflow/rules/norm.smk"
-include: "workflow/rules/probe.smk"
-include: "workflow/rules/train.smk"
-include: "workflow/rules/index.smk"
-include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/stages.smk"
+include: "workflow/rules/prefetch.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -276,9 +276,10 @@ def _config_id(config_file: str) -> str:
     """The id of the config snapshot the reports of ``config_file`` name (``Made with config <id>``)."""
     from lsrbench.cli_options import load_config
     from lsrbench.dag.layout import Layout
+    from lsrbench.stages import all_stages
 
     config, read = load_config([config_file], check_files=False)
-    return Layout(config, "results", config_file=config_file, config_files=read).get("configs").fields["config_id"]
+    return Layout(config, "results", stages=all_stages(), config_file=config_file, config_files=read).get("configs").fields["config_id"]
 
 
 def records(expected_file: str, config_file: str, files: list[str]) -> str:

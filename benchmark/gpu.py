@@ -46,7 +46,7 @@ NOT_CHECKED_ON_CPU = [
     "the largest training batch that fits (the search stops at --max-batch: a CPU has no OOM to find)",
     "bf16 on tensor cores, CUDA's SDPA attention kernels and their FLOP counts",
     "whether the fast encode path's probe passes under CUDA bf16 autocast (lsrbench_path per case)",
-    "the tiny default with use_gpu: true (GPU claims by the job bridge, --resources gpu=1)",
+    "the tiny default with use_gpu: true (GPU claims by the job runner, --resources gpu=1)",
     "full-size random BERT-base and ModernBERT-base (--quick uses 2-layer ones of the same families)",
 ]
 

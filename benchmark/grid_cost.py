@@ -51,7 +51,7 @@ def encoded_datasets(config_path: Path, datasets: list[str]) -> list[str]:
     """The datasets whose documents an index job encodes (a dataset sharing another's corpus has none)."""
     import yaml
 
-    from lsrbench.dag.declarations import docs_dataset  # the DAG's corpus sharing
+    from lsrbench.dag.evaluated import docs_dataset  # the DAG's corpus sharing
 
     config = yaml.safe_load(config_path.read_text())
     registry = yaml.safe_load((REPO / config["datasets_file"]).read_text())

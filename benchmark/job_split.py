@@ -1,7 +1,7 @@
 """Where a finished DAG run's time went, per rule: each job's wall time as Snakemake saw it (its
 "[time] rule X" line to its "Finished jobid" line), split into start-up (Python and Snakemake's
 script preamble before the job function), imports (torch, transformers, sentence-transformers...:
-the bridge's ImportClock), model load (index: sentence-transformers' "Loading SparseEncoder" line
+the job runner's ImportClock), model load (index: sentence-transformers' "Loading SparseEncoder" line
 to the first "encoding" line), compute (the rest of the job function) and the wrapper's own
 remainder (writing params.json, Snakemake's bookkeeping). Issue 21.3: the fixed costs of the tiny
 default against its compute.
@@ -9,7 +9,7 @@ default against its compute.
     python benchmark/job_split.py benchmark/results/tiny_default.log [--json OUT]
 
 Reads the Snakemake log given (the console output of one `snakemake` run) and the job logs it
-names. Snakemake's time stamps have 1 s resolution, the bridge's split lines 0.1 s."""
+names. Snakemake's time stamps have 1 s resolution, the job runner's split lines 0.1 s."""
 
 from __future__ import annotations
 

@@ -62,7 +62,7 @@ def _tiny_triplets(config: dict, path: str | None, tmp: Path) -> tuple[list[dict
 
 
 def _norm_files(config: dict, tmp: Path) -> dict[str, str]:
-    from lsrbench.pipeline.stages import norm
+    from lsrbench.stages.norm import norm
 
     files = {}
     for name, entry in config["backbones"].items():

@@ -197,11 +197,13 @@ def targets(config_path: Path, backbone: str) -> dict:
     from lsrbench.config.layers import load_config_files, locate_config_paths, workflow_dir
     from lsrbench.dag.fingerprint import FileDigests
     from lsrbench.dag.layout import Layout
+    from lsrbench.stages import all_stages
     from lsrbench.dag.validate import check_config
 
     config, origins, read = load_config_files([str(config_path)])
     config = check_config(locate_config_paths(config, workflow_dir()), str(config_path), origins)
-    layout = Layout(config, "results", FileDigests(None), config_file=str(config_path), config_files=read)
+    layout = Layout(config, "results", FileDigests(None), stages=all_stages(), config_file=str(config_path),
+                    config_files=read)
     key = {"run": backbone, "k": "1"}
     items = {"norm": layout.get("norms", backbone=backbone), "train": layout.get("train", **key),
              "index": layout.get("index", **key, dataset=SLICE), "evaluate": layout.get("evaluate", **key, dataset=SLICE),

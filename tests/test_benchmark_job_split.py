@@ -1,5 +1,5 @@
 """``benchmark/job_split.py``: the per-rule split of a finished run's job time, from a Snakemake
-console log and the job logs it names (in the formats Snakemake 9 and lsrbench's bridge write),
+console log and the job logs it names (in the formats Snakemake 9 and lsrbench's job runner write),
 against hand-computed sums."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def test_job_split_sums_each_part_per_rule(tmp_path):
     split = json.loads(out.read_text())
     rules = split["job_seconds_by_rule"]
     # index: 72 s as Snakemake saw it (20:52:20 -> 20:53:32); model load 20:52:29 -> 20:52:31 = 2 s
-    # of the bridge's 62.5 s "rest", so compute 60.5; other = 72 - 0.8 - 7.5 - 62.5 = 1.2
+    # of the job runner's 62.5 s "rest", so compute 60.5; other = 72 - 0.8 - 7.5 - 62.5 = 1.2
     assert rules["index"] == {"jobs": 1, "wall": 72.0, "startup": 0.8, "imports": 7.5, "model_load": 2.0,
                               "compute": 60.5, "other": 1.2}
     # evaluate: 10 s wall, start-up unknown ("?": not Linux), 1.5 + 6.0 in the job, 2.5 other

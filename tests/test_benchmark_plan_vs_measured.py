@@ -78,7 +78,7 @@ def finished_run(tmp_path):
     _record(tmp_path, f"{EVALUATE}/metrics.tsv", "evaluate", f"{EVALUATE}/evaluate.log", 400.0, 406.0)
     _log(tmp_path, f"{EVALUATE}/evaluate.log", [
         (400, "lsrbench.job: evaluate: started (1 threads)"),
-        (405, "lsrbench.pipeline.stages: evaluate splade-tiny k=4 on vaswani: 93 queries x 4168 documents, search 3.6 s; "
+        (405, "lsrbench.stages.evaluate: evaluate splade-tiny k=4 on vaswani: 93 queries x 4168 documents, search 3.6 s; "
               "nDCG@10 0.009178, RR@10 0.02945")])
     _output(tmp_path, "results/bm25/vaswani/c8e0fba8a029/metrics.tsv")
     _record(tmp_path, "results/bm25/vaswani/c8e0fba8a029/metrics.tsv", "bm25", "results/bm25/b.log", 0.0, 5.0)

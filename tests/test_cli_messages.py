@@ -55,4 +55,4 @@ def test_mteb_check_help_names_the_evaluated_folder():
 
     text = " ".join(build_parser()._subparsers._group_actions[0].choices["mteb-check"].format_help().split())  # noqa: SLF001
     assert "results/data/<dataset>/<id>/pool<depth>/eval" in text and "DATASET/eval" not in text
-    assert FOLDERS["pool"] == "{results}/data/{dataset}/{data_id}/pool{pool_depth}"
+    assert FOLDERS["pool"] == "{results}/data/{dataset}/{data_id}/{pool_id}"  # pool_id: pool<depth>

@@ -51,8 +51,9 @@ def mteb_paths(args, config: dict, config_file: str) -> tuple[Path, Path, Path]:
     ``<results>/data/<dataset>/eval``), else ``<run>/k<k>`` of the config's content-addressed
     outputs (:mod:`lsrbench.dag.layout`)."""
     from lsrbench.config.grid import several_seeds
-    from lsrbench.dag.declarations import eval_dir
+    from lsrbench.dag.evaluated import eval_dir
     from lsrbench.dag.layout import Layout
+    from lsrbench.stages import all_stages
 
     from lsrbench.cli_options import results_folder
 
@@ -64,7 +65,7 @@ def mteb_paths(args, config: dict, config_file: str) -> tuple[Path, Path, Path]:
     name, _, seed = args.run.rpartition("/seed") if several_seeds(config) else (args.run, "", None)
     run, _, k = name.rpartition("/k")
     key = {"run": run, "k": k, **({"seed": seed} if seed is not None else {})}
-    layout = Layout(config, str(results))
+    layout = Layout(config, str(results), stages=all_stages())
     if key not in [{f: str(v) for f, v in i.fields.items() if f in key} for i in layout.all() if i.kind == "train"]:
         example = "splade-tiny/k1" + ("/seed0" if seed is not None else "")
         raise InputError(config_file, "backbones", f"'{args.run}' is not a run of this config "

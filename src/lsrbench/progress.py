@@ -34,7 +34,7 @@ def log_format() -> logging.Formatter:
 
 def log_to_file(path: str) -> None:
     """Send every ``logging`` record of INFO and above to ``path`` (appended), time-stamped in UTC:
-    a job's log file (the Snakemake bridge; each process of a data-parallel training)."""
+    a job's log file (the Snakemake job runner; each process of a data-parallel training)."""
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(log_format())
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)

@@ -16,6 +16,7 @@ from lsrbench.config.layers import locate_config_paths
 from lsrbench.config.schema import load_schema
 from lsrbench.dag.fingerprint import FileDigests
 from lsrbench.dag.layout import Layout
+from lsrbench.stages import all_stages
 from lsrbench.dag.validate import check_config
 from lsrbench.errors import InputError
 
@@ -108,7 +109,7 @@ def _valid_integer(path: tuple) -> int:
 def _ids(config: dict) -> list[str]:
     checked = check_config(locate_config_paths(copy.deepcopy(config), REPO), "c.yaml", files=False,
                            mirror_must_exist=False)
-    return sorted(item.folder for item in Layout(checked, digests=FileDigests(None)).all())
+    return sorted(item.folder for item in Layout(checked, digests=FileDigests(None), stages=all_stages()).all())
 
 
 def test_the_schema_has_integer_fields_everywhere_a_count_goes():

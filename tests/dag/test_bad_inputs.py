@@ -3,7 +3,7 @@
 and leaves every finished output as it was.
 
 Entry points: ``lsrbench check-config`` (the checks the Snakefile runs before any job),
-``snakemake -n`` itself, and the bridge every Snakemake job runs (``lsrbench.pipeline.bridge.run``,
+``snakemake -n`` itself, and the job runner every Snakemake job runs (``lsrbench.pipeline.job_runner.run``,
 driven in a child process with the rule's named inputs, outputs and params) for artifacts a job
 reads. Datasets and checkpoints are refused before the first job now: their cases run through
 ``snakemake`` on a finished run in tests/dag/test_bad_inputs_dag.py (the catalogue, slow).
@@ -173,12 +173,12 @@ def test_raw_snakemake_refuses_an_unparsable_configfile_and_deletes_nothing(tmp_
     assert sorted(p.name for p in (work / "results").iterdir()) == ["metrics.csv"]
 
 
-# --------------------------------------------------------------------------- job inputs, through the bridge
+# --------------------------------------------------------------------------- job inputs, through the job runner
 
 BRIDGE = r'''
 import json, sys
 from types import SimpleNamespace
-from lsrbench.pipeline.bridge import run
+from lsrbench.pipeline.job_runner import run
 
 spec = json.load(open(sys.argv[1]))
 
@@ -192,15 +192,15 @@ print("stage finished")
 '''
 
 
-def _bridge(tmp_path: Path, stage: str, settings: dict, inputs: dict, outputs: dict) -> str:
-    """Run one stage through the job bridge with every output pre-filled as finished; return the
+def _through_the_job_runner(tmp_path: Path, stage: str, settings: dict, inputs: dict, outputs: dict) -> str:
+    """Run one stage through the job runner with every output pre-filled as finished; return the
     error line after checking that no output was touched."""
     for path in outputs.values():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(FINISHED)
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps({"stage": stage, "settings": settings, "input": inputs, "output": outputs}))
-    driver = tmp_path / "bridge.py"
+    driver = tmp_path / "run_job.py"
     driver.write_text(BRIDGE)
     proc = subprocess.run([sys.executable, str(driver), str(spec)], capture_output=True, text=True, cwd=tmp_path)
     line = _one_error_line(proc)
@@ -225,7 +225,7 @@ def _evaluate_stage(tmp_path: Path, docs: Path, queries: Path) -> str:
     outputs = {n: str(run_dir / f) for n, f in (("run_trec", "run.trec"), ("metrics_tsv", "metrics.tsv"),
                                                 ("perquery_tsv", "perquery.tsv"), ("status_json", "status.json"),
                                                 ("provenance_json", "provenance.json"))}
-    return _bridge(tmp_path, "evaluate",
+    return _through_the_job_runner(tmp_path, "evaluate",
                    {"run": "b", "k": "1", "dataset": "toy", "skip_identical_ids": False, "top_k": 10,
                     "measures": ["nDCG@10"], "config_hash": "x", "collapse_max_active_share": 0.5},
                    {"data_dir": str(folder), "docs_npz": str(docs), "queries_npz": str(queries), "train_status": None},

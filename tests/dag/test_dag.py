@@ -58,10 +58,10 @@ def test_train_and_index_jobs_take_one_thread_each_locally(tmp_path):
 
 
 def test_ready_jobs_go_in_the_order_of_their_stages_reports_last(tmp_path):
-    """Snakemake's priority per stage (lsrbench.dag.declarations.PRIORITY): data 4, train 3, index 2,
+    """Snakemake's priority per stage (each stage's ``priority``, lsrbench.stages): data 4, train 3, index 2,
     evaluate and BM25 1, reports and the config snapshot 0. On 2 cores the last training's index no
     longer runs alone at the end (benchmark/README.md), and a failing job leaves the reports as they were."""
-    from lsrbench.dag.declarations import PRIORITY
+    from lsrbench.stages import stage
 
     out = snakemake("-n", "--cores", "2", "-d", str(tmp_path), "--configfile", str(REPO / "config/config.yaml"),
                     "--config", f"datasets_file={REPO / 'config/datasets.yaml'}", "mirror=").stdout
@@ -74,7 +74,7 @@ def test_ready_jobs_go_in_the_order_of_their_stages_reports_last(tmp_path):
     assert {rule: found.pop(rule) for rule in rules} == {
         "dataset": {"4"}, "pool": {"4"}, "triplets": {"4"}, "mlm_refit": {"4"}, "norm": {"4"}, "train": {"3"},
         "index": {"2"}, "evaluate": {"1"}, "bm25": {"1"}}
-    assert PRIORITY["train"] > PRIORITY["index"] > PRIORITY["evaluate"] > 0
+    assert stage("train").priority > stage("index").priority > stage("evaluate").priority > 0
     assert {"table1", "claims", "config_snapshot"} <= set(found) and all(p == {"0"} for p in found.values()), found
 
 

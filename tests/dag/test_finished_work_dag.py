@@ -51,6 +51,13 @@ REPORT_RULES = {"config_snapshot", "collect", "chance", "table1", "table_beir", 
                 "html_table1", "html_table_beir", "html_norms"}
 
 
+def test_the_finished_micro_run_plans_nothing(micro_run, tmp_path):
+    """The finished run, its reports among them, with the same config: not one job (no output
+    missing, no params changed, no code changed)."""
+    work = copy_run(micro_run, tmp_path / "work")
+    assert _dry_run(work, micro_run["config"]) == {}
+
+
 def test_every_mapping_reordered_runs_no_job_that_computes_a_result(micro_run, tmp_path):
     """Every mapping of the config and of its dataset registry in the reverse order, in a new file:
     no job that computes a result (the reports name the config file, so they are re-made, with the

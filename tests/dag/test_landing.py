@@ -5,7 +5,6 @@ the results it links with their captions. The page itself, in a browser: tests/r
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
@@ -13,7 +12,8 @@ from helpers.beir import write_beir
 from helpers.paths import REPO, shared_or_skip
 from lsrbench.dag.landing import RESULTS, landing_results, origin_text, result_label
 from lsrbench.dag.reports import html_pages
-from lsrbench.pipeline import stages
+from lsrbench.stages.dataset import dataset as dataset_job
+from lsrbench.stages.norm import norm as norm_job
 
 
 @pytest.fixture()
@@ -30,14 +30,14 @@ def folders(tmp_path):
 
 def _norm_record(f, entry: dict, mirror) -> dict:
     out = f["tmp"] / "norms.json"
-    stages.norm("tiny", entry, mirror, str(f["tmp"] / "cache"), "cfg.yaml", str(out))
+    norm_job("tiny", entry, mirror, str(f["tmp"] / "cache"), "cfg.yaml", str(out))
     return json.loads(out.read_text())["read_from"]
 
 
 def _dataset_record(f, mirror) -> dict:
     info = f["tmp"] / "info.json"
     entry = {"source": "beir", "path": str(f["local"])}
-    stages.dataset("slice", "test", entry, mirror, "d.yaml", str(f["tmp"] / "cache"), str(f["tmp"] / "full"), str(info))
+    dataset_job("slice", "test", entry, mirror, "d.yaml", str(f["tmp"] / "cache"), str(f["tmp"] / "full"), str(info))
     return json.loads(info.read_text())["read_from"]
 
 
@@ -92,15 +92,14 @@ def test_the_landing_page_links_every_result_with_its_caption():
 
 
 def test_every_linked_result_is_a_report_output_listed_under_its_title():
-    """The landing page's links name results by path: each must be a ``report()`` output of
-    report.smk labelled with its title (``shown(...)``, which labels it with its title unless told
-    not to; a renamed output would leave a dead link)."""
-    from lsrbench.dag.reports import REPORTS
+    """The landing page's links name results by path: each must be a ``report()`` output of a
+    report rule labelled with its title (its declaration's ``shown``, listed under its title unless
+    told not to; a renamed output would leave a dead link)."""
+    from lsrbench.dag.reports import HTML_RULE, REPORTS, shown_outputs
 
-    rules = (REPO / "workflow" / "rules" / "report.smk").read_text()
-    flagged = re.findall(r'R\.outputs\("(\w+)", (\w+)=shown\(([^)]*)\)\)', rules)
-    labelled = {f"results/{REPORTS[rule].outputs[arg]}" for rule, arg, how in flagged if "title=False" not in how}
+    labelled = {f"results/{REPORTS[name].outputs[arg]}" for name in REPORTS
+                for arg, (_, _, titled) in shown_outputs(name).items() if titled}
     pages = {f"results/html/{page}.html" for page in html_pages(_config("paper.yaml"))}  # every page
-    assert re.search(r'R\.outputs\(f"\{HTML_RULE\}\{page\}", html=shown\(category, ', rules)
+    assert all(shown_outputs(f"{HTML_RULE}{page}")["html"][2] for page in html_pages(_config("paper.yaml")))
     assert labelled | pages == {path for _, path, *_ in RESULTS}
     assert result_label("results/tradeoff.png") == "Effectiveness against FLOPs"

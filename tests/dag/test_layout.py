@@ -140,12 +140,11 @@ def test_every_stage_function_binds_to_its_declaration(toy):
     inputs, runtime settings by name; the rest from the identity): checked when the Snakefile is
     parsed, so a misspelt argument fails there, naming the stage, not inside a job."""
     from lsrbench.dag.stage import StageRules, call_settings
-    from lsrbench.pipeline import JOBS
 
     paths = layout(toy["config"])
-    StageRules(paths, JOBS).check()
+    StageRules(paths).check()
     evaluate = paths.get("evaluate", run="rand-roberta", k="1", dataset="slice")
-    settings = call_settings(JOBS["evaluate"], evaluate)
+    settings = call_settings(paths.stages["evaluate"].job, evaluate)
     assert settings == {"run": "rand-roberta", "k": "1", "dataset": "slice", "top_k": 100,
                         "measures": ["nDCG@10", "RR@10", "R@100"], "skip_identical_ids": False,
                         "collapse_max_active_share": 1.0, "config_hash": evaluate.sha256}
@@ -155,7 +154,7 @@ def test_every_stage_function_binds_to_its_declaration(toy):
         pass
 
     with pytest.raises(ValueError, match="stage evaluate: nothing provides new_setting"):
-        StageRules(paths, {**JOBS, "evaluate": evaluate_with_a_new_setting}).check()
+        StageRules(_with_job(toy, "evaluate", evaluate_with_a_new_setting)).check()
 
     def train_without_its_log(run, k, mode, recipe, config_hash, entry, mirror, cache_dir, config_file, norms_json,
                               triplets_jsonl, model_dir, provenance_json, status_json, checkpoint_dir,
@@ -163,9 +162,18 @@ def test_every_stage_function_binds_to_its_declaration(toy):
         pass
 
     with pytest.raises(ValueError, match="stage train: outputs train_log are not arguments of"):
-        StageRules(paths, {**JOBS, "train": train_without_its_log}).check()
-    with pytest.raises(ValueError, match="stage bm25: no job function registered"):
-        StageRules(paths, {k: v for k, v in JOBS.items() if k != "bm25"}).check()
+        StageRules(_with_job(toy, "train", train_without_its_log)).check()
+    with pytest.raises(ValueError, match="stage bm25: no job function declared"):
+        StageRules(_with_job(toy, "bm25", None)).check()
+
+
+def _with_job(toy, name: str, job):
+    """The toy config's layout with stage ``name`` declared with another job function."""
+    from dataclasses import replace
+
+    paths = layout(toy["config"])
+    paths.stages[name] = replace(paths.stages[name], job=job)
+    return paths
 
 
 def test_a_target_of_another_configs_id_is_not_an_output_of_this_one(toy):

@@ -18,6 +18,7 @@ from lsrbench.dag.layout import Layout
 from lsrbench.dag.reports import REPORTS, ReportRules, report_outputs, uses_probe
 from lsrbench.dag.validate import check_config
 from lsrbench.errors import InputError
+from lsrbench.stages import all_stages
 from lsrbench.model.auto_k import HEAD_STATISTICS
 from lsrbench.model.probe_names import PROBE_HEAD_STATISTICS, PROBE_STATISTICS
 
@@ -93,7 +94,7 @@ def test_a_denser_probe_grid_makes_k_probe_possible(tiny):
 
 
 def _layout(config: dict) -> Layout:
-    return Layout(config, "results", FileDigests(None), config_file=FILE)
+    return Layout(config, "results", FileDigests(None), stages=all_stages(), config_file=FILE)
 
 
 def test_the_probe_stage_identity_and_inputs(tiny):

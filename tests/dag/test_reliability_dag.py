@@ -54,7 +54,7 @@ def test_forced_collapse_is_a_result_and_other_runs_continue(micro_run):
 
 
 def test_manifests_hash_every_input_and_output(micro_run):
-    from lsrbench.dag.declarations import eval_dir
+    from lsrbench.dag.evaluated import eval_dir
     from lsrbench.hashing import sha256_file
 
     work = micro_run["work"]

@@ -13,8 +13,7 @@ from helpers.cli import lsrbench
 from helpers.paths import REPO
 from helpers.snakemake import job_counts, layout, micro_config, run_snakemake, toy_inputs
 from lsrbench.config.grid import run_keys, training_seeds
-from lsrbench.dag.declarations import RUNTIME_RECIPE_KEYS
-from lsrbench.dag.stage_parts import LATE_RECIPE_KEYS
+from lsrbench.stages.recipe import LATE_RECIPE_SETTINGS, RUNTIME_RECIPE_KEYS
 from lsrbench.dag.reports import ReportRules
 
 # The train folders of the finished tiny default (config/config.yaml, /work/baseline/results): a
@@ -86,9 +85,9 @@ def test_one_seed_keeps_the_recipe_identity_and_the_run_keys(toy):
     lay = layout(toy["config"])
     recipe = yaml.safe_load(toy["config"].read_text())["recipe"]
     train = lay.of_stage("train")[0]
-    # runtime keys out, and the keys added later at their default (LATE_RECIPE_KEYS: weight_decay 0)
+    # runtime keys out, and the keys added later at their default (LATE_RECIPE_SETTINGS: weight_decay 0)
     assert train.identity["recipe"] == {k: v for k, v in lay.config["recipe"].items()
-                                        if k not in RUNTIME_RECIPE_KEYS and k not in LATE_RECIPE_KEYS}
+                                        if k not in RUNTIME_RECIPE_KEYS and k not in LATE_RECIPE_SETTINGS}
     assert train.identity["recipe"]["seed"] == recipe["seed"] and "seeds" not in train.identity["recipe"]
     assert lay.get("configs").identity["config"]["recipe"] == train.identity["recipe"]
     assert run_keys(lay.config) == [{"run": "rand-roberta", "k": "1"}, {"run": "rand-roberta", "k": "1e-30"}]

@@ -8,9 +8,10 @@ import pytest
 
 from helpers.paths import REPO, SHARED
 from helpers.snakemake import layout
-from lsrbench.dag.declarations import docs_dataset, docs_npz
+from lsrbench.dag.evaluated import docs_dataset, docs_npz
 from lsrbench.dag.reports import corpus_sharing_datasets
-from lsrbench.pipeline import stages
+from lsrbench.stages.evaluate import evaluate as evaluate_job
+from lsrbench.stages.index import index as index_job
 from lsrbench.config.strict_yaml import load_yaml
 from lsrbench.errors import InputError
 
@@ -51,7 +52,7 @@ def test_queries_only_and_foreign_documents_refused(tmp_path, vaswani_slice):
     encoder = tmp_path / "encoder"
     build_sparse_encoder(str(model), 64, device="cpu").save(str(encoder))
     out = tmp_path / "run"
-    stats = stages.index("slice", str(encoder), str(vaswani_slice), 16, "fp32", None, None, str(out / "queries.npz"))
+    stats = index_job("slice", str(encoder), str(vaswani_slice), 16, "fp32", None, None, str(out / "queries.npz"))
     assert stats["documents"] is None and not (out / "docs.npz").exists()
     queries, qids = load_sparse(out / "queries.npz")
     ds = load_beir_folder(vaswani_slice)
@@ -60,7 +61,7 @@ def test_queries_only_and_foreign_documents_refused(tmp_path, vaswani_slice):
     ids = list(ds.corpus)[:-1]
     save_sparse(out / "docs.npz", sp.csr_matrix((len(ids), queries.shape[1]), dtype=np.float32), ids)
     with pytest.raises(InputError) as err:
-        stages.evaluate("b", "1", "slice", 10, ["nDCG@10"], False, 0.5, "h", str(vaswani_slice), str(out / "docs.npz"),
+        evaluate_job("b", "1", "slice", 10, ["nDCG@10"], False, 0.5, "h", str(vaswani_slice), str(out / "docs.npz"),
                         str(out / "queries.npz"), None, str(out / "run.trec"), str(out / "m.tsv"), str(out / "pq.tsv"),
                         str(out / "status.json"), str(out / "prov.json"))
     assert str(err.value).startswith(f"{out / 'docs.npz'}: ids: its {len(ids)} documents are not the {len(ds.corpus)} of")

@@ -236,13 +236,13 @@ def test_shared_corpus_read_and_stored_once(msmarco_like, tmp_path):
 
 
 def test_dataset_stage_links_one_stored_corpus(msmarco_like, tmp_path, monkeypatch):
-    from lsrbench.pipeline import stages
+    from lsrbench.stages.dataset import dataset as dataset_job
 
     monkeypatch.chdir(tmp_path)
     store = "results/data/.corpora"
     for name in ("dev", "dl19"):
         entry = {"source": "ir_datasets", "id": f"{msmarco_like}/{name}", "split": "test"}
-        stages.dataset(name, "test", entry, None, "d.yaml", "cache", f"results/data/{name}/full",
+        dataset_job(name, "test", entry, None, "d.yaml", "cache", f"results/data/{name}/full",
                        f"results/data/{name}/info.json", corpus_store=store)
     files = [tmp_path / f"results/data/{n}/full/corpus.jsonl" for n in ("dev", "dl19")]
     assert all(os.path.samefile(files[0], f) for f in files[1:])

@@ -17,7 +17,7 @@ from lsrbench.dag.validate import check_config
 from lsrbench.dag.fingerprint import FileDigests
 from lsrbench.dag.layout import Layout
 from lsrbench.dag.stage import call_settings
-from lsrbench.pipeline import JOBS
+from lsrbench.stages import all_stages
 from lsrbench.errors import InputError
 from lsrbench.data.training_sources import (build_triplets, check_training_data, mirrored_triplets, training_name,
                                             write_mirror_triplets)
@@ -158,15 +158,15 @@ def test_schema_and_dag_wiring():
         validate(_config({"source": "msmarco"}), "config.schema.yaml", "c.yaml")
 
     config = check_config(locate_config_paths(config, REPO), "c.yaml")
-    paths = Layout(config, digests=FileDigests(None), config_file="c.yaml")
+    paths = Layout(config, digests=FileDigests(None), stages=all_stages(), config_file="c.yaml")
     triplets, stage = paths.get("triplets"), paths.stages["triplets"]
     assert stage.inputs(paths, triplets) == {}
-    assert call_settings(JOBS["triplets"], triplets) == {"n": 1000, "seed": 7}
+    assert call_settings(stage.job, triplets) == {"n": 1000, "seed": 7}
     assert stage.runtime(paths, triplets)["entry"] == hf  # as written: the mirror's copy is checked against it
     assert triplets.identity == {"training_data": hf, "n": 1000, "seed": 7}
     pseudo = check_config(locate_config_paths(_config({"source": "pseudo_queries", "dataset": "vaswani", "seed": 13}),
                                               REPO), "c.yaml")
-    paths = Layout(pseudo, digests=FileDigests(None))
+    paths = Layout(pseudo, digests=FileDigests(None), stages=all_stages())
     triplets = paths.get("triplets")
     assert stage.inputs(paths, triplets) == {"full_dir": paths.get("data", dataset="vaswani").path("full")}
     assert triplets.identity["corpus"] == paths.get("data", dataset="vaswani").id
@@ -197,7 +197,7 @@ def test_stage_reads_the_mirror_and_refuses_a_stale_one(tmp_path, monkeypatch):
 
 
 def test_stage_dispatch_without_mirror(triplet_repo, triples_small, tmp_path):
-    from lsrbench.pipeline import stages
+    from lsrbench.stages import triplets as stages
 
     td = {"source": "hf", "repo": str(triplet_repo), "subset": "triplet", "revision": None}
     stages.triplets(td, 6, 2, str(tmp_path / "a.jsonl"), cache_dir=str(tmp_path / "cache"))

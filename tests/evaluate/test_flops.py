@@ -81,7 +81,7 @@ def test_pooled_flops_stage_writes_manifest_backed_rows(tmp_path):
 
     from lsrbench.names import POOLED
     from lsrbench.index.sparse import save_sparse
-    from lsrbench.pipeline.stages import pooled_flops as stage
+    from lsrbench.stages.pooled_flops import pooled_flops as stage
 
     paths = {}
     for name, (q, d) in (("A", A), ("B", B)):

@@ -106,10 +106,12 @@ def layout(config_path: Path):
     from lsrbench.dag.fingerprint import FileDigests
     from lsrbench.dag.validate import check_config
     from lsrbench.dag.layout import Layout
+    from lsrbench.stages import all_stages
 
     config = locate_config_paths(load_yaml(config_path), REPO)
     checked = check_config(config, str(config_path), files=False, mirror_must_exist=False)
-    return Layout(checked, "results", FileDigests(None), config_file=str(config_path), config_files=[str(config_path)])
+    return Layout(checked, "results", FileDigests(None), stages=all_stages(), config_file=str(config_path),
+                  config_files=[str(config_path)])
 
 
 def _seed(seed) -> dict:

@@ -70,7 +70,7 @@ def other_encoder_dir(tmp_path_factory) -> Path:
 
 
 def _index(encoder, data, out: Path, shard_size, **kw) -> dict:
-    from lsrbench.pipeline.stages import index
+    from lsrbench.stages.index import index
 
     out.mkdir(parents=True, exist_ok=True)
     return index("slice", str(encoder), str(data), BATCH, "fp32", None, None, str(out / "queries.npz"),
@@ -148,7 +148,7 @@ DRIVER = r'''
 import io, json, logging, os, signal, sys
 import numpy as np
 from lsrbench.index import shards
-from lsrbench.pipeline import stages
+from lsrbench.stages.index import index as index_job
 
 kill_after, model, data, out, shard_size, batch = sys.argv[1:7]
 kill_after = int(kill_after)
@@ -171,7 +171,7 @@ def write_shard(path, rows, matrix):
     calls["written"] += 1
 
 shards.write_shard = write_shard
-stats = stages.index("slice", model, data, int(batch), "fp32", None, None, out + "/queries.npz", out + "/docs.npz",
+stats = index_job("slice", model, data, int(batch), "fp32", None, None, out + "/queries.npz", out + "/docs.npz",
                      shard_size=int(shard_size), shard_dir=out + "/doc_shards")
 print("RESULT " + json.dumps(stats))
 '''

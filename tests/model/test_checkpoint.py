@@ -15,7 +15,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from lsrbench.pipeline import stages  # noqa: E402
+from lsrbench.stages.norm import norm as norm_job  # noqa: E402
 from lsrbench.errors import InputError  # noqa: E402
 from lsrbench.model.checkpoint import (  # noqa: E402
     check_local_checkpoint,
@@ -68,7 +68,7 @@ def ckpt_head_weight(ckpt_tensors):
 @needs_ckpt
 def test_norm_stage_on_real_checkpoint(tmp_path, ckpt_tensors, ckpt_head_weight):
     out = tmp_path / "norms" / "x.json"
-    result = stages.norm("x", {"model": str(CKPT)}, None, str(tmp_path / "cache"), CONFIG_FILE, str(out))
+    result = norm_job("x", {"model": str(CKPT)}, None, str(tmp_path / "cache"), CONFIG_FILE, str(out))
     written = json.loads(out.read_text())
     assert written == json.loads(json.dumps(result, default=str))
     assert written["vocab_size"] == 30522
@@ -87,7 +87,7 @@ def test_norm_stage_on_real_checkpoint(tmp_path, ckpt_tensors, ckpt_head_weight)
     assert written["bias_norm"] == pytest.approx(float(ckpt_tensors[BIAS].double().norm()), rel=1e-6)
 
     out10 = tmp_path / "norms" / "x10.json"
-    stages.norm("x10", {"model": str(CKPT), "head_scale": 10, "synthetic": True}, None,
+    norm_job("x10", {"model": str(CKPT), "head_scale": 10, "synthetic": True}, None,
                 str(tmp_path / "cache"), CONFIG_FILE, str(out10))
     scaled = json.loads(out10.read_text())
     assert scaled["head_scale"] == 10
@@ -101,7 +101,7 @@ def test_norm_stage_on_real_checkpoint(tmp_path, ckpt_tensors, ckpt_head_weight)
 def test_norm_stage_missing_model_folder(tmp_path):
     out = tmp_path / "x.json"
     with pytest.raises(InputError) as ei:
-        stages.norm("x", {"model": str(tmp_path / "no-such-model")}, None, str(tmp_path / "cache"),
+        norm_job("x", {"model": str(tmp_path / "no-such-model")}, None, str(tmp_path / "cache"),
                     CONFIG_FILE, str(out))
     msg = assert_input_error(ei, "backbones.x.model")
     assert "no-such-model" in msg
@@ -116,7 +116,7 @@ def test_norm_stage_checkpoint_without_tokenizer(tmp_path):
         shutil.copy(CKPT / name, folder / name)
     out = tmp_path / "x.json"
     with pytest.raises(InputError) as ei:
-        stages.norm("x", {"model": str(folder)}, None, str(tmp_path / "cache"), CONFIG_FILE, str(out))
+        norm_job("x", {"model": str(folder)}, None, str(tmp_path / "cache"), CONFIG_FILE, str(out))
     msg = assert_input_error(ei, "backbones.x.model")
     assert "tokenizer" in msg
     assert not out.exists()

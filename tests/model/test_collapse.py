@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 from helpers.beir import write_beir
-from lsrbench.pipeline import stages
+from lsrbench.stages.evaluate import evaluate as evaluate_job
 from lsrbench.index.sparse import save_sparse
 from lsrbench.config.schema import with_defaults
 
@@ -77,7 +77,7 @@ def _metric_rows(path):
 def test_healthy_run_has_collapsed_zero(tmp_path):
     eye = np.eye(4, 10, dtype=np.float32)
     kwargs, out = _eval_fixture(tmp_path, eye, eye[:2], {"status": "ok"})
-    stages.evaluate(**kwargs)
+    evaluate_job(**kwargs)
     rows = _metric_rows(out["metrics.tsv"])
     assert rows["collapsed"] == 0.0 and rows["nDCG@10"] == 1.0
     status = json.load(open(out["status.json"]))
@@ -94,7 +94,7 @@ def test_healthy_run_has_collapsed_zero(tmp_path):
 ])
 def test_collapsed_run_is_evaluated_and_flagged(tmp_path, docs, queries, train, reason):
     kwargs, out = _eval_fixture(tmp_path, docs.astype(np.float32), queries.astype(np.float32), train)
-    stages.evaluate(**kwargs)  # no exception: a collapse is a result
+    evaluate_job(**kwargs)  # no exception: a collapse is a result
     rows = _metric_rows(out["metrics.tsv"])
     assert rows["collapsed"] == 1.0 and all(math.isfinite(v) for v in rows.values())
     assert set(rows) == {"nDCG@10", "FLOPs", "query_active_dims", "doc_active_dims", "collapsed"}

@@ -108,8 +108,9 @@ def test_a_chain_of_matches_and_the_frobenius_norm_are_refused():
 
 def _layout(config: dict):
     from lsrbench.dag.layout import Layout
+    from lsrbench.stages import all_stages
 
-    return Layout(check_config(config, "my.yaml", files=False), "results", config_file="my.yaml")
+    return Layout(check_config(config, "my.yaml", files=False), "results", stages=all_stages(), config_file="my.yaml")
 
 
 def _ids(layout) -> dict:
@@ -120,7 +121,7 @@ def _ids(layout) -> dict:
 def test_the_control_reads_the_matched_norms_and_leaves_every_other_id_as_it_was():
     """The matched backbone's norms.json is an input of the control's norm and train jobs, its id in
     theirs; the ids of every backbone without a matched scale do not change when a control is added."""
-    from lsrbench.dag.declarations import NORM, TRAIN
+    from lsrbench.stages import stage
 
     plain = tiny_default()
     base = next(iter(plain["backbones"]))
@@ -131,9 +132,9 @@ def test_the_control_reads_the_matched_norms_and_leaves_every_other_id_as_it_was
     layout = _layout(with_control)
     matched, norm = layout.get("norms", backbone=base), layout.get("norms", backbone="control")
     assert norm.identity["head_scale_match"] == matched.id
-    assert NORM.inputs(layout, norm)["match_norms_json"] == matched.path("norms.json")
+    assert stage("norm").inputs(layout, norm)["match_norms_json"] == matched.path("norms.json")
     train = layout.get("train", run="control", k="1")
-    assert TRAIN.inputs(layout, train)["match_norms_json"] == matched.path("norms.json")
+    assert stage("train").inputs(layout, train)["match_norms_json"] == matched.path("norms.json")
     assert train.identity["head_scale_match"] == matched.id
     # another checkpoint for the matched backbone: another norm folder for the control
     other = copy.deepcopy(with_control)

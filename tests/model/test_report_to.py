@@ -75,13 +75,13 @@ def test_report_to_is_no_part_of_the_training_identity():
     """A finished run must not re-train, nor a checkpoint stop resuming, because the setting was
     added: the train folder's id and the checkpoints' key leave it out."""
     from lsrbench.model.resume import training_key
-    from lsrbench.dag.declarations import RUNTIME_RECIPE_KEYS, results_recipe
+    from lsrbench.stages.recipe import RUNTIME_RECIPE_KEYS, results_recipe
 
     recipe = with_defaults("recipe", RECIPE)
     assert recipe["report_to"] == []  # the default: off
     assert "report_to" in RUNTIME_RECIPE_KEYS
     config = {"recipe": {**recipe, "report_to": ["tensorboard"]}}
     assert results_recipe(config) == results_recipe({"recipe": recipe}) == {
-        k: v for k, v in recipe.items() if k not in ("checkpoint_steps", "report_to", "weight_decay")}
+        k: v for k, v in recipe.items() if k not in ("checkpoint_steps", "report_to")}
     assert training_key("m", TRIPLETS, config["recipe"], 1, "shared", 1.0, None) == \
         training_key("m", TRIPLETS, recipe, 1, "shared", 1.0, None)

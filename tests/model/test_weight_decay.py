@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from lsrbench.config.schema import with_defaults
-from lsrbench.dag.stage_parts import LATE_RECIPE_KEYS, results_recipe
+from lsrbench.dag.stage import without_late_defaults
+from lsrbench.stages.recipe import LATE_RECIPE_SETTINGS, late_recipe_settings, results_recipe
 from lsrbench.model.train import train_splade
 
 RECIPE = dict(steps=3, batch_size=4, learning_rate=5e-3, lambda_q=5e-5, lambda_d=3e-5, seed=42,
@@ -19,10 +20,13 @@ TRIPLETS = [{"query": f"query {i}", "positive": f"document {i} about waves", "ne
 
 def test_weight_decay_is_in_an_identity_only_when_set():
     recipe = with_defaults("recipe", RECIPE)
-    assert recipe["weight_decay"] == 0 and "weight_decay" in LATE_RECIPE_KEYS
-    assert "weight_decay" not in results_recipe({"recipe": recipe})  # the identity of every run made before
-    decayed = results_recipe({"recipe": {**recipe, "weight_decay": 0.01}})
-    assert decayed == {**results_recipe({"recipe": recipe}), "weight_decay": 0.01}
+    assert recipe["weight_decay"] == 0 and "weight_decay" in LATE_RECIPE_SETTINGS
+
+    def identity(recipe: dict) -> dict:
+        return without_late_defaults({"recipe": results_recipe({"recipe": recipe})}, late_recipe_settings("recipe"))["recipe"]
+
+    assert "weight_decay" not in identity(recipe)  # the identity of every run made before
+    assert identity({**recipe, "weight_decay": 0.01}) == {**identity(recipe), "weight_decay": 0.01}
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """Each job its own GPU(s): the lock-file claims of :mod:`lsrbench.pipeline.gpus`, tested on CPU with
-simulated GPUs (LSRBENCH_GPU_COUNT) and real concurrent processes, and through the bridge as a
+simulated GPUs (LSRBENCH_GPU_COUNT) and real concurrent processes, and through the job runner as a
 Snakemake job with ``resources: gpu=1`` reaches it."""
 
 from __future__ import annotations
@@ -97,13 +97,13 @@ def test_pool_from_cuda_visible_devices_and_slurm_kept(tmp_path):
         assert claim_gpus(1, none) is None and "CUDA_VISIBLE_DEVICES" not in none
 
 
-def test_bridge_claims_the_gpus_a_job_requests(tmp_path):
+def test_the_job_runner_claims_the_gpus_a_job_requests(tmp_path):
     """A job of a rule with ``resources: gpu=1`` (train, index) runs with its own device visible."""
     script = textwrap.dedent(f"""
         import json, os
         from types import SimpleNamespace
         from snakemake.iocontainers import Namedlist
-        from lsrbench.pipeline.bridge import run
+        from lsrbench.pipeline.job_runner import run
         out = {str(tmp_path / "metrics.csv")!r}
         job = SimpleNamespace(threads=1, params=SimpleNamespace(stage="report_collect", settings={{}}),
                               input=Namedlist(fromdict={{"metric_files": []}}),

@@ -1,4 +1,4 @@
-"""The bridge's clocks (:mod:`lsrbench.pipeline.job_clock`): only the outermost import statement's
+"""The job runner's clocks (:mod:`lsrbench.pipeline.job_clock`): only the outermost import statement's
 wall time is counted, nested imports inside it once; the process age is this process's."""
 
 from __future__ import annotations

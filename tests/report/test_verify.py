@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from lsrbench.evaluate.tidy import write_metric_rows
-from lsrbench.pipeline import report_stages
+from lsrbench.pipeline import report_jobs as report_stages
 from lsrbench.names import POOLED
 from lsrbench.provenance import write_json
 from lsrbench.names import BM25, NO_K
@@ -103,9 +103,9 @@ def _norms(frobenius: float) -> dict:
 
 def _config_snapshot() -> str:
     """The config snapshot the reports are made with, written as the config_snapshot rule writes it
-    (its job function, and the params.json the bridge writes beside every addressed output)."""
+    (its job function, and the params.json the job runner writes beside every addressed output)."""
     from lsrbench.hashing import stable_hash
-    from lsrbench.pipeline.stages import config_snapshot
+    from lsrbench.stages.config_snapshot import config_snapshot
 
     config = {"report": REPORT,
               "backbones": BACKBONES, "auto_k": AUTO_K, "recipe": {"batch_size": 4}}
@@ -374,7 +374,7 @@ def test_reports_of_two_configs_in_one_folder_are_named(work):
 
 
 def test_a_stale_html_page_is_named(work):
-    from lsrbench.pipeline.report_stages import report_html
+    from lsrbench.pipeline.report_jobs import report_html
 
     (work / "results/html").mkdir()
     page = work / "results/html/table_beir.html"

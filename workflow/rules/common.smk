@@ -1,22 +1,22 @@
 # What every rule file uses, built once from the checked config (the Snakemake workflow template's
-# common.smk): the content-addressed layout of this config's outputs (lsrbench.dag.layout), its
-# stage declarations as rule parts (S: lsrbench.dag.stage.StageRules; R: the report rules,
-# lsrbench.dag.reports.ReportRules), and the wildcard constraints.
+# common.smk): the content-addressed layout of this config's outputs (lsrbench.dag.layout) from the
+# stage declarations (lsrbench.stages, passed in), their rule parts (S: lsrbench.dag.stage.StageRules;
+# R: the report rules, lsrbench.dag.reports.ReportRules), and the wildcard constraints.
 from lsrbench.dag.fingerprint import FileDigests
 from lsrbench.dag.folder_state import DagHooks, FolderState
 from lsrbench.dag.freshness import check_finished_inputs
 from lsrbench.dag.layout import ID_REGEX, Layout
-from lsrbench.dag.refit_stage import unshared_refits
-from lsrbench.dag.reports import HTML_RULE, ReportRules, html_pages, job_threads
+from lsrbench.dag.reports import ReportRules, job_threads
 from lsrbench.dag.stage import StageRules
 from lsrbench.names import DATASET_PATTERN, K_PATTERN, NAME_PATTERN, RUN_PATTERN
-from lsrbench.pipeline import JOBS
+from lsrbench.stages import all_stages
+from lsrbench.stages.mlm_refit import unshared_refits
 
 # Every output in a folder named by the hash of what decides it: a config edit plans new folders
 # beside the finished ones, which Snakemake then never re-runs or deletes. Local folders are
 # fingerprinted through a cache of file digests (by path, size and mtime), saved here.
 DIGESTS = FileDigests("results/.cache/file-digests.json")
-L = Layout(config, "results", DIGESTS, config_file=CONFIG_FILE, config_files=READ)
+L = Layout(config, "results", DIGESTS, stages=all_stages(), config_file=CONFIG_FILE, config_files=READ)
 try:
     STATE = None
     if workflow.is_main_process:
@@ -34,7 +34,7 @@ except OneLineError as exc:
     sys.exit(1)
 # The rules' input functions tell HOOKS which jobs the DAG being built holds.
 HOOKS = DagHooks(STATE, workflow)
-S = StageRules(L, JOBS, visit=HOOKS.job)
+S = StageRules(L, visit=HOOKS.job)
 R = ReportRules(L, visit=HOOKS.report)
 try:
     S.check()  # every job function takes what its declaration gives it
@@ -58,7 +58,6 @@ wildcard_constraints:
     k=K_PATTERN,
     dataset=DATASET_PATTERN,
     backbone=NAME_PATTERN,
-    pool_depth="[0-9]+",
     data_id=ID_REGEX,
     refit_id=ID_REGEX,
     norms_id=ID_REGEX,

@@ -15,7 +15,7 @@ PARAMS_JSON = "params.json"  # beside every addressed output: what its id stands
 # Every addressed folder, by kind; {results} is the results folder, the rest are the rules' wildcards.
 FOLDERS = {
     "data": "{results}/data/{dataset}/{data_id}",
-    "pool": "{results}/data/{dataset}/{data_id}/pool{pool_depth}",
+    "pool": "{results}/data/{dataset}/{data_id}/{pool_id}",
     "refit": "{results}/mlm_refit/{refit_id}",
     "norms": "{results}/norms/{backbone}/{norms_id}",
     "probe": "{results}/probe/{backbone}/{probe_id}",
@@ -27,8 +27,8 @@ FOLDERS = {
     "bm25": "{results}/bm25/{dataset}/{bm25_id}",
     "configs": "{results}/configs/{config_id}",
 }
-# The wildcard holding each kind's own id (pool folders are named by their depth instead).
-ID_WILDCARD = {"data": "data_id", "refit": "refit_id", "norms": "norms_id", "probe": "probe_id", "triplets": "triplets_id",
+# The wildcard holding each kind's own id (a hash of its identity, unless its stage names it: folder_id).
+ID_WILDCARD = {"data": "data_id", "pool": "pool_id", "refit": "refit_id", "norms": "norms_id", "probe": "probe_id", "triplets": "triplets_id",
                "train": "train_id", "index": "index_id", "evaluate": "eval_id", "pooled": "pooled_id", "bm25": "bm25_id",
                "configs": "config_id"}
 

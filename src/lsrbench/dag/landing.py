@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lsrbench.dag.declarations import used_datasets
+from lsrbench.config.evaluated import used_datasets
 
 __all__ = ["RESULTS", "origin_text", "read_from", "landing_results", "result_label"]
 
@@ -73,7 +73,7 @@ def origin_text(origin: dict | None, fallback: str | None) -> str:
         return f"from the Hugging Face hub ({origin['hub']}" + (f" at {origin['revision']})" if origin.get("revision") else ")")
     if origin.get("path"):
         return f"from the folder {origin['path']}"
-    return "through " + ", ".join(f"{k} {v}" for k, v in origin.items())
+    return "through " + ", ".join(f"{name} {v}" for name, v in origin.items())
 
 
 def _recorded(path: str) -> dict | None:

@@ -10,8 +10,9 @@ reverting it finds the old folders again, and an edit re-runs exactly the output
 it changes: a new learning rate re-trains but keeps data and norms, a new ``top_k`` re-evaluates
 but keeps the vectors. See docs/results-layout.md.
 
-What decides each output is declared once per stage (:mod:`lsrbench.dag.declarations`); the
-:class:`Layout` only builds the addressed outputs of one config from those declarations. Where
+What decides each output is declared once per stage (a module each under :mod:`lsrbench.stages`,
+whose registry is passed in); the :class:`Layout` only builds the addressed outputs of one config
+from those declarations. Where
 things come from or how a job runs is in no identity: mirror, cache folder, config file name,
 thread and process counts, checkpoint cadence, shard size. A local folder (a BEIR dataset path, a
 model checkpoint folder) is identified by a fingerprint of its files' bytes
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from lsrbench.dag.fingerprint import FileDigests
 from lsrbench.dag.folders import FOLDERS, ID_LENGTH, ID_REGEX, ID_WILDCARD, PARAMS_JSON, pattern, short_id
+from lsrbench.dag.stage import without_late_defaults
 from lsrbench.hashing import stable_hash
 
 __all__ = ["ID_LENGTH", "ID_REGEX", "FOLDERS", "PARAMS_JSON", "Addressed", "Layout", "pattern", "short_id"]
@@ -41,9 +43,7 @@ class Addressed:
 
     @property
     def id(self) -> str:
-        """The folder's own id (a pool folder is named by its depth: ``pool<depth>``)."""
-        if self.kind == "pool":
-            return f"pool{self.fields['pool_depth']}"
+        """The folder's own id."""
         return self.fields[ID_WILDCARD[self.kind]]
 
     @property
@@ -68,13 +68,13 @@ def _file_label(path) -> str:
 
 
 def _wildcard_key(kind: str, fields: dict) -> str:
-    if kind == "pool":
-        return f"{fields.get('data_id')}/pool{fields.get('pool_depth')}"
-    return str(fields.get(ID_WILDCARD[kind]))
+    """The ids in a folder's path, outermost first: what names it among its kind's."""
+    ids = [name for name in ID_WILDCARD.values() if "{" + name + "}" in FOLDERS[kind]]
+    return "/".join(str(fields.get(name)) for name in sorted(ids, key=FOLDERS[kind].index))
 
 
 def _key_of(kind: str, key: dict) -> tuple:
-    return (kind, tuple(sorted((k, str(v)) for k, v in key.items())))
+    return (kind, tuple(sorted((name, str(v)) for name, v in key.items())))
 
 
 class Layout:
@@ -85,15 +85,14 @@ class Layout:
     cache is written only when its owner calls ``save``: building a layout writes nothing)."""
 
     def __init__(self, config: dict, results: str = "results", digests: FileDigests | None = None, *,
-                 config_file: str = "config", config_files: list[str] | None = None, stages=None):
-        from lsrbench.dag.declarations import STAGES
-
+                 stages, config_file: str = "config", config_files: list[str] | None = None):
+        # stages: the declarations (lsrbench.stages.all_stages()), in the order outputs are built
         self.config, self.results = config, results
         self.config_file = str(config_file)  # the file jobs name in their errors (never in an identity)
         # every file the config was read from (its base: chain too), as the config snapshot names them
         self.config_files = [_file_label(f) for f in (config_files or [config_file])]
         self.digests = digests or FileDigests(None)
-        self.stages = {s.name: s for s in (stages or STAGES)}
+        self.stages = {s.name: s for s in stages}
         self._stage_of: dict[tuple, object] = {}
         for stage in self.stages.values():
             for key in stage.grid(config):
@@ -115,9 +114,9 @@ class Layout:
 
     def _make(self, stage, key: dict) -> Addressed:
         fields = stage.folder_fields(self, key)
-        identity = stage.identity(self, key)
+        identity = without_late_defaults(stage.identity(self, key), stage.late_settings)
         if stage.kind in ID_WILDCARD:
-            fields = {**fields, ID_WILDCARD[stage.kind]: short_id(identity)}
+            fields = {**fields, ID_WILDCARD[stage.kind]: (stage.folder_id or short_id)(identity)}
         folder = FOLDERS[stage.kind].format(results=self.results, **fields)
         return Addressed(stage.name, stage.kind, fields, identity, folder)
 
@@ -142,10 +141,6 @@ class Layout:
                 self._by_id.setdefault(item.kind, {})[_wildcard_key(item.kind, item.fields)] = item
         return self._by_id
 
-    def ids(self, kind: str) -> list[str]:
-        """The current config's ids of ``kind`` (``pool``: ``<data id>/pool<depth>``)."""
-        return sorted(self._index().get(kind, {}))
-
     def id_regex(self, stage: str) -> str:
         """A wildcard constraint matching exactly the ids of the outputs ``stage`` makes."""
         ids = sorted({item.id for item in self.of_stage(stage)})
@@ -154,8 +149,8 @@ class Layout:
     def find(self, kind: str, wildcards) -> Addressed:
         """The addressed output a rule's wildcards name; ValueError when they are not the current
         config's (a target written by hand with another config's id)."""
-        wanted = {k: str(v) for k, v in dict(wildcards.items()).items()}
+        wanted = {key: str(v) for key, v in dict(wildcards.items()).items()}
         found = self._index().get(kind, {}).get(_wildcard_key(kind, wanted))
-        if found is None or any(wanted.get(k, v) != v for k, v in found.fields.items()):
+        if found is None or any(wanted.get(name, v) != v for name, v in found.fields.items()):
             raise ValueError(f"{pattern(kind)} with {wanted}: not an output of the current config")
         return found

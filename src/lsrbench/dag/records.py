@@ -1,4 +1,4 @@
-"""The record every finished job leaves (written by :mod:`lsrbench.pipeline.bridge` once it has
+"""The record every finished job leaves (written by :mod:`lsrbench.pipeline.job_runner` once it has
 succeeded), read back: an addressed output's ``params.json`` and a report's manifest
 (``results/manifests/<rule>.json``) both list every file the job wrote with its SHA-256
 (``outputs``), what it read, and, for a report, the config snapshot it was made with. A file that no

@@ -1,6 +1,6 @@
 """The report rules (``workflow/rules/report.smk``), declared once each: the run files a report reads
 (the current config's addressed outputs, from the :class:`~lsrbench.dag.layout.Layout`), the
-settings it is made with, and its job function (:data:`lsrbench.pipeline.JOBS`). Each reads
+settings it is made with, and its job function (:mod:`lsrbench.pipeline.report_jobs`). Each reads
 cached run outputs only, so deleting a report re-runs just its rule.
 
 Files that belong to a run are passed *by key*, never by position: ``params.keyed[name]`` holds
@@ -12,17 +12,18 @@ the same paths are the rule's inputs, for the DAG.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from lsrbench.config.grid import probe_settings, run_keys, runs, several_seeds
-from lsrbench.dag.declarations import pooled_flops_datasets
+from lsrbench.config.evaluated import dataset_measures, pooled_flops_datasets
+from lsrbench.dag.evaluated import docs_dataset, eval_dir, eval_info
 from lsrbench.model.probe_names import LOGIT_STATISTICS
 from lsrbench.names import MANIFESTS, POOLED, PROBE_K
 from lsrbench.report.config_record import report_backbones, report_settings
 
 __all__ = ["REPORTS", "ReportRules", "report_outputs", "row_targets", "html_pages", "claims_datasets", "job_threads",
-           "corpus_sharing_datasets", "uses_probe", "used_reports", "manifest_path", "MANIFESTS", "HTML_RULE",
+           "corpus_sharing_datasets", "uses_probe", "shown_outputs", "used_reports", "manifest_path", "MANIFESTS", "HTML_RULE",
            "PROBE_REPORTS"]
 
 
@@ -39,8 +40,6 @@ def job_threads(remote_exec: bool, cores: int | None) -> int:
 
 def corpus_sharing_datasets(config: dict) -> list[str]:
     """Evaluated datasets that reuse another dataset's ``docs.npz`` (only their queries are encoded)."""
-    from lsrbench.dag.declarations import docs_dataset
-
     return [d for d in config["evaluation"]["datasets"] if docs_dataset(config, d) != d]
 
 
@@ -145,20 +144,24 @@ def _probe_report_settings(config: dict) -> dict:
 class Report:
     """One report rule: its job function, the files it writes (``outputs``: argument -> name under
     the results folder), the run files it reads (``files``: plain lists; ``keyed``: ``[key...,
-    path]`` rows) and its settings (from the config)."""
+    path]`` rows) and its settings (from the config). ``shown``: the outputs ``snakemake --report``
+    shows, argument -> (category, caption file stem under workflow/report/, listed under its title,
+    :data:`lsrbench.dag.landing.RESULTS`); ``resources``: the rule's."""
 
     job: str
     outputs: dict
     files: Callable = lambda layout: {}
     keyed: Callable = lambda layout: {}
     settings: Callable = lambda config: {}
+    shown: dict = field(default_factory=dict)
+    resources: dict = field(default_factory=dict)
 
 
 def _config(layout) -> dict:
-    """The config snapshot every report is made with (:data:`lsrbench.dag.declarations.CONFIG`),
+    """The config snapshot every report is made with (:mod:`lsrbench.stages.config_snapshot`),
     and the ``params.json`` beside it, which the report reads through it (the files the config was
     read from: :func:`lsrbench.report.config_record.config_record`): an input named with a leading
-    ``_`` is the DAG's only, not an argument of the job (:mod:`lsrbench.pipeline.bridge`)."""
+    ``_`` is the DAG's only, not an argument of the job (:mod:`lsrbench.pipeline.job_runner`)."""
     snapshot = layout.get("configs")
     return {"config_yaml": snapshot.path("config.yaml"), "_config_params": snapshot.path("params.json")}
 
@@ -175,23 +178,19 @@ def _with_chance(layout) -> dict:
 def _evaluated_data(layout) -> dict:
     """``[dataset, folder]`` of every evaluated dataset's BEIR folder (pooled or full) and
     ``[dataset, file]`` of the record of its size (the pool's eval.json, the dataset's info.json)."""
-    from lsrbench.dag.declarations import eval_dir, pool_depth_of
-
     datasets = layout.config["evaluation"]["datasets"]
-    infos = [[d, layout.get("pool", dataset=d).path("eval.json") if pool_depth_of(layout.config, d)
-              else layout.get("data", dataset=d).path("info.json")] for d in datasets]
-    return {"data_dirs": [[d, eval_dir(layout, d)] for d in datasets], "infos": infos}
+    return {"data_dirs": [[d, eval_dir(layout, d)] for d in datasets], "infos": [[d, eval_info(layout, d)] for d in datasets]}
 
 
 def _chance_settings(config: dict) -> dict:
-    from lsrbench.dag.declarations import dataset_measures
-
     return {"measures": {d: dataset_measures(config, d) for d in config["evaluation"]["datasets"]}}
 
 
 REPORTS = {
     # with several training seeds, the seed of each run file too (metrics.csv's seed column)
+    # metrics.sources.json: the run files metrics.csv was made from (results/ also holds other configs' runs)
     "collect": Report("report_collect", {"metrics_csv": "metrics.csv", "sources_json": "metrics.sources.json"},
+                      shown={"metrics_csv": ("Tables", "metrics", True)},
                       files=lambda L: {"metric_files": _metric_files(L), **_config(L)},
                       keyed=lambda L: {"seeded_files": _run_metric_files(L)} if several_seeds(L.config) else {}),
     # what a random ranking of the evaluated documents scores, per dataset and measure (the tables'
@@ -204,21 +203,29 @@ REPORTS = {
                      settings=lambda c: {**report_settings(c), "auto_k": c.get("auto_k")}),
     "table_beir": Report("report_table_beir", {"table_beir_md": "table_beir.md"}, files=_with_chance,
                          settings=report_settings),
+    # norms.data.json: what norms.png shows, the config and the files it was made from (lsrbench verify)
     "norms_report": Report("report_norms", {"norms_md": "norms.md", "norms_png": "norms.png", "data_json": "norms.data.json"},
+                           shown={"norms_png": ("Head norms", "norms", True)},
                            files=_metrics, keyed=lambda L: {"norm_files": _norm_files(L), **_probes_read(L)},
                            settings=lambda c: {**report_settings(c), "auto_k": c.get("auto_k")}),
     "tradeoff": Report("report_tradeoff", {"tradeoff_png": "tradeoff.png", "tradeoff_pdf": "tradeoff.pdf",
-                                           "data_json": "tradeoff.data.json"}, files=_metrics, settings=report_settings),
+                                           "data_json": "tradeoff.data.json"}, files=_metrics, settings=report_settings,
+                         shown={"tradeoff_png": ("Figures", "tradeoff", True)}),
     "loss_curves": Report("report_loss_curves", {"loss_curves_png": "loss_curves.png", "data_json": "loss_curves.data.json"},
+                          shown={"loss_curves_png": ("Figures", "loss_curves", True)},
                           files=_config, keyed=lambda L: {"log_files": _log_files(L)},
                           settings=lambda c: {"backbones": report_backbones(c), "batch_size": c["recipe"]["batch_size"]}),
     "claims": Report("report_claims", {"claims_md": "claims.md", "claims_json": "claims.json"},
                      files=lambda L: {**_with_chance(L), "reference_file": _reference(L.config)},
                      keyed=lambda L: {"perquery_files": _perquery_files(L), "norm_files": _norm_files(L),
                                       "log_files": _log_files(L), **_probes_read(L)},
-                     settings=lambda c: {**report_settings(c), "claims_cfg": c.get("claims")}),
+                     settings=lambda c: {**report_settings(c), "claims_cfg": c.get("claims")},
+                     # the randomization tests hold one batch of resamples x queries at a time
+                     # (lsrbench.report.stats): under 2 GB for BEIR-13's 33k queries (tests/report/test_stats.py)
+                     resources={"mem_mb": 2000}),
     # the probe before any training (what `lsrbench probe` makes), and beside the trained outcomes
     "probe_report": Report("report_probe", {"probe_md": "probe.md", "probe_json": "probe.json", "probe_png": "probe.png"},
+                           shown={"probe_png": ("Probe", "probe", False)},
                            files=_config, keyed=lambda L: {"probe_files": _probe_files(L)},
                            settings=_probe_report_settings),
     "probe_outcomes": Report("report_probe_outcomes", {"outcomes_md": "probe_outcomes.md",
@@ -229,7 +236,7 @@ REPORTS = {
 
 
 
-# Each report job's manifest (lsrbench.pipeline.bridge writes it once the job succeeded): the
+# Each report job's manifest (lsrbench.pipeline.job_runner writes it once the job succeeded): the
 # SHA-256 of every file it read and wrote, and the config snapshot it was made with. It is how a
 # report that no longer matches what made it is found before anything reads it
 # (lsrbench.dag.folder_state), which config a folder's reports come from, and what `lsrbench
@@ -281,6 +288,16 @@ class ReportRules:
         # whose backbones keep the order the tables show them in: not sorted again here
         return {"stage": report.job, "settings": report.settings(self.layout.config), "keyed": report.keyed(self.layout)}
 
+    def names(self) -> list[str]:
+        """The report rules of this config's Snakefile: every report, and the HTML pages it has."""
+        return [*REPORTS, *(f"{HTML_RULE}{page}" for page in html_pages(self.layout.config))]
+
+    def shown(self, name: str) -> dict:
+        return shown_outputs(name)
+
+    def resources(self, name: str) -> dict:
+        return {} if name.startswith(HTML_RULE) else REPORTS[name].resources
+
     def rules(self) -> list[str]:
         """Every report rule a results folder may hold (the HTML pages of every config)."""
         return [*REPORTS, *(f"{HTML_RULE}{page}" for page in HTML_PAGES)]
@@ -303,6 +320,15 @@ def _rule_outputs(name: str) -> dict:
     if name.startswith(HTML_RULE):
         return {"html": f"html/{name[len(HTML_RULE):]}.html"}
     return REPORTS[name].outputs
+
+
+def shown_outputs(name: str) -> dict:
+    """The outputs of report rule ``name`` that ``snakemake --report`` shows: argument -> (category,
+    caption stem, listed under its title)."""
+    if name.startswith(HTML_RULE):
+        page = name[len(HTML_RULE):]
+        return {"html": (HTML_PAGES[page], page, True)}
+    return REPORTS[name].shown
 
 
 def html_pages(config: dict) -> dict[str, str]:

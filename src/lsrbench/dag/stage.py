@@ -4,8 +4,8 @@ constraints, log and params, and the call of its job function.
 
 A declaration says what decides the stage's output (its *identity*, which names its folder), the
 inputs it reads and the outputs it writes, the runtime-only settings (where a job reads from, how
-it runs: never in the identity) and the job function it runs (registered in
-:data:`lsrbench.pipeline.JOBS`). The job function is called with arguments bound *by name*: its
+it runs: never in the identity) and the job function it runs (``job``; a stage's module under
+:mod:`lsrbench.stages` holds both, the registry there lists them). The job function is called with arguments bound *by name*: its
 outputs and inputs (the rule's named files), its runtime settings, and, for every other argument,
 the identity's value of that name (or the folder's wildcard value, or ``config_hash``: the
 identity's SHA-256). :meth:`StageRules.check` binds every stage's function when the Snakefile is
@@ -18,13 +18,14 @@ leaves out of its params comparison: the folder id already says what changed.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from dataclasses import dataclass, field
 from typing import Callable
 
 from lsrbench.dag.folders import ID_WILDCARD, PARAMS_JSON, pattern
 
-__all__ = ["Stage", "StageRules", "call_settings", "canonical"]
+__all__ = ["Stage", "LateSetting", "as_list", "StageRules", "call_settings", "canonical", "without_late_defaults"]
 
 
 def _nothing(*args) -> dict:
@@ -36,18 +37,52 @@ def _own_key(layout, key: dict) -> dict:
 
 
 @dataclass(frozen=True)
+class LateSetting:
+    """A setting added after results had been made: where an identity holds it (``path``, dotted)
+    and where its default is (``schema``: the schema file and the path to its object, ``*`` for
+    every entry of a mapping: :func:`lsrbench.config.schema.property_defaults`)."""
+
+    path: str
+    schema: tuple
+
+
+def without_late_defaults(identity: dict, late: tuple) -> dict:
+    """The one rule for old folders: a late setting enters an identity only when it differs from
+    its schema default, so every folder made before the setting existed keeps its id."""
+    from lsrbench.config.schema import property_defaults
+
+    if not late:
+        return identity
+    identity = copy.deepcopy(identity)
+    for setting in late:
+        *parents, name = setting.path.split(".")
+        holder = identity
+        for part in parents:
+            holder = holder.get(part, {})
+        if name in holder and holder[name] == property_defaults(*setting.schema)[name]:
+            del holder[name]
+    return identity
+
+
+@dataclass(frozen=True)
 class Stage:
     """The declaration of one addressed stage (see the module doc).
 
     ``grid(config)`` gives the key of every output of the stage in a config (``{"run", "k"}`` for
     a training), ``identity(layout, key)`` what decides it, ``folder_fields(layout, key)`` the
     wildcard values of its folder besides its own id (its parent folder's, for a nested kind),
+    ``folder_id(identity)`` its own id where it is not the identity's hash (a pool's ``pool<depth>``),
     ``inputs(layout, item)`` / ``runtime(layout, item)`` its named input paths / runtime settings.
     ``outputs`` maps the job function's arguments to names in the folder (a trailing ``/``: a folder).
     ``priority`` orders ready jobs (Snakemake's ``priority:``): a stage at the head of a longer
     chain of jobs goes first, so that no long job is left to run alone at the end.
     ``remade_if_changed``: a finished output whose files no longer have their recorded SHA-256 is
     made again (a job that costs seconds) instead of refused (:mod:`lsrbench.dag.folder_state`).
+    ``late_settings``: settings of the identity left out while they hold their default
+    (:func:`without_late_defaults`). ``job``: the job function. How its rule runs: ``model_job``
+    (a job that runs a model: the threads and the GPU a train or index job is given), ``local``
+    (on the submitting node, never a cluster job), ``log`` (its log file in the folder, ``None``:
+    none), ``constraints`` (wildcard constraints besides its own id's).
     """
 
     name: str
@@ -58,17 +93,27 @@ class Stage:
     inputs: Callable = _nothing
     runtime: Callable = _nothing
     folder_fields: Callable = _own_key
-    log: str = ""
+    folder_id: Callable | None = None
+    log: str | None = ""
     priority: int = 0
     remade_if_changed: bool = False
-    doc: str = field(default="", repr=False)
+    late_settings: tuple = ()
+    model_job: bool = False
+    local: bool = False
+    constraints: dict = field(default_factory=dict)
+    job: Callable | None = field(default=None, repr=False)
+
+
+def as_list(x) -> list[str]:
+    """A Snakemake input that may be one path or several, as a list."""
+    return [x] if isinstance(x, str) else list(x)
 
 
 def canonical(value):
     """``value`` with every mapping sorted by key (recursively): one form for params that two
     configs differing only in key order share."""
     if isinstance(value, dict):
-        return {k: canonical(value[k]) for k in sorted(value, key=str)}
+        return {key: canonical(value[key]) for key in sorted(value, key=str)}
     if isinstance(value, (list, tuple)):
         return [canonical(v) for v in value]
     return value
@@ -90,9 +135,9 @@ class StageRules:
     """The Snakemake side of the declarations of one :class:`~lsrbench.dag.layout.Layout`: what each
     rule's ``output``, ``input``, ``params``, ``wildcard_constraints`` and ``log`` are."""
 
-    def __init__(self, layout, jobs: dict[str, Callable], visit: Callable[[list[str]], None] = lambda outputs: None):
+    def __init__(self, layout, visit: Callable[[list[str]], None] = lambda outputs: None):
         # visit: told the outputs of each job the DAG being built holds (lsrbench.dag.folder_state.DagHooks)
-        self.layout, self.jobs, self.visit = layout, jobs, visit
+        self.layout, self.visit = layout, visit
 
     def _stage(self, name: str) -> Stage:
         return self.layout.stages[name]
@@ -105,11 +150,28 @@ class StageRules:
                for arg, file in stage.outputs.items()}
         return {**out, "params_json": pattern(stage.kind, PARAMS_JSON)}
 
-    def log(self, name: str) -> str:
-        return pattern(self._stage(name).kind, self._stage(name).log or f"{name}.log")
+    def names(self) -> list[str]:
+        """Every declared stage: one rule each."""
+        return list(self.layout.stages)
+
+    def log(self, name: str) -> dict:
+        """The rule's log, by name (none where the stage declares ``log=None``)."""
+        log = self._stage(name).log
+        return {} if log is None else {"job_log": pattern(self._stage(name).kind, log or f"{name}.log")}
 
     def priority(self, name: str) -> int:
         return self._stage(name).priority
+
+    def local(self, name: str) -> bool:
+        return self._stage(name).local
+
+    def threads(self, name: str, model_threads: int) -> int:
+        """``model_threads`` for a job that runs a model, else one."""
+        return model_threads if self._stage(name).model_job else 1
+
+    def resources(self, name: str, gpus: int) -> dict:
+        """``gpu``: the GPUs of a job that runs a model (lsrbench.pipeline.gpus); nothing for the others."""
+        return {"gpu": gpus} if self._stage(name).model_job else {}
 
     def _item(self, name: str, wildcards):
         return self.layout.find(self._stage(name).kind, wildcards)
@@ -127,7 +189,7 @@ class StageRules:
         """``stage`` (the job function), ``settings`` (its arguments from the identity, canonical),
         and, as functions of ``output`` (outside Snakemake's params comparison), ``identity`` (the
         ``params.json`` record) and ``runtime``."""
-        function = self.jobs[name]
+        function = self._stage(name).job
         return {
             "stage": name,
             "settings": lambda w: canonical(call_settings(function, self._item(name, w))),
@@ -138,18 +200,19 @@ class StageRules:
     def constraints(self, name: str) -> dict:
         """The rule's own id wildcard matches exactly the ids of the outputs this stage makes."""
         kind = self._stage(name).kind
-        return {ID_WILDCARD[kind]: self.layout.id_regex(name)} if kind in ID_WILDCARD else {}
+        own = {ID_WILDCARD[kind]: self.layout.id_regex(name)} if kind in ID_WILDCARD else {}
+        return {**own, **self._stage(name).constraints}
 
     def check(self) -> None:
         """Bind every declared stage's job function to its first output (if the config has one):
         a job function that is not registered, an argument nothing provides, or an output, input
         or runtime setting the function does not take is a ValueError naming both."""
         for name, stage in self.layout.stages.items():
-            if name not in self.jobs:
-                raise ValueError(f"stage {name}: no job function registered (lsrbench.pipeline.JOBS)")
+            if stage.job is None:
+                raise ValueError(f"stage {name}: no job function declared")
             items = self.layout.of_stage(name)
             if items:
-                _check_binding(name, self.jobs[name], stage, self.layout, items[0])
+                _check_binding(name, stage.job, stage, self.layout, items[0])
 
 
 def _check_binding(name: str, function, stage: Stage, layout, item) -> None:

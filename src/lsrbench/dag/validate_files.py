@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lsrbench.config.entries import dataset_entry
-from lsrbench.dag.declarations import used_datasets
+from lsrbench.config.evaluated import used_datasets
 from lsrbench.environment import installed_pins
 from lsrbench.hashing import stable_hash
 

@@ -332,7 +332,7 @@ def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callb
 
 def _recipe_value(recipe: dict, key: str):
     """A recipe setting a train identity leaves out at its schema default
-    (:data:`lsrbench.dag.stage_parts.LATE_RECIPE_KEYS`): the value, else that default."""
+    (:data:`lsrbench.stages.recipe.LATE_RECIPE_SETTINGS`): the value, else that default."""
     from lsrbench.config.schema import property_defaults
 
     return recipe[key] if key in recipe else property_defaults("config.schema.yaml", "recipe")[key]

@@ -88,7 +88,7 @@ def _tokens(config: dict, dataset: str) -> tuple[int, int]:
 
 def _flops(config: dict, model: str, train_jobs: int, index: list, sizes: dict) -> dict:
     """Train and index FLOPs of one backbone's jobs (``index``: the dry run's (rule, wildcards))."""
-    from lsrbench.dag.declarations import docs_dataset
+    from lsrbench.dag.evaluated import docs_dataset
     from lsrbench.index.roofline import forward_flops, train_step_flops
 
     recipe = config["recipe"]
@@ -161,7 +161,7 @@ def _disk(config: dict, params: int, jobs: dict, sizes: dict, records: dict) -> 
     index_bytes += sum(sizes[w["dataset"]][0] * (DOC_TERMS * 8 + ROW_BYTES) for rule, w in jobs["index"] if rule == "index")
     per_line, _ = _line_bytes(records)
     top_k = config["evaluation"]["top_k"]
-    from lsrbench.dag.declarations import docs_dataset
+    from lsrbench.dag.evaluated import docs_dataset
 
     lines = sum(sizes[w["dataset"]][1] * min(top_k, sizes[docs_dataset(config, w["dataset"])][0]) for w in jobs["evaluate"])
     return {"train": len(jobs["train"]) * model, "train_checkpoint": 3 * model if config["recipe"]["checkpoint_steps"] else 0,

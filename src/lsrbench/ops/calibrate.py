@@ -176,12 +176,13 @@ def _time_index(model_dir: Path, device: str, docs: list[str], queries: list[str
             "doc_vectors": doc_vectors, "query_vectors": query_vectors}
 
 
-# What a job runs besides its stage's own work, in a fresh interpreter: the bridge's import, then
+# What a job runs besides its stage's own work, in a fresh interpreter: the job runner's import, then
 # the evaluate stage's first search (loads the compiled kernels), ir_measures' first evaluation on a
 # toy run and its provenance record (package versions, device, git commit), then a train or index
 # job's modules and model load.
 _STARTUP = """import json, sys, time
-from lsrbench.pipeline import JOBS
+from lsrbench.pipeline.job_runner import job_function
+job_function("evaluate")
 import scipy.sparse as sp
 from lsrbench.evaluate.metrics import evaluate_run
 from lsrbench.evaluate.retrieval import search

@@ -45,12 +45,13 @@ def config_layout(config_files: list[str], overrides: dict | None, results: str,
     local folders are fingerprinted through ``digests`` (a :class:`~lsrbench.dag.fingerprint.FileDigests`)."""
     from lsrbench.config.layers import load_config_files, locate_config_paths, workflow_dir
     from lsrbench.dag.layout import Layout
+    from lsrbench.stages import all_stages
     from lsrbench.dag.validate import check_config
 
     config, origins, read = load_config_files(config_files, overrides)
     config = check_config(locate_config_paths(config, workflow_dir()), config_files[-1], origins, files=False,
                           mirror_must_exist=False)
-    return Layout(config, results, digests, config_file=config_files[-1], config_files=read)
+    return Layout(config, results, digests, stages=all_stages(), config_file=config_files[-1], config_files=read)
 
 
 def current_folders(config_files: list[str], overrides: dict, results: str) -> set[Path]:

@@ -49,8 +49,9 @@ def make_plan(config: dict, config_files: list[str], *, mirror: str | None = Non
                      config={"mirror": mirror} if mirror else None)
     jobs = planned_jobs(output)
     from lsrbench.dag.layout import Layout
+    from lsrbench.stages import all_stages
 
-    layout = Layout(config, str(Path(workdir) / "results"))  # where finished dataset jobs put their records
+    layout = Layout(config, str(Path(workdir) / "results"), stages=all_stages())  # where finished dataset jobs put their records
     datasets = _datasets(layout)
     calibrations = (_calibrations(config, config_files[-1], steps, passages, batch, layout, threads)
                     if calibrate_models else {})
@@ -138,7 +139,7 @@ def _calibrations(config: dict, config_file: str, steps: int, passages: int, bat
 def estimate_jobs(config: dict, backbone: str, jobs: list, datasets: dict, calibration: dict | None, flops: float) -> dict:
     """Jobs, work and hours of one backbone's train, index and evaluate jobs (``jobs``: the dry run's
     ``(rule, wildcards)``) with ``calibration`` (:class:`lsrbench.ops.calibrate.Calibration` as a dict)."""
-    from lsrbench.dag.declarations import docs_dataset
+    from lsrbench.dag.evaluated import docs_dataset
 
     mine = [(rule, w) for rule, w in jobs if "run" in w and split_run_name(w["run"])[0] == backbone]
     train = [w for rule, w in mine if rule in TRAIN_RULES]

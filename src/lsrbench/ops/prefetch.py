@@ -159,7 +159,7 @@ def prefetch(config: dict, config_file: str, mirror: str | os.PathLike, *, force
     datasets = config["_datasets"]
     # entries sharing a corpus one after the other, so that it is loaded once
     from lsrbench.config.entries import dataset_entry
-    from lsrbench.dag.declarations import used_datasets
+    from lsrbench.config.evaluated import used_datasets
     from lsrbench.data.sources import corpus_key
 
     names = used_datasets(config)
@@ -185,7 +185,7 @@ def missing(config: dict, mirror: str | os.PathLike) -> list[dict]:
     remote code, dataset and training set, ``status`` "in the mirror" or "missing"."""
     from lsrbench.config.grid import n_triplets
     from lsrbench.data.training_sources import mirrored_triplets, training_name
-    from lsrbench.dag.declarations import used_datasets
+    from lsrbench.config.evaluated import used_datasets
 
     mirror = Path(mirror)
     records = []

@@ -4,7 +4,7 @@ It reads files only (it starts nothing, locks nothing, writes nothing), so it wo
 local run and for a SLURM run (run it where the working directory is mounted, e.g. the login node):
 
 * every job of the config's grid comes from its :class:`~lsrbench.dag.layout.Layout` and the stage
-  declarations (:mod:`lsrbench.dag.declarations`): a job is *done* when all its declared outputs
+  declarations (:mod:`lsrbench.stages`): a job is *done* when all its declared outputs
   exist and none is marked incomplete;
 * *running* jobs are those whose outputs Snakemake has marked incomplete: Snakemake 9's file
   persistence (``snakemake.persistence.file``) writes ``.snakemake/incomplete/<urlsafe base64 of

@@ -2,7 +2,7 @@
 
 Snakemake's ``gpu`` resource only counts: ``--resources gpu=4`` lets four GPU jobs run at once but
 tells none of them which device is its own, so every job would see, and use, all of them (device
-0 first). The bridge (:mod:`lsrbench.pipeline.bridge`) therefore claims free GPUs for a job that
+0 first). The job runner (:mod:`lsrbench.pipeline.job_runner`) therefore claims free GPUs for a job that
 requests ``gpu=N`` before torch is imported and sets ``CUDA_VISIBLE_DEVICES`` to them. A claim is
 an exclusive ``flock`` on one lock file per GPU in a machine-wide folder, held until the job's
 process exits (the kernel releases it even on SIGKILL, so no claim outlives its job). Written here

@@ -1,6 +1,6 @@
-"""The one bridge from a Snakemake ``script:`` (``workflow/scripts/stage.py``) to a job function of
-:data:`lsrbench.pipeline.JOBS` (the rule's ``stage`` param): calls it with the rule's ``settings``
-and ``runtime`` params, its named inputs (report rules: their ``keyed`` run files) and outputs, by
+"""The job runner: from a Snakemake ``script:`` (``workflow/scripts/run_job.py``) to the job function
+the rule's ``stage`` param names (a stage's, :func:`lsrbench.stages.stage`, its module imported
+alone; or a report's), called with the rule's ``settings`` and ``runtime`` params, its named inputs (report rules: their ``keyed`` run files) and outputs, by
 name (:mod:`lsrbench.dag.stage` binds them when the Snakefile is parsed), turns bad input into one
 line on stderr, and a Ctrl-C into one line saying what was saved and how to resume. Once the stage
 has succeeded it writes the job's record: an addressed output's ``params.json`` (its ``identity``
@@ -37,8 +37,6 @@ def run(snakemake) -> None:
     from lsrbench.pipeline.gpus import claim_gpus
 
     claim_gpus(int(getattr(getattr(snakemake, "resources", None), "gpu", 0) or 0))
-    from lsrbench.pipeline import JOBS
-
     params = snakemake.params
     stage = params.stage
     kwargs = dict(getattr(params, "settings", None) or {})
@@ -50,7 +48,7 @@ def run(snakemake) -> None:
     params_json, manifest_json = outputs.pop("params_json", None), outputs.pop("manifest_json", None)
     # an input named with a leading "_" is read through another one (a config snapshot's params.json
     # beside its config.yaml): named for the DAG, no argument of the job
-    for source in ({k: v for k, v in snakemake.input.items() if not k.startswith("_")}, outputs):
+    for source in ({name: v for name, v in snakemake.input.items() if not name.startswith("_")}, outputs):
         kwargs.update({name: (value if isinstance(value, str) or value is None else list(value))
                        for name, value in source.items()})
     kwargs.update(dict(getattr(params, "keyed", None) or {}))  # run files by key, not by position
@@ -60,7 +58,7 @@ def run(snakemake) -> None:
     log.info("%s: started (%s threads)", stage, threads)
     try:
         with ImportClock() as imports:
-            JOBS[stage](**kwargs)
+            job_function(stage)(**kwargs)
     except OneLineError as exc:
         _fail(stage, str(exc))
     except OSError as exc:  # a full disk or quota: one line naming the folder the job was writing
@@ -84,6 +82,17 @@ def run(snakemake) -> None:
     log.info("%s: time split: %s start-up before the job, %.1f s importing, %.1f s the rest",
              stage, "?" if age is None else f"{age:.1f} s", imports.seconds,
              time.monotonic() - start - imports.seconds)
+
+
+def job_function(name: str):
+    """The job function a rule's ``stage`` param names: its stage module alone is imported."""
+    from lsrbench.stages import STAGE_NAMES, stage
+
+    if name in STAGE_NAMES:
+        return stage(name).job
+    from lsrbench.pipeline.report_jobs import REPORT_JOBS
+
+    return REPORT_JOBS[name]
 
 
 def _fail(stage: str, line: str, kind: str = "error", status: int = 1) -> None:

@@ -1,4 +1,4 @@
-"""One function per report rule (:data:`lsrbench.dag.reports.REPORTS`): each reads cached run outputs
+"""The job function of every report rule (:data:`lsrbench.dag.reports.REPORTS`, by its ``job``): each reads cached run outputs
 only (metrics, per-query scores, head norms, training logs) and writes one report, so deleting a
 report re-runs just its rule. Run files come by key (:func:`lsrbench.report.config_record.keyed`), never by
 position."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lsrbench.atomic import atomic_open
-from lsrbench.pipeline.stages import as_list
+from lsrbench.dag.stage import as_list
 from lsrbench.report.config_record import config_record, keyed, read_probes
 
 
@@ -171,3 +171,9 @@ def report_html(markdown: str, html: str, config_yaml: str | None = None) -> Non
 
     with atomic_open(html, "w", encoding="utf-8") as fh:
         fh.write(report_page(Path(markdown).read_text(encoding="utf-8"), Path(markdown).stem))
+
+
+# a report rule's job name -> its function (lsrbench.pipeline.job_runner runs it)
+REPORT_JOBS = {f.__name__: f for f in (report_collect, report_chance, report_table1, report_table_beir, report_norms,
+                                       report_tradeoff, report_loss_curves, report_claims, report_html, report_probe,
+                                       report_probe_outcomes)}

@@ -1,6 +1,6 @@
 """A job that the operating system stops writing (issue 22 item 7): a full disk (ENOSPC) or a spent
 quota (EDQUOT) during an atomic write is one line naming the job's output folder, exit status 1,
-and no file under its final name. Run in-process through the bridge, with the write's failure
+and no file under its final name. Run in-process through the job runner, with the write's failure
 injected where the kernel would report it (a test cannot fill a disk: mounting a small tmpfs needs
 root and a mount namespace); through snakemake: tests/dag/test_bad_inputs_dag.py."""
 
@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from lsrbench.atomic import atomic_open
-from lsrbench.pipeline import JOBS, bridge
+from lsrbench.pipeline import job_runner
 
 
 class _Files(dict):
@@ -32,14 +32,15 @@ def _job(tmp_path, outputs: dict):
 @pytest.fixture
 def job(monkeypatch, tmp_path):
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        monkeypatch.setenv(var, os.environ.get(var, "1"))  # the bridge sets them: restored after
+        monkeypatch.setenv(var, os.environ.get(var, "1"))  # the job runner sets them: restored after
 
     def fake_write(metrics_tsv: str, run_trec: str):
         with atomic_open(run_trec) as fh:
             fh.write("q1 Q0 d1 1 1.0 t\n")
         with atomic_open(metrics_tsv) as fh:
             fh.write("measure\tvalue\n")
-    monkeypatch.setitem(JOBS, "fake_write", fake_write)
+    real = job_runner.job_function
+    monkeypatch.setattr(job_runner, "job_function", lambda name: fake_write if name == "fake_write" else real(name))
     folder = tmp_path / "results" / "eval" / "abc123"
     return folder, _job(tmp_path, {"metrics_tsv": str(folder / "metrics.tsv"), "run_trec": str(folder / "run.trec")})
 
@@ -55,7 +56,7 @@ def test_a_full_disk_in_a_job_is_one_line_naming_its_folder(job, monkeypatch, ca
         real_replace(src, dst)
     monkeypatch.setattr(os, "replace", full)
     with pytest.raises(SystemExit) as exited:
-        bridge.run(snakemake)
+        job_runner.run(snakemake)
     assert exited.value.code == 1
     err = capsys.readouterr().err
     assert err.splitlines() == [f"lsrbench: error: {folder}: {says} writing it (nothing finished was changed: "
@@ -71,5 +72,5 @@ def test_another_os_error_still_raises(job, monkeypatch):
         raise OSError(errno.EIO, os.strerror(errno.EIO))
     monkeypatch.setattr(os, "replace", broken)
     with pytest.raises(OSError):
-        bridge.run(snakemake)
+        job_runner.run(snakemake)
 

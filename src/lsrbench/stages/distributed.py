@@ -1,7 +1,7 @@
 """Data-parallel training of one run: the train stage re-runs itself in ``n`` processes under
 torchrun (one per GPU; gloo on CPU), and this module is each process's entry point::
 
-    python -m torch.distributed.run --standalone --nproc_per_node=N -m lsrbench.pipeline.distributed CALL.json
+    python -m torch.distributed.run --standalone --nproc_per_node=N -m lsrbench.stages.distributed CALL.json
 
 ``CALL.json`` names the stage function (``module:function``) and its arguments.
 """
@@ -32,7 +32,7 @@ def run_distributed(n: int, function: str, kwargs: dict, status_path: str) -> di
     threads = max(1, int(env.get("OMP_NUM_THREADS") or os.cpu_count() or 1) // n)
     env.update({var: str(threads) for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")})
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}",
-           "-m", "lsrbench.pipeline.distributed", fh.name]
+           "-m", "lsrbench.stages.distributed", fh.name]
     try:
         proc = subprocess.run(cmd, env=env)
     finally:

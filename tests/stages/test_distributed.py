@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from lsrbench.pipeline import stages
+from lsrbench.stages.norm import norm as norm_job
+from lsrbench.stages.train import train as train_job
 from lsrbench.errors import InputError
 from lsrbench.config.schema import with_defaults
 
@@ -26,7 +27,7 @@ def inputs(tmp_path, vaswani_slice, tiny_roberta):
     write_triplets(triplets, pseudo_query_triplets(load_beir_folder(vaswani_slice).corpus, 48, 1))
     entry = {"model": str(tiny_roberta)}
     norms = tmp_path / "norms.json"
-    stages.norm("tiny", entry, None, str(tmp_path / "cache"), "cfg.yaml", str(norms))
+    norm_job("tiny", entry, None, str(tmp_path / "cache"), "cfg.yaml", str(norms))
     run = tmp_path / "run"
     return dict(run="tiny", entry=entry, k="1", mode="shared", mirror=None, cache_dir=str(tmp_path / "cache"),
                 config_file="cfg.yaml", norms_json=str(norms), triplets_jsonl=str(triplets),
@@ -37,7 +38,7 @@ def inputs(tmp_path, vaswani_slice, tiny_roberta):
 
 def test_batch_must_split_evenly(inputs):
     with pytest.raises(InputError) as err:
-        stages.train(recipe={**RECIPE, "batch_size": 5}, processes=2, **inputs)
+        train_job(recipe={**RECIPE, "batch_size": 5}, processes=2, **inputs)
     assert str(err.value).startswith("cfg.yaml: recipe.batch_size: 5 is not a multiple of the 2 training processes")
 
 
@@ -71,7 +72,7 @@ def deterministic_inputs(inputs, tmp_path, vaswani_slice, tiny_roberta):
     write_triplets(path, triplets)
     entry = {"model": str(model_dir)}
     norms = tmp_path / "norms_nd.json"
-    stages.norm("tiny", entry, None, str(tmp_path / "cache"), "cfg.yaml", str(norms))
+    norm_job("tiny", entry, None, str(tmp_path / "cache"), "cfg.yaml", str(norms))
     return {**inputs, "entry": entry, "triplets_jsonl": str(path), "norms_json": str(norms)}
 
 
@@ -81,7 +82,7 @@ def _run(inputs, tmp_path, name, processes):
                  provenance_json=str(run / "train_provenance.json"), status_json=str(run / "status.json"),
                  checkpoint_dir=str(run / "checkpoints"))
     recipe = {**RECIPE, "lambda_q": 0.05, "lambda_d": 0.03}  # strong regularisers: a per-process FLOPS term shows
-    assert stages.train(recipe=recipe, processes=processes, **{**inputs, **paths})["status"] == "ok"
+    assert train_job(recipe=recipe, processes=processes, **{**inputs, **paths})["status"] == "ok"
     return paths
 
 

@@ -1,20 +1,14 @@
-"""What several stage declarations (:mod:`lsrbench.dag.declarations`) are made of: the backbone keys
-that decide what is loaded and their identity (a local folder's bytes), the recipe as it decides
-results, and where jobs read from (never part of a result). Its own module so that the probe's
-declaration parts (:mod:`lsrbench.dag.probe_parts`) share them with training without a cycle."""
+"""What a backbone loads, as the norm, probe, train and re-fit stages declare it: the entry keys
+that decide the checkpoint, their identity (a local folder's bytes), the MLM re-fit a backbone
+loads instead, and where jobs read from (never part of a result)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["RUNTIME_RECIPE_KEYS", "LATE_RECIPE_KEYS", "LOAD_KEYS", "SOURCE_KEYS", "load_entry", "load_identity",
-           "results_recipe", "job_location", "source_entry", "source_identity", "refit_of", "loaded_entry"]
+__all__ = ["LOAD_KEYS", "SOURCE_KEYS", "load_entry", "load_identity", "job_location", "source_entry",
+           "source_identity", "refit_of", "loaded_entry"]
 
-# Settings that say how a job runs, not what it computes: in no identity.
-RUNTIME_RECIPE_KEYS = ("checkpoint_steps", "report_to")
-# Recipe keys added after grids had been trained: in a train identity only when they differ from
-# their schema default, so that a finished run's folder id stays what it was.
-LATE_RECIPE_KEYS = ("weight_decay",)
 # The backbone keys that decide what is loaded (labels, k lists and modes do not change a result).
 LOAD_KEYS = ("model", "revision", "trust_remote_code", "code_revision", "head_scale", "fetch")
 # The keys that say which checkpoint a backbone starts from (a twin's head_scale is applied on top).
@@ -24,25 +18,7 @@ SOURCE_KEYS = ("model", "revision", "trust_remote_code", "code_revision", "fetch
 def load_entry(config: dict, backbone: str) -> dict:
     """A backbone entry's keys that decide what is loaded, as written in the config."""
     entry = config["backbones"][backbone]
-    return {k: entry[k] for k in LOAD_KEYS if k in entry}
-
-
-def results_recipe(config: dict, seed: int | None = None) -> dict:
-    """The recipe as it determines results (``checkpoint_steps`` only says how often to save,
-    ``report_to`` where the trainer also reports): of one training seed
-    (:func:`lsrbench.config.grid.seed_recipe`: what a train identity holds, exactly the recipe of a
-    one-seed config as it always was), else of the whole config (its seeds as one ``seed``, or as
-    ``seeds`` when there are several: the config snapshot's)."""
-    from lsrbench.config.grid import seed_recipe, several_seeds, training_seeds
-
-    from lsrbench.config.schema import property_defaults
-
-    late = property_defaults("config.schema.yaml", "recipe")
-    recipe = {k: v for k, v in config["recipe"].items()
-              if k not in RUNTIME_RECIPE_KEYS and not (k in LATE_RECIPE_KEYS and v == late[k])}
-    if seed is not None or not several_seeds(config):
-        return seed_recipe(recipe, training_seeds(config)[0] if seed is None else seed)
-    return {k: v for k, v in recipe.items() if k != "seed"}  # seeds replaces it
+    return {key: entry[key] for key in LOAD_KEYS if key in entry}
 
 
 def job_location(layout) -> dict:
@@ -53,7 +29,7 @@ def job_location(layout) -> dict:
 def source_entry(config: dict, backbone: str) -> dict:
     """The keys of a backbone entry that say which checkpoint it starts from, as written."""
     entry = config["backbones"][backbone]
-    return {k: entry[k] for k in SOURCE_KEYS if k in entry}
+    return {key: entry[key] for key in SOURCE_KEYS if key in entry}
 
 
 def source_identity(layout, backbone: str) -> dict:
@@ -83,7 +59,7 @@ def load_identity(layout, backbone: str) -> dict:
     refit = refit_of(layout.config, backbone)
     if refit:
         entry = layout.config["backbones"][backbone]
-        return {"mlm_refit": layout.get("refit", **refit).id, "head_scale": entry.get("head_scale", 1)}
+        return {"mlm_refit": layout.get("refit", **refit).id, "head_scale": entry["head_scale"]}
     entry = load_entry(layout.config, backbone)
     if Path(str(entry["model"])).expanduser().is_dir():
         entry["model"] = layout.fingerprint(entry["model"])
@@ -98,5 +74,5 @@ def loaded_entry(layout, backbone: str) -> dict:
     refit = refit_of(layout.config, backbone)
     if not refit:
         return entry
-    kept = {k: v for k, v in entry.items() if k in ("head_scale", "trust_remote_code")}
+    kept = {key: v for key, v in entry.items() if key in ("head_scale", "trust_remote_code")}
     return {"model": layout.get("refit", **refit).path("model"), **kept}

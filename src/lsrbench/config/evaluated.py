@@ -1,0 +1,38 @@
+"""Which datasets a config reads and evaluates, and how: functions of a checked config that the
+stages, the reports and the operator commands share."""
+
+from __future__ import annotations
+
+__all__ = ["evaluated", "used_datasets", "pooled_flops_datasets", "pool_depth_of", "dataset_measures"]
+
+
+def evaluated(config: dict) -> list[str]:
+    """The evaluated datasets (``evaluation.datasets``), in order."""
+    return list(config["evaluation"]["datasets"])
+
+
+def pooled_flops_datasets(config: dict) -> list[str]:
+    """The datasets whose FLOPs are pooled per run: report.flops_datasets when it names several
+    (one dataset's pooled FLOPs are its own, so then there is nothing to pool)."""
+    names = list(config["report"].get("flops_datasets") or [])
+    return names if len(names) > 1 else []
+
+
+def used_datasets(config: dict) -> list[str]:
+    """Every dataset the run reads: the evaluated ones, the pseudo-queries' corpus, the MLM re-fits' texts."""
+    td = config["training_data"]
+    extra = [td["dataset"]] if td["source"] == "pseudo_queries" else []
+    extra += [e["mlm_refit"]["dataset"] for e in config["backbones"].values() if e.get("mlm_refit")]
+    return list(dict.fromkeys(evaluated(config) + extra))
+
+
+def pool_depth_of(config: dict, dataset: str):
+    """The pool depth of an evaluated dataset (None: the full collection, or not evaluated)."""
+    return config["evaluation"]["pool_depth"] if dataset in config["evaluation"]["datasets"] else None
+
+
+def dataset_measures(config: dict, dataset: str) -> list[str]:
+    """The measures of a dataset: its entry's own, else ``evaluation.measures``."""
+    from lsrbench.config.entries import dataset_entry  # the schema's validator: not in every job
+
+    return list(dataset_entry(config, dataset).measures or config["evaluation"]["measures"])

@@ -1,0 +1,56 @@
+"""The config snapshot: the config every report of the results folder was made with, in its
+canonical form (results/configs/<id>/config.yaml). An input of every report rule, so that a
+settings change re-runs the reports (and only that: a config whose keys are merely written in
+another order is the same folder), and the folder every report names as its config."""
+
+from __future__ import annotations
+
+from lsrbench.config.evaluated import used_datasets
+from lsrbench.dag.stage import Stage
+from lsrbench.stages.recipe import late_recipe_settings, results_recipe
+
+__all__ = ["STAGE", "config_snapshot", "results_config"]
+
+# Top-level keys that say where things are read from or how jobs run: in no result.
+RUNTIME_CONFIG_KEYS = ("mirror", "cache_dir", "datasets_file", "use_gpu", "train_processes")
+# evaluation keys that say how a job runs, not what it computes
+RUNTIME_EVALUATION_KEYS = ("encode_shard_size",)
+
+
+def results_config(config: dict) -> dict:
+    """The config as it decides results (every report's settings among them): its runtime-only
+    settings left out, the dataset registry reduced to the entries it uses."""
+    out = {key: v for key, v in config.items() if key not in RUNTIME_CONFIG_KEYS and not key.startswith("_")}
+    out["recipe"] = results_recipe(config)
+    out["training_data"] = {key: v for key, v in config["training_data"].items() if key != "name"}  # a mirror folder name
+    out["evaluation"] = {key: v for key, v in config["evaluation"].items() if key not in RUNTIME_EVALUATION_KEYS}
+    out["datasets"] = {name: config["_datasets"][name] for name in used_datasets(config)}
+    return out
+
+
+def config_snapshot(config: dict, files: list[str], backbone_order: list[str], config_yaml: str) -> None:
+    """The config the reports of this results folder are made with, readable (its id is the hash
+    of exactly this: the settings that decide results, and the files they were read from)."""
+    import yaml
+
+    from lsrbench.atomic import atomic_open
+
+    with atomic_open(config_yaml, "w", encoding="utf-8") as fh:
+        fh.write(f"# the config the reports in this results folder were made with, read from: {', '.join(files)}\n")
+        backbones = config.get("backbones", {})
+        yaml.safe_dump({**config, "backbones": {b: backbones[b] for b in backbone_order}}, fh, sort_keys=False,
+                       allow_unicode=True)
+
+
+STAGE = Stage(
+    name="config_snapshot", kind="configs", job=config_snapshot,
+    grid=lambda c: [{}],
+    # the backbones' order too: it is the tables' row order, which no hash of a mapping keeps
+    identity=lambda layout, key: {"config": results_config(layout.config), "files": layout.config_files,
+                                  "backbone_order": list(layout.config["backbones"])},
+    late_settings=late_recipe_settings("config.recipe"),
+    outputs={"config_yaml": "config.yaml"},
+    remade_if_changed=True,
+    local=True,  # a file written from the config: on the submitting node
+    log=None,
+)
