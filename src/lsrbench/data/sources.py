@@ -232,9 +232,29 @@ def corpus_key(entry: DatasetEntry | dict, name: str = "") -> tuple:
 
 def first_with_corpus(registry: dict, names: list[str], name: str) -> str:
     """The first of ``names`` whose documents are ``name``'s (:func:`corpus_key`), else ``name``.
-    The DAG asks once per index and evaluate job (thousands in the paper grid): worked out once
-    per content of the registry entries it compares."""
-    return _first_with_corpus(json.dumps([[n, registry[n]] for n in [*names, name]], sort_keys=True, default=str))
+    The DAG asks several times per index and evaluate job (21,000 times for the paper grid): worked
+    out once per registry object (a checked config's, never edited after the check) and once per
+    content of the registry entries it compares."""
+    return _first_in_registry(_Same(registry), tuple(names), name)
+
+
+class _Same:
+    """A registry as a cache key by identity; the cache holds it, so its id is never reused."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __hash__(self):
+        return id(self.value)
+
+    def __eq__(self, other):
+        return isinstance(other, _Same) and other.value is self.value
+
+
+@functools.lru_cache(maxsize=64)
+def _first_in_registry(registry: _Same, names: tuple, name: str) -> str:
+    entries = registry.value
+    return _first_with_corpus(json.dumps([[n, entries[n]] for n in [*names, name]], sort_keys=True, default=str))
 
 
 @functools.lru_cache(maxsize=256)
