@@ -147,8 +147,8 @@ def test_a_matched_control_is_no_twin_of_its_checkpoint_in_the_reports():
     Table 1's twin note leaves it out."""
     import pandas as pd
 
-    from lsrbench.report.claims_evidence import Evidence, checkpoint_key, effective_k
-    from lsrbench.report.table1 import twin_notes
+    from lsrbench.report.claims.evidence import Evidence, checkpoint_key, effective_k
+    from lsrbench.report.tables.table1 import twin_notes
 
     backbones = {"bert": {"model": "bert-base-uncased"},
                  "control": {"model": "bert-base-uncased", "head_scale": SPEC, "synthetic": True},

@@ -14,11 +14,12 @@ import pytest
 
 from lsrbench.config.schema import with_defaults
 from lsrbench.names import METRIC_COLUMNS, NO_SEED, SEEDED_METRIC_COLUMNS
-from lsrbench.report import seeds, table1, tables
-from lsrbench.report.claim_type import seed_notes
-from lsrbench.report.claims import Evidence, evaluate_claims
-from lsrbench.report.claims_evidence import Settings
-from lsrbench.report.claims_output import claims_markdown, claims_record
+from lsrbench.report import seeds
+from lsrbench.report.tables import beir as beir_table, table1
+from lsrbench.report.claims.claim_type import seed_notes
+from lsrbench.report.claims.engine import Evidence, evaluate_claims
+from lsrbench.report.claims.evidence import Settings
+from lsrbench.report.claims.output import claims_markdown, claims_record
 from lsrbench.report.results import best_k, collect_metrics, read_metrics, run_table
 
 BACKBONES = {"small": {"model": "x", "label": "Small"}}
@@ -148,12 +149,12 @@ def test_one_seed_tables_carry_nothing_of_seeds(seeded):
     md = table1.table1_markdown(one, REPORT, BACKBONES, cells=cells)
     assert "Seeds:" not in md and "±" not in md
     assert "**0.450**" in md  # seed 0's own best k, k=1
-    beir = tables.beir_markdown(one, REPORT, BACKBONES)
+    beir = beir_table.beir_markdown(one, REPORT, BACKBONES)
     assert "±" not in beir and "Seeds:" not in beir
 
 
 def test_the_beir_table_shows_mean_and_spread_per_dataset(seeded):
-    md = tables.beir_markdown(seeded, REPORT, BACKBONES)
+    md = beir_table.beir_markdown(seeded, REPORT, BACKBONES)
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in md.splitlines() if line.startswith("| ")]
     assert rows[0] == ["Backbone", "k", "d1", "d2", "mean (D nDCG@10)"]
     # d1: 0.45, 0.65; d2: 0.35, 0.55; their per-seed means 0.40, 0.60

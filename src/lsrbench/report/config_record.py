@@ -3,7 +3,7 @@
 config's results-deciding settings, the files it was read from and the backbones' order), and every
 report says so: the Markdown reports in their last line (:func:`config_line`), the JSON records and
 the figures' data under ``"config"`` (:func:`config_record`). ``lsrbench verify`` fails when the
-reports of one results folder name different configs (:mod:`lsrbench.report.verify_configs`).
+reports of one results folder name different configs (:mod:`lsrbench.report.verify.configs`).
 
 Also what the reports read of a config (:func:`report_settings`) and how run files come to them
 (:func:`keyed`), the one definition the report rules (:mod:`lsrbench.dag.reports`) and ``verify``'s

@@ -22,6 +22,7 @@ from pathlib import Path
 from lsrbench.errors import InputError
 from lsrbench.evaluate.mteb_check import task_metadata, mteb_key
 from lsrbench.names import BM25, NO_SEED, POOLED, SEED
+from lsrbench.provenance import recording_workdir, resolve_recorded
 
 __all__ = ["MTEB_NANOBEIR_TASKS", "write_mteb_result", "load_mteb_result", "export_mteb_results", "evaluated_lengths"]
 
@@ -100,13 +101,11 @@ def _run_sources(results_dir: Path) -> dict[tuple[str, ...], Path]:
     was collected from: each
     ``<train folder>/<dataset>/<index id>/<eval id>/metrics.tsv`` listed in metrics.sources.json
     (content-addressed folders, :mod:`lsrbench.dag.layout`)."""
-    from lsrbench.report.trace import resolve_recorded, workdir_of
-
     side = results_dir / "metrics.sources.json"
     if not side.is_file():
         return {}
     record = json.loads(side.read_text(encoding="utf-8"))
-    workdir = workdir_of(side, record["manifest"])
+    workdir = recording_workdir(side, record["manifest"])
     found = {}
     seeds = record.get("seeds", {})  # several seeds: each run file's seed
     for source in record["sources"]:
