@@ -15,12 +15,13 @@ import pandas as pd
 
 from lsrbench.atomic import atomic_open
 from lsrbench.hashing import sha256_file
+from lsrbench.model.auto_k import REPORTED_HEAD_STATISTICS
 from lsrbench.model.losses import candidates_per_query
 from lsrbench.names import BM25, POOLED, k_order
 from lsrbench.report.results import best_ks, bm25_label, flops_datasets, pareto_front, run_label
 from lsrbench.report.figures.tradeoff import tradeoff_datasets, tradeoff_points
 
-__all__ = ["FIGURE_RECORD", "tradeoff_data", "loss_data", "norms_data", "NORM_STATISTICS", "write_figure_record",
+__all__ = ["FIGURE_RECORD", "tradeoff_data", "loss_data", "norms_data", "write_figure_record",
            "file_stamp"]
 
 # <figure>.data.json beside each figure rule's images
@@ -65,16 +66,11 @@ def loss_data(runs: dict[str, dict[str, list]], backbones: dict, batch_size: int
     }
 
 
-# The head statistics norms.png shows, one panel each: norms.json's two norms and
-# the probe's initial logit scale at k = 1 (lsrbench.model.auto_k.head_statistics joins them).
-NORM_STATISTICS = ("frobenius_norm", "mean_row_norm", "max_logit")
-
-
 def norms_data(statistics: dict[str, dict], metrics: pd.DataFrame, report_cfg: dict, autos: dict[str, float]) -> dict:
     """Per backbone: the statistics the norms figure shows, the best k of the sweep and the auto k."""
     first = report_cfg["columns"][0]
     best = best_ks(metrics, first["measure"], first["datasets"])
-    return {"backbones": [{"backbone": b, **{s: _number(stats.get(s)) for s in NORM_STATISTICS},
+    return {"backbones": [{"backbone": b, **{s: _number(stats.get(s)) for s in REPORTED_HEAD_STATISTICS},
                            "best_k": best.get(b), "auto_k": _number(autos.get(b))} for b, stats in statistics.items()]}
 
 

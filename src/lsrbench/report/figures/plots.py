@@ -10,9 +10,10 @@ import numpy as np
 import pandas as pd
 
 from lsrbench.atomic import atomic_path
+from lsrbench.model.auto_k import REPORTED_HEAD_STATISTICS
 from lsrbench.model.train_log import log_losses
 from lsrbench.names import k_order, k_value, split_run_name
-from lsrbench.report.figures.data import NORM_STATISTICS, loss_data, norms_data, tradeoff_data
+from lsrbench.report.figures.data import loss_data, norms_data, tradeoff_data
 from lsrbench.report.render import MISSING
 from lsrbench.report.results import read_mean_metrics, run_label
 
@@ -314,9 +315,9 @@ def plot_loss_curves(logs: dict[tuple[str, str], list[dict]], backbones: dict, o
     return data
 
 
-# The head statistics norms.png shows, one panel each: norms.json's two norms and
-# the probe's initial logit scale at k = 1 (lsrbench.model.auto_k.head_statistics joins them).
-NORM_PANELS = tuple(zip(NORM_STATISTICS, (r"Frobenius norm $\Vert W_\mathrm{head} \Vert_F$",
+# norms.png's panels, one per reported head statistic (lsrbench.model.auto_k.head_statistics joins
+# norms.json's and the probe's).
+NORM_PANELS = tuple(zip(REPORTED_HEAD_STATISTICS, (r"Frobenius norm $\Vert W_\mathrm{head} \Vert_F$",
                                            r"mean row norm $\Vert w_j \Vert$", "max logit per text at k = 1 (probe)")))
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from lsrbench.model.auto_k import REPORTED_HEAD_STATISTICS
 from lsrbench.report.config_record import config_line
 from lsrbench.report.render import MISSING, markdown_table
 from lsrbench.report.results import best_ks, label_notes, run_label, run_table
@@ -29,8 +30,8 @@ def norms_report_text(norm_files: dict[str, str], metrics: pd.DataFrame, report_
             + config_line(config))
 
 
-# The three statistics norms.md ranks the backbones by: (key, table header).
-RANKED_STATISTICS = (("frobenius_norm", "‖W‖_F"), ("mean_row_norm", "mean ‖w_j‖"), ("max_logit", "max logit"))
+# The statistics norms.md ranks the backbones by: (key, table header).
+RANKED_STATISTICS = tuple(zip(REPORTED_HEAD_STATISTICS, ("‖W‖_F", "mean ‖w_j‖", "max logit")))
 
 
 def norms_markdown(norm_files: dict[str, str], backbones: dict, probes: list[dict] | None = None) -> str:
