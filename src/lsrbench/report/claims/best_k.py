@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from lsrbench.names import k_value, split_run_name
+from lsrbench.names import RUN_COLUMN, k_value, split_run_name
 from lsrbench.report.claims.claim_type import (ClaimType, all_of, any_of, pair_outcome, paired_test, seed_notes,
                                         selection_notes, set_outcome)
 from lsrbench.report.claims.compare import selectable_ks
@@ -156,7 +156,7 @@ class NormBestKCorrelation(ClaimType):
 
     def evaluate(self, ev: Evidence, spec: dict, s: Settings) -> Verdict:
         stat = spec.get("statistic", "frobenius_norm")
-        runs = spec.get("backbones") or sorted({r for r in ev.metrics["backbone"].unique()
+        runs = spec.get("backbones") or sorted({r for r in ev.metrics[RUN_COLUMN].unique()
                                                 if split_run_name(r)[1] == "shared" and r in ev.norms})
         # a run with one k (a released checkpoint, evaluate_only) has no sweep, so no best k to correlate
         swept = [r for r in runs if r in ev.norms and len(numeric_ks(ev.metrics, r)) >= 2]

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from lsrbench.config.grid import runs
-from lsrbench.names import COLLAPSED, FLOPS, POOLED, k_value
+from lsrbench.names import COLLAPSED, FLOPS, POOLED, RUN_COLUMN, k_value
 from lsrbench.report.claims.engine import evaluate_claims
 from lsrbench.report.claims.evidence import (BY_CONSTRUCTION, DESCRIPTIVE, FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED,
                                              Evidence)
@@ -203,7 +203,7 @@ def simulate(config: dict, scenario: Scenario, rng: np.random.Generator, queries
         rows.append((run, k, POOLED, FLOPS, float(per.mean())))
     settings = report_settings(config)
     norms = {b: {"frobenius_norm": float(scenario.norms.get(b, 100.0))} for b in config["backbones"]}
-    ev = Evidence(pd.DataFrame(rows, columns=["backbone", "k", "dataset", "measure", "value"]), {}, norms,
+    ev = Evidence(pd.DataFrame(rows, columns=[RUN_COLUMN, "k", "dataset", "measure", "value"]), {}, norms,
                   backbones=settings["backbones"], report=settings["report_cfg"],
                   reference=read_reference(config["report"].get("reference")) or reference or {})
     ev._scores.update(scores)  # the per-query scores as Evidence.scores reads them (no per-query frames)

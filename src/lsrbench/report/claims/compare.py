@@ -9,7 +9,7 @@ moves the choice cannot decide the verdict."""
 
 from __future__ import annotations
 
-from lsrbench.names import k_order
+from lsrbench.names import RUN_COLUMN, k_order
 from lsrbench.report.claims.claim_type import (DATA_SELECTED_K, ClaimRun, ClaimType, Outcome, all_of, any_of, pair_outcome,
                                         paired_test, same_model, selection_notes, set_outcome)
 from lsrbench.report.claims.evidence import (BY_CONSTRUCTION, INCONCLUSIVE, Evidence, NotMeasured, Settings, Verdict,
@@ -41,7 +41,7 @@ class Compare(ClaimType):
         a, b = ((spec[x]["backbone"], resolve_k(ev, s, spec[x]["backbone"], spec[x]["k"])) for x in ("a", "b"))
         for run, k in (a, b):
             if k is None:
-                raise NotMeasured(f"{run} has no finished run" if run not in set(ev.metrics["backbone"])
+                raise NotMeasured(f"{run} has no finished run" if run not in set(ev.metrics[RUN_COLUMN])
                                   else f"{run}: every k collapsed or lacks {s.select_measure} on the selection set")
         shift = _SHIFT[expect] * s.margin
         selected = [x for x in ("a", "b") if spec[x]["k"] in DATA_SELECTED_K]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from lsrbench.model.head_match import numeric_head_scale
-from lsrbench.names import AUTO_K, format_k, k_value, split_run_name
+from lsrbench.names import AUTO_K, RUN_COLUMN, format_k, k_value, split_run_name
 from lsrbench.report import results
 
 __all__ = ["HOLDS", "FAILS", "INCONCLUSIVE", "BY_CONSTRUCTION", "DESCRIPTIVE", "NOT_MEASURED", "VERDICTS", "NotMeasured",
@@ -149,7 +149,7 @@ def is_synthetic(ev: Evidence, run: str) -> bool:
 
 
 def numeric_ks(metrics: pd.DataFrame, run: str) -> list[str]:
-    return [k for k in metrics.loc[metrics["backbone"] == run, "k"].unique() if k_value(k) is not None]
+    return [k for k in metrics.loc[metrics[RUN_COLUMN] == run, "k"].unique() if k_value(k) is not None]
 
 
 def best_k(ev: Evidence, s: Settings, run: str, above: float | None = None) -> str | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lsrbench.names import FLOPS, k_order, k_value
+from lsrbench.names import FLOPS, RUN_COLUMN, k_order, k_value
 from lsrbench.report.claims.claim_type import ClaimType, Outcome, all_of, any_of, pair_outcome, paired_test, set_outcome
 from lsrbench.report.claims.evidence import FAILS, HOLDS, Evidence, NotMeasured, Settings, Verdict
 from lsrbench.report.results import collapsed_runs, pareto_front
@@ -40,7 +40,7 @@ class Frontier(ClaimType):
         parts, texts, facts = [], [], []
         collapsed = collapsed_runs(ev.metrics)
         for run in spec["backbones"]:
-            mine = pts[pts["backbone"] == run]
+            mine = pts[pts[RUN_COLUMN] == run]
             points = {k: (f, score) for k, f, score in zip(mine["k"], mine["flops"], mine["score"])}
             if (run, "1") in collapsed:
                 facts.append(_collapsed_k1(v, run, points))
@@ -81,7 +81,7 @@ def flops_test(ev: Evidence, run: str, k: str, datasets: list[str], shown: tuple
     number per run and dataset, so the datasets are the sample. Its direction is the plotted
     FLOPs' (``shown``: k's, k=1's) and the per-dataset mean's, both; one dataset cannot give
     p < 1 (the tiny default's Vaswani), six are the fewest that can give p < 0.05."""
-    m = ev.metrics[(ev.metrics["backbone"] == run) & (ev.metrics["measure"] == FLOPS)
+    m = ev.metrics[(ev.metrics[RUN_COLUMN] == run) & (ev.metrics["measure"] == FLOPS)
                    & ev.metrics["dataset"].isin(datasets)]
     by_k = {kk: grp.set_index("dataset")["value"] for kk, grp in m.groupby("k")}
     common = [d for d in datasets if d in by_k.get(k, {}) and d in by_k.get("1", {})]

@@ -17,7 +17,7 @@ from lsrbench.atomic import atomic_open
 from lsrbench.hashing import sha256_file
 from lsrbench.model.auto_k import REPORTED_HEAD_STATISTICS
 from lsrbench.model.losses import candidates_per_query
-from lsrbench.names import BM25, POOLED, k_order
+from lsrbench.names import BM25, POOLED, RUN_COLUMN, k_order
 from lsrbench.report.results import best_ks, bm25_label, flops_datasets, pareto_front, run_label
 from lsrbench.report.figures.tradeoff import tradeoff_datasets, tradeoff_points
 
@@ -38,15 +38,15 @@ def tradeoff_data(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> d
     measure = report_cfg["tradeoff_measure"]
     datasets = tradeoff_datasets(metrics, report_cfg)
     pts = tradeoff_points(metrics, report_cfg).reset_index(drop=True)
-    pts = pts.assign(_k=pts["k"].map(k_order)).sort_values(["backbone", "_k"], kind="stable").drop(columns="_k")
-    keys = [f"{b}|{k}" for b, k in zip(pts["backbone"], pts["k"])]
+    pts = pts.assign(_k=pts["k"].map(k_order)).sort_values([RUN_COLUMN, "_k"], kind="stable").drop(columns="_k")
+    keys = [f"{b}|{k}" for b, k in zip(pts[RUN_COLUMN], pts["k"])]
     front = set(pareto_front(list(zip(keys, pts["flops"], pts["score"]))))
-    bm25_rows = metrics[(metrics["backbone"] == BM25) & (metrics["measure"] == measure) & metrics["dataset"].isin(datasets)]
+    bm25_rows = metrics[(metrics[RUN_COLUMN] == BM25) & (metrics["measure"] == measure) & metrics["dataset"].isin(datasets)]
     return {
         "measure": measure, "datasets": datasets, "flops_pooled": flops_datasets(metrics, report_cfg) == [POOLED],
         "points": [{"run": b, "k": k, "label": run_label(b, backbones), "flops": float(f), "score": float(s),
                     "frontier": key in front}
-                   for b, k, f, s, key in zip(pts["backbone"], pts["k"], pts["flops"], pts["score"], keys)],
+                   for b, k, f, s, key in zip(pts[RUN_COLUMN], pts["k"], pts["flops"], pts["score"], keys)],
         "bm25": ({"label": bm25_label(report_cfg), "score": float(bm25_rows["value"].mean())} if len(bm25_rows) else None),
     }
 

@@ -12,7 +12,7 @@ import pandas as pd
 from lsrbench.atomic import atomic_path
 from lsrbench.model.auto_k import REPORTED_HEAD_STATISTICS
 from lsrbench.model.train_log import log_losses
-from lsrbench.names import k_order, k_value, split_run_name
+from lsrbench.names import RUN_COLUMN, k_order, k_value, split_run_name
 from lsrbench.report.figures.data import loss_data, norms_data, tradeoff_data
 from lsrbench.report.render import MISSING
 from lsrbench.report.results import read_mean_metrics, run_label
@@ -121,7 +121,7 @@ def _draw_runs(axes, pts: pd.DataFrame, names: list[str], colors: dict, backbone
     markers = "osD^vP*Xh<>"
     handles = []
     for i, name in enumerate(names):
-        mine = pts["backbone"] == name
+        mine = pts[RUN_COLUMN] == name
         for a in axes:
             ring = [rings[j] for j in pts.index[mine]]
             a.scatter(pts.loc[mine, "flops"], pts.loc[mine, "score"], s=[sizes[j] for j in pts.index[mine]],
@@ -151,10 +151,10 @@ def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict):
     plt = pyplot()
     data = tradeoff_data(metrics, report_cfg, backbones)
     measure, datasets, bm25 = data["measure"], data["datasets"], data["bm25"]
-    pts = pd.DataFrame([{"backbone": p["run"], "k": p["k"], "flops": p["flops"], "score": p["score"],
+    pts = pd.DataFrame([{RUN_COLUMN: p["run"], "k": p["k"], "flops": p["flops"], "score": p["score"],
                          "frontier": p["frontier"]} for p in data["points"]],
-                       columns=["backbone", "k", "flops", "score", "frontier"])
-    names = list(dict.fromkeys(pts["backbone"]))
+                       columns=[RUN_COLUMN, "k", "flops", "score", "frontier"])
+    names = list(dict.fromkeys(pts[RUN_COLUMN]))
     colors = _palette(names)
     upper_range, lower_range = _score_ranges(list(pts["score"]), bm25["score"] if bm25 else None)
     fig = plt.figure(figsize=(7.2, 5.4 if lower_range else 4.8), dpi=150, layout="constrained")
@@ -190,7 +190,7 @@ def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict):
     for a in axes:
         lo, hi = a.get_ylim()
         inside = [{"x": f, "y": sc, "text": f"k={k}", "color": colors[b]}
-                  for b, k, f, sc in zip(pts["backbone"], pts["k"], pts["flops"], pts["score"]) if lo <= sc <= hi]
+                  for b, k, f, sc in zip(pts[RUN_COLUMN], pts["k"], pts["flops"], pts["score"]) if lo <= sc <= hi]
         labels += place_labels(a, inside, lines=[frontier[a]] if a in frontier else [])
     fig.set_layout_engine("none")  # keep the axes where the labels were placed
     return fig, axes, labels

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from lsrbench.names import BM25, COLLAPSED, FLOPS, POOLED
+from lsrbench.names import BM25, COLLAPSED, FLOPS, POOLED, RUN_COLUMN
 from lsrbench.report.results import flops_datasets
 
 __all__ = ["tradeoff_datasets", "tradeoff_points"]
@@ -23,13 +23,13 @@ def tradeoff_points(metrics: pd.DataFrame, report_cfg: dict) -> pd.DataFrame:
     :func:`tradeoff_datasets`, FLOPs from :func:`lsrbench.report.results.flops_datasets` (pooled
     when there are several). Columns: backbone, k, flops, score."""
     measure = report_cfg["tradeoff_measure"]
-    runs = metrics[metrics["backbone"] != BM25]
+    runs = metrics[metrics[RUN_COLUMN] != BM25]
     sel = runs[runs["dataset"].isin(tradeoff_datasets(metrics, report_cfg)) & (runs["measure"] != FLOPS)]
     sel = pd.concat([sel, runs[runs["dataset"].isin(flops_datasets(metrics, report_cfg)) & (runs["measure"] == FLOPS)]])
-    pivot = sel.pivot_table(index=["backbone", "k"], columns="measure", values="value", aggfunc="mean")
+    pivot = sel.pivot_table(index=[RUN_COLUMN, "k"], columns="measure", values="value", aggfunc="mean")
     if measure not in pivot.columns or FLOPS not in pivot.columns:
-        return pd.DataFrame(columns=["backbone", "k", "flops", "score"])
+        return pd.DataFrame(columns=[RUN_COLUMN, "k", "flops", "score"])
     pts = pivot.reset_index()
     if COLLAPSED in pts.columns:
         pts = pts[~(pts[COLLAPSED] > 0)]
-    return pd.DataFrame({"backbone": pts["backbone"], "k": pts["k"], "flops": pts[FLOPS], "score": pts[measure]}).dropna()
+    return pd.DataFrame({RUN_COLUMN: pts[RUN_COLUMN], "k": pts["k"], "flops": pts[FLOPS], "score": pts[measure]}).dropna()

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from lsrbench.atomic import atomic_open
-from lsrbench.names import BM25, SEED, k_order, split_run_name
+from lsrbench.names import BM25, RUN_COLUMN, SEED, k_order, split_run_name
 from lsrbench.report.tables.chance import CHANCE_LABEL, at_chance, chance_note, column_chance, read_chance
 from lsrbench.report.config_record import config_line
 from lsrbench.report.render import MISSING, markdown_table
@@ -29,7 +29,7 @@ def beir_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, chan
     if sel.empty:
         return f"No {measure} values.\n"
     seeds = seeds_of(sel)
-    index = ["backbone", "k", SEED] if is_seeded(sel) else ["backbone", "k"]
+    index = [RUN_COLUMN, "k", SEED] if is_seeded(sel) else [RUN_COLUMN, "k"]
     pivot = sel.pivot_table(index=index, columns="dataset", values="value", aggfunc="first")
     datasets = [d for c in report_cfg["columns"] for d in c["datasets"]]
     datasets = list(dict.fromkeys(d for d in datasets if d in pivot.columns)) + [d for d in pivot.columns if d not in datasets]
@@ -41,15 +41,15 @@ def beir_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, chan
         pivot = _over_seeds(pivot)
     rows = pivot.reset_index()
     rows["_k"] = rows["k"].map(k_order)
-    rows["_b"] = rows["backbone"].map(lambda b: -1 if b == BM25 else list(backbones).index(split_run_name(b)[0])
+    rows["_b"] = rows[RUN_COLUMN].map(lambda b: -1 if b == BM25 else list(backbones).index(split_run_name(b)[0])
                                       if split_run_name(b)[0] in backbones else 99)
-    rows = rows.sort_values(["_b", "backbone", "_k"]).drop(columns=["_k", "_b"])
+    rows = rows.sort_values(["_b", RUN_COLUMN, "_k"]).drop(columns=["_k", "_b"])
     marked = _at_chance(rows, report_cfg, chance, measure)
     rows = _with_chance_row(rows, report_cfg, chance, measure, is_seeded(sel))
     rows.insert(0, "Backbone", [(bm25_label(report_cfg) if b == BM25 else b if b == CHANCE_LABEL else run_label(b, backbones))
-                                for b in rows.pop("backbone")])
+                                for b in rows.pop(RUN_COLUMN)])
     notes = "".join(f"\n{note}\n" for note in ([seeds_note(seeds, best_k=False)] if is_seeded(sel) else []) + label_notes(backbones)
-                    + (bm25_notes(report_cfg) if (sel["backbone"] == BM25).any() else [])
+                    + (bm25_notes(report_cfg) if (sel[RUN_COLUMN] == BM25).any() else [])
                     + ([chance_note(chance, [c for c in datasets], [measure]) + marked] if chance else []))
     right = [c for c in rows.columns if c != "Backbone"] if is_seeded(sel) else None
     return (f"# Per-dataset {measure}\n\nEvery run on every evaluated dataset.\n\n"
@@ -61,7 +61,7 @@ def _chance_columns(rows: pd.DataFrame, report_cfg: dict, chance: dict | None, m
     groups = {f"mean ({c['name']})": c["datasets"] for c in report_cfg["columns"]
               if c["measure"] == measure and len(c["datasets"]) > 1}
     return {col: column_chance(chance, measure, groups.get(col, [col])) for col in rows.columns
-            if col not in ("backbone", "k")}
+            if col not in (RUN_COLUMN, "k")}
 
 
 def _with_chance_row(rows: pd.DataFrame, report_cfg: dict, chance: dict | None, measure: str,
@@ -70,11 +70,11 @@ def _with_chance_row(rows: pd.DataFrame, report_cfg: dict, chance: dict | None, 
     if not chance:
         return rows
     levels = _chance_columns(rows, report_cfg, chance, measure)
-    row = {"backbone": CHANCE_LABEL, "k": "-"}
+    row = {RUN_COLUMN: CHANCE_LABEL, "k": "-"}
     for col, level in levels.items():
         value = np.nan if level is None else level.expected
         row[col] = (MISSING if level is None else f"{value:.4f}") if seeded else value
-    at = int((rows["backbone"] == BM25).sum())
+    at = int((rows[RUN_COLUMN] == BM25).sum())
     return pd.concat([rows.iloc[:at], pd.DataFrame([row]), rows.iloc[at:]], ignore_index=True)
 
 
@@ -84,7 +84,7 @@ def _at_chance(rows: pd.DataFrame, report_cfg: dict, chance: dict | None, measur
         return ""
     found = []
     for col, level in _chance_columns(rows, report_cfg, chance, measure).items():
-        for b, k, value in zip(rows["backbone"], rows["k"], rows[col]):
+        for b, k, value in zip(rows[RUN_COLUMN], rows["k"], rows[col]):
             number = float(str(value).split(" ± ")[0]) if isinstance(value, str) and value != MISSING else value
             if b != BM25 and isinstance(number, float) and at_chance(number, level):
                 found.append(f"{b} k={k} on {col} ({number:.3f})")
@@ -94,7 +94,7 @@ def _at_chance(rows: pd.DataFrame, report_cfg: dict, chance: dict | None, measur
 def _over_seeds(pivot: pd.DataFrame) -> pd.DataFrame:
     """A (backbone, k, seed) x dataset pivot as (backbone, k) x dataset texts: the mean over seeds
     (missing when a seed lacks the value) ± the sample standard deviation (when there are two)."""
-    grouped = pivot.groupby(level=["backbone", "k"], sort=False)
+    grouped = pivot.groupby(level=[RUN_COLUMN, "k"], sort=False)
 
     def cell(values: pd.Series) -> str:
         if values.isna().any():

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from lsrbench.model.auto_k import REPORTED_HEAD_STATISTICS
+from lsrbench.names import RUN_COLUMN
 from lsrbench.report.config_record import config_line
 from lsrbench.report.render import MISSING, markdown_table
 from lsrbench.report.results import best_ks, label_notes, run_label, run_table
@@ -101,7 +102,7 @@ def auto_k_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, no
     for name in backbones:
         if name not in best:
             continue
-        mine = table[table["backbone"] == name].set_index("k")[first]
+        mine = table[table[RUN_COLUMN] == name].set_index("k")[first]
         auto_score = mine.get("auto", np.nan)
         rows.append({"Backbone": run_label(name, backbones), "auto k": autos.get(name, np.nan), "best k": best[name],
                      f"{first} at best k": mine[best[name]], f"{first} at auto k": auto_score,

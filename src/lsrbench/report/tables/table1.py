@@ -20,7 +20,7 @@ from lsrbench.report.tables.chance import (AT_CHANCE_MARK, CHANCE_LABEL, at_chan
                                            read_chance)
 from lsrbench.report.config_record import config_line
 from lsrbench.model.auto_k import auto_k_ratio
-from lsrbench.names import BM25, COLLAPSED, DOC_DIMS, FLOPS, QUERY_DIMS, SEED, format_k, split_run_name
+from lsrbench.names import BM25, COLLAPSED, DOC_DIMS, FLOPS, QUERY_DIMS, RUN_COLUMN, SEED, format_k, split_run_name
 from lsrbench.report.results import (best_ks, bm25_label, bm25_notes, flops_datasets, label_notes, mean_score, read_metrics,
                                      run_label,
                                      run_table, swept_ks)
@@ -165,8 +165,8 @@ def table1_cells(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms
     reference = load_reference(report_cfg.get("reference"))
     autos = auto_k_values(norms or {}, auto_cfg)
     flops_ds = flops_datasets(means, report_cfg)
-    for b, k, collapsed in zip(table["backbone"], table["k"], table["collapsed"]):
-        run = metrics[(metrics["backbone"] == b) & (metrics["k"] == k)]
+    for b, k, collapsed in zip(table[RUN_COLUMN], table["k"], table["collapsed"]):
+        run = metrics[(metrics[RUN_COLUMN] == b) & (metrics["k"] == k)]
         mark = _collapse_mark(run, bool(collapsed))
         k_cell = {"column": "k", "text": k}
         base = split_run_name(b)[0]
