@@ -187,7 +187,7 @@ from lsrbench.evaluate.metrics import evaluate_run
 from lsrbench.evaluate.retrieval import search
 vectors = sp.random(8, 64, density=0.2, format="csr", random_state=0, dtype="float32")
 ids = [str(i) for i in range(8)]
-run = search(vectors, ids, vectors, ids, k=4)
+run = search(vectors, ids, vectors, ids, top_k=4)
 evaluate_run({q: dict(hits) for q, hits in run.items()}, {q: {q: 1} for q in ids}, json.loads(sys.argv[3]))
 from lsrbench.provenance import provenance
 provenance("evaluate", "")
@@ -291,10 +291,10 @@ def _time_search(queries, docs, top_k: int):
 
     query_ids = [str(i) for i in range(queries.shape[0])]
     doc_ids = [str(i) for i in range(docs.shape[0])]
-    k = min(top_k, docs.shape[0])
-    search(queries, query_ids, docs, doc_ids, k=k)
+    depth = min(top_k, docs.shape[0])
+    search(queries, query_ids, docs, doc_ids, top_k=depth)
     start = time.perf_counter()
-    results = search(queries, query_ids, docs, doc_ids, k=k)
+    results = search(queries, query_ids, docs, doc_ids, top_k=depth)
     seconds = time.perf_counter() - start
     postings = queries.shape[0] * docs.shape[0] * flops(queries, docs)
     return (seconds / postings if postings > 0 else None), results
