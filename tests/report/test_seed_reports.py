@@ -22,9 +22,9 @@ from lsrbench.report.claims.evidence import Settings
 from lsrbench.report.claims.output import claims_markdown, claims_record
 from lsrbench.report.results import best_k, collect_metrics, read_metrics, run_table
 
-BACKBONES = {"small": {"model": "x", "label": "Small"}}
-REPORT = {"columns": [{"name": "D nDCG@10", "datasets": ["d1", "d2"], "measure": "nDCG@10"}],
-          "flops_datasets": ["d1"], "beir_measure": "nDCG@10", "tradeoff_measure": "nDCG@10"}
+BACKBONES = with_defaults("backbones", {"small": {"model": "x", "label": "Small"}})
+REPORT = with_defaults("report", {"columns": [{"name": "D nDCG@10", "datasets": ["d1", "d2"], "measure": "nDCG@10"}],
+                                  "flops_datasets": ["d1"], "beir_measure": "nDCG@10", "tradeoff_measure": "nDCG@10"})
 # (k, seed) -> nDCG@10 on d1, d2: seed 0 picks k=1 (0.45 vs 0.40), seed 1 picks k=4 (0.60 vs 0.30);
 # the mean picks k=4 (0.50 vs 0.375). k=16 collapsed in seed 1 only.
 NDCG = {("1", "0"): (0.50, 0.40), ("1", "1"): (0.35, 0.25), ("4", "0"): (0.45, 0.35), ("4", "1"): (0.65, 0.55),

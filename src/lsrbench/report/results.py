@@ -91,9 +91,9 @@ def label_notes(backbones: dict) -> list[str]:
 
 def bm25_label(report_cfg: dict) -> str:
     """How the BM25 reference row is named: its analyzer and parameters (report.bm25_settings)."""
-    settings = report_cfg.get("bm25_settings") or {}
-    analyzer = {"anserini": "Anserini", "bm25s": "bm25s, unstemmed"}.get(settings.get("analyzer", "anserini"))
-    return f"BM25 ({analyzer}, k1={settings.get('k1', 0.9):g}, b={settings.get('b', 0.4):g})"
+    settings = report_cfg["bm25_settings"]
+    analyzer = {"anserini": "Anserini", "bm25s": "bm25s, unstemmed"}[settings["analyzer"]]
+    return f"BM25 ({analyzer}, k1={settings['k1']:g}, b={settings['b']:g})"
 
 
 def bm25_notes(report_cfg: dict) -> list[str]:

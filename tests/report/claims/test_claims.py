@@ -13,16 +13,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lsrbench.names import COLLAPSED, FLOPS, POOLED
 from lsrbench.config.schema import with_defaults
+from lsrbench.names import COLLAPSED, FLOPS, POOLED
 from lsrbench.report.claims.engine import CLAIM_TYPES, evaluate_claims, perquery_datasets
 from lsrbench.report.claims.evidence import VERDICTS, Evidence
 from lsrbench.report.claims.output import claims_markdown, write_claims
 from lsrbench.report.results import mean_score
 
 N = 60
-BACKBONES = {"orig": {"model": "ckpt"}, "twin": {"model": "ckpt", "head_scale": 10, "synthetic": True},
-             "other": {"model": "other-ckpt"}, "third": {"model": "third-ckpt"}}
+BACKBONES = with_defaults("backbones", {"orig": {"model": "ckpt"},
+                                        "twin": {"model": "ckpt", "head_scale": 10, "synthetic": True},
+                                        "other": {"model": "other-ckpt"}, "third": {"model": "third-ckpt"}})
 
 
 def _scores(base: float, spread: float, seed: int, n: int = N) -> np.ndarray:

@@ -9,14 +9,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from lsrbench.config.schema import with_defaults
 from lsrbench.names import METRIC_COLUMNS
 from lsrbench.report.figures import plots
 from lsrbench.report.figures.labels import overlapping_pairs
 
-BACKBONES = {"orig": {"model": "m", "label": "Original"},
-             "twin": {"model": "m", "label": "Twin x10", "synthetic": True, "head_scale": 10}}
-REPORT = {"columns": [{"name": "D nDCG@10", "datasets": ["d"], "measure": "nDCG@10"}], "flops_datasets": ["d"],
-          "tradeoff_measure": "nDCG@10"}
+BACKBONES = with_defaults("backbones", {"orig": {"model": "m", "label": "Original"},
+                                        "twin": {"model": "m", "label": "Twin x10", "synthetic": True,
+                                                 "head_scale": 10}})
+REPORT = with_defaults("report", {"columns": [{"name": "D nDCG@10", "datasets": ["d"], "measure": "nDCG@10"}],
+                                  "flops_datasets": ["d"], "tradeoff_measure": "nDCG@10"})
 # (run, k) -> (nDCG@10, FLOPs): the tiny default's shape (two competitive clusters, a coincident
 # pair, runs near 0 and one far right)
 RUNS = {("orig", "1"): (0.394, 3.2), ("orig", "4"): (0.010, 11.9), ("orig", "16"): (0.003, 52.6),

@@ -10,13 +10,15 @@ import math
 import pandas as pd
 import pytest
 
+from lsrbench.config.schema import with_defaults
 from lsrbench.report.probe.plots import probe_figure
 from lsrbench.report.probe.report import (MIN_CORRELATION_RUNS, probe_markdown, probe_outcomes, probe_record,
                                           recommend_k, start_loss)
 
-BACKBONES = {"ref": {"model": "r", "label": "Reference"}, "big": {"model": "b", "label": "Big", "synthetic": True},
-             "odd": {"model": "o", "label": "Odd"}}
-REPORT = {"columns": [{"name": "nDCG@10", "datasets": ["d"], "measure": "nDCG@10"}]}
+BACKBONES = with_defaults("backbones", {"ref": {"model": "r", "label": "Reference"},
+                                        "big": {"model": "b", "label": "Big", "synthetic": True},
+                                        "odd": {"model": "o", "label": "Odd"}})
+REPORT = with_defaults("report", {"columns": [{"name": "nDCG@10", "datasets": ["d"], "measure": "nDCG@10"}]})
 
 
 def _run(backbone: str, k, scale: float, **more) -> dict:

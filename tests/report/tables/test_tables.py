@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lsrbench.names import FLOPS, METRIC_COLUMNS, POOLED
 from lsrbench.config.schema import with_defaults
+from lsrbench.names import FLOPS, METRIC_COLUMNS, POOLED
 from lsrbench.report import results
 from lsrbench.report.figures import plots
 from lsrbench.report.tables import beir as beir_table, norms as norms_table, table1
@@ -18,16 +18,16 @@ from lsrbench.report.claims.engine import Evidence, evaluate_claims
 from lsrbench.report.results import pareto_front
 from lsrbench.report.figures.tradeoff import tradeoff_points
 
-BACKBONES = {
-    "small": {"model": "x", "label": "Small"},
-    "large": {"model": "y", "label": "Large", "synthetic": True},
-}
-REPORT = {
-    "columns": [{"name": "D nDCG@10", "datasets": ["d1", "d2"], "measure": "nDCG@10"}],
-    "flops_datasets": ["d1", "d2"],
-    "tradeoff_measure": "nDCG@10",
-    "beir_measure": "nDCG@10",
-}
+BACKBONES = with_defaults("backbones", {
+                               "small": {"model": "x", "label": "Small"},
+                               "large": {"model": "y", "label": "Large", "synthetic": True},
+                           })
+REPORT = with_defaults("report", {
+                            "columns": [{"name": "D nDCG@10", "datasets": ["d1", "d2"], "measure": "nDCG@10"}],
+                            "flops_datasets": ["d1", "d2"],
+                            "tradeoff_measure": "nDCG@10",
+                            "beir_measure": "nDCG@10",
+                        })
 # (run, k) -> (nDCG@10 on d1, on d2, FLOPs)
 RUNS = {
     ("small", "1"): (0.50, 0.40, 3.0),
@@ -198,8 +198,8 @@ def test_table1_bolds_every_k_tied_at_the_shown_precision(metrics):
 
 
 def test_table1_names_the_synthetic_twin_at_its_scale_as_the_original_at_k1(metrics):
-    backbones = {"small": {"model": "m", "label": "Small"},
-                 "large": {"model": "m", "label": "Large", "synthetic": True, "head_scale": 10}}
+    backbones = with_defaults("backbones", {"small": {"model": "m", "label": "Small"},
+                                            "large": {"model": "m", "label": "Large", "synthetic": True, "head_scale": 10}})
     auto = pd.DataFrame([("large", "auto", d, m, v) for d in ("d1", "d2") for m, v in (("nDCG@10", 0.45), ("FLOPs", 3.0))],
                         columns=METRIC_COLUMNS)
     norms = {"small": {"frobenius_norm": 100.0}, "large": {"frobenius_norm": 1000.0}}
@@ -229,7 +229,7 @@ def test_released_run_is_labelled_and_has_no_k_sweep_to_correlate(metrics, evide
     """An evaluate_only backbone (a released checkpoint): one run at k = 1, marked with its own
     footnote in the tables, and left out of the "optimal k grows with the norm" correlation (one k
     is not a sweep), whose numbers stay those of the two swept backbones."""
-    backbones = {**BACKBONES, "rel": {"model": "z", "label": "Released", "evaluate_only": True}}
+    backbones = {**BACKBONES, **with_defaults("backbones", {"rel": {"model": "z", "label": "Released", "evaluate_only": True}})}
     rows = [("rel", "1", ds, m, v) for ds in ("d1", "d2")
             for m, v in (("nDCG@10", 0.9), ("FLOPs", 1.0), ("query_active_dims", 5.0), ("doc_active_dims", 9.0),
                          ("collapsed", 0.0))]
@@ -274,7 +274,7 @@ def test_bm25_row_on_a_pooled_dataset_gets_its_note(metrics):
         assert paragraph.startswith(note) and "so on the full collection it would score at most what it scores here" \
             in paragraph
     full = report_settings({**config, "evaluation": {"pool_depth": None}})
-    assert full["report_cfg"] is REPORT  # unpooled: the report block as configured
+    assert full["report_cfg"] == REPORT  # unpooled: the report block as configured
     no_bm25 = metrics[metrics["backbone"] != "BM25"]
     for text in (table1.table1_markdown(metrics, full["report_cfg"], BACKBONES),
                  table1.table1_markdown(no_bm25, pooled["report_cfg"], BACKBONES),

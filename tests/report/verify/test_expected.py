@@ -14,12 +14,13 @@ import yaml
 from helpers.cli import lsrbench
 from helpers.expected import recorded_tiny_default, results_folder, tiny_config
 from helpers.paths import REPO
+from lsrbench.config.schema import with_defaults
 from lsrbench.names import METRIC_COLUMNS
 from lsrbench.report.verify import expected as ex
 
-CONFIG = {"report": {"columns": [{"name": "D nDCG@10", "datasets": ["d"], "measure": "nDCG@10"}],
-                     "flops_datasets": ["d"], "tradeoff_measure": "nDCG@10", "bm25": True},
-          "backbones": {"orig": {"model": "m", "label": "Original"}}}
+CONFIG = {"report": with_defaults("report", {"columns": [{"name": "D nDCG@10", "datasets": ["d"], "measure": "nDCG@10"}],
+                                            "flops_datasets": ["d"], "tradeoff_measure": "nDCG@10", "bm25": True}),
+          "backbones": with_defaults("backbones", {"orig": {"model": "m", "label": "Original"}})}
 
 
 def _folder(tmp_path, metrics: pd.DataFrame, report: dict, backbones: dict, config_id="e698b7867f0d"):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from lsrbench.config.schema import with_defaults
 from lsrbench.evaluate.tidy import write_metric_rows
 from lsrbench.pipeline import report_stages
 from lsrbench.names import POOLED
@@ -23,16 +24,17 @@ from lsrbench.names import BM25, NO_K
 from lsrbench.report.verify.manifests import verify
 from lsrbench.report.verify.table1 import TABLE1_CELLS, markdown_table
 
-BACKBONES = {"small": {"model": "x", "label": "Small"}, "large": {"model": "y", "label": "Large", "synthetic": True}}
-REPORT = {
-    "caption": "hand-made results",
-    "columns": [{"name": "D nDCG@10", "datasets": ["d1", "d2"], "measure": "nDCG@10"},
-                {"name": "d1 RR@10", "datasets": ["d1"], "measure": "RR@10"}],
-    "flops_datasets": ["d1", "d2"],
-    "reference": "reference.yaml",
-    "beir_measure": "nDCG@10",
-    "tradeoff_measure": "nDCG@10",
-}
+BACKBONES = with_defaults("backbones", {"small": {"model": "x", "label": "Small"},
+                                        "large": {"model": "y", "label": "Large", "synthetic": True}})
+REPORT = with_defaults("report", {
+                            "caption": "hand-made results",
+                            "columns": [{"name": "D nDCG@10", "datasets": ["d1", "d2"], "measure": "nDCG@10"},
+                                        {"name": "d1 RR@10", "datasets": ["d1"], "measure": "RR@10"}],
+                            "flops_datasets": ["d1", "d2"],
+                            "reference": "reference.yaml",
+                            "beir_measure": "nDCG@10",
+                            "tradeoff_measure": "nDCG@10",
+                        })
 AUTO_K = {"reference": "small", "statistic": "frobenius_norm"}
 # (run, k) -> (nDCG@10 on d1, d2; RR@10 on d1; FLOPs; collapsed)
 RUNS = {

@@ -126,7 +126,7 @@ def evidence_datasets(config: dict) -> dict[str, list[str]]:
 def _measures(config: dict) -> list[str]:
     claims = config["claims"]
     names = [claims["measure"], (claims.get("select_on") or {}).get("measure") or claims["measure"],
-             config["report"].get("tradeoff_measure", claims["measure"])]
+             config["report"]["tradeoff_measure"]]
     return list(dict.fromkeys(names))
 
 

@@ -140,7 +140,8 @@ def checkpoint_key(backbones: dict, run: str) -> str:
 def effective_k(ev: Evidence, run: str, k: str) -> tuple[str, str, float | None]:
     """(checkpoint, mode, k / head_scale): a x10 twin at k=10 is its original at k=1."""
     value = k_value(k)
-    scale = numeric_head_scale(ev.backbones.get(split_run_name(run)[0], {}))
+    entry = ev.backbones.get(split_run_name(run)[0])
+    scale = numeric_head_scale(entry) if entry else 1.0  # a run of no configured backbone (BM25): no twin
     return checkpoint_key(ev.backbones, run), split_run_name(run)[1], None if value is None else value / scale
 
 

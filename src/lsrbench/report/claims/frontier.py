@@ -30,7 +30,7 @@ class Frontier(ClaimType):
         return list(config["report"].get("flops_datasets") or config["evaluation"]["datasets"])
 
     def evaluate(self, ev: Evidence, spec: dict, s: Settings) -> Verdict:
-        measure = ev.report.get("tradeoff_measure", s.measure)
+        measure = ev.report["tradeoff_measure"]
         datasets = tradeoff_datasets(ev.metrics, ev.report)
         v = self.verdict(spec, datasets=datasets, margin=s.margin,
                          statistic="per rescaled run: FLOPs lower (sign-flip test over the datasets' FLOPs) and "

@@ -122,10 +122,10 @@ def twin_notes(backbones: dict, shown_ks: dict[str, set[str]], autos: dict[str, 
     so that run is the original at k = 1 (the same numbers up to float rounding)."""
     lines = []
     for name, entry in backbones.items():
-        scale = entry.get("head_scale") or 1
-        if not entry.get("synthetic") or scale == 1 or isinstance(scale, dict):  # a matched scale: no k gives it back
+        scale = entry["head_scale"]
+        if not entry["synthetic"] or scale == 1 or isinstance(scale, dict):  # a matched scale: no k gives it back
             continue
-        originals = [o for o, e in backbones.items() if o != name and (e.get("head_scale") or 1) == 1
+        originals = [o for o, e in backbones.items() if o != name and e["head_scale"] == 1
                      and all(e.get(key) == entry.get(key) for key in ("model", "revision", "mlm_refit"))]
         ks = shown_ks.get(name, set())
         auto_hit = "auto" in ks and name in autos and abs(autos[name] - scale) <= 1e-3 * scale
