@@ -146,7 +146,7 @@ def calibrate(path: str, entry: dict, recipe: dict, evaluation: dict, docs: list
     torch.set_num_threads(threads)
     try:
         with tempfile.TemporaryDirectory(prefix="lsrbench-plan-") as tmp:
-            timed = _with_weights(path, Path(tmp) / "random", entry.get("trust_remote_code", False))
+            timed = _with_weights(path, Path(tmp) / "random", entry["trust_remote_code"])
             step = _time_training(timed, entry, recipe, docs, Path(tmp), max(2, steps), batch)
             encode = _time_index(Path(tmp) / "model", device, docs, queries, evaluation)
             startup = _time_startup(str(Path(tmp) / "model"), device, threads, evaluation["measures"])
@@ -257,7 +257,7 @@ def _time_training(path: str, entry: dict, recipe: dict, docs: list[str], tmp: P
     timer = _step_timer()
     train_splade(path, triplets, {**recipe, "steps": steps, "batch_size": batch, "checkpoint_steps": 0},
                  tmp / "model", tmp / "train_log.jsonl", head_scale=numeric_head_scale(entry),
-                 trust_remote_code=entry.get("trust_remote_code", False), revision=entry.get("revision"),
+                 trust_remote_code=entry["trust_remote_code"], revision=entry.get("revision"),
                  callbacks=[timer])
     times = timer.times
     return (times[-1] - times[0]) / (len(times) - 1) if len(times) >= 2 else None
