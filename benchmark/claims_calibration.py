@@ -1,5 +1,5 @@
 """The claims engine's false-verdict rates under no effect and its power under the paper's effect
-sizes (lsrbench.report.claims_calibration), for config/config.yaml, config/paper.yaml and a grid of
+sizes (lsrbench.report.claims.calibration), for config/config.yaml, config/paper.yaml and a grid of
 every claim type and selector. Writes benchmark/results/claims_calibration.json and prints the
 Markdown tables docs/claims.md carries (tests/test_results_statements.py checks that they agree).
 
@@ -15,7 +15,7 @@ import platform
 import time
 from pathlib import Path
 
-from lsrbench.report.claims_calibration import (COUNTED, PAPER_SHAPED, Scenario, calibrate, claim_kinds, false_verdicts,
+from lsrbench.report.claims.calibration import (COUNTED, PAPER_SHAPED, Scenario, calibrate, claim_kinds, false_verdicts,
                                                 grid_config, load_config, no_effect, paper_queries)
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,5 +1,5 @@
 """The tiny default's claims under no effect, evaluated by another revision's claims engine on the
-very draws this one is calibrated on (lsrbench.report.claims_calibration): what the engine said
+very draws this one is calibrated on (lsrbench.report.claims.calibration): what the engine said
 before issue 37 (`mkdir /tmp/before && git archive 4e850cd src | tar -x -C /tmp/before`, then
 `--engine-src /tmp/before/src`).
 The draws are made here and handed as per-query frames to a subprocess that imports the other
@@ -28,8 +28,8 @@ EVALUATE = '''
 import collections, json, pickle, sys
 import pandas as pd
 import lsrbench
-from lsrbench.report.claims import evaluate_claims
-from lsrbench.report.claims_evidence import Evidence
+from lsrbench.report.claims.engine import evaluate_claims
+from lsrbench.report.claims.evidence import Evidence
 
 claims_cfg, draws = pickle.load(open(sys.argv[1], "rb"))
 counts = collections.defaultdict(collections.Counter)
@@ -43,7 +43,7 @@ print(json.dumps({"package": lsrbench.__file__, "counts": counts}))
 
 
 def draws(n: int, seed: int, resamples: int) -> tuple[dict, list]:
-    from lsrbench.report.claims_calibration import load_config, no_effect, simulate
+    from lsrbench.report.claims.calibration import load_config, no_effect, simulate
 
     config = load_config(str(REPO / "config" / "config.yaml"))
     rng = np.random.default_rng(seed)

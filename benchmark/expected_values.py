@@ -47,8 +47,8 @@ def _config(path: str) -> dict:
 
 def _table_numbers(metrics, config: dict) -> tuple[dict, dict]:
     """Table 1's numbers of one seed's metrics (key -> value) and their printed formats."""
-    from lsrbench.report.expected import table1_numbers
-    from lsrbench.report.table1 import table1_cells
+    from lsrbench.report.verify.expected import table1_numbers
+    from lsrbench.report.tables.table1 import table1_cells
 
     cells = table1_cells(metrics, config["report"], config["backbones"])
     formats = {(row["backbone"], row["k"], cell["column"], n["measure"]): n["format"]
@@ -58,7 +58,7 @@ def _table_numbers(metrics, config: dict) -> tuple[dict, dict]:
 
 def claim_pairs(ev, settings, spec: dict) -> dict[str, tuple]:
     """backbone ('' for one pair) -> the two runs a tested claim compares, k resolved as the claim does."""
-    from lsrbench.report.claims_evidence import best_k, resolve_k
+    from lsrbench.report.claims.evidence import best_k, resolve_k
 
     if spec["type"] == "compare":
         a, b = ((spec[x]["backbone"], resolve_k(ev, settings, spec[x]["backbone"], spec[x]["k"])) for x in ("a", "b"))
@@ -71,7 +71,7 @@ def claim_pairs(ev, settings, spec: dict) -> dict[str, tuple]:
 
 def claim_numbers(metrics, config: dict) -> dict[tuple, float]:
     """Each tested claim's difference on one seed's metrics: its two runs' mean scores apart."""
-    from lsrbench.report.claims_evidence import Evidence, Settings
+    from lsrbench.report.claims.evidence import Evidence, Settings
     from lsrbench.report.results import mean_score
 
     settings, ev, out = Settings.from_config(config["claims"]), Evidence(metrics=metrics), {}
@@ -287,7 +287,7 @@ def records(expected_file: str, config_file: str, files: list[str]) -> str:
     a Markdown table of every Table 1 nDCG@10, found in each record, [OK] or [FAIL]."""
     import pandas as pd
 
-    from lsrbench.report.expected import load_expected
+    from lsrbench.report.verify.expected import load_expected
 
     config = _config(config_file)
     expected = {(e["backbone"], e["k"], e["column"], e["measure"]): e for e in load_expected(expected_file)["table1"]}

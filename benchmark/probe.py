@@ -99,8 +99,8 @@ def tiny_default(args, tmp: Path) -> dict:
 
 
 def _write_report(config: dict, results: list[dict], metrics_csv: str | None, name: str) -> None:
-    from lsrbench.report.probe_plots import plot_probe
-    from lsrbench.report.probe_report import probe_markdown, probe_outcomes, probe_record
+    from lsrbench.report.probe.plots import plot_probe
+    from lsrbench.report.probe.report import probe_markdown, probe_outcomes, probe_record
     from lsrbench.report.results import read_metrics
 
     reference, out = config["auto_k"]["reference"], Path(__file__).resolve().parent / "results"

@@ -108,7 +108,7 @@ def test_report_doc_describes_the_figures_the_code_draws():
     import pandas as pd
 
     from lsrbench.cli_options import load_config
-    from lsrbench.report import plots
+    from lsrbench.report.figures import plots
 
     text = _doc("report.md")
     config = load_config([str(REPO / "config" / "config.yaml")], check_files=False)[0]

@@ -198,7 +198,7 @@ def test_verify_notes_results_made_with_other_versions_than_the_lock(tmp_path):
     import json as _json
 
     from lsrbench.provenance import package_versions, provenance, write_json
-    from lsrbench.report.verify_versions import version_notes
+    from lsrbench.report.verify.versions import version_notes
 
     lock = tmp_path / "requirements.lock"  # a lock of exactly what is installed here
     lock.write_text("".join(f"{name}=={version} \\\n    --hash=sha256:00\n"

@@ -83,8 +83,8 @@ def _norm(args) -> int:
 
 
 def _verify(args) -> int:
-    from lsrbench.report.verify import verify
-    from lsrbench.report.verify_versions import version_notes
+    from lsrbench.report.verify.manifests import verify
+    from lsrbench.report.verify.versions import version_notes
 
     results = results_folder(args, "verify")
     problems, counts = verify(results)

@@ -1,8 +1,8 @@
 """The CLI's commands about what a config's results should be (:mod:`lsrbench.cli`): ``expected``
 checks a finished results folder against the config's expected values
-(:mod:`lsrbench.report.expected`) and prints a reproduction-log entry for it
-(:mod:`lsrbench.report.reproduction`); ``cells`` writes the page of one command per Table 1 row and
-claim (:mod:`lsrbench.report.cells_page`). Apart from cli.py only for its size."""
+(:mod:`lsrbench.report.verify.expected`) and prints a reproduction-log entry for it
+(:mod:`lsrbench.report.verify.reproduction`); ``cells`` writes the page of one command per Table 1 row and
+claim (:mod:`lsrbench.report.verify.cells`). Apart from cli.py only for its size."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ __all__ = ["add_expected_parsers"]
 
 
 def _expected(args) -> int:
-    from lsrbench.report.expected import (FAIL, OK, check_folder, check_lines, find_expected, folder_config,
+    from lsrbench.report.verify.expected import (FAIL, OK, check_folder, check_lines, find_expected, folder_config,
                                           load_expected, summary_line)
 
     results = results_folder(args, "expected")
@@ -34,7 +34,7 @@ def _expected(args) -> int:
     summary = summary_line(checks, results, path)
     print(summary)
     if args.log_entry:
-        from lsrbench.report.reproduction import log_entry
+        from lsrbench.report.verify.reproduction import log_entry
 
         counts = ", ".join(f"{sum(c.status == s for c in checks)} {s}" for s in (OK, FAIL))
         print("\nA reproduction-log entry for this folder (append it to docs/reproductions.md; notes: how it was run):")
@@ -48,8 +48,8 @@ def _expected(args) -> int:
 def _cells(args) -> int:
     """``lsrbench cells``: the page of the config on stdout."""
     from lsrbench.cli_options import config_files, load_config
-    from lsrbench.report.cells_page import cells_page
-    from lsrbench.report.expected import load_expected
+    from lsrbench.report.verify.cells import cells_page
+    from lsrbench.report.verify.expected import load_expected
 
     files = config_files(args)
     config, config_file = load_config(files, check_files=False)[0], files[-1]

@@ -16,13 +16,16 @@ import sys
 MODE_SEPARATOR = "+"
 DEFAULT_MODE = "shared"
 
+# The metrics column that names a row's run (run_name: a backbone and its mode, or bm25). Its
+# header says "backbone" because finished metrics files and the reports made from them keep their bytes.
+RUN_COLUMN = "backbone"
 # The columns of every tidy metrics file (per-run metrics.tsv and results/metrics.csv).
-METRIC_COLUMNS = ["backbone", "k", "dataset", "measure", "value"]
+METRIC_COLUMNS = [RUN_COLUMN, "k", "dataset", "measure", "value"]
 # results/metrics.csv of a config with several training seeds (recipe.seeds): the seed of each
 # row's training after k (NO_SEED for BM25 and released checkpoints, which are not trained); with
 # one seed the column is left out, so a one-seed metrics.csv is METRIC_COLUMNS as before.
 SEED = "seed"
-SEEDED_METRIC_COLUMNS = ["backbone", "k", SEED, "dataset", "measure", "value"]
+SEEDED_METRIC_COLUMNS = [RUN_COLUMN, "k", SEED, "dataset", "measure", "value"]
 NO_SEED = "-"
 # The columns of a per-query metrics file (perquery.tsv).
 PERQUERY_COLUMNS = ["query_id", "measure", "value"]

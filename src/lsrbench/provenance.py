@@ -150,3 +150,20 @@ def report_manifest(manifest_path: str, rule: str, config: dict | None, inputs, 
 def _flat(paths) -> list[str]:
     """Named files as Snakemake gives them (a name may hold a list): one list of paths."""
     return [str(q) for p in paths for q in ([p] if isinstance(p, (str, os.PathLike)) else p)]
+
+
+def recording_workdir(manifest_file: Path, recorded: str) -> Path:
+    """The directory a manifest's relative paths are relative to (found from its own recorded path)."""
+    rec = Path(recorded)
+    if rec.is_absolute():
+        return Path("/")
+    base = manifest_file.resolve()
+    for _ in range(len(rec.parts)):
+        base = base.parent
+    return base
+
+
+def resolve_recorded(workdir: Path, recorded: str) -> Path:
+    """A recorded path: as it is if absolute, else under ``workdir`` (:func:`recording_workdir`)."""
+    p = Path(recorded)
+    return p if p.is_absolute() else workdir / p

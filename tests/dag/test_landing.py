@@ -10,6 +10,7 @@ import pytest
 
 from helpers.beir import write_beir
 from helpers.paths import REPO, shared_or_skip
+from lsrbench.config.schema import with_defaults
 from lsrbench.dag.landing import RESULTS, landing_results, origin_text, result_label
 from lsrbench.dag.reports import html_pages
 from lsrbench.stages.dataset import dataset as dataset_job
@@ -30,7 +31,8 @@ def folders(tmp_path):
 
 def _norm_record(f, entry: dict, mirror) -> dict:
     out = f["tmp"] / "norms.json"
-    norm_job("tiny", entry, mirror, str(f["tmp"] / "cache"), "cfg.yaml", str(out))
+    checked = with_defaults("backbones", {"tiny": entry})["tiny"]  # as a checked config holds it
+    norm_job("tiny", checked, mirror, str(f["tmp"] / "cache"), "cfg.yaml", str(out))
     return json.loads(out.read_text())["read_from"]
 
 

@@ -19,8 +19,8 @@ from lsrbench.dag.reports import REPORTS, ReportRules, report_outputs, uses_prob
 from lsrbench.dag.validate import check_config
 from lsrbench.errors import InputError
 from lsrbench.stages import all_stages
-from lsrbench.model.auto_k import HEAD_STATISTICS
-from lsrbench.model.probe_names import PROBE_HEAD_STATISTICS, PROBE_STATISTICS
+from lsrbench.model.auto_k import HEAD_STATISTICS, NORM_STATISTICS
+from lsrbench.model.probe_names import PROBE_STATISTICS
 
 FILE = "my.yaml"
 
@@ -48,7 +48,7 @@ def test_the_schema_enums_are_the_packages_statistics():
     schema = load_schema("config.schema.yaml")
     assert schema["definitions"]["head_statistic"]["enum"] == list(HEAD_STATISTICS)
     assert schema["properties"]["probe"]["properties"]["statistic"]["enum"] == list(PROBE_STATISTICS
-                                                                                   + PROBE_HEAD_STATISTICS)
+                                                                                   + NORM_STATISTICS)
     claim = schema["properties"]["claims"]["properties"]["list"]["items"]["properties"]["statistic"]
     assert claim == {"$ref": "#/definitions/head_statistic"}
 

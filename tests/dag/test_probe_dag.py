@@ -124,7 +124,7 @@ def test_the_probe_on_a_finished_grid_runs_only_the_probe_and_its_reports(micro_
     probe = json.loads((work / layout(cfg).get("probe", backbone="rand-roberta").path("probe.json")).read_text())
     max_logit = next(r["max_logit"] for r in probe if r["k"] == "1")
     assert math.isfinite(max_logit) and f" {max_logit:.3f} |" in (res / "norms.md").read_text()  # the norms table: 3 decimals
-    from lsrbench.report.verify import verify
+    from lsrbench.report.verify.manifests import verify
 
     assert verify(res)[0] == []  # the probe's provenance manifest checks out with the rest
     run_snakemake("--cores", "1", "-d", str(work), "--configfile", str(cfg), "--report", "report.html")

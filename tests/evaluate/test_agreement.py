@@ -92,7 +92,7 @@ def agreement(tmp_path_factory):
     # lsrbench side, as the index and evaluate stages do it.
     D = encode_texts(model, [corpus[d] for d in doc_ids], "document", BATCH_SIZE)
     Q = encode_texts(model, [ds.queries[q] for q in query_ids], "query", BATCH_SIZE)
-    results = search(Q, query_ids, D, doc_ids, k=1000)
+    results = search(Q, query_ids, D, doc_ids, top_k=1000)
     run = {q: dict(hits) for q, hits in results.items()}
     ours, _ = evaluate_run(run, ds.qrels, ["nDCG@10", "RR@10", "R@1000"])
     ours.update(FLOPs=flops(Q, D), query_active_dims=mean_active_dims(Q), corpus_active_dims=mean_active_dims(D))

@@ -107,7 +107,7 @@ def test_report_uses_pooled_flops_for_several_datasets():
     import pandas as pd
 
     from lsrbench.names import POOLED
-    from lsrbench.report.tradeoff import tradeoff_points
+    from lsrbench.report.figures.tradeoff import tradeoff_points
     from lsrbench.report.results import run_table
 
     rows = [("m", "1", "A", "nDCG@10", 0.4), ("m", "1", "B", "nDCG@10", 0.6),

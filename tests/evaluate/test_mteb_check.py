@@ -108,7 +108,7 @@ def checked(vaswani_subset, tmp_path_factory):
     index_dataset(str(run_dir / "model"), ds, 32, str(vectors / "queries.npz"), str(vectors / "docs.npz"),
                   query_max_length=eval_query, document_max_length=eval_doc)  # the index stage's encoding
     (docs, doc_ids), (queries, qids) = load_sparse(vectors / "docs.npz"), load_sparse(vectors / "queries.npz")
-    hits = search(queries, qids, docs, doc_ids, k=1000)
+    hits = search(queries, qids, docs, doc_ids, top_k=1000)
     ours, _ = evaluate_run({q: dict(h) for q, h in hits.items()}, ds.qrels, MEASURES)
     write_metric_rows(run_dir / "vaswani" / "metrics.tsv", None, "splade-tiny", "1", "vaswani",
                       [*ours.items(), ("FLOPs", 1.0)])

@@ -87,13 +87,13 @@ def test_search_maps_ids_and_skips_identical():
     Q = sp.csr_matrix(np.array([[1, 0], [0, 0], [1, 1]], dtype=np.float32))
     doc_ids = ["a", "b", "c", "q2"]
     qids = ["q1", "empty", "q2"]
-    plain = search(Q, qids, D, doc_ids, k=2)
+    plain = search(Q, qids, D, doc_ids, top_k=2)
     assert plain == {
         "q1": [("b", 2.0), ("a", 1.0)],  # a and q2 tie at 1.0: lower doc index first
         "empty": [],
         "q2": [("b", 2.0), ("q2", 2.0)],
     }
-    skipped = search(Q, qids, D, doc_ids, k=2, skip_identical_ids=True)
+    skipped = search(Q, qids, D, doc_ids, top_k=2, skip_identical_ids=True)
     assert skipped == {
         "q1": [("b", 2.0), ("a", 1.0)],
         "empty": [],

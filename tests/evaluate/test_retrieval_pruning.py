@@ -92,7 +92,7 @@ def test_search_with_dense_index_matches_plain(corpora):
     Q, D = corpora[False]
     doc_ids = [f"d{i}" for i in range(D.shape[0])]
     qids = [f"q{i}" for i in range(Q.shape[0])]
-    got = search(Q, qids, D, doc_ids, k=25, threads=2)
+    got = search(Q, qids, D, doc_ids, top_k=25, threads=2)
     want = _brute_force(Q, D, 25)
     for qid, (idx, scores) in zip(qids, want):
         assert got[qid] == [(doc_ids[j], float(s)) for j, s in zip(idx, scores)]

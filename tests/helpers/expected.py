@@ -30,7 +30,7 @@ def tiny_config() -> dict:
 def results_folder(folder: Path, metrics: pd.DataFrame, report: dict, backbones: dict,
                    files=("config/config.yaml",), config_id: str = "e698b7867f0d") -> Path:
     """``folder`` with metrics.csv, table1.md and table1.cells.json as the report rules write them."""
-    from lsrbench.report.table1 import write_table1
+    from lsrbench.report.tables.table1 import write_table1
 
     folder.mkdir(parents=True, exist_ok=True)
     metrics.to_csv(folder / "metrics.csv", index=False, float_format="%.6g")

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from lsrbench.errors import InputError
-from lsrbench.model.auto_k import auto_k_from_files, auto_k_ratio
+from lsrbench.model.auto_k import HEAD_STATISTICS, NORM_STATISTICS, REPORTED_HEAD_STATISTICS, auto_k_from_files, auto_k_ratio
 
 
 def _norms(tmp_path, name: str, value) -> str:
@@ -72,3 +72,22 @@ def test_head_statistics_join_norms_and_the_probe_at_k1():
     assert {s: stats[s] for s in HEAD_STATISTICS} == {"frobenius_norm": 3.0, "mean_row_norm": 1.0, "max_row_norm": 2.0,
                                                        "max_logit": 7.0, "mean_activation": 0.5}
     assert probe_at_k1(probes, "other") is None and head_statistics({"frobenius_norm": 3.0}) == {"frobenius_norm": 3.0}
+
+
+def test_the_norms_are_what_the_norm_stage_writes_and_the_reports_show_head_statistics():
+    """One definition of the head's norms: the keys head_norms writes (norms.json), among the head
+    statistics, as are those the reports show (norms.png, norms.md)."""
+    import torch
+    from transformers import BertConfig, BertForMaskedLM
+
+    from lsrbench.model.rescale import head_norms
+
+    torch.manual_seed(0)
+    model = BertForMaskedLM(BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                       intermediate_size=16, max_position_embeddings=16))
+    norms = head_norms(model)
+    rows = model.get_output_embeddings().weight.detach().double().norm(dim=1)
+    assert tuple(norms)[:3] == NORM_STATISTICS
+    assert [norms[s] for s in NORM_STATISTICS] == pytest.approx([float(rows.square().sum().sqrt()), float(rows.mean()),
+                                                                 float(rows.max())])
+    assert set(REPORTED_HEAD_STATISTICS) <= set(HEAD_STATISTICS)

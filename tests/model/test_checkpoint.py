@@ -16,6 +16,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from lsrbench.stages.norm import norm as norm_job  # noqa: E402
+from lsrbench.config.schema import with_defaults  # noqa: E402
 from lsrbench.errors import InputError  # noqa: E402
 from lsrbench.model.checkpoint import (  # noqa: E402
     check_local_checkpoint,
@@ -68,7 +69,8 @@ def ckpt_head_weight(ckpt_tensors):
 @needs_ckpt
 def test_norm_stage_on_real_checkpoint(tmp_path, ckpt_tensors, ckpt_head_weight):
     out = tmp_path / "norms" / "x.json"
-    result = norm_job("x", {"model": str(CKPT)}, None, str(tmp_path / "cache"), CONFIG_FILE, str(out))
+    entry = with_defaults("backbones", {"x": {"model": str(CKPT)}})["x"]  # as a checked config holds it
+    result = norm_job("x", entry, None, str(tmp_path / "cache"), CONFIG_FILE, str(out))
     written = json.loads(out.read_text())
     assert written == json.loads(json.dumps(result, default=str))
     assert written["vocab_size"] == 30522
@@ -87,7 +89,8 @@ def test_norm_stage_on_real_checkpoint(tmp_path, ckpt_tensors, ckpt_head_weight)
     assert written["bias_norm"] == pytest.approx(float(ckpt_tensors[BIAS].double().norm()), rel=1e-6)
 
     out10 = tmp_path / "norms" / "x10.json"
-    norm_job("x10", {"model": str(CKPT), "head_scale": 10, "synthetic": True}, None,
+    twin = with_defaults("backbones", {"x10": {"model": str(CKPT), "head_scale": 10, "synthetic": True}})["x10"]
+    norm_job("x10", twin, None,
                 str(tmp_path / "cache"), CONFIG_FILE, str(out10))
     scaled = json.loads(out10.read_text())
     assert scaled["head_scale"] == 10

@@ -14,6 +14,7 @@ transformers = pytest.importorskip("transformers")
 from transformers import BertConfig, BertForMaskedLM  # noqa: E402
 
 from helpers.paths import tiny_default  # noqa: E402
+from lsrbench.config.schema import with_defaults  # noqa: E402
 from lsrbench.dag.validate import check_config  # noqa: E402
 from lsrbench.errors import InputError  # noqa: E402
 from lsrbench.model.head_match import apply_head_scale, loaded_head_scale, matched_scale  # noqa: E402
@@ -27,6 +28,11 @@ def tiny_bert(vocab: int = 100, seed: int = 0) -> torch.nn.Module:
     torch.manual_seed(seed)
     return BertForMaskedLM(BertConfig(vocab_size=vocab, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                                       intermediate_size=64, max_position_embeddings=32)).eval()
+
+
+def backbone_entry(**settings) -> dict:
+    """A backbone entry as a checked config holds it (the schema's defaults filled)."""
+    return with_defaults("backbones", {"b": {"model": "m", **settings}})["b"]
 
 
 def norms_file(tmp_path, name: str, record: dict) -> str:
@@ -63,10 +69,10 @@ def test_training_reads_the_recorded_ratio_and_checks_the_matched_file(tmp_path)
               "ratio": 7.25 / 1.5}
     mine = norms_file(tmp_path, "mine", {"mean_row_norm": 7.25, "head_scale": record["ratio"], "head_scale_match": record})
     big = norms_file(tmp_path, "big", {"mean_row_norm": 7.25})
-    entry = {"model": "m", "head_scale": SPEC}
+    entry = backbone_entry(head_scale=SPEC)
     assert loaded_head_scale(entry, mine, big) == (7.25 / 1.5, "untie")
-    assert loaded_head_scale({"model": "m", "head_scale": 10}, None) == (10.0, "shared")
-    assert loaded_head_scale({"model": "m"}, None) == (1.0, "shared")
+    assert loaded_head_scale(backbone_entry(head_scale=10), None) == (10.0, "shared")
+    assert loaded_head_scale(backbone_entry(), None) == (1.0, "shared")
     moved = norms_file(tmp_path, "moved", {"mean_row_norm": 9.0})
     with pytest.raises(InputError) as err:
         loaded_head_scale(entry, mine, moved)
@@ -148,12 +154,12 @@ def test_a_matched_control_is_no_twin_of_its_checkpoint_in_the_reports():
     Table 1's twin note leaves it out."""
     import pandas as pd
 
-    from lsrbench.report.claims_evidence import Evidence, checkpoint_key, effective_k
-    from lsrbench.report.table1 import twin_notes
+    from lsrbench.report.claims.evidence import Evidence, checkpoint_key, effective_k
+    from lsrbench.report.tables.table1 import twin_notes
 
-    backbones = {"bert": {"model": "bert-base-uncased"},
-                 "control": {"model": "bert-base-uncased", "head_scale": SPEC, "synthetic": True},
-                 "x10": {"model": "bert-base-uncased", "head_scale": 10, "synthetic": True}}
+    backbones = with_defaults("backbones", {"bert": {"model": "bert-base-uncased"},
+                                            "control": {"model": "bert-base-uncased", "head_scale": SPEC, "synthetic": True},
+                                            "x10": {"model": "bert-base-uncased", "head_scale": 10, "synthetic": True}})
     assert checkpoint_key(backbones, "control") != checkpoint_key(backbones, "bert") == checkpoint_key(backbones, "x10")
     ev = Evidence(metrics=pd.DataFrame(), backbones=backbones)
     assert effective_k(ev, "control", "1") == (checkpoint_key(backbones, "control"), "shared", 1.0)

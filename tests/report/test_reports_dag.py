@@ -146,7 +146,7 @@ def test_chance_levels_are_shown_and_a_changed_one_is_named(with_claims, tmp_pat
     here from the evaluated folder), Table 1 shows it in a row, and verify names an edited level."""
     from lsrbench.data.beir import read_qrels_tsv, written_split
     from lsrbench.evaluate.chance import chance_levels
-    from lsrbench.report.chance_report import CHANCE_LABEL
+    from lsrbench.report.tables.chance import CHANCE_LABEL
 
     work = Path(shutil.copytree(with_claims["work"], tmp_path / "work", symlinks=True))
     side = work / "results/chance.json"

@@ -14,16 +14,17 @@ import pytest
 
 from lsrbench.config.schema import with_defaults
 from lsrbench.names import METRIC_COLUMNS, NO_SEED, SEEDED_METRIC_COLUMNS
-from lsrbench.report import seeds, table1, tables
-from lsrbench.report.claim_type import seed_notes
-from lsrbench.report.claims import Evidence, evaluate_claims
-from lsrbench.report.claims_evidence import Settings
-from lsrbench.report.claims_output import claims_markdown, claims_record
+from lsrbench.report import seeds
+from lsrbench.report.tables import beir as beir_table, table1
+from lsrbench.report.claims.claim_type import seed_notes
+from lsrbench.report.claims.engine import Evidence, evaluate_claims
+from lsrbench.report.claims.evidence import Settings
+from lsrbench.report.claims.output import claims_markdown, claims_record
 from lsrbench.report.results import best_k, collect_metrics, read_metrics, run_table
 
-BACKBONES = {"small": {"model": "x", "label": "Small"}}
-REPORT = {"columns": [{"name": "D nDCG@10", "datasets": ["d1", "d2"], "measure": "nDCG@10"}],
-          "flops_datasets": ["d1"], "beir_measure": "nDCG@10", "tradeoff_measure": "nDCG@10"}
+BACKBONES = with_defaults("backbones", {"small": {"model": "x", "label": "Small"}})
+REPORT = with_defaults("report", {"columns": [{"name": "D nDCG@10", "datasets": ["d1", "d2"], "measure": "nDCG@10"}],
+                                  "flops_datasets": ["d1"], "beir_measure": "nDCG@10", "tradeoff_measure": "nDCG@10"})
 # (k, seed) -> nDCG@10 on d1, d2: seed 0 picks k=1 (0.45 vs 0.40), seed 1 picks k=4 (0.60 vs 0.30);
 # the mean picks k=4 (0.50 vs 0.375). k=16 collapsed in seed 1 only.
 NDCG = {("1", "0"): (0.50, 0.40), ("1", "1"): (0.35, 0.25), ("4", "0"): (0.45, 0.35), ("4", "1"): (0.65, 0.55),
@@ -148,12 +149,12 @@ def test_one_seed_tables_carry_nothing_of_seeds(seeded):
     md = table1.table1_markdown(one, REPORT, BACKBONES, cells=cells)
     assert "Seeds:" not in md and "±" not in md
     assert "**0.450**" in md  # seed 0's own best k, k=1
-    beir = tables.beir_markdown(one, REPORT, BACKBONES)
+    beir = beir_table.beir_markdown(one, REPORT, BACKBONES)
     assert "±" not in beir and "Seeds:" not in beir
 
 
 def test_the_beir_table_shows_mean_and_spread_per_dataset(seeded):
-    md = tables.beir_markdown(seeded, REPORT, BACKBONES)
+    md = beir_table.beir_markdown(seeded, REPORT, BACKBONES)
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in md.splitlines() if line.startswith("| ")]
     assert rows[0] == ["Backbone", "k", "d1", "d2", "mean (D nDCG@10)"]
     # d1: 0.45, 0.65; d2: 0.35, 0.55; their per-seed means 0.40, 0.60

@@ -25,7 +25,7 @@ def inputs(tmp_path, vaswani_slice, tiny_roberta):
 
     triplets = tmp_path / "triplets.jsonl"
     write_triplets(triplets, pseudo_query_triplets(load_beir_folder(vaswani_slice).corpus, 48, 1))
-    entry = {"model": str(tiny_roberta)}
+    entry = with_defaults("backbones", {"tiny": {"model": str(tiny_roberta)}})["tiny"]
     norms = tmp_path / "norms.json"
     norm_job("tiny", entry, None, str(tmp_path / "cache"), "cfg.yaml", str(norms))
     run = tmp_path / "run"
@@ -70,7 +70,7 @@ def deterministic_inputs(inputs, tmp_path, vaswani_slice, tiny_roberta):
                 for i in range(16)]
     path = tmp_path / "distinct.jsonl"
     write_triplets(path, triplets)
-    entry = {"model": str(model_dir)}
+    entry = with_defaults("backbones", {"tiny": {"model": str(model_dir)}})["tiny"]
     norms = tmp_path / "norms_nd.json"
     norm_job("tiny", entry, None, str(tmp_path / "cache"), "cfg.yaml", str(norms))
     return {**inputs, "entry": entry, "triplets_jsonl": str(path), "norms_json": str(norms)}

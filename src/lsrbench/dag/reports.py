@@ -116,7 +116,7 @@ def _logit_auto_k(config: dict) -> bool:
 
 def claims_datasets(config: dict) -> list[str]:
     """Datasets whose per-query scores the claims read: what each claim type says it needs."""
-    from lsrbench.report.claims import perquery_datasets
+    from lsrbench.report.claims.engine import perquery_datasets
 
     return perquery_datasets(config)
 

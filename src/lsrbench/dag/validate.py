@@ -361,7 +361,7 @@ def _check_report(config: dict, produced: dict, file) -> None:
     if not any(report["beir_measure"] in measures for measures in produced.values()):
         _check_measure(report["beir_measure"], sorted(evaluated), produced, file, "report.beir_measure")
     if report.get("reference"):
-        from lsrbench.report.table1 import load_reference
+        from lsrbench.report.tables.table1 import load_reference
 
         load_reference(report["reference"], [c["name"] for c in report["columns"]])
 
@@ -406,7 +406,7 @@ def _check_claims(config: dict, produced: dict, file) -> None:
     claims = config.get("claims")
     if not claims:
         return
-    from lsrbench.report.claims import claim_type
+    from lsrbench.report.claims.engine import claim_type
 
     evaluated, run_ks = set(config["evaluation"]["datasets"]), _run_ks(config)
     _check_datasets(claims["datasets"], evaluated, file, "claims.datasets")

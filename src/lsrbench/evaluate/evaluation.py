@@ -40,7 +40,7 @@ def evaluate_vectors(dataset, docs, doc_ids, queries, query_ids, *, top_k: int, 
     from lsrbench.evaluate.retrieval import search
 
     start = time.time()
-    results = search(queries, query_ids, docs, doc_ids, k=top_k, skip_identical_ids=skip_identical_ids)
+    results = search(queries, query_ids, docs, doc_ids, top_k=top_k, skip_identical_ids=skip_identical_ids)
     search_s = time.time() - start
     aggregate, per_query = evaluate_run({q: dict(hits) for q, hits in results.items()}, dataset.qrels, measures,
                                         empty_results=empty_results, corpus_ids=doc_ids, depth=top_k,

@@ -181,9 +181,9 @@ def chunk_scores(r, c0, c1, i, d_ptr, d_slot, d_w, s_ptr, s_term, s_w, dense, in
 
 
 @_jit
-def heap_offer(h, hn, k, s):  # pragma: no cover - compiled
+def heap_offer(h, hn, top_k, s):  # pragma: no cover - compiled
     """Offer ``s`` to ``h``, a min-heap of the k largest scores so far holding ``hn`` of them; the new count."""
-    if hn < k:
+    if hn < top_k:
         x = hn
         h[x] = s
         while x > 0:
@@ -198,9 +198,9 @@ def heap_offer(h, hn, k, s):  # pragma: no cover - compiled
         x = 0
         while True:
             small = 2 * x + 1
-            if small >= k:
+            if small >= top_k:
                 break
-            if small + 1 < k and h[small + 1] < h[small]:
+            if small + 1 < top_k and h[small + 1] < h[small]:
                 small += 1
             if h[small] >= h[x]:
                 break
@@ -222,7 +222,8 @@ def compact(cand_doc, cand_score, i, n, t):  # pragma: no cover - compiled
 
 
 @_jit
-def scan_chunk(r, n, c0, i, k, slack, heap, heap_n, cand_doc, cand_score, cand_n, thr):  # pragma: no cover - compiled
+def scan_chunk(r, n, c0, i, top_k, slack, heap, heap_n, cand_doc, cand_score, cand_n,  # pragma: no cover - compiled
+               thr):
     """Append query i's documents of the chunk with ``0 < s >= t`` to its candidates, where ``t`` =
     (the k-th largest approximate score so far) - ``slack[i]`` rises as the heap fills; False when
     its candidates no longer fit (even after compaction)."""
@@ -248,8 +249,8 @@ def scan_chunk(r, n, c0, i, k, slack, heap, heap_n, cand_doc, cand_score, cand_n
             cand_doc[i, cn] = c0 + d
             cand_score[i, cn] = s
             cn += 1
-            hn = heap_offer(h, hn, k, s)
-            if hn == k:
+            hn = heap_offer(h, hn, top_k, s)
+            if hn == top_k:
                 t = np.float64(h[0]) - slack[i]
     thr[i], heap_n[i], cand_n[i] = t, hn, cn
     return ok
@@ -257,7 +258,7 @@ def scan_chunk(r, n, c0, i, k, slack, heap, heap_n, cand_doc, cand_score, cand_n
 
 @_fast
 def stream_scan(n_docs, d_ptr, d_slot, d_w, s_ptr, s_term, s_w, dense, indptr, docs, weights, ex_ptr, ex_doc,
-                chunk, k, slack, heap, heap_n, cand_doc, cand_score, cand_n, overflow):  # pragma: no cover - compiled
+                chunk, top_k, slack, heap, heap_n, cand_doc, cand_score, cand_n, overflow):  # pragma: no cover - compiled
     """One pass over the documents, chunk by chunk, for a block of queries (terms as in
     :class:`lsrbench.evaluate.topk.BlockTerms`): each query's chunk scores are computed in a
     cache-resident buffer, its excluded documents (``ex_doc[ex_ptr[i]:ex_ptr[i+1]]``, ascending)
@@ -281,5 +282,5 @@ def stream_scan(n_docs, d_ptr, d_slot, d_w, s_ptr, s_term, s_w, dense, indptr, d
                 r[ex_doc[p] - c0] = -np.inf
                 p += 1
             ex_cur[i] = p
-            if not scan_chunk(r, c1 - c0, c0, i, k, slack, heap, heap_n, cand_doc, cand_score, cand_n, thr):
+            if not scan_chunk(r, c1 - c0, c0, i, top_k, slack, heap, heap_n, cand_doc, cand_score, cand_n, thr):
                 overflow[i] = True

@@ -32,19 +32,19 @@ FIRST_PASSES = ("rows", "stream", "auto")
 def exact_topk(
     queries: sp.spmatrix | sp.sparray,
     index: InvertedIndex,
-    k: int,
+    top_k: int,
     exclude: Sequence[Iterable[int] | None] | None = None,
     *,
     threads: int = 1,
     query_block: int | None = None,
     first_pass: str = "rows",
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Exact top-``k`` documents of each query row by dot product.
+    """The exact top ``top_k`` documents of each query row by dot product.
 
     Returns one ``(doc_indices int64, scores float64)`` pair per query row, ordered by score
-    descending then doc index ascending. A query gets at most ``k`` results and only documents
+    descending then doc index ascending. A query gets at most ``top_k`` results and only documents
     with score > 0: an inverted index never visits documents that share no term with the query,
-    so fewer than ``k`` (none for an empty query) is normal. Scores are accumulated in float64
+    so fewer than ``top_k`` (none for an empty query) is normal. Scores are accumulated in float64
     from float32 products, which float64 represents exactly, term by term in ascending term id
     (the order of ``scipy``'s sparse product), so results do not depend on how the postings are
     stored. ``exclude[i]`` holds document indices never returned for query ``i``.
@@ -74,7 +74,7 @@ def exact_topk(
         raise ValueError(f"exact_topk: first_pass must be one of {', '.join(FIRST_PASSES)}, got {first_pass!r}")
     if not sp.issparse(queries):
         raise ValueError(f"exact_topk: expected a scipy sparse matrix, got {type(queries).__name__}")
-    if k < 0:
+    if top_k < 0:
         raise ValueError(f"exact_topk: k must be >= 0, got {k}")
     q = sp.csr_matrix(queries, copy=True)
     q.sum_duplicates()
@@ -88,13 +88,13 @@ def exact_topk(
         query_block = int(min(64, max(8, (index.doc_indices.nbytes + index.weights.nbytes
                                            + index.dense_weights.nbytes) // 5 // per_query)))
     blocks = [(lo, min(n_q, lo + max(1, query_block))) for lo in range(0, n_q, max(1, query_block))]
-    stream = _use_stream(first_pass, index.n_docs, k)
+    stream = _use_stream(first_pass, index.n_docs, top_k)
 
     def run(block):
         lo, hi = block
-        left = stream_block(q, index, k, excluded, lo, hi, results) if stream else range(lo, hi)
+        left = stream_block(q, index, top_k, excluded, lo, hi, results) if stream else range(lo, hi)
         for i in _runs(left):  # the score-rows pass: every query of the block, or those the stream left
-            _search_block(q, index, k, excluded, i[0], i[1], results)
+            _search_block(q, index, top_k, excluded, i[0], i[1], results)
 
     if threads > 1 and len(blocks) > 1:
         from concurrent.futures import ThreadPoolExecutor
@@ -122,12 +122,12 @@ def _excluded(exclude, n_q: int, n_docs: int) -> list:
     return excluded
 
 
-def _use_stream(first_pass: str, n_docs: int, k: int) -> bool:
+def _use_stream(first_pass: str, n_docs: int, top_k: int) -> bool:
     """Whether the streaming first pass runs: asked for (or ``auto`` past the crossover), compiled
     kernels present, and a pruned search (at least 4k documents)."""
-    if first_pass == "rows" or k <= 0 or n_docs < 4 * k or compiled_kernels() is None:
+    if first_pass == "rows" or top_k <= 0 or n_docs < 4 * top_k or compiled_kernels() is None:
         return False
-    return first_pass == "stream" or n_docs >= STREAM_DOCS_PER_RESULT * k
+    return first_pass == "stream" or n_docs >= STREAM_DOCS_PER_RESULT * top_k
 
 
 def _runs(indices) -> list[tuple[int, int]]:
@@ -160,15 +160,15 @@ class _blas_threads:
             self.ctx.restore_original_limits()
 
 
-def _search_block(q, index: InvertedIndex, k: int, excluded, lo: int, hi: int, results) -> None:
+def _search_block(q, index: InvertedIndex, top_k: int, excluded, lo: int, hi: int, results) -> None:
     n_docs = index.n_docs
-    prune = k > 0 and n_docs >= 4 * k  # at least 4k blocks (of one document or more)
+    prune = top_k > 0 and n_docs >= 4 * top_k  # at least 4k blocks (of one document or more)
     rows = None
     if prune:
         # First pass: approximate float32 scores of every document for the whole block.
         qb = q[lo:hi]
         kernels = compiled_kernels()
-        size = max(1, n_docs // (16 * k))  # >= 4k blocks whose maxima bound the k-th best score
+        size = max(1, n_docs // (16 * top_k))  # >= 4k blocks whose maxima bound the k-th best score
         maxima = np.empty((hi - lo, n_docs // size), dtype=np.float32)
         if kernels is not None:
             rows = np.empty((hi - lo, n_docs), dtype=np.float32)
@@ -195,18 +195,18 @@ def _search_block(q, index: InvertedIndex, k: int, excluded, lo: int, hi: int, r
             maxima[:] = rows[:, : m * size].reshape(hi - lo, m, size).max(axis=2)
     for i in range(lo, hi):
         terms, q_w = query_terms(q, i)
-        if terms.shape[0] == 0 or n_docs == 0 or k == 0:
+        if terms.shape[0] == 0 or n_docs == 0 or top_k == 0:
             results[i] = EMPTY
             continue
         res = None
         if prune:
-            res = _pruned(index, terms, q_w, k, excluded[i], rows[i - lo], maxima[i - lo], size, int(n_sum[i - lo]))
+            res = _pruned(index, terms, q_w, top_k, excluded[i], rows[i - lo], maxima[i - lo], size, int(n_sum[i - lo]))
         if res is None:
-            res = _exhaustive(index, terms, q_w, k, excluded[i])
+            res = _exhaustive(index, terms, q_w, top_k, excluded[i])
         results[i] = res
 
 
-def _exhaustive(index: InvertedIndex, terms, q_w, k, ex) -> tuple[np.ndarray, np.ndarray]:
+def _exhaustive(index: InvertedIndex, terms, q_w, top_k, ex) -> tuple[np.ndarray, np.ndarray]:
     """Score every document exactly (float64, ascending term order), then select."""
     acc = np.zeros(index.n_docs, dtype=np.float64)
     kernels = compiled_kernels()
@@ -229,10 +229,11 @@ def _exhaustive(index: InvertedIndex, terms, q_w, k, ex) -> tuple[np.ndarray, np
     if ex is not None:
         acc[ex] = 0.0
     cand = np.flatnonzero(acc > 0)
-    return select_topk(cand.astype(np.int64, copy=False), acc[cand], k)
+    return select_topk(cand.astype(np.int64, copy=False), acc[cand], top_k)
 
 
-def _pruned(index: InvertedIndex, terms, q_w, k, ex, row, maxima, size, n_sum) -> tuple[np.ndarray, np.ndarray] | None:
+def _pruned(index: InvertedIndex, terms, q_w, top_k, ex, row, maxima, size,
+            n_sum) -> tuple[np.ndarray, np.ndarray] | None:
     """Candidates from the approximate ``row`` (float32 sums of at most ``n_sum`` terms) and its block
     ``maxima`` (blocks of ``size`` documents), exact scores, top k; None when the candidates' bound
     is not positive (then score exhaustively)."""
@@ -244,7 +245,7 @@ def _pruned(index: InvertedIndex, terms, q_w, k, ex, row, maxima, size, n_sum) -
             if blk < m:
                 maxima[blk] = row[blk * size : (blk + 1) * size].max()
     delta = rounding_bound(index, terms, q_w, n_sum)
-    lower = float(np.partition(maxima, m - k)[m - k])  # k distinct documents score >= lower
+    lower = float(np.partition(maxima, m - top_k)[m - top_k])  # k distinct documents score >= lower
     cut = lower - 2.0 * delta
     if not cut > 0 or not np.isfinite(cut):
         return None
@@ -279,7 +280,7 @@ def _pruned(index: InvertedIndex, terms, q_w, k, ex, row, maxima, size, n_sum) -
         # An absent term adds an exact 0 (+/-0.0), so the sum equals the ascending-term float64 sum.
         scores += vals.astype(np.float64) * w
     keep = scores > 0
-    return select_topk(cand[keep].astype(np.int64, copy=False), scores[keep], k)
+    return select_topk(cand[keep].astype(np.int64, copy=False), scores[keep], top_k)
 
 
 def search(
@@ -287,16 +288,16 @@ def search(
     query_ids: Sequence[str],
     docs: sp.spmatrix | sp.sparray,
     doc_ids: Sequence[str],
-    k: int = 1000,
+    top_k: int = 1000,
     skip_identical_ids: bool = False,
     threads: int = 1,
     first_pass: str = "rows",
 ) -> dict[str, list[tuple[str, float]]]:
-    """Retrieve the top ``k`` documents of every query; return ``{qid: [(docid, score), ...]}``.
+    """Retrieve the top ``top_k`` documents of every query; return ``{qid: [(docid, score), ...]}``.
 
     Every query id is a key, with an empty list when nothing scored > 0. With
     ``skip_identical_ids`` a document whose id equals the query id is never returned and the
-    list is still filled to ``k`` (BEIR's behaviour on ArguAna and Quora). ``threads`` and
+    list is still filled to ``top_k`` (BEIR's behaviour on ArguAna and Quora). ``threads`` and
     ``first_pass`` as in :func:`exact_topk`.
     """
     if len(query_ids) != queries.shape[0]:
@@ -309,7 +310,7 @@ def search(
     if skip_identical_ids:
         doc_pos = {d: j for j, d in enumerate(doc_ids)}
         exclude = [{doc_pos[qid]} if qid in doc_pos else None for qid in query_ids]
-    hits = exact_topk(queries, InvertedIndex.from_csr(docs), k, exclude, threads=threads, first_pass=first_pass)
+    hits = exact_topk(queries, InvertedIndex.from_csr(docs), top_k, exclude, threads=threads, first_pass=first_pass)
     return {
         qid: [(doc_ids[j], float(s)) for j, s in zip(idx.tolist(), scores.tolist())]
         for qid, (idx, scores) in zip(query_ids, hits)

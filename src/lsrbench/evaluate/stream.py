@@ -38,7 +38,7 @@ _CHUNK_BYTES = 16 << 10  # bytes of a query's chunk of scores (L1/L2-resident)
 _DENSE_CHUNK_BYTES = 1 << 20  # bytes of the dense rows' chunk (L2-resident across the block's queries)
 
 
-def stream_block(q: sp.csr_matrix, index, k: int, excluded, lo: int, hi: int, results) -> list[int]:
+def stream_block(q: sp.csr_matrix, index, top_k: int, excluded, lo: int, hi: int, results) -> list[int]:
     """Fill ``results[i]`` for the queries ``lo <= i < hi`` of ``q`` (``excluded[i]``: int64 document
     indices or None) that the streaming pass settles; return the others' indices, ascending (for
     the score-rows pass). Needs the compiled kernels, ``k > 0`` and ``index.n_docs >= 4 k``."""
@@ -53,20 +53,20 @@ def stream_block(q: sp.csr_matrix, index, k: int, excluded, lo: int, hi: int, re
     ex_doc = np.concatenate(ex) if m else np.zeros(0, np.int64)
     n_dense = max(1, index.dense_terms.shape[0])
     chunk = max(256, min(_CHUNK_BYTES // 4, _DENSE_CHUNK_BYTES // (4 * n_dense)))
-    cap = max(8 * k, MIN_CANDIDATES, k + 128)
-    heap = np.empty((m, k), dtype=np.float32)
+    cap = max(8 * top_k, MIN_CANDIDATES, top_k + 128)
+    heap = np.empty((m, top_k), dtype=np.float32)
     heap_n = np.zeros(m, dtype=np.int64)
     cand_doc = np.empty((m, cap), dtype=np.int64)
     cand_score = np.empty((m, cap), dtype=np.float32)
     cand_n = np.zeros(m, dtype=np.int64)
     overflow = np.zeros(m, dtype=np.bool_)
     kern.stream(index.n_docs, bt.d_ptr, bt.d_slot, bt.d_w, bt.s_ptr, bt.s_term, bt.s_w, index._dense_f32(),
-                index.indptr, index.doc_indices, index.weights, ex_ptr, ex_doc, chunk, k, slack,
+                index.indptr, index.doc_indices, index.weights, ex_ptr, ex_doc, chunk, top_k, slack,
                 heap, heap_n, cand_doc, cand_score, cand_n, overflow)
     left = []
     for j in range(m):
         terms, q_w = terms_w[j]
-        cut = float(heap[j].min()) - slack[j] if heap_n[j] == k else -np.inf
+        cut = float(heap[j].min()) - slack[j] if heap_n[j] == top_k else -np.inf
         if terms.shape[0] == 0 or overflow[j] or not (cut > 0 and np.isfinite(cut)):
             left.append(lo + j)
             continue
@@ -76,5 +76,5 @@ def stream_block(q: sp.csr_matrix, index, k: int, excluded, lo: int, hi: int, re
         kern.exact(cand, terms, q_w, index.dense_slot, index.dense_weights, index.indptr, index.doc_indices,
                    index.weights, scores)
         keep = scores > 0
-        results[lo + j] = select_topk(cand[keep], scores[keep], k)
+        results[lo + j] = select_topk(cand[keep], scores[keep], top_k)
     return left

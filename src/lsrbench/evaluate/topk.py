@@ -15,17 +15,17 @@ _U32 = float(np.finfo(np.float32).eps) / 2
 _U64 = float(np.finfo(np.float64).eps) / 2
 
 
-def select_topk(cand: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Top ``k`` of ``cand`` (ascending doc indices) by score desc, then doc index asc."""
-    if cand.shape[0] > k:
-        if k == 0:
+def select_topk(cand: np.ndarray, scores: np.ndarray, top_k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top ``top_k`` of ``cand`` (ascending doc indices) by score desc, then doc index asc."""
+    if cand.shape[0] > top_k:
+        if top_k == 0:
             return cand[:0], scores[:0]
-        cut = cand.shape[0] - k
+        cut = cand.shape[0] - top_k
         kth = np.partition(scores, cut)[cut]  # the k-th largest score
         above = np.flatnonzero(scores > kth)
         # argpartition alone would pick an arbitrary subset of the documents tied at the
         # boundary; taking them in candidate order keeps the lowest doc indices.
-        tied = np.flatnonzero(scores == kth)[: k - above.shape[0]]
+        tied = np.flatnonzero(scores == kth)[: top_k - above.shape[0]]
         keep = np.concatenate([above, tied])
         cand, scores = cand[keep], scores[keep]
     order = np.lexsort((cand, -scores))

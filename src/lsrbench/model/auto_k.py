@@ -17,12 +17,16 @@ from pathlib import Path
 from lsrbench.errors import InputError
 from lsrbench.model.probe_names import LOGIT_STATISTICS
 
-__all__ = ["NORM_STATISTICS", "HEAD_STATISTICS", "head_statistics", "probe_at_k1", "auto_k_ratio",
+__all__ = ["NORM_STATISTICS", "HEAD_STATISTICS", "REPORTED_HEAD_STATISTICS", "head_statistics", "probe_at_k1", "auto_k_ratio",
            "read_head_statistic", "auto_k_from_files"]
 
-# The statistics of norms.json (the norm stage) and all those k auto and the claims may use.
+# The head's norms (lsrbench.model.rescale.head_norms: norms.json, a probe result's "head"), and
+# all the statistics k auto and the claims may use.
 NORM_STATISTICS = ("frobenius_norm", "mean_row_norm", "max_row_norm")
 HEAD_STATISTICS = NORM_STATISTICS + LOGIT_STATISTICS
+# The head statistics the reports show per backbone (norms.png's panels, norms.md's rankings): two
+# of the norms and the probe's initial logit scale at k = 1.
+REPORTED_HEAD_STATISTICS = ("frobenius_norm", "mean_row_norm", "max_logit")
 
 
 def probe_at_k1(probes: list[dict], backbone: str) -> dict | None:

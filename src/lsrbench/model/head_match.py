@@ -48,7 +48,7 @@ def match_of(entry: dict) -> str | None:
 
 def numeric_head_scale(entry: dict) -> float:
     """A numeric ``head_scale`` (a synthetic twin's), 1 for none or a matched one (known only at run time)."""
-    scale = entry.get("head_scale", 1)
+    scale = entry["head_scale"]
     return 1.0 if isinstance(scale, dict) else float(scale)
 
 
@@ -61,7 +61,7 @@ def matched_scale(own_norms: dict, match_norms_json: str, spec: dict) -> dict:
     own = float(own_norms[statistic])
     if not (math.isfinite(own) and own > 0):
         raise ValueError(f"head_scale: this backbone's {statistic} is {own!r}: no finite positive scale to match")
-    return {"match": spec["match"], "statistic": statistic, "mode": spec.get("mode", "untie"), "target": target,
+    return {"match": spec["match"], "statistic": statistic, "mode": spec["mode"], "target": target,
             "own": own, "ratio": target / own}
 
 

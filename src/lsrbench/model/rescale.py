@@ -14,6 +14,7 @@ from typing import Literal
 import torch
 from torch import nn
 
+from lsrbench.model.auto_k import NORM_STATISTICS
 from lsrbench.model.families import family_of
 
 RescaleMode = Literal["shared", "untie"]
@@ -65,9 +66,7 @@ def head_norms(model: nn.Module) -> dict:
     rows = weight.norm(dim=1).double()
     bias = getattr(head, "bias", None)
     return {
-        "frobenius_norm": float(rows.square().sum().sqrt()),
-        "mean_row_norm": float(rows.mean()),
-        "max_row_norm": float(rows.max()),
+        **dict(zip(NORM_STATISTICS, (float(rows.square().sum().sqrt()), float(rows.mean()), float(rows.max())))),
         "bias_norm": float(bias.detach().double().norm()) if bias is not None else 0.0,
         "has_bias": bias is not None,
         "vocab_size": int(weight.shape[0]),

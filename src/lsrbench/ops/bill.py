@@ -175,7 +175,7 @@ def _local_entry(config: dict, backbone: str) -> dict:
 
     entry = config["backbones"][backbone]
     try:
-        folder = local_model_folder(entry, config.get("mirror"), config.get("cache_dir", "cache"), "the config", backbone)
+        folder = local_model_folder(entry, config.get("mirror"), config["cache_dir"], "the config", backbone)
     except Exception:  # noqa: BLE001 - a bad path is check-config's to report; here it is only not sized
         folder = None
     return {**entry, "model": folder} if folder else entry

@@ -146,7 +146,7 @@ def calibrate(path: str, entry: dict, recipe: dict, evaluation: dict, docs: list
     torch.set_num_threads(threads)
     try:
         with tempfile.TemporaryDirectory(prefix="lsrbench-plan-") as tmp:
-            timed = _with_weights(path, Path(tmp) / "random", entry.get("trust_remote_code", False))
+            timed = _with_weights(path, Path(tmp) / "random", entry["trust_remote_code"])
             step = _time_training(timed, entry, recipe, docs, Path(tmp), max(2, steps), batch)
             encode = _time_index(Path(tmp) / "model", device, docs, queries, evaluation)
             startup = _time_startup(str(Path(tmp) / "model"), device, threads, evaluation["measures"])
@@ -188,7 +188,7 @@ from lsrbench.evaluate.metrics import evaluate_run
 from lsrbench.evaluate.retrieval import search
 vectors = sp.random(8, 64, density=0.2, format="csr", random_state=0, dtype="float32")
 ids = [str(i) for i in range(8)]
-run = search(vectors, ids, vectors, ids, k=4)
+run = search(vectors, ids, vectors, ids, top_k=4)
 evaluate_run({q: dict(hits) for q, hits in run.items()}, {q: {q: 1} for q in ids}, json.loads(sys.argv[3]))
 from lsrbench.provenance import provenance
 provenance("evaluate", "")
@@ -258,7 +258,7 @@ def _time_training(path: str, entry: dict, recipe: dict, docs: list[str], tmp: P
     timer = _step_timer()
     train_splade(path, triplets, {**recipe, "steps": steps, "batch_size": batch, "checkpoint_steps": 0},
                  tmp / "model", tmp / "train_log.jsonl", head_scale=numeric_head_scale(entry),
-                 trust_remote_code=entry.get("trust_remote_code", False), revision=entry.get("revision"),
+                 trust_remote_code=entry["trust_remote_code"], revision=entry.get("revision"),
                  callbacks=[timer])
     times = timer.times
     return (times[-1] - times[0]) / (len(times) - 1) if len(times) >= 2 else None
@@ -292,10 +292,10 @@ def _time_search(queries, docs, top_k: int):
 
     query_ids = [str(i) for i in range(queries.shape[0])]
     doc_ids = [str(i) for i in range(docs.shape[0])]
-    k = min(top_k, docs.shape[0])
-    search(queries, query_ids, docs, doc_ids, k=k)
+    depth = min(top_k, docs.shape[0])
+    search(queries, query_ids, docs, doc_ids, top_k=depth)
     start = time.perf_counter()
-    results = search(queries, query_ids, docs, doc_ids, k=k)
+    results = search(queries, query_ids, docs, doc_ids, top_k=depth)
     seconds = time.perf_counter() - start
     postings = queries.shape[0] * docs.shape[0] * flops(queries, docs)
     return (seconds / postings if postings > 0 else None), results

@@ -56,7 +56,7 @@ def run_probe(configfiles: list[str] | None, mirror: str | None, cores: str | No
     """Run the probe's jobs through Snakemake in ``directory``, then print its table (per run the
     crossed statistic, the losses at step 0, the largest logit) and the recommended k per run;
     ``backbones``: the checked config's, for their labels. ``dry_run``: only list the jobs."""
-    from lsrbench.report.probe_report import probe_summary
+    from lsrbench.report.probe.report import probe_summary
 
     cmd = probe_command(configfiles, mirror, cores, snakefile, directory) + (["--dry-run"] if dry_run else [])
     print("$ snakemake " + shlex.join(cmd), file=sys.stderr)

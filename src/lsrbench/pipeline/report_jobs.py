@@ -33,9 +33,9 @@ def report_collect(metric_files, metrics_csv: str, sources_json: str, config_yam
 
 def report_chance(data_dirs, infos, measures: dict, chance_json: str, config_yaml: str | None = None) -> None:
     """results/chance.json: per evaluated dataset, its evaluated documents and queries and what a
-    random ranking of them scores on each measure (:mod:`lsrbench.report.chance_report`), with the
+    random ranking of them scores on each measure (:mod:`lsrbench.report.tables.chance`), with the
     files it was computed from."""
-    from lsrbench.report.chance_report import chance_record, write_chance
+    from lsrbench.report.tables.chance import chance_record, write_chance
 
     record = chance_record(keyed(data_dirs), keyed(infos), measures)
     write_chance(chance_json, {**record, "config": config_record(config_yaml), "manifest": chance_json,
@@ -49,7 +49,7 @@ def report_table1(metrics_csv: str, norm_files, report_cfg: dict, backbones: dic
     it comes from, which ``lsrbench verify`` checks the table against. ``reference_file`` is
     ``report_cfg["reference"]`` as a Snakemake input (so that editing it re-runs the table);
     ``probe_files``: where k auto is read from the probes (a logit-scale ``auto_k.statistic``)."""
-    from lsrbench.report.table1 import write_table1
+    from lsrbench.report.tables.table1 import write_table1
 
     write_table1(metrics_csv, report_cfg, backbones, table1_md, keyed(norm_files), auto_k, cells_json=cells_json,
                  config=config_record(config_yaml), probe_files=keyed(probe_files or []), chance_json=chance_json)
@@ -57,7 +57,7 @@ def report_table1(metrics_csv: str, norm_files, report_cfg: dict, backbones: dic
 
 def report_table_beir(metrics_csv: str, report_cfg: dict, backbones: dict, table_beir_md: str,
                       config_yaml: str | None = None, chance_json: str | None = None) -> None:
-    from lsrbench.report.tables import write_table_beir
+    from lsrbench.report.tables.beir import write_table_beir
 
     write_table_beir(metrics_csv, report_cfg, backbones, table_beir_md, config_record(config_yaml), chance_json)
 
@@ -67,10 +67,10 @@ def report_norms(norm_files, metrics_csv: str, report_cfg: dict, backbones: dict
                  probe_files=None) -> None:
     """norms.md, norms.png and what the figure shows (``data_json``, with the files read): the head
     norms, with the probe's logit scale at k = 1 where the config runs the probe (``probe_files``)."""
-    from lsrbench.report.figure_data import write_figure_record
-    from lsrbench.report.plots import plot_norms
+    from lsrbench.report.figures.data import write_figure_record
+    from lsrbench.report.figures.plots import plot_norms
     from lsrbench.report.results import read_mean_metrics
-    from lsrbench.report.tables import norms_report_text
+    from lsrbench.report.tables.norms import norms_report_text
 
     files, config, probes = keyed(norm_files), config_record(config_yaml), read_probes(keyed(probe_files or []))
     with atomic_open(norms_md, "w", encoding="utf-8") as fh:
@@ -84,10 +84,10 @@ def report_norms(norm_files, metrics_csv: str, report_cfg: dict, backbones: dict
 def report_probe(probe_files, backbones: dict, reference: str | None, statistic: str, probe_md: str, probe_json: str,
                  probe_png: str, config_yaml: str | None = None) -> None:
     """results/probe.md, probe.json and probe.png: every backbone at step 0, before any training
-    (:mod:`lsrbench.report.probe_report`, :mod:`lsrbench.report.probe_plots`)."""
+    (:mod:`lsrbench.report.probe.report`, :mod:`lsrbench.report.probe.plots`)."""
     from lsrbench.provenance import write_json
-    from lsrbench.report.probe_plots import plot_probe
-    from lsrbench.report.probe_report import probe_markdown, probe_record
+    from lsrbench.report.probe.plots import plot_probe
+    from lsrbench.report.probe.report import probe_markdown, probe_record
 
     results = read_probes(keyed(probe_files))
     with atomic_open(probe_md, "w", encoding="utf-8") as fh:
@@ -101,7 +101,7 @@ def report_probe_outcomes(probe_files, metrics_csv: str, report_cfg: dict, backb
     """results/probe_outcomes.md and .json: the probe beside the trained outcome of every run, and
     the rank correlation between the probe's prediction and them (how far it can be trusted)."""
     from lsrbench.provenance import write_json
-    from lsrbench.report.probe_report import probe_markdown, probe_outcomes, probe_record
+    from lsrbench.report.probe.report import probe_markdown, probe_outcomes, probe_record
     from lsrbench.report.results import read_metrics
 
     results = read_probes(keyed(probe_files))
@@ -113,8 +113,8 @@ def report_probe_outcomes(probe_files, metrics_csv: str, report_cfg: dict, backb
 
 def report_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, tradeoff_png: str, tradeoff_pdf: str,
                     data_json: str, config_yaml: str | None = None) -> None:
-    from lsrbench.report.figure_data import write_figure_record
-    from lsrbench.report.plots import plot_tradeoff
+    from lsrbench.report.figures.data import write_figure_record
+    from lsrbench.report.figures.plots import plot_tradeoff
 
     data = plot_tradeoff(metrics_csv, report_cfg, backbones, tradeoff_png, tradeoff_pdf)
     write_figure_record(data_json, config_record(config_yaml), [tradeoff_png, tradeoff_pdf],
@@ -125,8 +125,8 @@ def report_loss_curves(log_files, backbones: dict, batch_size: int, loss_curves_
                        config_yaml: str | None = None) -> None:
     """The loss curves, with the chance level of ``batch_size`` (the recipe's) triplets a step;
     with several training seeds, each curve the mean over seeds step by step."""
-    from lsrbench.report.figure_data import write_figure_record
-    from lsrbench.report.plots import plot_loss_curves
+    from lsrbench.report.figures.data import write_figure_record
+    from lsrbench.report.figures.plots import plot_loss_curves
     from lsrbench.report.seeds import read_mean_train_logs
 
     data = plot_loss_curves(read_mean_train_logs(keyed(log_files)), backbones, loss_curves_png, batch_size=batch_size, seeds=_n_seeds(log_files))
@@ -149,8 +149,8 @@ def report_claims(metrics_csv: str, perquery_files, norm_files, log_files, claim
     ``probe_files``: the step-0 probes where the config runs them (a loss claim's start without a
     training log, the logit-scale head statistics)."""
     from lsrbench.config.schema import with_defaults
-    from lsrbench.report.claims import evaluate_claims
-    from lsrbench.report.claims_output import evidence_seeds, read_evidence, write_claims
+    from lsrbench.report.claims.engine import evaluate_claims
+    from lsrbench.report.claims.output import evidence_seeds, read_evidence, write_claims
 
     reference = (as_list(reference_file or []) or [None])[0]
     ev = read_evidence(metrics_csv, keyed(perquery_files), keyed(norm_files), keyed(log_files), backbones, report_cfg,

@@ -1,5 +1,6 @@
-"""Report stage: metrics.csv and the run table (:mod:`~lsrbench.report.results`, with the one
-best-k definition), Table 1 (:mod:`~lsrbench.report.table1`), the other tables
-(:mod:`~lsrbench.report.tables`), figures (:mod:`~lsrbench.report.plots`), the paper's claims
-(:mod:`~lsrbench.report.claims`, tests in :mod:`~lsrbench.report.stats`) and ``lsrbench verify``
-(:mod:`~lsrbench.report.verify`, :mod:`~lsrbench.report.verify_table1`)."""
+"""Report stage, in rooms: the paper's claims (:mod:`~lsrbench.report.claims`), ``lsrbench verify`` and
+the checks of a finished folder (:mod:`~lsrbench.report.verify`), the probe's report
+(:mod:`~lsrbench.report.probe`), the tables (:mod:`~lsrbench.report.tables`) and the figures
+(:mod:`~lsrbench.report.figures`). Shared by them at this level: metrics.csv, the run table and the one
+best-k definition (:mod:`~lsrbench.report.results`), seeds, significance tests, rendering, which
+config a report was made with, and the MTEB export."""

@@ -3,7 +3,7 @@
 config's results-deciding settings, the files it was read from and the backbones' order), and every
 report says so: the Markdown reports in their last line (:func:`config_line`), the JSON records and
 the figures' data under ``"config"`` (:func:`config_record`). ``lsrbench verify`` fails when the
-reports of one results folder name different configs (:mod:`lsrbench.report.verify_configs`).
+reports of one results folder name different configs (:mod:`lsrbench.report.verify.configs`).
 
 Also what the reports read of a config (:func:`report_settings`) and how run files come to them
 (:func:`keyed`), the one definition the report rules (:mod:`lsrbench.dag.reports`) and ``verify``'s
@@ -15,6 +15,8 @@ import json
 import re
 from pathlib import Path
 
+from lsrbench.config.schema import property_defaults
+
 __all__ = ["REPORT_BACKBONE_KEYS", "report_backbones", "report_settings", "keyed", "read_probes", "config_record",
            "config_line", "stated_config"]
 
@@ -24,16 +26,27 @@ __all__ = ["REPORT_BACKBONE_KEYS", "report_backbones", "report_settings", "keyed
 REPORT_BACKBONE_KEYS = ("label", "synthetic", "evaluate_only", "head_scale", "model", "revision", "mlm_refit")
 
 
+def _completed(values: dict, *path: str) -> dict:
+    """``values`` (the object at ``path`` of a config) with the schema's defaults of the keys it
+    lacks, after its own keys. A checked config has them all (then this is ``values`` itself); a
+    config snapshot of a finished run written before a setting existed does not: it reads as the
+    default. The one place the reports complete a record; the code after it reads the keys."""
+    defaults = property_defaults("config.schema.yaml", *path)
+    return {**values, **{key: value for key, value in defaults.items() if key not in values}}
+
+
 def report_backbones(config: dict) -> dict:
-    return {name: {key: entry[key] for key in REPORT_BACKBONE_KEYS if key in entry}
-            for name, entry in config["backbones"].items()}
+    completed = {name: _completed(entry, "backbones", "*") for name, entry in config["backbones"].items()}
+    return {name: {key: entry[key] for key in REPORT_BACKBONE_KEYS if key in entry} for name, entry in completed.items()}
 
 
 def report_settings(config: dict) -> dict:
     """The settings every report is made with: the ``report:`` block and the backbones as the
-    reports show them; with ``evaluation.pool_depth``, the ``report:`` block also carries it as
-    ``bm25_pool_depth`` (the note on BM25's row: :func:`lsrbench.report.results.bm25_notes`)."""
-    report = config["report"]
+    reports show them (completed with the schema's defaults: :func:`_completed`); with
+    ``evaluation.pool_depth``, the ``report:`` block also carries it as ``bm25_pool_depth`` (the
+    note on BM25's row: :func:`lsrbench.report.results.bm25_notes`)."""
+    report = _completed(config["report"], "report")
+    report["bm25_settings"] = _completed(report["bm25_settings"], "report", "bm25_settings")
     depth = (config.get("evaluation") or {}).get("pool_depth")
     return {"report_cfg": {**report, "bm25_pool_depth": depth} if depth else report,
             "backbones": report_backbones(config)}

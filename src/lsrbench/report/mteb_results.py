@@ -21,7 +21,8 @@ from pathlib import Path
 
 from lsrbench.errors import InputError
 from lsrbench.evaluate.mteb_check import task_metadata, mteb_key
-from lsrbench.names import BM25, NO_SEED, POOLED, SEED
+from lsrbench.names import BM25, NO_SEED, POOLED, RUN_COLUMN, SEED
+from lsrbench.provenance import recording_workdir, resolve_recorded
 
 __all__ = ["MTEB_NANOBEIR_TASKS", "write_mteb_result", "load_mteb_result", "export_mteb_results", "evaluated_lengths"]
 
@@ -100,13 +101,11 @@ def _run_sources(results_dir: Path) -> dict[tuple[str, ...], Path]:
     was collected from: each
     ``<train folder>/<dataset>/<index id>/<eval id>/metrics.tsv`` listed in metrics.sources.json
     (content-addressed folders, :mod:`lsrbench.dag.layout`)."""
-    from lsrbench.report.trace import resolve_recorded, workdir_of
-
     side = results_dir / "metrics.sources.json"
     if not side.is_file():
         return {}
     record = json.loads(side.read_text(encoding="utf-8"))
-    workdir = workdir_of(side, record["manifest"])
+    workdir = recording_workdir(side, record["manifest"])
     found = {}
     seeds = record.get("seeds", {})  # several seeds: each run file's seed
     for source in record["sources"]:
@@ -150,7 +149,7 @@ def export_mteb_results(results_dir: str | os.PathLike, root: str | os.PathLike)
     trained = _train_provenances(results_dir)
     lengths = evaluated_lengths(results_dir)
     written = []
-    keys = ["backbone", "k", *([SEED] if SEED in metrics.columns else []), "dataset"]
+    keys = [RUN_COLUMN, "k", *([SEED] if SEED in metrics.columns else []), "dataset"]
     for key, rows in metrics[metrics["dataset"] != POOLED].groupby(keys, sort=False):
         (run, k, *seed), dataset = key[:-1], key[-1]
         values = dict(zip(rows["measure"], rows["value"]))

@@ -11,7 +11,7 @@ import pandas as pd
 
 from lsrbench.atomic import atomic_open
 from lsrbench.names import (BM25, COLLAPSED, DEFAULT_MODE, DOC_DIMS, FLOPS, METRIC_COLUMNS, NO_SEED, POOLED, QUERY_DIMS,
-                            SEED, SEEDED_METRIC_COLUMNS, k_order, k_value, split_run_name)
+                            RUN_COLUMN, SEED, SEEDED_METRIC_COLUMNS, k_order, k_value, split_run_name)
 
 __all__ = ["OWN_COLUMNS", "collect_metrics", "read_metrics", "read_mean_metrics", "run_label", "bm25_label", "bm25_notes", "label_notes",
            "flops_datasets", "run_table", "collapsed_runs", "mean_score", "best_k", "swept_ks", "best_ks", "pareto_front"]
@@ -19,7 +19,7 @@ __all__ = ["OWN_COLUMNS", "collect_metrics", "read_metrics", "read_mean_metrics"
 
 # Columns the tables make themselves (run_table's, Table 1's and table_beir's): a report column
 # (report.columns[].name) may not take one of these names.
-OWN_COLUMNS = ("backbone", "k", "FLOPs", "q dims", "d dims", "collapsed", "Backbone", "q / d dims")
+OWN_COLUMNS = (RUN_COLUMN, "k", "FLOPs", "q dims", "d dims", "collapsed", "Backbone", "q / d dims")
 
 
 def collect_metrics(files: list[str], out_csv: str, seeds: dict[str, str] | None = None) -> pd.DataFrame:
@@ -27,15 +27,15 @@ def collect_metrics(files: list[str], out_csv: str, seeds: dict[str, str] | None
     ``seeds`` (several training seeds): each file's training seed, written as a ``seed`` column
     after ``k`` (:data:`lsrbench.names.NO_SEED` for a file it does not name: BM25, a released
     checkpoint); None: the tidy columns alone, as with one seed."""
-    frames = [pd.read_csv(f, sep="\t", dtype={"backbone": str, "k": str, "dataset": str, "measure": str}) for f in files]
+    frames = [pd.read_csv(f, sep="\t", dtype={RUN_COLUMN: str, "k": str, "dataset": str, "measure": str}) for f in files]
     columns = METRIC_COLUMNS if seeds is None else SEEDED_METRIC_COLUMNS
     if seeds is not None:
         frames = [frame.assign(**{SEED: str(seeds.get(f, NO_SEED))}) for f, frame in zip(files, frames)]
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
     df = df[columns]
-    df["_bm25"] = df["backbone"] != BM25
+    df["_bm25"] = df[RUN_COLUMN] != BM25
     df["_k"] = df["k"].map(k_order)
-    order = ["_bm25", "backbone", "_k", "dataset", "measure"]
+    order = ["_bm25", RUN_COLUMN, "_k", "dataset", "measure"]
     if seeds is not None:
         from lsrbench.report.seeds import seed_order
 
@@ -49,7 +49,7 @@ def collect_metrics(files: list[str], out_csv: str, seeds: dict[str, str] | None
 
 def read_metrics(path: str) -> pd.DataFrame:
     """results/metrics.csv as a frame (k, seed and names as text), per-seed rows as written."""
-    return pd.read_csv(path, dtype={"backbone": str, "k": str, SEED: str, "dataset": str, "measure": str})
+    return pd.read_csv(path, dtype={RUN_COLUMN: str, "k": str, SEED: str, "dataset": str, "measure": str})
 
 
 def read_mean_metrics(path: str) -> pd.DataFrame:
@@ -91,9 +91,9 @@ def label_notes(backbones: dict) -> list[str]:
 
 def bm25_label(report_cfg: dict) -> str:
     """How the BM25 reference row is named: its analyzer and parameters (report.bm25_settings)."""
-    settings = report_cfg.get("bm25_settings") or {}
-    analyzer = {"anserini": "Anserini", "bm25s": "bm25s, unstemmed"}.get(settings.get("analyzer", "anserini"))
-    return f"BM25 ({analyzer}, k1={settings.get('k1', 0.9):g}, b={settings.get('b', 0.4):g})"
+    settings = report_cfg["bm25_settings"]
+    analyzer = {"anserini": "Anserini", "bm25s": "bm25s, unstemmed"}[settings["analyzer"]]
+    return f"BM25 ({analyzer}, k1={settings['k1']:g}, b={settings['b']:g})"
 
 
 def bm25_notes(report_cfg: dict) -> list[str]:
@@ -126,8 +126,8 @@ def run_table(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> pd.Da
     rows = []
     flops_ds = flops_datasets(metrics, report_cfg)
     order = {name: i for i, name in enumerate(backbones)}
-    for (backbone, k), grp in metrics.groupby(["backbone", "k"], sort=False):
-        row = {"backbone": backbone, "k": k}
+    for (run, k), grp in metrics.groupby([RUN_COLUMN, "k"], sort=False):
+        row = {RUN_COLUMN: run, "k": k}
         for col in report_cfg["columns"]:
             sel = grp[(grp["measure"] == col["measure"]) & grp["dataset"].isin(col["datasets"])]
             row[col["name"]] = sel["value"].mean() if len(sel) == len(col["datasets"]) else np.nan
@@ -139,8 +139,8 @@ def run_table(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> pd.Da
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    table["_order"] = [-1 if b == BM25 else order.get(split_run_name(b)[0], len(order)) + (0.5 if split_run_name(b)[1] != DEFAULT_MODE else 0)
-                       for b in table["backbone"]]
+    table["_order"] = [-1 if run == BM25 else order.get(split_run_name(run)[0], len(order))
+                       + (0.5 if split_run_name(run)[1] != DEFAULT_MODE else 0) for run in table[RUN_COLUMN]]
     table["_k"] = table["k"].map(k_order)
     return table.sort_values(["_order", "_k"], kind="stable").drop(columns=["_order", "_k"]).reset_index(drop=True)
 
@@ -148,14 +148,14 @@ def run_table(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> pd.Da
 def collapsed_runs(metrics: pd.DataFrame) -> set[tuple[str, str]]:
     """(run, k) of every run whose ``collapsed`` row is set on some dataset."""
     flags = metrics[(metrics["measure"] == COLLAPSED) & (metrics["value"] > 0)]
-    return set(zip(flags["backbone"], flags["k"]))
+    return set(zip(flags[RUN_COLUMN], flags["k"]))
 
 
 def mean_score(metrics: pd.DataFrame, run: str, k: str, measure: str, datasets: list[str]) -> float | None:
     """Mean of ``measure`` over ``datasets`` for one run (the macro mean a table column shows);
     None unless every dataset has its row."""
     _one_row_per_run(metrics)
-    sel = metrics[(metrics["backbone"] == run) & (metrics["k"] == k) & (metrics["measure"] == measure)
+    sel = metrics[(metrics[RUN_COLUMN] == run) & (metrics["k"] == k) & (metrics["measure"] == measure)
                   & metrics["dataset"].isin(datasets)]
     if len(sel) != len(datasets):
         return None
@@ -168,7 +168,7 @@ def best_k(metrics: pd.DataFrame, run: str, measure: str, datasets: list[str]) -
     qualifies. The one definition of "best k" (Table 1's bold, norms, auto-k, claims)."""
     collapsed = collapsed_runs(metrics)
     scored = []
-    for k in metrics.loc[metrics["backbone"] == run, "k"].unique():
+    for k in metrics.loc[metrics[RUN_COLUMN] == run, "k"].unique():
         if k_value(k) is None or (run, k) in collapsed:
             continue
         score = mean_score(metrics, run, k, measure, datasets)
@@ -181,13 +181,13 @@ def swept_ks(metrics: pd.DataFrame, run: str) -> list[str]:
     """The numeric ks a run was trained at, collapsed ones included: with one alone (an ``untie``
     run at a single k, a released checkpoint) its best k was compared with nothing, so Table 1
     marks no best for it."""
-    return [k for k in metrics.loc[metrics["backbone"] == run, "k"].unique() if k_value(k) is not None]
+    return [k for k in metrics.loc[metrics[RUN_COLUMN] == run, "k"].unique() if k_value(k) is not None]
 
 
 def best_ks(metrics: pd.DataFrame, measure: str, datasets: list[str]) -> dict[str, str]:
     """:func:`best_k` of every run of ``metrics`` that has one (BM25 has none)."""
     out = {}
-    for run in metrics.loc[metrics["backbone"] != BM25, "backbone"].unique():
+    for run in metrics.loc[metrics[RUN_COLUMN] != BM25, RUN_COLUMN].unique():
         k = best_k(metrics, run, measure, datasets)
         if k is not None:
             out[run] = k

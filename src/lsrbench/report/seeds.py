@@ -16,12 +16,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from lsrbench.names import METRIC_COLUMNS, NO_SEED, SEED
+from lsrbench.names import METRIC_COLUMNS, NO_SEED, RUN_COLUMN, SEED
 
 __all__ = ["is_seeded", "seeds_of", "seed_order", "seed_mean", "per_seed", "spread", "run_seeds", "mean_perquery",
            "mean_train_logs", "by_model", "read_mean_train_logs"]
 
-_MEAN_KEYS = ["backbone", "k", "dataset", "measure"]
+_MEAN_KEYS = [RUN_COLUMN, "k", "dataset", "measure"]
 
 
 def is_seeded(metrics: pd.DataFrame) -> bool:
@@ -55,7 +55,7 @@ def seed_mean(metrics: pd.DataFrame) -> pd.DataFrame:
     run, unchanged)."""
     if not is_seeded(metrics):
         return metrics
-    seeds = metrics.groupby(["backbone", "k"], sort=False)[SEED].transform("nunique")
+    seeds = metrics.groupby([RUN_COLUMN, "k"], sort=False)[SEED].transform("nunique")
     grouped = metrics.assign(_seeds=seeds).groupby(_MEAN_KEYS, sort=False, as_index=False).agg(
         value=("value", "mean"), _rows=("value", "size"), _seeds=("_seeds", "first"))
     return grouped[grouped["_rows"] == grouped["_seeds"]][METRIC_COLUMNS].reset_index(drop=True)

@@ -128,10 +128,10 @@ def _k_value(run: str, k: str, config_file: str, files: dict, auto_k: dict | Non
 
 def k_from_probes(run: str, probe_files: list[str], k_from_probe: dict, config_file: str) -> float:
     """``k: probe``: the k at which the run's statistic at step 0 crosses the reference backbone's at
-    k = 1 (:func:`lsrbench.report.probe_report.recommend_k`, the heuristic docs/probe.md states),
+    k = 1 (:func:`lsrbench.report.probe.report.recommend_k`, the heuristic docs/probe.md states),
     from the run's and the reference's probe files; a crossing the probed k do not bracket is a
     one-line InputError saying which way to probe further."""
-    from lsrbench.report.probe_report import recommend_k
+    from lsrbench.report.probe.report import recommend_k
 
     results = []
     for path in dict.fromkeys(probe_files):

@@ -1,0 +1,116 @@
+"""The paper's claims ("Rescaling MLM-Head for Neural Sparse Retrieval", arXiv 2606.18811) as
+checkable statements, evaluated on this run's numbers (docs/claims.md says how).
+
+Claims are declared in the run config (``claims:``), so the tiny default checks its own analogues.
+Each claim type is one class (:class:`lsrbench.report.claims.claim_type.ClaimType`) and one line of
+:data:`CLAIM_TYPES`: it evaluates its spec, names the runs the validator checks against the grid and
+the datasets whose per-query scores the claims rule reads. Verdicts: ``holds`` / ``fails``
+(a test significant after Holm's correction over the distinct tests of the tested claims, or a
+collapse flag: never noise alone, :mod:`lsrbench.report.claims.calibration` measures it),
+``inconclusive``, ``by construction`` (the config makes it true whatever training does: twins of
+one checkpoint on one set of models), ``descriptive`` (no test) or ``not measured`` (evidence it
+needs is absent). Comparisons test the
+statistic the table prints, the macro mean over datasets
+(:func:`lsrbench.report.stats.macro_paired_test`); "matches or beats" is a non-inferiority test
+with the margin ``claims.margin``; a run's best k is chosen on ``claims.select_on`` (MS MARCO Dev
+in the paper config) with :func:`lsrbench.report.results.best_k` (collapsed runs excluded), and a
+claim that compares it is tested over every k the choice could take (:mod:`~lsrbench.report.claims.compare`).
+"""
+
+from __future__ import annotations
+
+from lsrbench.report.claims.claim_type import ClaimType
+from lsrbench.report.claims.best_k import BestKAbove, BestKMatchesPaper, NormBestKCorrelation
+from lsrbench.report.claims.compare import Compare
+from lsrbench.report.claims.evidence import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, Evidence, NotMeasured, Settings, Verdict
+from lsrbench.report.claims.frontier import Frontier
+from lsrbench.report.claims.loss import Loss
+from lsrbench.report.stats import holm
+
+__all__ = ["CLAIM_TYPES", "claim_type", "perquery_datasets", "decide", "evaluate_claims", "holm_family_size", "Evidence"]
+
+# The registry: claims.list[].type -> its claim type (the schema's enum lists the same names).
+CLAIM_TYPES: dict[str, ClaimType] = {t.name: t for t in (
+    Compare(),
+    BestKAbove(),
+    BestKMatchesPaper(),
+    NormBestKCorrelation(),
+    Frontier(),
+    Loss(),
+)}
+
+
+def claim_type(name: str) -> ClaimType:
+    """The claim type of ``claims.list[].type`` (validated by the schema's enum)."""
+    return CLAIM_TYPES[name]
+
+
+def perquery_datasets(config: dict) -> list[str]:
+    """The datasets whose per-query scores the config's claims read (the claims rule's inputs), in
+    the order the claims first need them."""
+    names: list[str] = []
+    for spec in (config.get("claims") or {}).get("list", []):
+        names += [d for d in claim_type(spec["type"]).perquery_datasets(spec, config) if d not in names]
+    return names
+
+
+def decide(p_adjusted: float, sign_ok: bool, alpha: float, can_hold: bool = True) -> str:
+    """A tested claim's verdict from its Holm-adjusted p-value and the observed direction; one that
+    cannot hold (``Verdict.can_hold``) is inconclusive where it would."""
+    if p_adjusted < alpha:
+        return (HOLDS if can_hold else INCONCLUSIVE) if sign_ok else FAILS
+    return INCONCLUSIVE
+
+
+def _evaluate_one(ev: Evidence, spec: dict, s: Settings) -> Verdict:
+    try:
+        v = claim_type(spec["type"]).evaluate(ev, spec, s.for_claim(spec))
+    except NotMeasured as exc:
+        return Verdict(spec["id"], spec["text"], spec["type"], NOT_MEASURED, str(exc))
+    _chance_notes(ev, v, s.for_claim(spec))
+    return v
+
+
+def _chance_notes(ev: Evidence, v: Verdict, s: Settings) -> None:
+    """A note per run the claim reads that scores no better than a random ranking of the evaluated
+    documents (results/chance.json): a comparison with it is a comparison with chance."""
+    if not ev.chance or not v.datasets:
+        return
+    from lsrbench.report.tables.chance import at_chance_note
+    from lsrbench.report.claims.evidence import run_text
+    from lsrbench.report.results import mean_score
+
+    runs = [(run_text(r, k), mean_score(ev.metrics, r, k, s.measure, v.datasets)) for r, k in dict.fromkeys(map(tuple, v.runs))]
+    v.notes += at_chance_note(ev.chance, [(text, x) for text, x in runs if x is not None], s.measure, v.datasets)
+
+
+def evaluate_claims(ev: Evidence, claims_cfg: dict) -> list[Verdict]:
+    """Every claim of ``claims_cfg["list"]`` (the ``claims:`` block with the schema's defaults),
+    then Holm's correction over the p-values of the tested ones (those whose verdict their type left
+    open) and their verdicts from it. Claims that ran one test (equal ``test_key``: "rescaling
+    recovers" and "the best k beats k = 1" of one backbone) are one member of the family: each
+    gets that test's adjusted p, and the later ones say whose test they share."""
+    s = Settings.from_config(claims_cfg)
+    out = [_evaluate_one(ev, spec, s) for spec in claims_cfg.get("list", [])]
+    tested = [v for v in out if v.verdict is None]
+    untested = [v.id for v in tested if v.p_value is None]
+    if untested:
+        raise ValueError(f"claims {', '.join(untested)}: neither a verdict nor a p-value")
+    family: dict[object, list[Verdict]] = {}
+    for v in tested:
+        family.setdefault(("claim", v.id) if v.test_key is None else v.test_key, []).append(v)
+    members = list(family.values())
+    for group, p in zip(members, holm([group[0].p_value for group in members])):
+        for v in group:
+            v.p_adjusted = p
+            v.verdict = decide(p, bool(v.sign_ok), s.alpha, v.can_hold)
+            if v is not group[0]:
+                v.same_test_as = group[0].id
+                v.notes.append(f"the same test as `{group[0].id}` (reported beside it): counted once in Holm's "
+                               "family")
+    return out
+
+
+def holm_family_size(verdicts: list[Verdict]) -> int:
+    """How many tests Holm's correction ran over (claims sharing one test count once)."""
+    return sum(v.p_adjusted is not None and v.same_test_as is None for v in verdicts)

@@ -1,0 +1,188 @@
+"""``lsrbench expected``: a results folder against its config's expected values (config/expected/),
+[OK]/[FAIL] per number with expected, found and tolerance, [--] for what it cannot check, exit 1 on
+a FAIL. The folders are made by the real report code (write_table1) from metrics: the recorded
+tiny default of this repository (helpers.expected) and hand-made ones."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import yaml
+
+from helpers.cli import lsrbench
+from helpers.expected import recorded_tiny_default, results_folder, tiny_config
+from helpers.paths import REPO
+from lsrbench.config.schema import with_defaults
+from lsrbench.names import METRIC_COLUMNS
+from lsrbench.report.verify import expected as ex
+
+CONFIG = {"report": with_defaults("report", {"columns": [{"name": "D nDCG@10", "datasets": ["d"], "measure": "nDCG@10"}],
+                                            "flops_datasets": ["d"], "tradeoff_measure": "nDCG@10", "bm25": True}),
+          "backbones": with_defaults("backbones", {"orig": {"model": "m", "label": "Original"}})}
+
+
+def _folder(tmp_path, metrics: pd.DataFrame, report: dict, backbones: dict, config_id="e698b7867f0d"):
+    return results_folder(tmp_path / "results", metrics, report, backbones, config_id=config_id)
+
+
+def _expected(tmp_path, entries: list[dict], claims: list[dict] | None = None) -> str:
+    path = tmp_path / "expected.yaml"
+    path.write_text(yaml.safe_dump({"config": "config/config.yaml", "config_id": "e698b7867f0d",
+                                    "bases": {"seeds": "test", "deterministic": "test"},
+                                    "table1": entries, "claims": claims or []}), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture()
+def small(tmp_path):
+    rows = [("orig", "1", "d", "nDCG@10", 0.30), ("orig", "1", "d", "FLOPs", 2.0), ("orig", "16", "d", "nDCG@10", 0.10),
+            ("orig", "16", "d", "FLOPs", 1.0), ("BM25", "-", "d", "nDCG@10", 0.40)]
+    return _folder(tmp_path, pd.DataFrame(rows, columns=METRIC_COLUMNS), CONFIG["report"], CONFIG["backbones"])
+
+
+def _cell(backbone, k, column, measure, value, tolerance, basis="seeds"):
+    return {"backbone": backbone, "k": k, "column": column, "measure": measure, "expected": value,
+            "tolerance": tolerance, "basis": basis}
+
+
+def test_every_number_ok_fail_or_named_as_unchecked(small, tmp_path):
+    exp = _expected(tmp_path, [
+        _cell("orig", "1", "D nDCG@10", "nDCG@10", 0.31, 0.02),          # within: OK
+        _cell("orig", "16", "D nDCG@10", "nDCG@10", 0.16, 0.05),         # 0.06 away: FAIL
+        _cell("BM25", "-", "D nDCG@10", "nDCG@10", 0.4, 0.0005, "deterministic"),
+        _cell("orig", "4", "D nDCG@10", "nDCG@10", 0.2, 0.01),           # a row the folder lacks
+        {"backbone": "orig", "k": "1", "column": "FLOPs", "measure": "FLOPs", "expected": None,
+         "why": "the paper reports no value for it"},
+    ], claims=[{"claim": "c1", "expected": 0.1, "tolerance": 0.01, "basis": "seeds"}])
+    proc = lsrbench("expected", "--results", small, "--expected", exp)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "[OK]   orig k=1: D nDCG@10: expected 0.3100 ± 0.0200, found 0.3000 (-0.0100; seeds)" in lines
+    assert "[FAIL] orig k=16: D nDCG@10: expected 0.1600 ± 0.0500, found 0.1000 (-0.0600; seeds)" in lines
+    assert "[OK]   BM25 k=-: D nDCG@10: expected 0.4000 ± 0.0005, found 0.4000 (+0.0000; deterministic)" in lines
+    assert "[--]   orig k=4: D nDCG@10: not checked: not in this folder's Table 1 yet" in lines
+    assert "[--]   orig k=1: FLOPs: not checked: the paper reports no value for it (found 2.0000)" in lines
+    assert ("[--]   claim c1: difference: not checked: no claims.json in the folder yet "
+            "(snakemake --cores 2 results/claims.md)") in lines
+    # the folder's numbers the file does not know: listed, not silently passed
+    assert "[--]   orig k=16: FLOPs: not checked: no expected value for it (not in the expected-values file) (found 1.0000)" \
+        in lines
+    assert lines[-1] == f"{small} against {exp}: 2 OK, 1 FAIL, 4 not checked"
+
+
+def test_a_folder_within_every_tolerance_passes_and_says_which_config(small, tmp_path):
+    exp = _expected(tmp_path, [_cell("orig", "1", "D nDCG@10", "nDCG@10", 0.3, 0.0)])
+    proc = lsrbench("expected", "--results", small, "--expected", exp)
+    assert proc.returncode == 0 and "1 OK, 0 FAIL" in proc.stdout
+    other = _folder(tmp_path / "b", pd.read_csv(small / "metrics.csv", dtype={"k": str}), CONFIG["report"],
+                    CONFIG["backbones"], config_id="0123456789ab")
+    proc = lsrbench("expected", "--results", other, "--expected", exp)
+    assert proc.stdout.startswith(f"note: {other} was made with config 0123456789ab (config/config.yaml); these "
+                                  "expected values are for config e698b7867f0d")
+
+
+def test_nothing_checkable_is_an_error_and_bad_files_are_one_line(small, tmp_path):
+    exp = _expected(tmp_path, [_cell("orig", "4", "D nDCG@10", "nDCG@10", 0.2, 0.01)])
+    proc = lsrbench("expected", "--results", small, "--expected", exp)
+    assert proc.returncode != 0 and proc.stderr.strip().endswith(
+        "no number of it could be checked against the expected values")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"config": "config/config.yaml", "bases": {"seeds": "x"},
+                                   "table1": [{**_cell("orig", "1", "D nDCG@10", "nDCG@10", 0.3, 0.1), "basis": "guess"}]}))
+    proc = lsrbench("expected", "--results", small, "--expected", bad)
+    assert proc.returncode != 0 and proc.stderr.strip() == (
+        f"lsrbench: error: {bad}: table1[0].basis: 'guess' is not one of bases: seeds")
+    proc = lsrbench("expected", "--results", tmp_path / "nowhere", "--expected", exp)
+    assert "nowhere/table1.cells.json: not found" in proc.stderr
+
+
+def test_claim_differences_read_claims_json_and_each_backbone(small, tmp_path):
+    """A comparison's difference is claims.json's; a best-k claim over several backbones has one
+    per backbone, its two runs' mean scores apart (metrics.csv)."""
+    (small / "claims.json").write_text(json.dumps({"measure": "nDCG@10", "claims": [
+        {"id": "c1", "type": "compare", "verdict": "holds", "difference": 0.2, "runs": [["orig", "1"], ["orig", "16"]],
+         "datasets": ["d"]},
+        {"id": "c2", "type": "best_k_above", "verdict": "fails", "difference": None,
+         "runs": [["orig", "16"], ["orig", "1"]], "datasets": ["d"]},
+        # one backbone: the engine records its difference, still filed under the backbone
+        {"id": "c3", "type": "best_k_above", "verdict": "fails", "difference": -0.2,
+         "runs": [["orig", "16"], ["orig", "1"]], "datasets": ["d"]}]}))
+    exp = _expected(tmp_path, [], claims=[{"claim": "c1", "expected": 0.19, "tolerance": 0.02, "basis": "seeds"},
+                                          {"claim": "c2", "backbone": "orig", "expected": -0.2, "tolerance": 0.001,
+                                           "basis": "seeds"},
+                                          {"claim": "c3", "backbone": "orig", "expected": -0.2, "tolerance": 0.001,
+                                           "basis": "seeds"}])
+    proc = lsrbench("expected", "--results", small, "--expected", exp)
+    assert "[OK]   claim c1: difference: expected 0.1900 ± 0.0200, found 0.2000 (+0.0100; seeds)" in proc.stdout
+    assert "[OK]   claim c2 [orig]: difference: expected -0.2000 ± 0.0010, found -0.2000 (+0.0000; seeds)" in proc.stdout
+    assert "[OK]   claim c3 [orig]: difference: expected -0.2000 ± 0.0010, found -0.2000 (+0.0000; seeds)" in proc.stdout
+    assert "claim c3:" not in proc.stdout  # not a second, unkeyed line
+
+
+def test_a_folder_of_several_seeds_is_held_to_the_tolerance_of_their_mean(tmp_path):
+    """With m training seeds Table 1 shows means: a seed-derived tolerance shrinks to that of a mean
+    of m runs, quantile * sd * sqrt(1/m + 1/n); a deterministic one stays."""
+    rows = [(r, k, s, "d", m, v) for s, shift in (("1", 0.0), ("2", 0.02))
+            for r, k, m, v in (("orig", "1", "nDCG@10", 0.30 + shift), ("orig", "1", "FLOPs", 2.0))]
+    rows += [("BM25", "-", "-", "d", "nDCG@10", 0.40)]
+    folder = _folder(tmp_path, pd.DataFrame(rows, columns=["backbone", "k", "seed", "dataset", "measure", "value"]),
+                     CONFIG["report"], CONFIG["backbones"])
+    exp = tmp_path / "e.yaml"
+    exp.write_text(yaml.safe_dump({"config": "config/config.yaml", "bases": {"seeds": "t", "deterministic": "t"},
+                                   "seeds_rule": {"n": 5, "quantile": 8.0},
+                                   "table1": [{**_cell("orig", "1", "D nDCG@10", "nDCG@10", 0.30, 0.12), "sd": 0.01},
+                                              _cell("BM25", "-", "D nDCG@10", "nDCG@10", 0.4, 0.0005, "deterministic")]}))
+    proc = lsrbench("expected", "--results", folder, "--expected", exp)
+    tol = 8.0 * 0.01 * (1 / 2 + 1 / 5) ** 0.5
+    assert f"[OK]   orig k=1: D nDCG@10: expected 0.3000 ± {tol:.4f}, found 0.3100 (+0.0100; seeds, for a mean of 2 seeds)" \
+        in proc.stdout.splitlines(), proc.stdout
+    assert "[OK]   BM25 k=-: D nDCG@10: expected 0.4000 ± 0.0005" in proc.stdout
+
+
+# -- the repository's own expected values ----------------------------------------------------------
+
+def test_the_recorded_default_passes_and_an_ndcg_moved_by_005_fails_naming_it(tmp_path):
+    """The tiny default's own record passes config/expected/tiny.yaml (found from the folder's
+    config); each nDCG@10 moved by 0.05 fails, naming that cell, wherever that takes it outside the
+    tolerance the seeds measured: BM25's and the collapsed reference at k = 16, whose seeds agree
+    closely (the other rows vary between seeds by more than 0.05: moved, they still pass)."""
+    config = tiny_config()
+    metrics = recorded_tiny_default()
+    folder = _folder(tmp_path / "base", metrics, config["report"], config["backbones"])
+    proc = lsrbench("expected", "--results", folder, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "config/expected/tiny.yaml" in proc.stdout.splitlines()[-1] and " 0 FAIL" in proc.stdout
+    entries = {(e["backbone"], e["k"]): e for e in ex.load_expected(REPO / "config/expected/tiny.yaml")["table1"]
+               if e["measure"] == "nDCG@10"}
+    assert entries[("splade-tiny", "16")]["tolerance"] < 0.05 and entries[("BM25", "-")]["tolerance"] < 0.05
+    for (backbone, k), entry in entries.items():
+        moved = metrics.copy()
+        row = (moved["backbone"] == backbone) & (moved["k"] == k) & (moved["measure"] == "nDCG@10")
+        moved.loc[row, "value"] += 0.05
+        out = _folder(tmp_path / f"{backbone}-{k}", moved, config["report"], config["backbones"])
+        proc = lsrbench("expected", "--results", out, cwd=REPO)
+        failed = [line for line in proc.stdout.splitlines() if line.startswith("[FAIL]")]
+        found = float(metrics.loc[row, "value"].iloc[0]) + 0.05
+        if abs(found - entry["expected"]) > entry["tolerance"]:
+            assert proc.returncode == 1 and len(failed) == 1, proc.stdout
+            assert failed[0].startswith(f"[FAIL] {backbone} k={k}: Vaswani nDCG@10: expected {entry['expected']:.4f}")
+        else:  # the seeds' spread of this cell is wider than 0.05 around its mean: still a reproduction
+            assert proc.returncode == 0 and not failed, proc.stdout
+
+
+def test_expected_files_match_the_configs_they_name():
+    """Every number of the configs' Table 1 rows and every claim is in their expected files, each
+    with a value or a reason, and the files are what benchmark/expected_values.py makes."""
+    from lsrbench.config.grid import runs
+
+    for name, config_file in (("tiny", "config/config.yaml"), ("paper", "config/paper.yaml")):
+        data = ex.load_expected(REPO / "config" / "expected" / f"{name}.yaml")
+        assert data["config"] == config_file
+        from lsrbench.cli_options import load_config
+
+        config = load_config([str(REPO / config_file)], check_files=False)[0]
+        rows = {(e["backbone"], e["k"]) for e in data["table1"]}
+        assert rows == {*runs(config), *([("BM25", "-")] if config["report"]["bm25"] else [])}
+        assert {e["claim"] for e in data["claims"]} == {c["id"] for c in config["claims"]["list"]}
