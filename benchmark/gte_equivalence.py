@@ -23,7 +23,6 @@ import argparse
 import hashlib
 import json
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 

@@ -147,7 +147,6 @@ def test_the_micro_configs_folders_and_params_are_what_they_were(tmp_path):
 
 if __name__ == "__main__":  # prints the literals below from the code as it is
     import json
-    import sys
     import tempfile
     from pathlib import Path
 

@@ -75,7 +75,7 @@ def exact_topk(
     if not sp.issparse(queries):
         raise ValueError(f"exact_topk: expected a scipy sparse matrix, got {type(queries).__name__}")
     if top_k < 0:
-        raise ValueError(f"exact_topk: k must be >= 0, got {k}")
+        raise ValueError(f"exact_topk: top_k must be >= 0, got {top_k}")
     q = sp.csr_matrix(queries, copy=True)
     q.sum_duplicates()
     if q.shape[1] != index.vocab_size:
