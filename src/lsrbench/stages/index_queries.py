@@ -3,18 +3,12 @@ full collections) gets its queries encoded only, scored against the other's ``do
 
 from __future__ import annotations
 
-from lsrbench.dag.stage import Stage
-from lsrbench.stages.index import index, index_folder, index_grid, index_identity, index_inputs
+from dataclasses import replace
+
+from lsrbench.stages.index import STAGE as INDEX, index_grid
 
 __all__ = ["STAGE"]
 
-STAGE = Stage(
-    name="index_queries", kind="index", job=index,
-    priority=2,
-    model_job=True,
-    grid=lambda c: index_grid(c, shares_corpus=True),
-    folder_fields=index_folder,
-    identity=index_identity,
-    inputs=index_inputs,
-    outputs={"queries_npz": "queries.npz"},
-)
+# the index stage's declaration but for its grid and its one output (no document shards)
+STAGE = replace(INDEX, name="index_queries", grid=lambda c: index_grid(c, shares_corpus=True),
+                outputs={"queries_npz": "queries.npz"}, runtime=lambda layout, item: {})
