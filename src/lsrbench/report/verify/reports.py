@@ -74,6 +74,15 @@ def _read_record(path: Path, trace: Trace) -> tuple[dict, Where] | None:
         return None
 
 
+def _stated_record(stated, side: Path, trace: Trace) -> tuple[dict, Where, dict, dict] | None:
+    """A report's JSON record, where its paths are now, and the config record and config it states
+    (None where the record is absent or unreadable, or the config is missing: said elsewhere)."""
+    settings = _settings(stated, side)
+    if not side.is_file() or settings is None or (read := _read_record(side, trace)) is None:
+        return None
+    return (*read, *settings)
+
+
 def _run_files(rows, located: Where, report: Path, trace: Trace) -> dict | None:
     """``[key..., path]`` rows as ``{key: path now}``; None (and a problem) when one is not vouched
     for by a manifest."""
@@ -139,10 +148,9 @@ def _norms(root: Path, stated, trace: Trace) -> None:
     from lsrbench.report.tables.norms import norms_report_text
 
     md, side, metrics_csv = root / "norms.md", root / "norms.data.json", root / "metrics.csv"
-    settings = _settings(stated, side)
-    if not side.is_file() or settings is None or (read := _read_record(side, trace)) is None:
+    if (found := _stated_record(stated, side, trace)) is None:
         return
-    (record, located), (config_rec, config) = read, settings
+    record, located, config_rec, config = found
     _check_outputs(record, located, side, trace)
     files = _run_files(record["sources"].get("norm_files"), located, side, trace)
     probe_files = _run_files(record["sources"].get("probe_files"), located, side, trace)
@@ -167,10 +175,9 @@ def _claims(root: Path, stated, trace: Trace) -> None:
     from lsrbench.report.claims.output import claims_texts, evidence_seeds, read_evidence
 
     md, side, metrics_csv = root / "claims.md", root / "claims.json", root / "metrics.csv"
-    settings = _settings(stated, side)
-    if not side.is_file() or settings is None or (read := _read_record(side, trace)) is None:
+    if (found := _stated_record(stated, side, trace)) is None:
         return
-    (record, located), (config_rec, config) = read, settings
+    record, located, config_rec, config = found
     sources = record.get("sources") or {}
     files = {name: _run_files(sources.get(name), located, side, trace)
              for name in ("perquery_files", "norm_files", "log_files", "probe_files")}
@@ -199,10 +206,9 @@ def _tradeoff(root: Path, stated, trace: Trace) -> None:
     from lsrbench.report.results import read_mean_metrics
 
     side, metrics_csv = root / "tradeoff.data.json", root / "metrics.csv"
-    settings = _settings(stated, side)
-    if not side.is_file() or settings is None or (read := _read_record(side, trace)) is None:
+    if (found := _stated_record(stated, side, trace)) is None:
         return
-    (record, located), (config_rec, config) = read, settings
+    record, located, config_rec, config = found
     _check_outputs(record, located, side, trace)
     s = report_settings(config)
     _compare_data(side, record["data"], tradeoff_data(read_mean_metrics(str(metrics_csv)), s["report_cfg"], s["backbones"]),
@@ -215,10 +221,9 @@ def _loss_curves(root: Path, stated, trace: Trace) -> None:
     from lsrbench.report.seeds import read_mean_train_logs
 
     side = root / "loss_curves.data.json"
-    settings = _settings(stated, side)
-    if not side.is_file() or settings is None or (read := _read_record(side, trace)) is None:
+    if (found := _stated_record(stated, side, trace)) is None:
         return
-    (record, located), (config_rec, config) = read, settings
+    record, located, config_rec, config = found
     _check_outputs(record, located, side, trace)
     files = _run_files(record["sources"].get("log_files"), located, side, trace)
     if files is None:
