@@ -19,7 +19,7 @@ SPLADE_PP = {"steps": 150000, "batch_size": 128, "learning_rate": 2e-5, "warmup_
 def test_splade_pp_recipe_passes_check_config_and_changes_only_the_recipe():
     proc = lsrbench("check-config", "--configfile", "config/paper-splade-pp.yaml", cwd=REPO)
     assert proc.returncode == 0, proc.stderr
-    assert "(on config/paper.yaml): ok: 8 backbones, 42 runs" in proc.stdout
+    assert "(on config/paper.yaml): ok: 9 backbones, 44 runs" in proc.stdout
     paper, _, _ = load_config_files([REPO / "config/paper.yaml"])
     pp, _, files = load_config_files([REPO / "config/paper-splade-pp.yaml"])
     assert [f.rsplit("/", 1)[-1] for f in files] == ["paper.yaml", "paper-splade-pp.yaml"]
@@ -56,3 +56,24 @@ def test_every_paper_backbone_is_pinned_and_runs_no_remote_code():
         for backbone, entry in config["backbones"].items():
             assert is_commit(entry.get("revision")), (name, backbone, entry.get("revision"))
             assert not entry.get("trust_remote_code"), (name, backbone)
+
+
+def test_the_controls_vary_one_thing_each():
+    """Tying, head scale and vocabulary each against a BERT run that differs in it alone (both sides
+    untied where the scale or vocabulary varies); "changes nothing" claims are equivalence tests."""
+    config = yaml.safe_load((REPO / "config/paper.yaml").read_text())
+    backbones, claims = config["backbones"], {c["id"]: c for c in config["claims"]["list"]}
+    assert backbones["bert"]["modes"] == {"shared": config["k_grid"], "untie": [1]}
+    scaled, cased = backbones["bert-at-modernbert-scale"], backbones["bert-cased-at-bert-scale"]
+    assert scaled["model"] == backbones["bert"]["model"] and scaled["revision"] == backbones["bert"]["revision"]
+    assert scaled["head_scale"] == {"match": "modernbert", "statistic": "mean_row_norm", "mode": "untie"}
+    assert cased["model"] == "bert-base-cased" and cased["k"] == [1]
+    assert cased["head_scale"] == {"match": "bert", "statistic": "mean_row_norm", "mode": "untie"}
+    untied_bert = {"backbone": "bert+untie", "k": 1}
+    assert (claims["tying_alone_changes_nothing"]["a"], claims["tying_alone_changes_nothing"]["b"]) == (
+        untied_bert, {"backbone": "bert", "k": 1})
+    assert claims["scale_alone_reproduces_failure"]["b"] == untied_bert
+    assert claims["vocabulary_alone_changes_nothing"]["b"] == untied_bert
+    assert [claims[c]["expect"] for c in ("tying_alone_changes_nothing", "vocabulary_alone_changes_nothing",
+                                          "scale_alone_reproduces_failure", "gap_left_after_rescaling")] == [
+        "equivalent", "equivalent", "less", "not_less"]

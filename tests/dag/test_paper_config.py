@@ -41,11 +41,14 @@ def test_paper_dry_run_on_slurm_profile(tmp_path):
                      "-d", str(tmp_path))
     out = proc.stdout + proc.stderr
     counts = job_counts(out)
-    # the paper's seven backbones and the scale control (BERT with its head at ModernBERT's scale)
-    assert len(config["backbones"]) == 8 and config["k_grid"] == [1, 2, 4, 8, 16]
+    # the paper's seven backbones, the scale control (BERT with its head at ModernBERT's scale) and
+    # the vocabulary contrast (BERT cased at BERT's scale, k = 1 only)
+    assert len(config["backbones"]) == 9 and config["k_grid"] == [1, 2, 4, 8, 16]
     n_datasets = len(config["evaluation"]["datasets"])
     assert n_datasets == 2 + 13 + 13
-    runs = 8 * 5 + 2  # the grid, plus RoBERTa and ALBERT at k=16 in untie mode (the ablation)
+    # the grid, RoBERTa and ALBERT at k=16 in untie mode (the ablation), BERT untied at k=1 and the
+    # vocabulary contrast at k=1 (the unconfounded control)
+    runs = 8 * 5 + 2 + 1 + 1
     assert counts["train"] == runs
     # MS MARCO Dev and TREC DL 2019 share the 8.8M passages: encoded once per run, DL19 only its queries
     assert counts["evaluate"] == runs * n_datasets
@@ -59,13 +62,13 @@ def test_paper_dry_run_on_slurm_profile(tmp_path):
     # the paper's reference values are an input of table1: editing them re-runs it
     table1 = [b for b in re.split(r"\n(?=\[\w{3} \w{3} )|\n\s*\n", out) if re.search(r"^\s*rule table1:", b, re.M)]
     assert len(table1) == 1 and str(REPO / "config/paper_reference.yaml") in table1[0]
-    assert counts["norm"] == 8 and counts["bm25"] == n_datasets
+    assert counts["norm"] == 9 and counts["bm25"] == n_datasets
     assert counts["pooled_flops"] == runs  # NanoBEIR FLOPs pooled per run (SparseNanoBEIREvaluator)
     jobs = _jobs(out)
     train = [j for j in jobs if j["rule"] == "train"]
     assert {(j["wildcards"]["run"], j["wildcards"]["k"]) for j in train} == {
-        (b, str(k)) for b in config["backbones"] for k in config["k_grid"]} | {("roberta+untie", "16"),
-                                                                              ("albert+untie", "16")}
+        (b, str(k)) for b in config["backbones"] if b != "bert-cased-at-bert-scale" for k in config["k_grid"]} | {
+        ("roberta+untie", "16"), ("albert+untie", "16"), ("bert+untie", "1"), ("bert-cased-at-bert-scale", "1")}
     for job in jobs:
         res = job["resources"]
         if job["rule"] in ("train", "index"):

@@ -51,18 +51,19 @@ def test_job_counts_and_dataset_sizes_without_calibration(tmp_path):
 def test_published_sizes_of_the_paper_grid(tmp_path):
     stdout, plan = _plan(tmp_path, "--no-calibration", config=REPO / "config/paper.yaml")
     jobs = plan["jobs"]
-    # seven backbones and the scale control at five k, and the untie ablation (RoBERTa, ALBERT at k=16)
-    trainings = 8 * 5 + 2
+    # seven backbones and the scale control at five k, the untie ablation (RoBERTa, ALBERT at k=16), BERT
+    # untied at k=1 and the vocabulary contrast at k=1
+    trainings = 8 * 5 + 2 + 1 + 1
     assert jobs["train"] == trainings and jobs["evaluate"] == trainings * 28
     # MS MARCO's passages are encoded once per run (DL19 only gets its queries encoded)
     assert jobs["index"] == trainings * 27 and jobs["index_queries"] == trainings
     sizes = plan["datasets"]
     assert sizes["msmarco-dev"]["documents"] == 8_841_823 and sizes["trec-dl-2019"]["queries"] == 43
     assert sizes["NanoTouche2020"] == {"documents": 5745, "queries": 49, "evaluated_documents": 5745, "source": "published"}
-    untie = {"roberta", "albert"}
-    assert all(b["calibration"] is None and b["train_jobs"] == 5 + (name in untie)
-               and b["evaluate_jobs"] == (5 + (name in untie)) * 28 for name, b in plan["backbones"].items())
-    assert re.search(r"^\| total \(calibrated rows\) +\| +\| 42 ", stdout, re.M), stdout
+    per_backbone = {"roberta": 6, "albert": 6, "bert": 6, "bert-cased-at-bert-scale": 1}
+    assert all(b["calibration"] is None and b["train_jobs"] == per_backbone.get(name, 5)
+               and b["evaluate_jobs"] == per_backbone.get(name, 5) * 28 for name, b in plan["backbones"].items())
+    assert re.search(r"^\| total \(calibrated rows\) +\| +\| 44 ", stdout, re.M), stdout
     # docs/cluster.md quotes these counts: they must be plan's
     (line,) = [line for line in (REPO / "docs/cluster.md").read_text(encoding="utf-8").splitlines()
                if "For the paper config:" in line]
@@ -70,12 +71,14 @@ def test_published_sizes_of_the_paper_grid(tmp_path):
     assert quoted == {rule: jobs[rule] for rule in ("train", "index", "index_queries", "evaluate")}, line
     assert f"{jobs['total']:,} jobs in all" in line, line
     # the bill: every backbone sized from its published config, none on disk; the scale control is BERT's
-    # checkpoint at the same jobs, so it costs what BERT costs
+    # checkpoint, so a run of it costs what a run of BERT costs (BERT has one more: untied at k=1)
     bill = plan["bill"]
     assert set(bill) == set(plan["backbones"]) and all(b["gpu_hours"] for b in bill.values())
     assert all(b["shape"].startswith("published config of ") for b in bill.values())
-    assert bill["bert-at-modernbert-scale"]["gpu_hours"] == bill["bert"]["gpu_hours"]
-    assert bill["bert-at-modernbert-scale"]["disk"] == bill["bert"]["disk"]
+    for stage in ("train", "index"):
+        assert bill["bert-at-modernbert-scale"]["gpu_hours"][stage]["bound"] == pytest.approx(
+            bill["bert"]["gpu_hours"][stage]["bound"] * 5 / 6, rel=1e-12)
+    assert bill["bert-at-modernbert-scale"]["disk"]["index"] == pytest.approx(bill["bert"]["disk"]["index"] * 5 / 6, rel=1e-9)
     total = plan["bill_totals"]["gpu_hours"]["train"]["bound"]
     assert total == pytest.approx(sum(b["gpu_hours"]["train"]["bound"] for b in bill.values()), rel=1e-12)
     assert "## The bill: GPU-hours and disk per backbone (H100)" in stdout and "### Assumptions and uncertainty" in stdout

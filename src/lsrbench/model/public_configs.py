@@ -24,6 +24,9 @@ _BERT_BASE_UNCASED = {
     "transformers_version": "4.6.0.dev0", "type_vocab_size": 2, "use_cache": True, "vocab_size": 30522,
 }
 
+# bert-base-uncased's architecture and pretraining, another vocabulary: 28,996 case-sensitive WordPiece terms.
+_BERT_BASE_CASED = {**_BERT_BASE_UNCASED, "transformers_version": "4.26.0", "vocab_size": 28996}
+
 _DISTILBERT_BASE_UNCASED = {
     "activation": "gelu", "architectures": ["DistilBertForMaskedLM"], "attention_dropout": 0.1, "dim": 768,
     "dropout": 0.1, "hidden_dim": 3072, "initializer_range": 0.02, "max_position_embeddings": 512,
@@ -89,6 +92,12 @@ PUBLIC_CONFIGS: dict[str, dict] = {
                   "file, BertForMaskedLM, transformers 4.6.0.dev0, with vocab_size edited to 50265 there) and "
                   "github.com/lukyanchikov/NLP bert-base-uncased/config.json @02f5c09 (a fine-tuned copy: vocab_size "
                   "30522); transformers' BertConfig defaults are bert-base-uncased's (its docstring)",
+    },
+    "bert-base-cased": {
+        "config": _BERT_BASE_CASED,
+        "source": "a public transformers log printing the hub file read from models--bert-base-cased/snapshots/"
+                  "5532cc5.../config.json (BertForMaskedLM, transformers 4.26.0: every key as bert-base-uncased's but "
+                  "vocab_size 28996; GitHub code search)",
     },
     "distilbert-base-uncased": {
         "config": _DISTILBERT_BASE_UNCASED,

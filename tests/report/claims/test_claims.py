@@ -101,6 +101,26 @@ def test_matches_or_beats_is_non_inferiority_with_the_margin():
     assert tight["ni"].verdict == "fails"  # no margin: a constant -0.001 is significantly below 0
 
 
+def test_equivalent_is_two_one_sided_tests_within_the_margin():
+    """TOST: equal within the margin holds only when both one-sided tests say so; a difference
+    significantly outside it fails; a noisy difference near 0 is inconclusive, never "equal"."""
+    base = _scores(0.5, 0.4, 1, n=200)
+    noise = np.random.default_rng(7).normal(0, 0.25, 200)
+    ev = evidence({("other", "1", "d1"): base, ("orig", "1", "d1"): base - 0.001, ("third", "1", "d1"): base - 0.05,
+                   ("twin", "4", "d1"): np.clip(base + noise, 0, 1)})
+    specs = [compare("same", ("orig", "1"), ("other", "1"), "equivalent"),
+             compare("far", ("third", "1"), ("other", "1"), "equivalent"),
+             compare("noisy", ("twin", "4"), ("other", "1"), "equivalent")]
+    out = {v.id: v for v in evaluate_claims(ev, claims(*specs, margin=1.0))}
+    assert out["same"].verdict == "holds" and out["same"].margin == pytest.approx(0.01)
+    assert out["same"].diff == pytest.approx(-0.001, abs=1e-12)
+    assert "above -margin: p = " in out["same"].details and "below +margin: p = " in out["same"].details
+    assert out["far"].verdict == "fails"  # 5 points below: significantly outside the 1-point margin
+    assert abs(out["noisy"].diff) < 0.05 and out["noisy"].verdict == "inconclusive", out["noisy"].details
+    # no margin: nothing can be shown equal (a constant -0.001 is significantly below +0 and -0)
+    assert {v.id: v.verdict for v in evaluate_claims(ev, claims(specs[0], margin=0.0))}["same"] == "fails"
+
+
 def test_best_k_selected_on_select_on_and_tested_on_the_datasets():
     # on the selection set k=4 is best; on the test set k=16 would be: the claim tests k=4
     ev = evidence({("other", "1", "sel"): _scores(0.3, 0.1, 2), ("other", "4", "sel"): _scores(0.6, 0.1, 3),

@@ -18,10 +18,11 @@ from lsrbench.report.results import collapsed_runs
 
 __all__ = ["Compare", "selectable_ks"]
 
-_SHIFT = {"less": 0, "greater": 0, "different": 0, "not_less": -1, "not_greater": +1}
-_SIGN = {"less": -1, "greater": +1, "different": 0, "not_less": +1, "not_greater": -1}
+_SHIFT = {"less": 0, "greater": 0, "different": 0, "not_less": -1, "not_greater": +1, "equivalent": -1}
+_SIGN = {"less": -1, "greater": +1, "different": 0, "not_less": +1, "not_greater": -1, "equivalent": +1}
 _RELATION = {"less": "a < b", "greater": "a > b", "different": "a != b",
-             "not_less": "a >= b - margin (non-inferiority)", "not_greater": "a <= b + margin"}
+             "not_less": "a >= b - margin (non-inferiority)", "not_greater": "a <= b + margin",
+             "equivalent": "b - margin < a < b + margin (equivalence, TOST)"}
 
 
 def selectable_ks(ev: Evidence, run: str) -> list[str]:
@@ -61,16 +62,30 @@ class Compare(ClaimType):
                      + (f" with margin {s.margin:.4f}" if shift else "") + f"; difference {t.diff:+.4f} "
                      f"{t.interval_text().replace('[', '[95% CI ', 1) if t.ci else t.interval_text()}, "
                      f"p = {t.p_value:.4g} (H0: difference = {shift:+.4f})")
+        if not selected and expect == "equivalent":
+            _equivalence(ev, s, v, a, b, t)
+            return v
         if not selected:
             set_outcome(v, pair_outcome(t, a, b, s.measure, s.datasets, _SIGN[expect]))
             return v
-        if expect == "different":
+        if expect in ("different", "equivalent"):
             v.verdict = INCONCLUSIVE
-            v.details += ("; a side is the best k the results chose, and \"differs from the best\" has no test over "
+            v.details += (f"; a side is the best k the results chose, and \"{_RELATION[expect]}\" has no test over "
                           "the ks it could be: not tested")
             return v
         _over_selection(ev, s, spec, v, (a, b), shift, {(a, b): t})
         return v
+
+
+def _equivalence(ev: Evidence, s: Settings, v: Verdict, a, b, lower) -> None:
+    """Equivalence as two one-sided tests (Schuirmann's TOST): a - b above -margin (``lower``) and
+    below +margin, each at its two-sided p as the non-inferiority test reads it; holds when both are
+    significant their way, fails when either is significantly against (the difference outside the
+    margin), else inconclusive: a difference that is merely not significant is never "equal"."""
+    upper = paired_test(ev, s, a, b, s.measure, s.datasets, +s.margin)
+    set_outcome(v, all_of([pair_outcome(lower, a, b, s.measure, s.datasets, +1),
+                           pair_outcome(upper, a, b, s.measure, s.datasets, -1)]))
+    v.details += f"; above -margin: p = {lower.p_value:.4g}, below +margin: p = {upper.p_value:.4g} (H0: {+s.margin:+.4f})"
 
 
 def _over_selection(ev: Evidence, s: Settings, spec: dict, v: Verdict, chosen, shift: float, tests: dict) -> None:
