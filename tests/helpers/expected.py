@@ -38,3 +38,42 @@ def results_folder(folder: Path, metrics: pd.DataFrame, report: dict, backbones:
                  cells_json=str(folder / "table1.cells.json"),
                  config={"id": config_id, "files": list(files), "snapshot": f"results/configs/{config_id}/config.yaml"})
     return folder
+
+
+def made_on(folder: Path, cpu: str) -> Path:
+    """The folder's trained runs recorded as made on CPU model ``cpu`` (a train stage's provenance
+    record, as lsrbench.provenance writes it: what lsrbench expected reads the machine from)."""
+    import json
+
+    record = folder / "runs" / "splade-tiny" / "k1" / "0123456789ab" / "train_provenance.json"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps({"stage": "train", "device": {"cpu": "x86_64", "cpu_model": cpu, "torch_threads": 2}}))
+    return folder
+
+
+def swapped_rows(metrics: pd.DataFrame, a: tuple[str, str], b: tuple[str, str]) -> pd.DataFrame:
+    """Every metric of run ``a`` and run ``b`` (backbone, k) exchanged: the folder of a run whose
+    outputs were filed under each other's name."""
+    out = metrics.copy()
+    rows = {run: (out["backbone"] == run[0]) & (out["k"] == run[1]) for run in (a, b)}
+    for src, dst in ((a, b), (b, a)):
+        values = metrics[rows[src]].set_index(["dataset", "measure"])["value"]
+        out.loc[rows[dst], "value"] = [values[(d, m)] for d, m in zip(out.loc[rows[dst], "dataset"],
+                                                                       out.loc[rows[dst], "measure"])]
+    return out
+
+
+QUALITY = ("nDCG@10", "RR@10", "R@1000")
+
+
+def shifted_runs(metrics: pd.DataFrame, low: float = 0.02, high: float = 0.03) -> pd.DataFrame:
+    """Every trained run's retrieval quality lower by 0.02-0.03 (run i of n by low + (high - low) i /
+    (n - 1), floored at 0), BM25 and the sparsity numbers as they were: how the issue's run with
+    another MLM re-fit seed looks (every run 0.02-0.03 lower), shifted instead of trained."""
+    out = metrics.copy()
+    runs = [r for r in dict.fromkeys(zip(out["backbone"], out["k"])) if r[0] != "BM25"]
+    for i, (backbone, k) in enumerate(runs):
+        shift = low + (high - low) * i / max(1, len(runs) - 1)
+        rows = (out["backbone"] == backbone) & (out["k"] == k) & out["measure"].isin(QUALITY)
+        out.loc[rows, "value"] = (out.loc[rows, "value"] - shift).clip(lower=0.0)
+    return out

@@ -5,10 +5,16 @@ Table 1 cell (``table1``) and the difference of every tested claim (``claims``),
 tolerance its ``basis`` justifies (``bases``: how it was measured); a number the file gives no value
 for says why (``expected: null``, ``why``).
 
-A number is ``[OK]`` when ``|found - expected| <= tolerance``, ``[FAIL]`` otherwise; one the folder
-does not have yet, or the file has no value for, is ``[--]`` and named. Where ``lsrbench verify``
-checks that a folder's numbers are the ones its own files make, this checks them against what a
-reproduction should give.
+Tiers, per number: a folder of a recorded training seed (its ``seeds``) is ``[OK]`` when it has that
+seed's own value (exact at 4 decimals); on a CPU model that reproduced a recorded seed's bits
+(``bits_reproduced_on``; the folder's train records name its CPU) any other value is ``[FAIL]``.
+``[OK*]`` would be a tolerance measured across CPUs or BLAS (none measured yet). Only where bits
+cannot match (another CPU, a GPU, an unrecorded seed) is a number held to the seeds' 95 % prediction
+interval (``|found - expected| <= tolerance``), with the joint check (``joint``: the runs' mean z,
+which one shift of every run moves) and each claim's recorded verdict. One the folder does not have
+yet, or the file has no value for, is ``[--]`` and named. Where ``lsrbench verify`` checks that a
+folder's numbers are the ones its own files make, this checks them against what a reproduction
+should give.
 """
 
 from __future__ import annotations
@@ -22,12 +28,12 @@ import yaml
 
 from lsrbench.errors import InputError
 
-__all__ = ["EXPECTED_FOLDER", "Check", "OK", "FAIL", "UNCHECKED", "load_expected", "find_expected", "folder_config",
-           "table1_numbers", "claim_differences", "check_folder", "tolerance_for", "check_lines", "summary_line",
-           "number_key"]
+__all__ = ["EXPECTED_FOLDER", "Check", "OK", "OK_MEASURED", "FAIL", "UNCHECKED", "load_expected", "find_expected",
+           "folder_config", "table1_numbers", "claim_differences", "check_folder", "tolerance_for", "check_lines",
+           "summary_line", "number_key", "Tier", "folder_tier"]
 
 EXPECTED_FOLDER = Path("config") / "expected"
-OK, FAIL, UNCHECKED = "OK", "FAIL", "--"
+OK, OK_MEASURED, FAIL, UNCHECKED = "OK", "OK*", "FAIL", "--"
 
 
 @dataclass
@@ -40,6 +46,18 @@ class Check:
     tolerance: float | None = None
     found: float | None = None
     why: str = ""
+    text: str = ""  # a check of words (a verdict): shown instead of the numbers
+
+
+@dataclass(frozen=True)
+class Tier:
+    """What a folder can be held to: its training ``seeds``; ``bits``: whether the machine that made
+    it reproduces a recorded seed's bits (then a number that is not the seed's own is wrong);
+    ``machine``: that machine, in words."""
+
+    seeds: tuple[str, ...]
+    bits: bool
+    machine: str
 
 
 def number_key(entry: dict) -> tuple[str, str, str, str]:
@@ -154,22 +172,52 @@ def claim_differences(claims: dict, metrics) -> dict[tuple, tuple[float | None, 
     return out
 
 
+def folder_tier(results: str | Path, cells: dict, expected: dict) -> Tier:
+    """The folder's training seeds (table1.cells.json's; one seed: its config snapshot's
+    ``recipe.seed``, else the expected file's ``config_seed`` where the folder's config is that
+    file's) and the machine its trained runs were made on (their provenance records; none: this one)."""
+    from lsrbench.provenance import cpu_model
+    from lsrbench.report.verify.reproduction import run_record
+
+    seeds = tuple(str(s) for s in cells.get("seeds") or [])
+    config = cells.get("config") or {}
+    if not seeds:
+        snapshot = Path(results) / "configs" / str(config.get("id")) / "config.yaml"
+        try:
+            seeds = (str(yaml.safe_load(snapshot.read_text(encoding="utf-8"))["recipe"]["seed"]),)
+        except (OSError, yaml.YAMLError, KeyError, TypeError):
+            same = expected.get("config_id") and config.get("id") == expected["config_id"]
+            seeds = (str(expected["config_seed"]),) if same and expected.get("config_seed") else ()
+    record = run_record(results)
+    if record["gpu"]:
+        return Tier(seeds, False, f"{record['cpu'] or 'a CPU'} with GPU {record['gpu']}")
+    cpus = [c.strip() for c in (record["cpu"] or "").split(",") if c.strip()]
+    machine = ", ".join(cpus) if cpus else f"{cpu_model() or 'an unknown CPU'} (this machine: the folder records none)"
+    cpus = cpus or [cpu_model() or ""]
+    return Tier(seeds, all(c in (expected.get("bits_reproduced_on") or []) for c in cpus), machine)
+
+
 def check_folder(results: str | Path, expected: dict) -> list[Check]:
     """Every number of ``expected`` against the folder: its Table 1 (table1.cells.json) and claims
-    (claims.json, metrics.csv); then the folder's numbers the file has no value for. A folder of m
-    training seeds (recipe.seeds) shows means over them: a seed-derived tolerance is then that of a
-    mean of m runs (:func:`tolerance_for`)."""
+    (claims.json, metrics.csv), by tier (:class:`Tier`); the joint check and the claims' recorded
+    verdicts; then the folder's numbers the file has no value for. A folder of m training seeds
+    (recipe.seeds) shows means over them: a seed-derived tolerance is then that of a mean of m runs
+    (:func:`tolerance_for`)."""
     results = Path(results)
     cells = _read_json(results / "table1.cells.json")
-    found, seeds = table1_numbers(cells), len(cells.get("seeds") or []) or 1
-    claims_path = results / "claims.json"
-    claims = {}
+    found, tier = table1_numbers(cells), folder_tier(results, cells, expected)
+    seeds = len(cells.get("seeds") or []) or 1
+    claims_path, claims, verdicts = results / "claims.json", {}, {}
     if claims_path.is_file():
         from lsrbench.report.results import read_mean_metrics
 
-        claims = claim_differences(_read_json(claims_path), read_mean_metrics(str(results / "metrics.csv")))
+        raw = _read_json(claims_path)
+        claims = claim_differences(raw, read_mean_metrics(str(results / "metrics.csv")))
+        verdicts = {c["id"]: c.get("verdict", "") for c in raw.get("claims", [])}
     entries = [*(expected.get("table1") or []), *(expected.get("claims") or [])]
-    checks = [_check_one(e, found, claims, claims_path.is_file(), tolerance_for(e, expected, seeds)) for e in entries]
+    checks = [_check_one(e, found, claims, claims_path.is_file(), tolerance_for(e, expected, seeds), tier)
+              for e in entries]
+    checks += _joint_check(expected, found, seeds) + _verdict_checks(expected, verdicts, tier)
     listed = {number_key(e) for e in entries}
     extra = [key for key in [*found, *claims] if key not in listed]
     checks += [Check(_label(key), UNCHECKED, found=found.get(key, claims.get(key, (None,))[0]),
@@ -191,7 +239,18 @@ def tolerance_for(entry: dict, expected: dict, seeds: int = 1) -> tuple[float | 
     return float(entry["tolerance"]), entry.get("basis", "")
 
 
-def _check_one(entry: dict, found: dict, claims: dict, have_claims: bool, tolerance: tuple) -> Check:
+def _exact(entry: dict, seeds: tuple[str, ...]) -> tuple[float, float] | None:
+    """The value a folder of these recorded seeds has (their mean) and the precision it is equal
+    to (4 decimals, or half a unit of the record's 6th significant digit); None: not recorded."""
+    recorded = {str(k): v for k, v in (entry.get("seeds") or {}).items()}
+    if not seeds or any(s not in recorded for s in seeds):
+        return None
+    value = sum(recorded[s] for s in seeds) / len(seeds)
+    sixth = 0.5 * 10 ** (math.floor(math.log10(abs(value))) - 5) if value else 0.0
+    return value, max(0.5e-4, sixth)
+
+
+def _check_one(entry: dict, found: dict, claims: dict, have_claims: bool, tolerance: tuple, tier: Tier) -> Check:
     key = number_key(entry)
     label = _label(key)
     if key[0] == "claim":
@@ -206,8 +265,58 @@ def _check_one(entry: dict, found: dict, claims: dict, have_claims: bool, tolera
     if value is None:
         why = missing if key not in found and key not in claims else "no value in the folder (the run has none)"
         return Check(label, UNCHECKED, exp, tol, why=why)
+    exact = _exact(entry, tier.seeds)
+    which = f"seed {', '.join(tier.seeds)}'s own value"
+    if exact is not None and abs(value - exact[0]) <= exact[1] + 1e-12:
+        return Check(label, OK, exact[0], exact[1], float(value), why=f"exact: {which}")
+    if exact is not None and tier.bits:
+        return Check(label, FAIL, exact[0], exact[1], float(value),
+                     why=f"exact: {which}, made on {tier.machine}, which reproduces the record's bits")
     status = OK if abs(value - exp) <= tol + 1e-12 else FAIL
+    if exact is not None:
+        basis += f"; not {which}: bits not expected to match on {tier.machine}"
     return Check(label, status, exp, tol, float(value), why=basis)
+
+
+def _joint_check(expected: dict, found: dict, seeds: int) -> list[Check]:
+    """The runs' mean z on the joint measure against its interval over the recorded seeds (a mean
+    of ``seeds`` runs: ``seeds_rule`` as for a number)."""
+    joint = expected.get("joint")
+    if not joint:
+        return []
+    entries = {(e["backbone"], str(e["k"])): e for e in expected.get("table1") or []
+               if e.get("measure") == joint["measure"] and e.get("sd")}
+    label = f"joint: mean z of the {len(joint['runs'])} runs' {joint['measure']} (a shift of every run)"
+    z = []
+    for run, k in joint["runs"]:
+        e = entries.get((run, str(k)))
+        value = None if e is None else found.get(number_key(e))
+        if value is None:
+            return [Check(label, UNCHECKED, why=f"{run} k={k}: not in this folder's Table 1 yet")]
+        z.append((value - e["expected"]) / e["sd"])
+    tol, rule = float(joint["tolerance"]), expected.get("seeds_rule") or {}
+    if seeds > 1 and rule:
+        tol = rule["quantile"] * joint["sd"] * math.sqrt(1 / seeds + 1 / rule["n"])
+    mean = sum(z) / len(z)
+    return [Check(label, OK if abs(mean) <= tol + 1e-12 else FAIL, 0.0, tol, mean, why="seeds")]
+
+
+def _verdict_checks(expected: dict, verdicts: dict, tier: Tier) -> list[Check]:
+    """Each claim's verdict against the one recorded for the config's seed (a folder of that seed),
+    one line per claim; nothing without claims.json."""
+    if not verdicts:
+        return []
+    out = []
+    for e in expected.get("claims") or []:
+        if not e.get("verdict") or e["claim"] not in verdicts:
+            continue
+        label = f"claim {e['claim']}: verdict"
+        if tier.seeds != (str(expected.get("config_seed")),):
+            out.append(Check(label, UNCHECKED, why=f"recorded for seed {expected.get('config_seed')} only"))
+            continue
+        got = verdicts[e["claim"]]
+        out.append(Check(label, OK if got == e["verdict"] else FAIL, text=f"expected {e['verdict']}, found {got}"))
+    return list({c.key: c for c in out}.values())  # a claim over several backbones: one line
 
 
 def _num(value: float | None, digits: int = 4) -> str:
@@ -218,7 +327,9 @@ def check_lines(checks: list[Check]) -> list[str]:
     """One line per number: ``[OK]``/``[FAIL]`` with expected ± tolerance and found, ``[--]`` with why."""
     lines = []
     for c in checks:
-        if c.status == UNCHECKED:
+        if c.text:
+            lines.append(f"[{c.status}]{' ' * (5 - len(c.status))}{c.key}: {c.text}")
+        elif c.status == UNCHECKED:
             lines.append(f"[--]   {c.key}: not checked: {c.why}" + (f" (found {_num(c.found)})" if c.found is not None else ""))
         else:
             lines.append(f"[{c.status}]{' ' * (5 - len(c.status))}{c.key}: expected {_num(c.expected)} ± "
@@ -227,6 +338,8 @@ def check_lines(checks: list[Check]) -> list[str]:
 
 
 def summary_line(checks: list[Check], results, expected_file) -> str:
-    counts = {s: sum(c.status == s for c in checks) for s in (OK, FAIL, UNCHECKED)}
-    return (f"{results} against {expected_file}: {counts[OK]} OK, {counts[FAIL]} FAIL, "
-            f"{counts[UNCHECKED]} not checked")
+    counts = {s: sum(c.status == s for c in checks) for s in (OK, OK_MEASURED, FAIL, UNCHECKED)}
+    exact = sum(c.status == OK and c.why.startswith("exact") for c in checks)
+    return (f"{results} against {expected_file}: {counts[OK]} OK" + (f" ({exact} exact)" if exact else "")
+            + (f", {counts[OK_MEASURED]} OK*" if counts[OK_MEASURED] else "")
+            + f", {counts[FAIL]} FAIL, {counts[UNCHECKED]} not checked")
