@@ -121,6 +121,39 @@ def test_claim_differences_read_claims_json_and_each_backbone(small, tmp_path):
     assert "claim c3:" not in proc.stdout  # not a second, unkeyed line
 
 
+def test_a_recorded_seeds_value_is_exact_and_its_verdict_is_checked(small, tmp_path):
+    """A folder of the config's seed (config_seed, the folder's config being the file's) has the
+    seed's own values: [OK] exact where equal at 4 decimals, [FAIL] on a CPU model that reproduces
+    the bits when not, else the seeds' interval; each claim's verdict against the recorded one."""
+    (small / "claims.json").write_text(json.dumps({"measure": "nDCG@10", "claims": [
+        {"id": "c1", "type": "compare", "verdict": "inconclusive", "difference": 0.2, "runs": [["orig", "1"], ["orig", "16"]],
+         "datasets": ["d"]}]}))
+    seeds = {"42": 0.30004, "43": 0.29}
+    doc = {"config": "config/config.yaml", "config_id": "e698b7867f0d", "config_seed": "42",
+           "bits_reproduced_on": ["Reproducing CPU"], "bases": {"seeds": "t"},
+           "table1": [{**_cell("orig", "1", "D nDCG@10", "nDCG@10", 0.295, 0.02), "sd": 0.007, "seeds": seeds},
+                      {**_cell("orig", "16", "D nDCG@10", "nDCG@10", 0.105, 0.02), "sd": 0.007,
+                       "seeds": {"42": 0.1002, "43": 0.11}}],
+           "claims": [{"claim": "c1", "expected": 0.195, "tolerance": 0.02, "basis": "seeds", "verdict": "holds",
+                       "seeds": {"42": 0.2, "43": 0.19}}]}
+    exp = tmp_path / "e.yaml"
+    exp.write_text(yaml.safe_dump(doc))
+    for cpu, status, why in (("Reproducing CPU", "FAIL", "exact: seed 42's own value, made on Reproducing CPU, which "
+                                                        "reproduces the record's bits"),
+                             ("Other CPU", "OK", "seeds; not seed 42's own value: bits not expected to match on Other CPU")):
+        proc = lsrbench("expected", "--results", made_on(small, cpu), "--expected", exp)
+        lines = proc.stdout.splitlines()
+        assert "[OK]   orig k=1: D nDCG@10: expected 0.3000 ± 0.0001, found 0.3000 (-0.0000; exact: seed 42's own value)" \
+            in lines, proc.stdout
+        assert f"orig k=16: D nDCG@10: expected {'0.1002 ± 0.0001' if status == 'FAIL' else '0.1050 ± 0.0200'}, " \
+               f"found 0.1000" in proc.stdout
+        assert [line for line in lines if "orig k=16: D" in line][0].startswith(f"[{status}]")
+        assert [line for line in lines if "orig k=16: D" in line][0].endswith(f"; {why})")
+        assert "[OK]   claim c1: difference: expected 0.2000 ± 0.0001, found 0.2000 (+0.0000; exact: seed 42's own value)" \
+            in lines
+        assert "[FAIL] claim c1: verdict: expected holds, found inconclusive" in lines and proc.returncode == 1
+
+
 def test_a_folder_of_several_seeds_is_held_to_the_tolerance_of_their_mean(tmp_path):
     """With m training seeds Table 1 shows means: a seed-derived tolerance shrinks to that of a mean
     of m runs, quantile * sd * sqrt(1/m + 1/n); a deterministic one stays."""
