@@ -69,8 +69,10 @@ def add_expected_parsers(sub, configfile_option) -> None:
     p = sub.add_parser("expected", help="check a finished results folder against the values its config is expected "
                                         "to give", description="Compare every number of the folder's Table 1 and "
                        "every tested claim's difference with the expected values of its config (config/expected/, "
-                       "with tolerances from measured variation: docs/expected.md): [OK]/[FAIL] per number with "
-                       "expected, found and tolerance, [--] for what it cannot check (yet). Exit status 1 on any FAIL.")
+                       "docs/expected.md): [OK] exact where the folder has a recorded seed's own value, [FAIL] where it "
+                       "misses it on a CPU model that reproduces the record's bits; elsewhere within the seeds' 95 % "
+                       "prediction interval, a joint check over the runs and the claims' recorded verdicts; [--] for "
+                       "what it cannot check (yet). Exit status 1 on any FAIL.")
     add_results_option(p)
     p.add_argument("--expected", metavar="FILE", type=path_argument("--expected"),
                    help="the expected-values file (default: the one under config/expected/ for the folder's config)")
