@@ -5,9 +5,9 @@
   seed column. Every number of Table 1 (made from each seed's own metrics, as Table 1 makes it) and
   every tested claim's difference (each seed's runs, selected as the claim selects them), over the seeds:
 
-  - expected: the mean over the seeds, and each seed's own value (``seeds``): on a CPU family that
-    reproduced a recorded seed's bits (``measured.bits_reproduced_on``) a run of that seed must give
-    it exactly (4 decimals, or the record's 6 significant digits);
+  - expected: the mean over the seeds, and each seed's own value on each CPU model it was run on
+    (``exact``: the seeds run's machine, and each ``--reproduced`` record of the config's seed): a run
+    of that seed on that CPU model must give it exactly (4 decimals, or the record's 6 significant digits);
   - a number no seed changes (BM25's): half a unit of the last digit Table 1 prints;
   - any other, for a run whose bits cannot match: the two-sided 95 % prediction interval of one new
     run under a normal model of the seeds, ``t(0.975, n - 1) * s * sqrt(1 + 1 / n)`` (s: the sample
@@ -126,11 +126,11 @@ def tolerances(values: dict[tuple, dict[str, float]], formats: dict) -> dict[tup
         n, mean = len(v), sum(v) / len(v)
         if max(v) - min(v) <= 1e-12:
             digits = int(formats.get(key, ".4f")[1:-1])
-            out[key] = {"expected": mean, "tolerance": 0.5 * 10 ** -digits, "basis": "deterministic", "seeds": by_seed}
+            out[key] = {"expected": mean, "tolerance": 0.5 * 10 ** -digits, "basis": "deterministic"}
             continue
         s = _sd(v)
         out[key] = {"expected": mean, "tolerance": _interval(n) * s, "basis": "seeds", "sd": s,
-                    "range": [min(v), max(v)], "seeds": by_seed}
+                    "range": [min(v), max(v)]}
     return out
 
 
@@ -158,8 +158,8 @@ def _entry(key: tuple, fields: dict) -> dict:
     if "sd" in fields:
         out["sd"] = round(fields["sd"], 5)
         out["seed_range"] = [round(x, 4) for x in fields["range"]]
-    if "seeds" in fields:
-        out["seeds"] = {seed: float(f"{v:.6g}") for seed, v in fields["seeds"].items()}  # the record's digits
+    if "exact" in fields:  # the records' digits
+        out["exact"] = {cpu: {seed: float(f"{v:.6g}") for seed, v in by_seed.items()} for cpu, by_seed in fields["exact"].items()}
     if fields.get("verdict"):
         out["verdict"] = fields["verdict"]
     return out
@@ -189,21 +189,25 @@ def _unchecked_claims(config: dict, checked: set[str]) -> list[dict]:
     return out
 
 
-def reproduced(values: dict, config: dict, seed: str, records: list[str]) -> dict[str, str]:
-    """Each record (``CPU model=metrics.csv``: a fresh run of the config's own seed on that CPU)
-    against the seed's values: CPU model -> "bits" where every number is the record's at its 6
-    significant digits, else the largest difference found."""
+def reproduced(values: dict, config: dict, seed: str, records: list[str]) -> tuple[dict, dict]:
+    """Each record (``CPU model=metrics.csv``: a fresh run of the config's own seed on that CPU): its
+    numbers by key, and against the seeds run's values of that seed, what agrees ("every number
+    equal at 6 significant digits", else how many differ and by how much at most)."""
     import pandas as pd
 
-    out = {}
+    found, agreement = {}, {}
     for record in records:
         cpu, _, path = record.rpartition("=")
         frame = pd.read_csv(path, dtype={"backbone": str, "k": str, "dataset": str, "measure": str})
-        found = {**_table_numbers(frame, config)[0], **claim_numbers(frame, config)}
-        diffs = [abs(float(f"{found[k]:.6g}") - float(f"{v[seed]:.6g}")) for k, v in values.items()
-                 if seed in v and found.get(k) is not None]
-        out[cpu] = "bits" if diffs and max(diffs) == 0 else f"differs by up to {max(diffs, default=float('nan')):.4g}"
-    return out
+        found[cpu] = {k: v for k, v in {**_table_numbers(frame, config)[0], **claim_numbers(frame, config)}.items()
+                      if v is not None}
+        diffs = {k: abs(float(f"{found[cpu][k]:.6g}") - float(f"{v[seed]:.6g}")) for k, v in values.items()
+                 if seed in v and k in found[cpu]}
+        differ = [k for k, d in diffs.items() if d > 0]
+        agreement[cpu] = (f"{path}: every number equal at 6 significant digits" if not differ else
+                          f"{path}: {len(differ)} of {len(diffs)} numbers differ from seed {seed}'s record, by up to "
+                          f"{max(diffs[k] / (_sd(list(values[k].values())) or 1) for k in differ):.2f} seed sd")
+    return found, agreement
 
 
 def tiny(metrics_csv: str, config_file: str, verdicts: str | None = None, records: list[str] = (),
@@ -224,12 +228,15 @@ def tiny(metrics_csv: str, config_file: str, verdicts: str | None = None, record
     for key, rule in rules.items():
         if key[0] == "claim" and key[1] in recorded:
             rule["verdict"] = recorded[key[1]]
+    machine = machine or machine_info()["cpu"]
+    found, checked = reproduced(values, config, seed, list(records))
+    for key, rule in rules.items():
+        rule["exact"] = {machine: values[key], **{cpu: {seed: f[key]} for cpu, f in found.items() if key in f}}
     table = [_entry(k, rules[k]) for k in values if k[0] != "claim"]
     claims = [_entry(k, rules[k]) for k in values if k[0] == "claim"]
-    claims += _unchecked_claims(config, {c["claim"] for c in claims})
+    claims += [{**c, "verdict": recorded[c["claim"]]} if c["claim"] in recorded else c
+               for c in _unchecked_claims(config, {c["claim"] for c in claims})]
     seeds = seeds_of(metrics)
-    machine = machine or machine_info()["cpu"]
-    checked = reproduced(values, config, seed, list(records))
     doc = {
         "config": config_file,
         "config_id": _config_id(config_file),
@@ -239,12 +246,12 @@ def tiny(metrics_csv: str, config_file: str, verdicts: str | None = None, record
                      "metrics": metrics_csv, "made_by": command_line(), "machine": machine,
                      "verdicts": verdicts or "none recorded",
                      "reproduced": checked or "no other record given",
-                     "second_cpu_tolerance": "not measured: no CPU or BLAS at hand gave other bits for a recorded seed"},
-        # CPU models on which a run of a recorded seed gave its numbers bit for bit: there, exact or FAIL
-        "bits_reproduced_on": sorted({machine, *(cpu for cpu, how in checked.items() if how == "bits")}),
+                     "second_cpu_tolerance": "none set: one run of one seed per other CPU model gives one difference "
+                                             "per number, not a spread"},
         "bases": {
-            "exact": f"the recorded seed's own value (seeds: {', '.join(seeds)}), at 4 decimals or the record's 6 "
-                     "significant digits: a run of that seed on a CPU model in bits_reproduced_on gives it exactly",
+            "exact": f"each recorded seed's own value on each CPU model it was run on (exact: CPU model -> seed -> "
+                     "value), at 4 decimals or the record's 6 significant digits: a run of that seed on that CPU "
+                     "model gives it exactly, any other value is a FAIL",
             "seeds": f"where bits cannot match: the mean over the {len(seeds)} seeds, tolerance t(0.975, {len(seeds) - 1}) "
                      f"* sd * sqrt(1 + 1/{len(seeds)}) = {_interval(len(seeds)):.2f} sd: the 95 % prediction interval "
                      "of one new run",

@@ -128,29 +128,28 @@ def test_a_recorded_seeds_value_is_exact_and_its_verdict_is_checked(small, tmp_p
     (small / "claims.json").write_text(json.dumps({"measure": "nDCG@10", "claims": [
         {"id": "c1", "type": "compare", "verdict": "inconclusive", "difference": 0.2, "runs": [["orig", "1"], ["orig", "16"]],
          "datasets": ["d"]}]}))
-    seeds = {"42": 0.30004, "43": 0.29}
-    doc = {"config": "config/config.yaml", "config_id": "e698b7867f0d", "config_seed": "42",
-           "bits_reproduced_on": ["Reproducing CPU"], "bases": {"seeds": "t"},
-           "table1": [{**_cell("orig", "1", "D nDCG@10", "nDCG@10", 0.295, 0.02), "sd": 0.007, "seeds": seeds},
+    cpu = "Reproducing CPU"
+    doc = {"config": "config/config.yaml", "config_id": "e698b7867f0d", "config_seed": "42", "bases": {"seeds": "t"},
+           "table1": [{**_cell("orig", "1", "D nDCG@10", "nDCG@10", 0.295, 0.02), "sd": 0.007,
+                       "exact": {cpu: {"42": 0.30004, "43": 0.29}}},
                       {**_cell("orig", "16", "D nDCG@10", "nDCG@10", 0.105, 0.02), "sd": 0.007,
-                       "seeds": {"42": 0.1002, "43": 0.11}}],
+                       "exact": {cpu: {"42": 0.1002, "43": 0.11}}}],
            "claims": [{"claim": "c1", "expected": 0.195, "tolerance": 0.02, "basis": "seeds", "verdict": "holds",
-                       "seeds": {"42": 0.2, "43": 0.19}}]}
+                       "exact": {cpu: {"42": 0.2, "43": 0.19}}}]}
     exp = tmp_path / "e.yaml"
     exp.write_text(yaml.safe_dump(doc))
-    for cpu, status, why in (("Reproducing CPU", "FAIL", "exact: seed 42's own value, made on Reproducing CPU, which "
-                                                        "reproduces the record's bits"),
-                             ("Other CPU", "OK", "seeds; not seed 42's own value: bits not expected to match on Other CPU")):
-        proc = lsrbench("expected", "--results", made_on(small, cpu), "--expected", exp)
+    for made, status, why in ((cpu, "FAIL", "exact: seed 42's own value on Reproducing CPU, where the folder was made"),
+                              ("Other CPU", "OK", "seeds; made on Other CPU: no recorded value of seed 42 there")):
+        proc = lsrbench("expected", "--results", made_on(small, made), "--expected", exp)
         lines = proc.stdout.splitlines()
-        assert "[OK]   orig k=1: D nDCG@10: expected 0.3000 ± 0.0001, found 0.3000 (-0.0000; exact: seed 42's own value)" \
-            in lines, proc.stdout
+        assert ("[OK]   orig k=1: D nDCG@10: expected 0.3000 ± 0.0001, found 0.3000 (-0.0000; exact: seed 42's own value "
+                "on Reproducing CPU)") in lines, proc.stdout
         assert f"orig k=16: D nDCG@10: expected {'0.1002 ± 0.0001' if status == 'FAIL' else '0.1050 ± 0.0200'}, " \
                f"found 0.1000" in proc.stdout
         assert [line for line in lines if "orig k=16: D" in line][0].startswith(f"[{status}]")
         assert [line for line in lines if "orig k=16: D" in line][0].endswith(f"; {why})")
-        assert "[OK]   claim c1: difference: expected 0.2000 ± 0.0001, found 0.2000 (+0.0000; exact: seed 42's own value)" \
-            in lines
+        assert ("[OK]   claim c1: difference: expected 0.2000 ± 0.0001, found 0.2000 (+0.0000; exact: seed 42's own value "
+                "on Reproducing CPU)") in lines
         assert "[FAIL] claim c1: verdict: expected holds, found inconclusive" in lines and proc.returncode == 1
 
 
@@ -181,7 +180,8 @@ OTHER_CPU = "a CPU model no run of a recorded seed was made on"
 
 
 def _bits_cpu() -> str:
-    return ex.load_expected(TINY)["bits_reproduced_on"][0]
+    """The CPU model the seeds record was made on (its values are exact there)."""
+    return ex.load_expected(TINY)["measured"]["machine"]
 
 
 def _tiny_folder(tmp_path, name, metrics, cpu):
@@ -204,7 +204,7 @@ def test_the_recorded_default_is_exact_and_a_moved_ndcg_fails_naming_it(tmp_path
         proc = lsrbench("expected", "--results", folder, cwd=REPO)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         table = _table1_lines(proc.stdout)
-        assert len(table) == 33 and all(line.startswith("[OK]") and "; exact: seed 42's own value)" in line
+        assert len(table) == 33 and all(line.startswith("[OK]") and f"; exact: seed 42's own value on {_bits_cpu()})" in line
                                          for line in table), proc.stdout
         assert "config/expected/tiny.yaml" in proc.stdout.splitlines()[-1] and "(33 exact), 0 FAIL" in proc.stdout
     entries = {(e["backbone"], e["k"]): e for e in ex.load_expected(TINY)["table1"] if e["measure"] == "nDCG@10"}

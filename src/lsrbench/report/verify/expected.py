@@ -6,9 +6,9 @@ tolerance its ``basis`` justifies (``bases``: how it was measured); a number the
 for says why (``expected: null``, ``why``).
 
 Tiers, per number: a folder of a recorded training seed (its ``seeds``) is ``[OK]`` when it has that
-seed's own value (exact at 4 decimals); on a CPU model that reproduced a recorded seed's bits
-(``bits_reproduced_on``; the folder's train records name its CPU) any other value is ``[FAIL]``.
-``[OK*]`` would be a tolerance measured across CPUs or BLAS (none measured yet). Only where bits
+seed's own value on some recorded CPU model (``exact``: CPU model -> seed -> value; exact at 4
+decimals); made on a recorded CPU model (the folder's train records name it), any other value is
+``[FAIL]``. ``[OK*]`` would be a tolerance measured across CPUs or BLAS (none set yet). Only where bits
 cannot match (another CPU, a GPU, an unrecorded seed) is a number held to the seeds' 95 % prediction
 interval (``|found - expected| <= tolerance``), with the joint check (``joint``: the runs' mean z,
 which one shift of every run moves) and each claim's recorded verdict. One the folder does not have
@@ -51,12 +51,11 @@ class Check:
 
 @dataclass(frozen=True)
 class Tier:
-    """What a folder can be held to: its training ``seeds``; ``bits``: whether the machine that made
-    it reproduces a recorded seed's bits (then a number that is not the seed's own is wrong);
-    ``machine``: that machine, in words."""
+    """What a folder can be held to: its training ``seeds``; ``cpus``: the CPU models its trained
+    runs were made on (none: a GPU made them); ``machine``: that machine, in words."""
 
     seeds: tuple[str, ...]
-    bits: bool
+    cpus: tuple[str, ...]
     machine: str
 
 
@@ -190,11 +189,10 @@ def folder_tier(results: str | Path, cells: dict, expected: dict) -> Tier:
             seeds = (str(expected["config_seed"]),) if same and expected.get("config_seed") else ()
     record = run_record(results)
     if record["gpu"]:
-        return Tier(seeds, False, f"{record['cpu'] or 'a CPU'} with GPU {record['gpu']}")
+        return Tier(seeds, (), f"{record['cpu'] or 'a CPU'} with GPU {record['gpu']}")
     cpus = [c.strip() for c in (record["cpu"] or "").split(",") if c.strip()]
     machine = ", ".join(cpus) if cpus else f"{cpu_model() or 'an unknown CPU'} (this machine: the folder records none)"
-    cpus = cpus or [cpu_model() or ""]
-    return Tier(seeds, all(c in (expected.get("bits_reproduced_on") or []) for c in cpus), machine)
+    return Tier(seeds, tuple(cpus or [cpu_model() or ""]), machine)
 
 
 def check_folder(results: str | Path, expected: dict) -> list[Check]:
@@ -239,15 +237,31 @@ def tolerance_for(entry: dict, expected: dict, seeds: int = 1) -> tuple[float | 
     return float(entry["tolerance"]), entry.get("basis", "")
 
 
-def _exact(entry: dict, seeds: tuple[str, ...]) -> tuple[float, float] | None:
-    """The value a folder of these recorded seeds has (their mean) and the precision it is equal
-    to (4 decimals, or half a unit of the record's 6th significant digit); None: not recorded."""
-    recorded = {str(k): v for k, v in (entry.get("seeds") or {}).items()}
+def _recorded(entry: dict, cpu: str, seeds: tuple[str, ...]) -> tuple[float, float] | None:
+    """The value a folder of these seeds made on ``cpu`` has (their mean) and the precision it is
+    equal to (4 decimals, or half a unit of the record's 6th significant digit); None: not recorded."""
+    recorded = {str(k): v for k, v in ((entry.get("exact") or {}).get(cpu) or {}).items()}
     if not seeds or any(s not in recorded for s in seeds):
         return None
     value = sum(recorded[s] for s in seeds) / len(seeds)
     sixth = 0.5 * 10 ** (math.floor(math.log10(abs(value))) - 5) if value else 0.0
     return value, max(0.5e-4, sixth)
+
+
+def _exact_check(label: str, entry: dict, value: float, tier: Tier) -> Check | None:
+    """The exact tier: [OK] where the value is a recorded seed's own on any recorded CPU model;
+    [FAIL] where the folder was made on a recorded CPU model and misses its value; else None."""
+    which = f"seed {', '.join(tier.seeds)}'s own value"
+    for cpu in entry.get("exact") or {}:
+        exact = _recorded(entry, cpu, tier.seeds)
+        if exact is not None and abs(value - exact[0]) <= exact[1] + 1e-12:
+            return Check(label, OK, exact[0], exact[1], float(value), why=f"exact: {which} on {cpu}")
+    own = [(cpu, _recorded(entry, cpu, tier.seeds)) for cpu in tier.cpus]
+    if own and all(exact is not None for _, exact in own):
+        cpu, exact = own[0]
+        return Check(label, FAIL, exact[0], exact[1], float(value),
+                     why=f"exact: {which} on {cpu}, where the folder was made")
+    return None
 
 
 def _check_one(entry: dict, found: dict, claims: dict, have_claims: bool, tolerance: tuple, tier: Tier) -> Check:
@@ -265,16 +279,12 @@ def _check_one(entry: dict, found: dict, claims: dict, have_claims: bool, tolera
     if value is None:
         why = missing if key not in found and key not in claims else "no value in the folder (the run has none)"
         return Check(label, UNCHECKED, exp, tol, why=why)
-    exact = _exact(entry, tier.seeds)
-    which = f"seed {', '.join(tier.seeds)}'s own value"
-    if exact is not None and abs(value - exact[0]) <= exact[1] + 1e-12:
-        return Check(label, OK, exact[0], exact[1], float(value), why=f"exact: {which}")
-    if exact is not None and tier.bits:
-        return Check(label, FAIL, exact[0], exact[1], float(value),
-                     why=f"exact: {which}, made on {tier.machine}, which reproduces the record's bits")
-    status = OK if abs(value - exp) <= tol + 1e-12 else FAIL
+    exact = _exact_check(label, entry, value, tier)
     if exact is not None:
-        basis += f"; not {which}: bits not expected to match on {tier.machine}"
+        return exact
+    status = OK if abs(value - exp) <= tol + 1e-12 else FAIL
+    if entry.get("exact"):
+        basis += f"; made on {tier.machine}: no recorded value of seed {', '.join(tier.seeds) or '?'} there"
     return Check(label, status, exp, tol, float(value), why=basis)
 
 
