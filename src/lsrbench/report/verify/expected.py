@@ -343,7 +343,7 @@ def check_lines(checks: list[Check]) -> list[str]:
             lines.append(f"[--]   {c.key}: not checked: {c.why}" + (f" (found {_num(c.found)})" if c.found is not None else ""))
         else:
             lines.append(f"[{c.status}]{' ' * (5 - len(c.status))}{c.key}: expected {_num(c.expected)} ± "
-                         f"{_num(c.tolerance)}, found {_num(c.found)} ({c.found - c.expected:+.4f}; {c.why})")
+                         f"{_num(c.tolerance)}, found {_num(c.found)} ({round(c.found - c.expected, 4) + 0.0:+.4f}; {c.why})")
     return lines
 
 
