@@ -133,6 +133,9 @@ def test_snakemake_command_dry_runs(clone, command):
     targets = [w for w in words[1:] if w.startswith("results/")]
     if "config/paper.yaml" in words:
         assert counts["train"] == 44 and counts["table1"] == 1, counts
+        # the controls: BERT untied at k=1 (beside tied) and the vocabulary contrast (docs/claims.md)
+        trains = {(j["run"], j["k"]) for j in jobs_of(proc.stdout, "train")}
+        assert {("bert", "1"), ("bert+untie", "1"), ("bert-cased-at-bert-scale", "1")} <= trains
         return
     trains = {(j["run"], j["k"]) for j in jobs_of(proc.stdout, "train")}
     default = {("splade-tiny", "1"), ("splade-tiny", "16"), ("splade-tiny+untie", "16"), ("splade-tiny-x10", "1"),
