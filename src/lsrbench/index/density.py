@@ -62,5 +62,5 @@ def check_density(found: dict, corpus: int, max_active_share: float, max_empty_s
     every = npz_bytes(corpus, found["terms"])
     raise InputError(model_dir, field, f"collapsed model, index stopped before the rest of its corpus: "
                      f"{density_line(found, corpus)} ({why}; every term active: {human_bytes(every)}); nothing was "
-                     "written. The run is collapsed (docs/evaluation.md); to index it anyway raise the band in the "
+                     "written. The run is collapsed (docs/results-layout.md); to index it anyway raise the band in the "
                      "config's evaluation section (not part of the index's identity: nothing re-runs)")
