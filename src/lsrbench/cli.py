@@ -280,7 +280,8 @@ def _add_plan_parser(sub) -> None:
     add_results_option(p, directory_alias=True)
     p.add_argument("--remaining", action="store_true", help="only the jobs not finished there (default: the whole grid)")
     p.add_argument("--no-calibration", action="store_true", help="job counts and sizes only")
-    p.add_argument("--train-steps", type=int, default=3, help="training steps timed per backbone (the first is warm-up)")
+    p.add_argument("--train-steps", type=int, default=3, help="training steps timed per backbone (the first is warm-up; at least 5: their spread "
+                   "tells a disturbed calibration)")
     p.add_argument("--passages", type=int, default=256, help="passages encoded and searched per backbone")
     p.add_argument("--train-batch", type=int, help="triplets per timed step (default: the recipe's)")
     p.add_argument("--threads", type=int, help="torch threads of the timing: a job's (default: 1, as local jobs get)")

@@ -28,7 +28,7 @@ from lsrbench.ops.bill import backbone_bill, bill_totals, read_records
 
 log = logging.getLogger(__name__)
 
-__all__ = ["make_plan", "plan_text", "estimate_jobs", "DEFAULT_FLOPS", "default_records"]
+__all__ = ["make_plan", "plan_text", "estimate_jobs", "DEFAULT_FLOPS", "default_records", "check_publishable"]
 
 # FLOPs (expected multiplications per query-document pair) assumed for a trained run's evaluate:
 # trained SPLADE models sit around 1-4 on MS MARCO (SPLADE v2, Formal et al. 2021); an untrained
@@ -66,6 +66,23 @@ def make_plan(config: dict, config_files: list[str], *, mirror: str | None = Non
             "recipe_batch": config["recipe"]["batch_size"], "bill": bills, "bill_totals": bill_totals(bills),
             "records": {k: (v or {}).get("_path") for k, v in found.items() if k != "folder"}, "gpu": gpu,
             "smoke_paper_batch": (found["smoke"] or {}).get("paper_batch")}
+
+
+def check_publishable(plan: dict, plan_file: str) -> None:
+    """Raise the one-line :class:`InputError` when a calibration of ``plan`` was disturbed (``noisy``)
+    or made before calibrations recorded whether they were: its costs are not published."""
+    from lsrbench.errors import InputError
+
+    for name, b in plan.get("backbones", {}).items():
+        c = b.get("calibration") or {}
+        if not c or "error" in c:
+            continue  # not calibrated: the page says 'not estimated'
+        if c.get("noisy") is None:
+            raise InputError(plan_file, f"backbones.{name}.calibration", "made before calibrations recorded whether "
+                             "they were disturbed; make the plan again on a quiet machine (lsrbench plan --json)")
+        if c["noisy"]:
+            raise InputError(plan_file, f"backbones.{name}.calibration.noisy", f"calibrated under load ({'; '.join(c['noisy'])}): "
+                             "its costs are not published; make the plan again on a quiet machine (lsrbench plan --json)")
 
 
 def _stage_jobs(jobs: list, backbone: str) -> dict:
