@@ -50,3 +50,17 @@ def test_the_load_made_costs_are_13_and_16_times_off_and_a_quiet_page_within_1_5
     assert [c["why"] for c in cvm.compare({("splade-tiny", "1"): {"train": 40.0}}, measured, 1.5)] == ["x0.65 off"]
     missing = cvm.compare(cvm.page_costs(OLD_PAGE), measured, 1.5)
     assert {c["why"] for c in missing if c["row"] == "splade-tiny-x10/k16"} == {"no cost on the page"}
+
+
+def test_a_run_timed_under_load_gets_no_verdict():
+    """The baseline made at 12:43-12:58 beside 7 other sessions: splade-tiny's trainings (the same 96
+    steps at every k) took 63-532 s after imports; a quiet run's differ by a few percent."""
+    def job(run, seconds):
+        return {"stage": "train", "seconds": seconds, "log": f"results/runs/{run}/k1/aa/train.log"}
+
+    loaded = [job("splade-tiny", 69.0), job("splade-tiny", 238.1), job("splade-tiny+untie", 565.7), job("splade-tiny-x10", 72.0)]
+    assert cvm.disturbed(loaded, 1.5) == ["splade-tiny train: 69-566 s for the same work (x8.20)"]
+    assert cvm.disturbed([job("splade-tiny", 62.0), job("splade-tiny+untie", 66.0), job("splade-tiny-x10", 90.0)], 1.5) == []
+    # a quiet run's evaluate jobs differ with the vectors' density (2.4-7.2 s): not a sign of load
+    evaluate = [{"stage": "evaluate", "seconds": s, "log": f"results/runs/splade-tiny/k{k}/aa/e.log"} for k, s in ((1, 2.4), (4, 7.2))]
+    assert cvm.disturbed(evaluate, 1.5) == []

@@ -140,7 +140,7 @@ def _plan(args) -> int:
                          workdir=workdir_of(results_folder(args, "plan")),
                          remaining=args.remaining, calibrate_models=not args.no_calibration, steps=args.train_steps,
                          passages=args.passages, batch=args.train_batch, assume_flops=args.flops,
-                         threads=args.threads, records=args.records, gpu=args.gpu)
+                         threads=args.threads, records=args.records, gpu=args.gpu, gpus=args.gpus)
     print(plan_text(plan), end="")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
@@ -289,6 +289,7 @@ def _add_plan_parser(sub) -> None:
     p.add_argument("--records", metavar="DIR", default=default_records(), help="calibration records of the bill "
                    "(real_size_smoke.json, gpu-cuda.json, peers-1m.json; default: the checkout's benchmark/results)")
     p.add_argument("--gpu", choices=["H100", "H200"], default="H100", help="the GPU whose datasheet peak the bill uses")
+    p.add_argument("--gpus", type=int, default=8, help="GPUs the grid runs on, for the days of the total line (default: 8, one node)")
     p.add_argument("--json", metavar="FILE", help="also write the plan as JSON to this file")
     p.set_defaults(func=_plan)
 

@@ -40,7 +40,7 @@ TRAIN_RULES, INDEX_RULES, EVALUATE_RULES = ("train",), ("index", "index_queries"
 def make_plan(config: dict, config_files: list[str], *, mirror: str | None = None, snakefile: str | None = None,
               workdir: str = ".", remaining: bool = False, calibrate_models: bool = True, steps: int = 3,
               passages: int = 256, batch: int | None = None, assume_flops: float = DEFAULT_FLOPS,
-              threads: int | None = None, records: str | None = None, gpu: str = "H100") -> dict:
+              threads: int | None = None, records: str | None = None, gpu: str = "H100", gpus: int = 8) -> dict:
     """The plan of the checked ``config`` loaded from ``config_files`` (with ``mirror`` as its
     ``mirror``), as data (see :func:`plan_text`)."""
     from lsrbench.dag.dryrun import dry_run, find_snakefile, job_counts, planned_jobs
@@ -64,7 +64,7 @@ def make_plan(config: dict, config_files: list[str], *, mirror: str | None = Non
             "jobs": job_counts(output), "datasets": datasets, "backbones": backbones, "totals": _totals(backbones),
             "assume_flops": assume_flops, "steps": config["recipe"]["steps"],
             "recipe_batch": config["recipe"]["batch_size"], "bill": bills, "bill_totals": bill_totals(bills),
-            "records": {k: (v or {}).get("_path") for k, v in found.items() if k != "folder"}, "gpu": gpu,
+            "records": {k: (v or {}).get("_path") for k, v in found.items() if k != "folder"}, "gpu": gpu, "gpus": gpus,
             "smoke_paper_batch": (found["smoke"] or {}).get("paper_batch")}
 
 
@@ -194,8 +194,11 @@ def _startups(calibration: dict) -> dict:
 
 def plan_text(plan: dict) -> str:
     """The plan as Markdown tables: jobs per rule, dataset sizes, compute per backbone, assumptions."""
-    lines = [f"# lsrbench plan: {', '.join(plan['config_files'])} ({plan['scope']})", "",
-             "## Jobs per rule (Snakemake's dry run)", ""]
+    from lsrbench.ops.bill_text import total_line
+
+    total = total_line(plan) if plan.get("bill") else None
+    lines = ([total, ""] if total else []) + [f"# lsrbench plan: {', '.join(plan['config_files'])} ({plan['scope']})", "",
+                                              "## Jobs per rule (Snakemake's dry run)", ""]
     jobs = pd.DataFrame(sorted(plan["jobs"].items(), key=lambda kv: kv[0] == "total"), columns=["rule", "jobs"])
     lines += [jobs.to_markdown(index=False), "", "## Datasets", ""]
     sizes = pd.DataFrame([{"dataset": n, "documents": d["documents"], "evaluated documents": d["evaluated_documents"],
@@ -217,7 +220,8 @@ def _compute_table(plan: dict) -> str:
         calibrated = bool(c) and "error" not in c
         rows.append({
             "backbone": name,
-            "calibrated on": (f"{c['device']}: {c['source']}" if calibrated else c.get("error", "not calibrated")),
+            "calibrated on": (f"{c['device']}: {c['source']}" + (f" (disturbed: {'; '.join(c['noisy'])})" if c.get("noisy") else "")
+                              if calibrated else c.get("error", "not calibrated")),
             "train jobs": b["train_jobs"],
             "s/step": _num(c.get("train_step_seconds")) + (f" (batch {c['train_batch']})" if calibrated else ""),
             "train h": _num(b["train_hours"]),
