@@ -79,6 +79,10 @@ def test_published_sizes_of_the_paper_grid(tmp_path):
     total = plan["bill_totals"]["gpu_hours"]["train"]["bound"]
     assert total == pytest.approx(sum(b["gpu_hours"]["train"]["bound"] for b in bill.values()), rel=1e-12)
     assert "## The bill: GPU-hours and disk per backbone (H100)" in stdout and "### Assumptions and uncertainty" in stdout
+    # its first line is the total, as the README quotes it
+    total = stdout.splitlines()[0]
+    assert total.startswith("total: ") and " GPU-hours (H100), " in total and " days on 8 GPUs " in total
+    assert f"```text\n{total}\n```" in (REPO / "README.md").read_text(encoding="utf-8"), total
     # the checkout's CPU smoke record (the default --records): every family in it shows the batches it
     # trained at, and the assumptions say why not the paper's and how they are scaled to it
     record = json.loads((REPO / "benchmark/results/real_size_smoke.json").read_text())
