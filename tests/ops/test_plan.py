@@ -141,6 +141,11 @@ def test_calibrated_compute_is_the_extrapolation_of_the_measured_times(tmp_path)
     assert cal["threads"] == 1 and cal["device"] == "cpu (1 threads)"  # as a local job runs
     assert 0 < cal["evaluate_startup_seconds"] < cal["train_startup_seconds"] == cal["index_startup_seconds"]
     assert cal["encode_call_seconds"] >= 0 and cal["result_seconds"] > 0
+    # at least 4 steps timed after the warm-up (--train-steps 2 asks fewer): their mean, their spread, the CPU got
+    samples = cal["train_step_samples"]
+    assert len(samples) == 4 and cal["train_step_seconds"] == pytest.approx(sum(samples) / 4, rel=1e-12)
+    assert cal["train_step_spread"] == pytest.approx((max(samples) - min(samples)) / sorted(samples)[2], rel=1e-12)
+    assert cal["cores_got"] > 0 and isinstance(cal["noisy"], list)
     for b in (tiny, twin):
         n = b["train_jobs"]
         assert b["train_hours"] == pytest.approx(n * (recipe["steps"] * cal["train_step_seconds"] * recipe["batch_size"]
