@@ -28,6 +28,8 @@ def test_density_counts_non_zeros_and_empty_rows_by_hand():
     m.data[1] = 0.0  # stored zero
     found = density(m)
     assert found == {"documents": 4, "terms": 10, "mean_nonzeros": 0.75, "active_share": 0.075, "empty_share": 0.5}
+    m.data[-1] = np.nan  # a NaN weight (a training collapsed to non-finite weights) is zeroed before docs.npz
+    assert density(m) == {**found, "mean_nonzeros": 0.5, "active_share": 0.05, "empty_share": 0.75}
 
 
 def test_npz_bytes_of_a_trained_and_a_collapsed_index():

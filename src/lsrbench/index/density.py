@@ -32,10 +32,12 @@ def sample_rows(n: int, size: int) -> np.ndarray:
 
 def density(matrix) -> dict:
     """The sample's ``documents``, ``terms`` (vocabulary), ``mean_nonzeros``, ``active_share`` (mean
-    non-zeros over the vocabulary) and ``empty_share`` (rows without a non-zero)."""
+    non-zeros over the vocabulary) and ``empty_share`` (rows without a non-zero), as docs.npz will
+    hold them (a training collapsed to NaN weights gives empty vectors, the report's collapsed cell)."""
     rows, terms = matrix.shape
     row_of = np.repeat(np.arange(rows), np.diff(matrix.indptr))
-    per_row = np.bincount(row_of[matrix.data != 0], minlength=rows)  # a stored zero is no term
+    # a stored zero is no term, nor a NaN/inf (set to 0 before docs.npz is written: zero_non_finite)
+    per_row = np.bincount(row_of[(matrix.data != 0) & np.isfinite(matrix.data)], minlength=rows)
     mean = float(per_row.mean()) if rows else 0.0
     return {"documents": int(rows), "terms": int(terms), "mean_nonzeros": mean,
             "active_share": mean / terms if terms else 0.0,
