@@ -83,6 +83,19 @@ def at_paper_batch(trains: dict, batch: int) -> dict:
             **{k: round(f["intercept"] + f["slope"] * batch, 2) for k, f in fits.items()}, "fits": fits}
 
 
+def not_one_clean_commit(commits: list[str | None]) -> str | None:
+    """Why runs at these commits (``machine_info``'s git: a hash, ``+dirty`` when the tree had changes)
+    do not make one record: none recorded, a dirty tree, or more than one commit; None when they do."""
+    if not commits or any(not c for c in commits):
+        return "a run without its commit"
+    dirty = sorted({c for c in commits if c.endswith("+dirty")})
+    if dirty:
+        return f"a dirty working tree ({', '.join(c.removesuffix('+dirty')[:12] + '+dirty' for c in dirty)})"
+    if len(set(commits)) > 1:
+        return f"{len(set(commits))} commits ({', '.join(sorted(c[:12] for c in set(commits)))})"
+    return None
+
+
 def merge_records(name: str, parts: list[str]) -> int:
     """Write record ``name``: the first part's settings and machine, every part's families and runs
     (parts of other settings refused)."""
@@ -97,6 +110,9 @@ def merge_records(name: str, parts: list[str]) -> int:
             raise SystemExit(f"real_size_smoke: --merge: {part} ran other settings than {parts[0]} ({', '.join(SETTINGS)})")
         merged["families"].update({m: f for m, f in record["families"].items() if m not in merged["families"]})
         merged["runs"] += record.get("runs") or []
+    why = not_one_clean_commit([run.get("git") for run in merged["runs"]])
+    if why:
+        raise SystemExit(f"real_size_smoke: --merge: {', '.join(parts)} are not one record: {why}")
     print(f"real_size_smoke: wrote {write_result(name, annotate(merged))}")
     return 0
 
@@ -110,6 +126,10 @@ def resumed_runs(name: str, result: dict) -> list:
     earlier = json.loads(path.read_text())
     if any(earlier.get(k) != result[k] for k in SETTINGS if k in result):
         raise SystemExit(f"real_size_smoke: --resume: {path} ran other settings ({', '.join(SETTINGS)}); run without --resume")
+    why = not_one_clean_commit([run.get("git") for run in earlier.get("runs") or [earlier["machine"]]]
+                               + [result["machine"].get("git")])
+    if why:
+        raise SystemExit(f"real_size_smoke: --resume: {path} and this run are not one record: {why}; run without --resume")
     result["families"].update(earlier.get("families", {}))
     result["skipped"].update(earlier.get("skipped", {}))
     return earlier.get("runs") or [{"command": earlier["command"], "git": earlier["machine"].get("git"),

@@ -47,7 +47,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import REPO, SHARED, command_line, machine_info, write_result  # noqa: E402
-from real_size_record import annotate, at_paper_batch, merge_records, paper_batch_note, resumed_runs  # noqa: E402, F401
+from real_size_record import (annotate, at_paper_batch, merge_records, not_one_clean_commit, paper_batch_note,  # noqa: E402, F401
+                               resumed_runs)
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 STAGES = (("norm", "norms", "norms.json"), ("train", "train", "status.json"), ("index", "index", "docs.npz"),
@@ -418,6 +419,11 @@ def main(argv=None) -> int:
               "evaluation": {k: paper["evaluation"][k] for k in ("encode_batch_size", "document_max_length",
                                                                  "query_max_length", "top_k")},
               "matmul_peak_gflops": {"start": matmul_peak(args.threads)}, "families": {}, "skipped": {}}
+    why = None if args.quick else not_one_clean_commit([result["machine"].get("git")])
+    if why:  # the record is what one clean commit measures (--quick is a developer's check, its own file)
+        print(f"real_size_smoke: error: {why}: commit or stash first; the whole record is one command on one "
+              "clean commit", file=sys.stderr)
+        return 2
     result["runs"] = resumed_runs(name, result) if args.resume else []
     result["runs"].append({"command": result["command"], "git": result["machine"].get("git"),
                            "matmul_peak_gflops": result["matmul_peak_gflops"], "families": []})

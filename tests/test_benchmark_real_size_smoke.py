@@ -79,11 +79,32 @@ def test_merged_records_keep_each_family_once_and_refuse_other_settings(tmp_path
     results.mkdir(parents=True)
     settings = {"threads": 1, "steps": 2, "batches": [2, 4], "recipe": {"batch_size": 32}, "evaluation": {}, "collection": {}}
     family = {"parameters": 1, "stages": {"train": {"paper_batch": {"how": "measured"}}}}
-    (results / "a.json").write_text(json.dumps({**settings, "families": {"x": family}, "runs": [{"families": ["x"]}]}))
-    (results / "b.json").write_text(json.dumps({**settings, "families": {"x": {}, "y": family}, "runs": [{"families": ["y"]}]}))
+    (results / "a.json").write_text(json.dumps({**settings, "families": {"x": family}, "runs": [{"families": ["x"], "git": "abc"}]}))
+    (results / "b.json").write_text(json.dumps({**settings, "families": {"x": {}, "y": family}, "runs": [{"families": ["y"], "git": "abc"}]}))
     assert smoke.merge_records("m", ["a", "b"]) == 0
     merged = json.loads((tmp_path / "m.json").read_text())
-    assert merged["families"] == {"x": family, "y": family} and merged["runs"] == [{"families": ["x"]}, {"families": ["y"]}]
+    assert merged["families"] == {"x": family, "y": family}
+    assert merged["runs"] == [{"families": ["x"], "git": "abc"}, {"families": ["y"], "git": "abc"}]
+    # one record is one clean commit: parts of two commits, or of a dirty tree, are refused
+    (results / "d.json").write_text(json.dumps({**settings, "families": {"y": family}, "runs": [{"families": ["y"], "git": "def"}]}))
+    with pytest.raises(SystemExit, match="are not one record: 2 commits"):
+        smoke.merge_records("m", ["a", "d"])
+    (results / "e.json").write_text(json.dumps({**settings, "families": {"y": family}, "runs": [{"families": ["y"], "git": "abc+dirty"}]}))
+    with pytest.raises(SystemExit, match=r"are not one record: a dirty working tree \(abc\+dirty\)"):
+        smoke.merge_records("m", ["a", "e"])
     (results / "c.json").write_text(json.dumps({**settings, "steps": 3, "families": {}}))
     with pytest.raises(SystemExit, match="c ran other settings"):
         smoke.merge_records("m", ["a", "c"])
+
+
+def test_the_committed_smoke_record_is_not_one_clean_commit():
+    """issue 49: merged from 5 runs at 4 commits, 3 of them dirty (the guard that refuses it now)."""
+    import json
+
+    from helpers.paths import REPO
+
+    record = importlib.import_module("real_size_record")
+    runs = json.loads((REPO / "benchmark/results/real_size_smoke.json").read_text())["runs"]
+    why = record.not_one_clean_commit([run["git"] for run in runs])
+    assert len(runs) == 5 and why.startswith("a dirty working tree (0fa4cb104e96+dirty, b7abeebf0906+dirty, f60f3c698689+dirty)")
+    assert record.not_one_clean_commit(["3638386d7b6e"] * 2) is None and record.not_one_clean_commit([None]) is not None

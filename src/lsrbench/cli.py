@@ -140,7 +140,7 @@ def _plan(args) -> int:
                          workdir=workdir_of(results_folder(args, "plan")),
                          remaining=args.remaining, calibrate_models=not args.no_calibration, steps=args.train_steps,
                          passages=args.passages, batch=args.train_batch, assume_flops=args.flops,
-                         threads=args.threads, records=args.records, gpu=args.gpu)
+                         threads=args.threads, records=args.records, gpu=args.gpu, gpus=args.gpus)
     print(plan_text(plan), end="")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
@@ -280,7 +280,8 @@ def _add_plan_parser(sub) -> None:
     add_results_option(p, directory_alias=True)
     p.add_argument("--remaining", action="store_true", help="only the jobs not finished there (default: the whole grid)")
     p.add_argument("--no-calibration", action="store_true", help="job counts and sizes only")
-    p.add_argument("--train-steps", type=int, default=3, help="training steps timed per backbone (the first is warm-up)")
+    p.add_argument("--train-steps", type=int, default=3, help="training steps timed per backbone (the first is warm-up; at least 5: their spread "
+                   "tells a disturbed calibration)")
     p.add_argument("--passages", type=int, default=256, help="passages encoded and searched per backbone")
     p.add_argument("--train-batch", type=int, help="triplets per timed step (default: the recipe's)")
     p.add_argument("--threads", type=int, help="torch threads of the timing: a job's (default: 1, as local jobs get)")
@@ -288,6 +289,7 @@ def _add_plan_parser(sub) -> None:
     p.add_argument("--records", metavar="DIR", default=default_records(), help="calibration records of the bill "
                    "(real_size_smoke.json, gpu-cuda.json, peers-1m.json; default: the checkout's benchmark/results)")
     p.add_argument("--gpu", choices=["H100", "H200"], default="H100", help="the GPU whose datasheet peak the bill uses")
+    p.add_argument("--gpus", type=int, default=8, help="GPUs the grid runs on, for the days of the total line (default: 8, one node)")
     p.add_argument("--json", metavar="FILE", help="also write the plan as JSON to this file")
     p.set_defaults(func=_plan)
 

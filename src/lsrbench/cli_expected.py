@@ -60,6 +60,9 @@ def _cells(args) -> int:
             plan = json.loads(Path(args.plan).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise InputError(args.plan, None, f"not a plan of lsrbench plan --json: {exc}") from None
+        from lsrbench.ops.plan import check_publishable
+
+        check_publishable(plan, args.plan)  # a calibration made under load is not published
     print(cells_page(config, config_file, expected, plan, args.expected, args.plan), end="")
     return 0
 

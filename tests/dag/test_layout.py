@@ -69,6 +69,8 @@ LOCATION_EDITS = {
     "cache folder": lambda c, t: c.update(cache_dir=str(t["tmp"] / "elsewhere")),
     "checkpoint cadence": lambda c, t: c["recipe"].update(checkpoint_steps=7),
     "shard size": lambda c, t: c["evaluation"].update(encode_shard_size=1000),
+    "index collapse band": lambda c, t: c["evaluation"].update(index_sample_documents=5, index_max_active_share=0.9,
+                                                               index_max_empty_share=0.5),
     "training processes": lambda c, t: c.update(train_processes=3),
     "triplets' mirror folder name": lambda c, t: c["training_data"].update(name="my-triplets"),
     "model folder copied elsewhere": lambda c, t: c["backbones"]["rand-roberta"].update(

@@ -10,7 +10,8 @@ import pytest
 
 from helpers.paths import tiny_default
 from lsrbench.index import roofline
-from lsrbench.ops.bill import DOC_TERMS, QUERY_TERMS, ROW_BYTES, SHARES, backbone_bill, bill_totals, read_records
+from lsrbench.index.density import ROW_BYTES
+from lsrbench.ops.bill import DOC_TERMS, QUERY_TERMS, SHARES, backbone_bill, bill_totals, read_records
 
 DATASETS = {"corpus-a": {"documents": 1000, "evaluated_documents": 1000, "queries": 10},
             "corpus-b": {"documents": 50, "evaluated_documents": 50, "queries": 5}}
@@ -55,14 +56,16 @@ def test_a_backbone_not_on_disk_is_billed_from_its_published_config(tmp_path):
     assert [train[f"at {s:g}"] for s in SHARES] == pytest.approx([train["bound"] / s for s in SHARES], rel=1e-12)
     assert bill["disk"] == {"train": 2 * params * 4, "train_checkpoint": 3 * params * 4,
                             "index": 2 * (1050 * (DOC_TERMS * 8 + ROW_BYTES) + 15 * (QUERY_TERMS * 8 + ROW_BYTES)),
-                            "evaluate": int(2 * (10 * 100 + 5 * 50) * 45)}
+                            "evaluate": int(2 * (10 * 100 + 5 * 50) * 45),
+                            # one run's 1,050 documents with every term of BERT's 30,522 active
+                            "index_one_run_every_term": 1050 * (30522 * 8 + ROW_BYTES)}
     # the exact search: 4 ms per query at 1M documents, linear, never below the 100k rate
     assert bill["evaluate_cpu_hours"] == pytest.approx(2 * (10 * 0.5 + 5 * 0.5) / 1000 / 3600, rel=1e-12)
     mystery = backbone_bill(config, "mystery", _jobs("mystery"), DATASETS, records)
     assert mystery["gpu_hours"] is None and "no published config" in mystery["shape"]
     total = bill_totals({"bert": bill, "mystery": mystery})
     assert total["backbones"] == 1 and total["gpu_hours"]["train"] == train
-    assert "train_checkpoint" not in total["disk"]
+    assert "train_checkpoint" not in total["disk"] and total["disk"]["index_one_run_every_term"] == 1050 * (30522 * 8 + 56)
 
 
 def test_records_measured_on_a_gpu_replace_the_assumed_share(tmp_path):
@@ -97,3 +100,25 @@ def test_the_smoke_record_gives_memory_and_the_bytes_of_a_run_file(tmp_path):
                              "index_documents_per_second": 2.0}
     per_line = 200_000 / (20 * 200)  # the smoke's evaluate folder over its run lines
     assert bill["disk"]["evaluate"] == int(2 * (10 * 100 + 5 * 50) * per_line)
+
+
+def _plan_of(hours: dict, disk: dict) -> dict:
+    return {"gpu": "H100", "gpus": 8, "bill": {"a": {"gpu_hours": hours}, "unsized": {"gpu_hours": None}},
+            "bill_totals": {"disk": disk}}
+
+
+def test_the_total_line_sums_the_band_the_disk_and_the_days():
+    from lsrbench.ops.bill_text import total_line
+
+    hours = {"train": {"bound": 1.0, "at 0.5": 2.0, "at 0.25": 4.0}, "index": {"bound": 2.0, "at 0.5": 4.0, "at 0.25": 8.0}}
+    disk = {"train": 1e12, "index": 2e12, "evaluate": 0.5e12, "index_one_run_every_term": 3e14}
+    # 2 + 4 = 6 to 4 + 8 = 12 GPU-hours; 3.5 TB kept; 12 h / 8 GPUs / 24 h = 0.0625 days
+    assert total_line(_plan_of(hours, disk)) == (
+        "total: 6-12 GPU-hours (H100), 3.5 TB disk, about 0.062 days on 8 GPUs (the band: 50% to 25% of the bf16 "
+        "peak, assumed: no benchmark/gpu.sh record; days at its high end; one run collapsed to every vocabulary term "
+        "would need 300 TB for its documents' index alone: the index stage stops it on its sample)")
+    measured = {"train": {"bound": 1.0, "at measured": 3.0}, "index": {"bound": 2.0, "at measured": 9.0}}
+    assert total_line(_plan_of(measured, {"train": 0, "index": 1e9})).startswith(
+        "total: 12-24 GPU-hours (H100), 0.001 TB disk, about 0.12 days on 8 GPUs (the band: measured share of the "
+        "peak (benchmark/gpu.sh record) to half of it (assumed)")
+    assert total_line({"bill": {"a": {"gpu_hours": None}}, "bill_totals": {"disk": {}}}) is None

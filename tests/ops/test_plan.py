@@ -82,6 +82,10 @@ def test_published_sizes_of_the_paper_grid(tmp_path):
     total = plan["bill_totals"]["gpu_hours"]["train"]["bound"]
     assert total == pytest.approx(sum(b["gpu_hours"]["train"]["bound"] for b in bill.values()), rel=1e-12)
     assert "## The bill: GPU-hours and disk per backbone (H100)" in stdout and "### Assumptions and uncertainty" in stdout
+    # its first line is the total, as the README quotes it
+    total = stdout.splitlines()[0]
+    assert total.startswith("total: ") and " GPU-hours (H100), " in total and " days on 8 GPUs " in total
+    assert f"```text\n{total}\n```" in (REPO / "README.md").read_text(encoding="utf-8"), total
     # the checkout's CPU smoke record (the default --records): every family in it shows the batches it
     # trained at, and the assumptions say why not the paper's and how they are scaled to it
     record = json.loads((REPO / "benchmark/results/real_size_smoke.json").read_text())
@@ -140,6 +144,11 @@ def test_calibrated_compute_is_the_extrapolation_of_the_measured_times(tmp_path)
     assert cal["threads"] == 1 and cal["device"] == "cpu (1 threads)"  # as a local job runs
     assert 0 < cal["evaluate_startup_seconds"] < cal["train_startup_seconds"] == cal["index_startup_seconds"]
     assert cal["encode_call_seconds"] >= 0 and cal["result_seconds"] > 0
+    # at least 4 steps timed after the warm-up (--train-steps 2 asks fewer): their mean, their spread, the CPU got
+    samples = cal["train_step_samples"]
+    assert len(samples) == 4 and cal["train_step_seconds"] == pytest.approx(sum(samples) / 4, rel=1e-12)
+    assert cal["train_step_spread"] == pytest.approx((max(samples) - min(samples)) / sorted(samples)[2], rel=1e-12)
+    assert cal["cores_got"] > 0 and isinstance(cal["noisy"], list)
     for b in (tiny, twin):
         n = b["train_jobs"]
         assert b["train_hours"] == pytest.approx(n * (recipe["steps"] * cal["train_step_seconds"] * recipe["batch_size"]

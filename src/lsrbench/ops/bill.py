@@ -16,9 +16,11 @@ from the backbone's real config (its local ``config.json``, else the published o
 * Evaluate: queries x the exact search's measured CPU milliseconds per query (``peers-1m.json``,
   a realistic 1M-document collection, top 1000), linear in the collection's size.
 * Disk: a run's model (parameters x 4 bytes, fp32) and, while it trains, one resumable checkpoint
-  (model, AdamW's two moments: 3 x); docs.npz and queries.npz (8 bytes per non-zero: float32 value
-  and int32 term, plus row pointer and id), with :data:`DOC_TERMS` / :data:`QUERY_TERMS` non-zeros
-  assumed for a trained model; run.trec lines at the bytes per line the smoke's run files took.
+  (model, AdamW's two moments: 3 x); docs.npz and queries.npz (:func:`lsrbench.index.density.npz_bytes`:
+  8 bytes per non-zero, plus row pointer and id), with :data:`DOC_TERMS` / :data:`QUERY_TERMS` non-zeros
+  assumed for a trained model, and beside it one run's documents were it collapsed to every vocabulary
+  term (the index stage stops such a run on its sample); run.trec lines at the bytes per line the
+  smoke's run files took.
 """
 
 from __future__ import annotations
@@ -38,7 +40,6 @@ SHARES = (0.5, 0.25)
 # Non-zero terms of a trained SPLADE model's vectors, assumed for disk (a finished docs.npz has the
 # real count): a few hundred per passage and a few tens per query, with a factor-2 bracket.
 DOC_TERMS, QUERY_TERMS = 200, 30
-ROW_BYTES = 8 + 4 * 12  # a CSR row's pointer (int64) and an id of about 12 characters (numpy unicode)
 RUN_LINE_BYTES = 45  # a TREC run line ("q Q0 d rank score tag") where no smoke record measured it
 
 
@@ -154,18 +155,25 @@ def _line_bytes(records: dict) -> tuple[float, str]:
     return float(RUN_LINE_BYTES), f"assumed ({RUN_LINE_BYTES} bytes)"
 
 
-def _disk(config: dict, params: int, jobs: dict, sizes: dict, records: dict) -> dict:
-    """Bytes each stage of one backbone writes (kept), and one training's transient checkpoint."""
+def _disk(config: dict, params: int, jobs: dict, sizes: dict, records: dict, vocab: int | None = None) -> dict:
+    """Bytes each stage of one backbone writes (kept), one training's transient checkpoint, and
+    (``vocab`` given) one run's documents' index were it collapsed to every vocabulary term."""
+    from lsrbench.index.density import npz_bytes
+
     model = params * 4
-    index_bytes = sum(sizes[w["dataset"]][1] * (QUERY_TERMS * 8 + ROW_BYTES) for _, w in jobs["index"])
-    index_bytes += sum(sizes[w["dataset"]][0] * (DOC_TERMS * 8 + ROW_BYTES) for rule, w in jobs["index"] if rule == "index")
+    index_bytes = sum(npz_bytes(sizes[w["dataset"]][1], QUERY_TERMS) for _, w in jobs["index"])
+    documents = [(w, sizes[w["dataset"]][0]) for rule, w in jobs["index"] if rule == "index"]
+    index_bytes += sum(npz_bytes(n, DOC_TERMS) for _, n in documents)
+    runs = len({(w["run"], w["k"], w.get("seed")) for w, _ in documents}) or 1
+    collapsed = npz_bytes(sum(n for _, n in documents) / runs, vocab) if vocab and documents else None
     per_line, _ = _line_bytes(records)
     top_k = config["evaluation"]["top_k"]
     from lsrbench.dag.evaluated import docs_dataset
 
     lines = sum(sizes[w["dataset"]][1] * min(top_k, sizes[docs_dataset(config, w["dataset"])][0]) for w in jobs["evaluate"])
     return {"train": len(jobs["train"]) * model, "train_checkpoint": 3 * model if config["recipe"]["checkpoint_steps"] else 0,
-            "index": index_bytes, "evaluate": int(lines * per_line)}
+            "index": int(index_bytes), "evaluate": int(lines * per_line),
+            "index_one_run_every_term": None if collapsed is None else int(collapsed)}
 
 
 def _local_entry(config: dict, backbone: str) -> dict:
@@ -204,7 +212,7 @@ def backbone_bill(config: dict, backbone: str, jobs: dict, datasets: dict, recor
     rate = _rate(records, family, gpu)
     out.update(shape=where, parameters=params, flops=flops, rate=rate,
                gpu_hours={stage: _hours(flops[stage], rate, stage) for stage in ("train", "index")},
-               disk=_disk(config, params, jobs, sizes, records), smoke=_smoke_summary(_smoke_family(records, str(config["backbones"][backbone]["model"]))))
+               disk=_disk(config, params, jobs, sizes, records, shape.get("vocab_size")), smoke=_smoke_summary(_smoke_family(records, str(config["backbones"][backbone]["model"]))))
     top = config["evaluation"]["top_k"]
     per_query = [(sizes[w["dataset"]][1], _search_ms(records, sizes[w["dataset"]][0])) for w in jobs["evaluate"]]
     out["evaluate_cpu_hours"] = (None if any(ms is None for _, ms in per_query)
@@ -238,7 +246,9 @@ def bill_totals(bills: dict) -> dict:
                 total["gpu_hours"].setdefault(stage, {}).setdefault(at, 0.0)
                 total["gpu_hours"][stage][at] += h
         for stage, n in b["disk"].items():
-            if stage != "train_checkpoint":  # one job's, while it trains: not a sum over the grid
+            if stage == "index_one_run_every_term" and n:  # one run's: the largest of the grid's
+                total["disk"][stage] = max(total["disk"].get(stage, 0), n)
+            elif stage not in ("train_checkpoint", "index_one_run_every_term"):  # one job's, while it trains
                 total["disk"][stage] = total["disk"].get(stage, 0) + n
     cpu = [b["evaluate_cpu_hours"] for b in sized if b["evaluate_cpu_hours"] is not None]
     total["evaluate_cpu_hours"] = sum(cpu) if cpu else None

@@ -8,7 +8,7 @@ import pandas as pd
 
 from lsrbench.ops.bill import DOC_TERMS, QUERY_TERMS, SHARES
 
-__all__ = ["bill_lines"]
+__all__ = ["bill_lines", "total_line", "gpu_hours_band"]
 
 
 def _h(value) -> str:
@@ -62,6 +62,47 @@ def _header(plan: dict) -> str:
     shares = " / ".join(f"at {s:.0%}" for s in SHARES)
     return (f"GPU-hours: at 100 % of the bf16 peak (the floor) / {shares} of it (assumed)"
             + (f"; {', '.join(measured)}: at the measured share instead" if measured else ""))
+
+
+def gpu_hours_band(plan: dict) -> tuple[float, float, str] | None:
+    """Train and index GPU-hours of every sized backbone summed, low and high, and where the band comes
+    from: a measured share of the peak (a gpu.sh record) down to half of it (host work between batches,
+    checkpoints, data loading: assumed), else the assumed bracket :data:`SHARES`."""
+    low = high = 0.0
+    measured = assumed = False
+    for b in plan["bill"].values():
+        for stage in ("train", "index"):
+            hours = (b.get("gpu_hours") or {}).get(stage)
+            if not hours:
+                continue
+            if "at measured" in hours:
+                low, high, measured = low + hours["at measured"], high + 2 * hours["at measured"], True
+            else:
+                low, high, assumed = low + hours[f"at {SHARES[0]:g}"], high + hours[f"at {SHARES[-1]:g}"], True
+    if not (measured or assumed):
+        return None
+    how = ("measured share of the peak (benchmark/gpu.sh record) to half of it (assumed)" if measured and not assumed
+           else f"{' to '.join(f'{s:.0%}' for s in SHARES)} of the bf16 peak, assumed: no benchmark/gpu.sh record"
+           if not measured else "measured share where a gpu.sh record has the family, else assumed")
+    return low, high, how
+
+
+def total_line(plan: dict) -> str | None:
+    """The plan's first line: ``total: A-B GPU-hours (GPU), C TB disk, about D days on N GPUs``, then
+    where the band comes from and what one collapsed run's index would take."""
+    band = gpu_hours_band(plan)
+    if band is None:
+        return None
+    low, high, how = band
+    disk = plan["bill_totals"]["disk"]
+    kept = sum(n for stage, n in disk.items() if stage != "index_one_run_every_term")
+    gpus = plan.get("gpus") or 1
+    line = (f"total: {_h(low)}-{_h(high)} GPU-hours ({plan['gpu']}), {kept / 1e12:.3g} TB disk, about "
+            f"{high / gpus / 24:.2g} days on {gpus} GPUs (the band: {how}; days at its high end")
+    if disk.get("index_one_run_every_term"):
+        line += (f"; one run collapsed to every vocabulary term would need {_bytes(disk['index_one_run_every_term'])} "
+                 "for its documents' index alone: the index stage stops it on its sample")
+    return line + ")"
 
 
 def bill_lines(plan: dict) -> list[str]:

@@ -12,7 +12,12 @@ Timed as the jobs run: torch with the threads a job gets (one per local job,
 proportional to its batch: the optimiser's update over the vocabulary-sized head does not depend on
 it), each encode call's fixed cost (the fast path's probe check, length sorting) apart from its cost
 per text, and each job's start-up (interpreter, the stage's imports, the model load) measured once
-in a fresh interpreter, since a job pays it once whatever its size."""
+in a fresh interpreter, since a job pays it once whatever its size.
+
+A calibration knows when it was disturbed (:func:`disturbance`): its timed training steps are kept
+with their spread, and the CPU seconds it got per wall second (its own and its start-up child's)
+with the load average; on a shared CPU either one out of bounds marks it ``noisy``, and a noisy
+calibration is not published (``lsrbench cells`` refuses its plan)."""
 
 from __future__ import annotations
 
@@ -32,7 +37,15 @@ from lsrbench.model.load_options import model_kwargs
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Calibration", "find_local_model", "calibration_texts", "calibrate"]
+__all__ = ["Calibration", "find_local_model", "calibration_texts", "calibrate", "disturbance", "MAX_STEP_SPREAD",
+           "MIN_CORES_GOT", "TIMED_STEPS"]
+
+# A quiet CPU gives a calibrating process at least most of one core whenever it runs, and steps of
+# the same batch size within about this spread of each other (their padding differs); stated bounds,
+# not fitted: under load by 7 other sessions on 2 cores a process got about a quarter of a core.
+MAX_STEP_SPREAD = 0.5   # (slowest - fastest) / median of the timed steps
+MIN_CORES_GOT = 0.8     # CPU seconds per wall second over the timed work and the start-up
+TIMED_STEPS = 4         # training steps timed after the warm-up step, at least
 
 # Filler for synthetic passages when no corpus of the config is on disk: every passage then has
 # document_max_length words (at least as many tokens), an upper bound of the real lengths.
@@ -59,6 +72,11 @@ class Calibration:
     evaluate_startup_seconds: float | None = None  # launch to the evaluate stage's modules imported
     result_seconds: float | None = None  # evaluate: per retrieved line (ir_measures, the TREC run file)
     threads: int | None = None  # torch threads the timing ran with (CPU: as a job gets them)
+    train_step_samples: list | None = None  # every timed step's seconds (after the warm-up step)
+    train_step_spread: float | None = None  # (slowest - fastest) / median of them
+    cores_got: float | None = None  # CPU seconds per wall second over the timed work (CPU devices)
+    load_average: float | None = None  # the machine's 1-minute load per core when the calibration began
+    noisy: list | None = None  # why the timing was disturbed ([]: quiet; None: a calibration without the check)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -144,21 +162,67 @@ def calibrate(path: str, entry: dict, recipe: dict, evaluation: dict, docs: list
     threads = threads or job_threads(False, None)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
+    load, clock = _load_per_core(), _CpuClock()
     try:
         with tempfile.TemporaryDirectory(prefix="lsrbench-plan-") as tmp:
             timed = _with_weights(path, Path(tmp) / "random", entry["trust_remote_code"])
-            step = _time_training(timed, entry, recipe, docs, Path(tmp), max(2, steps), batch)
-            encode = _time_index(Path(tmp) / "model", device, docs, queries, evaluation)
-            startup = _time_startup(str(Path(tmp) / "model"), device, threads, evaluation["measures"])
+            with clock:
+                samples = _time_training(timed, entry, recipe, docs, Path(tmp), max(TIMED_STEPS + 1, steps), batch)
+                encode = _time_index(Path(tmp) / "model", device, docs, queries, evaluation)
+                startup = _time_startup(str(Path(tmp) / "model"), device, threads, evaluation["measures"])
             posting, results = _time_search(encode.pop("query_vectors"), encode.pop("doc_vectors"), evaluation["top_k"])
             result_s = _time_results(results, evaluation["measures"], Path(tmp))
     finally:
         torch.set_num_threads(before)
     source = path if timed == path else f"{path} (random weights of its config)"
-    return Calibration(source=source, device=_device_name(device, threads), train_batch=batch, train_step_seconds=step,
+    quiet = disturbance(samples, clock.cores_got() if device == "cpu" else None, load)
+    return Calibration(source=source, device=_device_name(device, threads), train_batch=batch,
+                       train_step_seconds=sum(samples) / len(samples) if samples else None,
                        posting_seconds=posting, result_seconds=result_s, texts=texts, threads=threads, **encode,
                        train_startup_seconds=startup["model"], index_startup_seconds=startup["model"],
-                       evaluate_startup_seconds=startup["evaluate"])
+                       evaluate_startup_seconds=startup["evaluate"], **quiet)
+
+
+def disturbance(samples: list[float], cores_got: float | None, load: float | None) -> dict:
+    """The calibration's record of how quiet it was: the timed steps, their spread, the CPU it got,
+    the load, and ``noisy``: why it was disturbed ([] when quiet)."""
+    ordered = sorted(samples)
+    spread = (ordered[-1] - ordered[0]) / ordered[len(ordered) // 2] if len(ordered) >= 2 and ordered[0] > 0 else None
+    noisy = []
+    if spread is not None and spread > MAX_STEP_SPREAD:
+        noisy.append(f"timed steps spread {spread:.0%} (more than {MAX_STEP_SPREAD:.0%}: {', '.join(f'{s:.3g}' for s in samples)} s)")
+    if cores_got is not None and cores_got < MIN_CORES_GOT:
+        noisy.append(f"got {cores_got:.2f} CPU seconds per wall second (less than {MIN_CORES_GOT:g}: other processes "
+                     f"shared the cores; 1-minute load {load:.2f} per core)" if load is not None else
+                     f"got {cores_got:.2f} CPU seconds per wall second (less than {MIN_CORES_GOT:g})")
+    if len(ordered) < 2:
+        noisy.append("fewer than 2 timed training steps: no spread to check")
+    return {"train_step_samples": list(samples), "train_step_spread": spread, "cores_got": cores_got,
+            "load_average": load, "noisy": noisy}
+
+
+class _CpuClock:
+    """CPU seconds (this process's and its finished children's) per wall second inside ``with``."""
+
+    def __enter__(self):
+        self._start = os.times()
+        return self
+
+    def __exit__(self, *exc):
+        self._end = os.times()
+
+    def cores_got(self) -> float | None:
+        a, b = self._start, self._end
+        wall = b.elapsed - a.elapsed
+        cpu = sum(getattr(b, f) - getattr(a, f) for f in ("user", "system", "children_user", "children_system"))
+        return cpu / wall if wall > 0 else None
+
+
+def _load_per_core() -> float | None:
+    try:
+        return os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:  # no load average on this system
+        return None
 
 
 def _time_index(model_dir: Path, device: str, docs: list[str], queries: list[str], evaluation: dict) -> dict:
@@ -247,7 +311,7 @@ def _step_timer():
 
 
 def _time_training(path: str, entry: dict, recipe: dict, docs: list[str], tmp: Path, steps: int, batch: int):
-    """Seconds per optimiser step (mean over the steps after the first), training as the train stage
+    """Seconds of each optimiser step after the first (warm-up), training as the train stage
     does on triplets made of the passages: the first eight words of one as its query, it as the
     positive, the next as the negative."""
     from lsrbench.model.train import train_splade
@@ -261,7 +325,7 @@ def _time_training(path: str, entry: dict, recipe: dict, docs: list[str], tmp: P
                  trust_remote_code=entry["trust_remote_code"], revision=entry.get("revision"),
                  callbacks=[timer])
     times = timer.times
-    return (times[-1] - times[0]) / (len(times) - 1) if len(times) >= 2 else None
+    return [b - a for a, b in zip(times, times[1:])]  # each step after the first (warm-up)
 
 
 def _time_encode(model, texts: list[str], kind: str, evaluation: dict):

@@ -28,7 +28,7 @@ from lsrbench.ops.bill import backbone_bill, bill_totals, read_records
 
 log = logging.getLogger(__name__)
 
-__all__ = ["make_plan", "plan_text", "estimate_jobs", "DEFAULT_FLOPS", "default_records"]
+__all__ = ["make_plan", "plan_text", "estimate_jobs", "DEFAULT_FLOPS", "default_records", "check_publishable"]
 
 # FLOPs (expected multiplications per query-document pair) assumed for a trained run's evaluate:
 # trained SPLADE models sit around 1-4 on MS MARCO (SPLADE v2, Formal et al. 2021); an untrained
@@ -40,7 +40,7 @@ TRAIN_RULES, INDEX_RULES, EVALUATE_RULES = ("train",), ("index", "index_queries"
 def make_plan(config: dict, config_files: list[str], *, mirror: str | None = None, snakefile: str | None = None,
               workdir: str = ".", remaining: bool = False, calibrate_models: bool = True, steps: int = 3,
               passages: int = 256, batch: int | None = None, assume_flops: float = DEFAULT_FLOPS,
-              threads: int | None = None, records: str | None = None, gpu: str = "H100") -> dict:
+              threads: int | None = None, records: str | None = None, gpu: str = "H100", gpus: int = 8) -> dict:
     """The plan of the checked ``config`` loaded from ``config_files`` (with ``mirror`` as its
     ``mirror``), as data (see :func:`plan_text`)."""
     from lsrbench.dag.dryrun import dry_run, find_snakefile, job_counts, planned_jobs
@@ -64,8 +64,25 @@ def make_plan(config: dict, config_files: list[str], *, mirror: str | None = Non
             "jobs": job_counts(output), "datasets": datasets, "backbones": backbones, "totals": _totals(backbones),
             "assume_flops": assume_flops, "steps": config["recipe"]["steps"],
             "recipe_batch": config["recipe"]["batch_size"], "bill": bills, "bill_totals": bill_totals(bills),
-            "records": {k: (v or {}).get("_path") for k, v in found.items() if k != "folder"}, "gpu": gpu,
+            "records": {k: (v or {}).get("_path") for k, v in found.items() if k != "folder"}, "gpu": gpu, "gpus": gpus,
             "smoke_paper_batch": (found["smoke"] or {}).get("paper_batch")}
+
+
+def check_publishable(plan: dict, plan_file: str) -> None:
+    """Raise the one-line :class:`InputError` when a calibration of ``plan`` was disturbed (``noisy``)
+    or made before calibrations recorded whether they were: its costs are not published."""
+    from lsrbench.errors import InputError
+
+    for name, b in plan.get("backbones", {}).items():
+        c = b.get("calibration") or {}
+        if not c or "error" in c:
+            continue  # not calibrated: the page says 'not estimated'
+        if c.get("noisy") is None:
+            raise InputError(plan_file, f"backbones.{name}.calibration", "made before calibrations recorded whether "
+                             "they were disturbed; make the plan again on a quiet machine (lsrbench plan --json)")
+        if c["noisy"]:
+            raise InputError(plan_file, f"backbones.{name}.calibration.noisy", f"calibrated under load ({'; '.join(c['noisy'])}): "
+                             "its costs are not published; make the plan again on a quiet machine (lsrbench plan --json)")
 
 
 def _stage_jobs(jobs: list, backbone: str) -> dict:
@@ -177,8 +194,11 @@ def _startups(calibration: dict) -> dict:
 
 def plan_text(plan: dict) -> str:
     """The plan as Markdown tables: jobs per rule, dataset sizes, compute per backbone, assumptions."""
-    lines = [f"# lsrbench plan: {', '.join(plan['config_files'])} ({plan['scope']})", "",
-             "## Jobs per rule (Snakemake's dry run)", ""]
+    from lsrbench.ops.bill_text import total_line
+
+    total = total_line(plan) if plan.get("bill") else None
+    lines = ([total, ""] if total else []) + [f"# lsrbench plan: {', '.join(plan['config_files'])} ({plan['scope']})", "",
+                                              "## Jobs per rule (Snakemake's dry run)", ""]
     jobs = pd.DataFrame(sorted(plan["jobs"].items(), key=lambda kv: kv[0] == "total"), columns=["rule", "jobs"])
     lines += [jobs.to_markdown(index=False), "", "## Datasets", ""]
     sizes = pd.DataFrame([{"dataset": n, "documents": d["documents"], "evaluated documents": d["evaluated_documents"],
@@ -200,7 +220,8 @@ def _compute_table(plan: dict) -> str:
         calibrated = bool(c) and "error" not in c
         rows.append({
             "backbone": name,
-            "calibrated on": (f"{c['device']}: {c['source']}" if calibrated else c.get("error", "not calibrated")),
+            "calibrated on": (f"{c['device']}: {c['source']}" + (f" (disturbed: {'; '.join(c['noisy'])})" if c.get("noisy") else "")
+                              if calibrated else c.get("error", "not calibrated")),
             "train jobs": b["train_jobs"],
             "s/step": _num(c.get("train_step_seconds")) + (f" (batch {c['train_batch']})" if calibrated else ""),
             "train h": _num(b["train_hours"]),

@@ -13,8 +13,8 @@ __all__ = ["STAGE", "config_snapshot", "results_config"]
 
 # Top-level keys that say where things are read from or how jobs run: in no result.
 RUNTIME_CONFIG_KEYS = ("mirror", "cache_dir", "datasets_file", "use_gpu", "train_processes")
-# evaluation keys that say how a job runs, not what it computes
-RUNTIME_EVALUATION_KEYS = ("encode_shard_size",)
+# evaluation keys that say how a job runs, not what it computes (the index's collapse band: whether it runs)
+RUNTIME_EVALUATION_KEYS = ("encode_shard_size", "index_sample_documents", "index_max_active_share", "index_max_empty_share")
 
 
 def results_config(config: dict) -> dict:

@@ -39,19 +39,28 @@ def index_folder(layout, key: dict) -> dict:
     return {**layout.get("train", **model_key(key)).fields, "dataset": key["dataset"]}
 
 
+def collapse_check(config: dict) -> dict:
+    """The index stage's collapse check (:mod:`lsrbench.index.density`) from the ``evaluation`` settings."""
+    ev = config["evaluation"]
+    return {"documents": ev["index_sample_documents"], "max_active_share": ev["index_max_active_share"],
+            "max_empty_share": ev["index_max_empty_share"]}
+
+
 def index(dataset: str, model_dir: str, data_dir: str, batch_size: int, precision: str, query_max_length: int,
           document_max_length: int, queries_npz: str, docs_npz: str | None = None, shard_size: int | None = None,
-          shard_dir: str | None = None) -> dict:
+          shard_dir: str | None = None, collapse_check: dict | None = None) -> dict:
     """Encode the evaluated corpus and its queries to CSR ``.npz`` files with their ids
     (:func:`lsrbench.index.indexing.index_dataset`), truncated at the evaluation's token lengths
     (``evaluation.query_max_length`` / ``document_max_length``), not the training ones. Without
-    ``docs_npz`` only the queries (a dataset scored against another dataset's documents)."""
+    ``docs_npz`` only the queries (a dataset scored against another dataset's documents).
+    ``collapse_check``: the sample checked for collapse before the rest of the corpus is encoded."""
     from lsrbench.data.beir import read_written_folder
     from lsrbench.index.indexing import index_dataset
 
     return index_dataset(model_dir, read_written_folder(data_dir), batch_size, queries_npz, docs_npz,
                          shard_size=shard_size, shard_dir=shard_dir, precision=precision,
-                         query_max_length=query_max_length, document_max_length=document_max_length, name=dataset)
+                         query_max_length=query_max_length, document_max_length=document_max_length, name=dataset,
+                         collapse_check=collapse_check)
 
 
 STAGE = Stage(
@@ -64,7 +73,9 @@ STAGE = Stage(
     inputs=index_inputs,
     outputs={"docs_npz": "docs.npz", "queries_npz": "queries.npz"},
     # shards live beside the outputs but are no outputs (a restarted job resumes from them), and
-    # docs.npz does not depend on the shard size
+    # docs.npz does not depend on the shard size; the collapse check's band decides whether it is
+    # written, not what it holds
     runtime=lambda layout, item: {"shard_dir": item.path("doc_shards"),
-                                  "shard_size": layout.config["evaluation"]["encode_shard_size"] or 0},
+                                  "shard_size": layout.config["evaluation"]["encode_shard_size"] or 0,
+                                  "collapse_check": collapse_check(layout.config)},
 )
