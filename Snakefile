@@ -5,6 +5,11 @@
 import os
 import sys
 
+from lsrbench.dag.startup import guard_startup
+
+if workflow.is_main_process:
+    guard_startup()  # Ctrl-C before the first job, a folder another run has locked: one line each
+
 from lsrbench.config.grid import grid_lines
 from lsrbench.config.layers import load_config_files, locate_config_paths
 from lsrbench.dag.reports import report_outputs
