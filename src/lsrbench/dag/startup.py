@@ -16,12 +16,10 @@ import os
 import signal
 import sys
 
+from lsrbench.errors import INTERRUPTED_STATUS
 from lsrbench.ops.locks import lock_holder, lock_line, record_holder
 
-__all__ = ["INTERRUPTED_STATUS", "guard_startup", "jobs_start"]
-
-# A process Ctrl-C ended: 128 + SIGINT, what a shell reports for one.
-INTERRUPTED_STATUS = 128 + signal.SIGINT
+__all__ = ["guard_startup", "jobs_start"]
 
 
 def _interrupted(signum, frame):
