@@ -6,17 +6,19 @@ the run holding the lock is alive).
 From :func:`guard_startup` (the Snakefile's first lines) to :func:`jobs_start` (``onstart``: the
 lock is taken, jobs are about to run) Ctrl-C ends the process with status 130; afterwards it is
 Snakemake's own (it stops its jobs, each saying what it keeps: lsrbench.pipeline.job_runner).
-Ctrl-C while Python imports Snakemake itself, before the Snakefile is read, stays Python's.
+Ctrl-C while Python imports Snakemake itself, before the Snakefile is read, stays Python's. A
+working directory that cannot be written (read-only, full) is one line before Snakemake writes there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import sys
 
-from lsrbench.errors import INTERRUPTED_STATUS
+from lsrbench.errors import INTERRUPTED_STATUS, out_of_space_line
 from lsrbench.ops.locks import lock_holder, lock_line, record_holder
 
 __all__ = ["guard_startup", "jobs_start"]
@@ -41,10 +43,42 @@ class _LockRefusal(logging.Filter):
 
 
 def guard_startup() -> None:
-    """In the main process: Ctrl-C from here to :func:`jobs_start` is one line, and a folder
-    another run has locked is refused in one line naming it."""
+    """In the main process: Ctrl-C from here to :func:`jobs_start` is one line, a folder another
+    run has locked is refused in one line naming it, and so is a folder that cannot be written."""
     signal.signal(signal.SIGINT, _interrupted)
     logging.getLogger("snakemake.logging").addFilter(_LockRefusal())
+    line = _unwritable_line()
+    if line is not None:
+        print(f"lsrbench: error: {line}", file=sys.stderr)
+        sys.exit(1)
+
+
+# What Snakemake writes before and around the first job (its log, locks, metadata, the digest
+# cache) is of this order; a folder that cannot take it would fail in Snakemake's own messages.
+PROBE_BYTES = 64 * 1024
+
+
+def _unwritable_line() -> str | None:
+    """One line when the working directory cannot be written (read-only, not permitted, full), else None."""
+    folder = os.path.join(os.getcwd(), ".snakemake")
+    probe = os.path.join(folder, f"lsrbench-write-probe-{os.getpid()}")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with open(probe, "wb") as fh:
+            fh.write(bytes(PROBE_BYTES))
+            fh.flush()
+            os.fsync(fh.fileno())  # a delayed allocation reports a full disk here, not at write()
+    except OSError as exc:
+        full = out_of_space_line(exc, folder)
+        if full is not None:
+            return full
+        reason = exc.strerror or str(exc)
+        return (f"{os.getcwd()}: {reason.lower()}: snakemake writes results/ and .snakemake/ in the folder it runs "
+                "in (nothing finished was changed): make it writable, or run in another folder (snakemake -d DIR)")
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(probe)
+    return None
 
 
 def jobs_start() -> None:
