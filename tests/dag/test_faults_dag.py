@@ -24,6 +24,7 @@ from helpers.paths import REPO
 from helpers.snakemake import SNAKEMAKE, copy_run, micro_config, train_dir
 
 pytestmark = pytest.mark.slow
+STEPS = 600  # ~35 s of training here: the window in which gc and a second snakemake meet the running one
 
 
 def _finished(work: Path) -> dict[str, str]:
@@ -64,10 +65,11 @@ def test_a_snakemake_holding_the_folder_and_a_damaged_checkpoint(micro_run, tmp_
     command are each refused in one line naming the holder's pid and command, without --unlock.
     Once it is killed (SIGKILL: the lock stays), both say the holder is gone and suggest --unlock.
     The latest checkpoint's weights then cut in half: the rerun sets it aside, says so in one line,
-    resumes from the one before and finishes. The finished micro run is byte-identical throughout."""
+    resumes from the one before (training keeps about one: usually none is left, and it restarts
+    from step 0) and finishes. The finished micro run is byte-identical throughout."""
     work = copy_run(micro_run, tmp_path / "work")
     before = _finished(work)
-    cfg = micro_config(tmp_path, vaswani_slice, tiny_roberta, steps=1000, checkpoint_steps=20)
+    cfg = micro_config(tmp_path, vaswani_slice, tiny_roberta, steps=STEPS, checkpoint_steps=20)
     run_dir = train_dir(work, cfg, "rand-roberta", "1")
     cmd = [*SNAKEMAKE, str((run_dir / "train_log.jsonl").relative_to(work)), "--cores", "2", "-d", str(work),
            "--configfile", str(cfg)]
@@ -91,7 +93,10 @@ def test_a_snakemake_holding_the_folder_and_a_damaged_checkpoint(micro_run, tmp_
     _one_line(subprocess.run(gc, cwd=work, capture_output=True, text=True), gone.format("gc --delete removes nothing"))
     _one_line(subprocess.run(cmd, capture_output=True, text=True), gone.format("this snakemake cannot start"))
 
-    *_, previous, latest = _complete_checkpoints(run_dir)
+    complete = _complete_checkpoints(run_dir)
+    latest, previous = complete[-1], (complete[-2] if len(complete) > 1 else None)
+    then = (f"training resumes from checkpoint-{previous}, the last whole one" if previous is not None
+            else "no whole checkpoint is left: training restarts from step 0")
     weights = sorted((run_dir / "checkpoints" / f"checkpoint-{latest}").rglob("*.safetensors"))[0]
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     subprocess.run([*cmd, "--unlock"], capture_output=True, check=True)
@@ -100,12 +105,11 @@ def test_a_snakemake_holding_the_folder_and_a_damaged_checkpoint(micro_run, tmp_
     notes = [line for line in rerun.stderr.splitlines() if "damaged checkpoint" in line]
     assert len(notes) == 1 and "Traceback" not in rerun.stderr, rerun.stderr[-3000:]
     assert re.fullmatch(rf"lsrbench: note: .*checkpoint-{latest}: damaged checkpoint \(.*safetensors: .*\): set aside "
-                        rf"as checkpoint-{latest}\.damaged; training resumes from checkpoint-{previous}, the last whole "
-                        "one", notes[0]), notes[0]
+                        rf"as checkpoint-{latest}\.damaged; {then}", notes[0]), notes[0]
     summary = json.loads((run_dir / "train_provenance.json").read_text())["summary"]
     assert summary["resumed_from_step"] == previous
     assert [json.loads(line)["step"] for line in (run_dir / "train_log.jsonl").read_text().splitlines()] == \
-        list(range(1, 1001))
+        list(range(1, STEPS + 1))
     assert (run_dir / "checkpoints" / f"checkpoint-{latest}.damaged").is_dir()  # set aside, kept
     after = _finished(work)
     assert {name: after.get(name) for name in before} == before
@@ -121,35 +125,41 @@ def _interrupted(cmd: list[str], cwd: Path, delay: float, from_first_line: bool)
     return subprocess.CompletedProcess(cmd, proc.wait(), "", err)
 
 
-def _timed(cmd: list[str], cwd: Path, from_first_line: bool) -> float:
-    """Seconds from ``cmd``'s start (or its first line on stderr) to its end (it must succeed)."""
+def _timed(cmd: list[str], cwd: Path, from_first_line: bool, until: str | None) -> float:
+    """Seconds from ``cmd``'s start (or its first line on stderr) to its line ``until`` on stderr
+    (or its end); it must succeed."""
     start = time.time()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    first = proc.stderr.readline() if from_first_line else ""
+    err = proc.stderr.readline() if from_first_line else ""
     start = time.time() if from_first_line else start
-    err = first + proc.stderr.read()
+    seconds = None
+    for line in proc.stderr:
+        err += line
+        if seconds is None and until and line.startswith(until):
+            seconds = time.time() - start
     assert proc.wait() == 0, err[-3000:]
-    return time.time() - start
+    return seconds if seconds is not None else time.time() - start
 
 
 def test_ctrl_c_while_snakemake_starts_and_during_verify(micro_run, tmp_path):
     """SIGINT at a few points of the start-up of snakemake on the finished micro run (its
-    Snakefile's checks, the DAG; "Nothing to be done" when uninterrupted) and of lsrbench verify:
-    one line each, exit 130, no traceback, every finished file byte-identical. The points are
-    fractions of the uninterrupted time after the first line (Snakemake's profile note: by then
-    Snakemake is imported; an interrupt inside Python's import of Snakemake stays Python's)."""
+    Snakefile's checks, the DAG) and of lsrbench verify: one line each, exit 130, no traceback,
+    every finished file byte-identical. The points are fractions of the uninterrupted time from
+    the first line (Snakemake's profile note: by then Snakemake is imported; an interrupt inside
+    Python's import of Snakemake stays Python's) to its "Nothing to be done"."""
     work = copy_run(micro_run, tmp_path / "work")
     before = _finished(work)
     snakemake = [*SNAKEMAKE, "--cores", "1", "--configfile", str(micro_run["config"])]
     verify = [str(Path(sys.executable).parent / "lsrbench"), "verify", "--results", "results"]
-    for cmd, after_line, says in [
-            (snakemake, True, rf"lsrbench: error: {re.escape(str(work))}: interrupted \(Ctrl-C\) while snakemake was "
+    for cmd, after_line, until, says in [
+            (snakemake, True, "Nothing to be done", rf"lsrbench: error: {re.escape(str(work))}: interrupted \(Ctrl-C\) while snakemake was "
                               r"starting, before any job ran: nothing finished was changed; run the same command "
                               r"again to go on"),
-            (verify, False, r"lsrbench: error: command line: interrupted \(Ctrl-C\) before the command finished: what "
+            (verify, False, None, r"lsrbench: error: command line: interrupted \(Ctrl-C\) before the command finished: what "
                             r"it had finished stays; run it again to go on")]:
-        seconds = _timed(cmd, work, after_line)
-        for share in (0.3, 0.5, 0.7):
+        _timed(cmd, work, after_line, until)  # the first run reads torch & co. from disk: the second is timed
+        seconds = _timed(cmd, work, after_line, until)
+        for share in (0.3, 0.45, 0.6):
             proc = _interrupted(cmd, work, share * seconds, after_line)
             assert proc.returncode == 130, (share, proc.stderr[-3000:])
             _one_line(proc, says)
