@@ -47,10 +47,21 @@ def guard_startup() -> None:
     run has locked is refused in one line naming it, and so is a folder that cannot be written."""
     signal.signal(signal.SIGINT, _interrupted)
     logging.getLogger("snakemake.logging").addFilter(_LockRefusal())
-    line = _unwritable_line()
+    line = _unlock_of_a_live_run() or _unwritable_line()
     if line is not None:
         print(f"lsrbench: error: {line}", file=sys.stderr)
         sys.exit(1)
+
+
+def _unlock_of_a_live_run() -> str | None:
+    """``snakemake --unlock`` while the run holding the lock is alive would let a second run write
+    the same files: one line instead (Snakemake removes any lock, alive or not)."""
+    if "--unlock" not in sys.argv[1:]:
+        return None
+    holder = lock_holder(".")
+    if holder is None or holder.alive is False:
+        return None
+    return lock_line(os.getcwd(), holder, "--unlock would let a second run write its files")
 
 
 # What Snakemake writes before and around the first job (its log, locks, metadata, the digest
