@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.catalogue import record
 from helpers.paths import REPO
 from helpers.snakemake import SNAKEMAKE, copy_run, micro_config, train_dir
 
@@ -38,12 +39,15 @@ def _errors(err: str) -> list[str]:
     return [line for line in err.splitlines() if line.startswith("lsrbench: error:")]
 
 
-def _one_line(proc: subprocess.CompletedProcess, pattern: str) -> str:
-    """The one ``lsrbench: error:`` line of a failed process, matched against ``pattern``; no traceback."""
+def _one_line(proc: subprocess.CompletedProcess, pattern: str, case: str | None = None, tmp: Path | None = None) -> str:
+    """The one ``lsrbench: error:`` line of a failed process, matched against ``pattern``; no
+    traceback. ``case``: its name in the bad-input catalogue (docs/bad-input-catalogue.md)."""
     lines = _errors(proc.stderr)
     assert proc.returncode != 0 and len(lines) == 1, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr and "Exception" not in proc.stderr, proc.stderr[-3000:]
     assert re.fullmatch(pattern, lines[0]), lines[0]
+    if case:
+        record(case, lines[0], tmp)
     return lines[0]
 
 
@@ -82,10 +86,13 @@ def test_a_snakemake_holding_the_folder_and_a_damaged_checkpoint(micro_run, tmp_
         held = (rf"lsrbench: error: {locks}: a snakemake run holds this folder since [-0-9: ]+ \(pid {holder.pid} on "
                 rf"\S+ \(snakemake .*{re.escape(str(cfg))}\)\): {{}} while it runs; wait for it to end, or stop it "
                 r"\(Ctrl-C in its terminal\)")
-        _one_line(subprocess.run(gc, cwd=work, capture_output=True, text=True), held.format("gc --delete removes nothing"))
-        _one_line(subprocess.run(cmd, capture_output=True, text=True), held.format("this snakemake cannot start"))
+        _one_line(subprocess.run(gc, cwd=work, capture_output=True, text=True), held.format("gc --delete removes nothing"),
+                  "gc --delete while a snakemake runs in the folder", tmp_path)
+        _one_line(subprocess.run(cmd, capture_output=True, text=True), held.format("this snakemake cannot start"),
+                  "a second snakemake while one runs in the folder", tmp_path)
         _one_line(subprocess.run([*cmd, "--unlock"], capture_output=True, text=True),
-                  held.format("--unlock would let a second run write its files"))
+                  held.format("--unlock would let a second run write its files"),
+                  "snakemake --unlock while the run holding the lock runs", tmp_path)
         assert run_dir.is_dir() and holder.poll() is None and any((work / ".snakemake" / "locks").glob("*.lock"))
     finally:
         os.killpg(holder.pid, signal.SIGKILL)
@@ -94,7 +101,8 @@ def test_a_snakemake_holding_the_folder_and_a_damaged_checkpoint(micro_run, tmp_
             rf"\(pid {holder.pid} .*\) has ended\): {{}} until it is removed: snakemake --unlock \(with the same "
             r"--snakefile/-d\), then run again")
     _one_line(subprocess.run(gc, cwd=work, capture_output=True, text=True), gone.format("gc --delete removes nothing"))
-    _one_line(subprocess.run(cmd, capture_output=True, text=True), gone.format("this snakemake cannot start"))
+    _one_line(subprocess.run(cmd, capture_output=True, text=True), gone.format("this snakemake cannot start"),
+              "a snakemake on a lock left by a killed run", tmp_path)
 
     complete = _complete_checkpoints(run_dir)
     latest, previous = complete[-1], (complete[-2] if len(complete) > 1 else None)
@@ -109,6 +117,7 @@ def test_a_snakemake_holding_the_folder_and_a_damaged_checkpoint(micro_run, tmp_
     assert len(notes) == 1 and "Traceback" not in rerun.stderr, rerun.stderr[-3000:]
     assert re.fullmatch(rf"lsrbench: note: .*checkpoint-{latest}: damaged checkpoint \(.*safetensors: .*\): set aside "
                         rf"as checkpoint-{latest}\.damaged; {then}", notes[0]), notes[0]
+    record("a checkpoint cut short, resumed from (a note; the run goes on)", notes[0], tmp_path)
     summary = json.loads((run_dir / "train_provenance.json").read_text())["summary"]
     assert summary["resumed_from_step"] == previous
     assert [json.loads(line)["step"] for line in (run_dir / "train_log.jsonl").read_text().splitlines()] == \
@@ -172,7 +181,8 @@ def test_a_folder_without_config_is_one_line(tmp_path):
     Snakemake's WorkflowError; the folder is left as it was but for Snakemake's own .snakemake/."""
     proc = subprocess.run([*SNAKEMAKE, "--cores", "1"], cwd=tmp_path, capture_output=True, text=True)
     _one_line(proc, rf"lsrbench: error: {re.escape(str(tmp_path))}: no config/config.yaml here: run snakemake in the "
-                    rf"lsrbench checkout, or give a config \(--configfile {re.escape(str(REPO / 'config' / 'config.yaml'))}\)")
+                    rf"lsrbench checkout, or give a config \(--configfile {re.escape(str(REPO / 'config' / 'config.yaml'))}\)",
+              "snakemake -s .../Snakefile in a folder without config/", tmp_path)
     assert {p.name for p in tmp_path.iterdir()} <= {".snakemake"}
 
 
@@ -214,6 +224,6 @@ def test_a_folder_that_cannot_be_written_is_one_line(micro_run, tmp_path, fault)
                     r"\(nothing finished was changed: outputs appear only once whole\); free space and run again")
         proc = subprocess.run([*SNAKEMAKE, "--cores", "1", "--configfile", str(micro_run["config"])], cwd=work,
                               capture_output=True, text=True)
-        _one_line(proc, says)
+        _one_line(proc, says, f"snakemake in a {fault} folder", tmp_path)
         assert "Logging error" not in proc.stderr and "OSError" not in proc.stderr, proc.stderr[-3000:]
         assert _finished(work) == before
