@@ -5,6 +5,11 @@
 import os
 import sys
 
+from lsrbench.dag.startup import guard_startup
+
+if workflow.is_main_process:
+    guard_startup()  # Ctrl-C before the first job, a folder another run has locked: one line each
+
 from lsrbench.config.grid import grid_lines
 from lsrbench.config.layers import load_config_files, locate_config_paths
 from lsrbench.dag.reports import report_outputs
@@ -17,6 +22,11 @@ from lsrbench.errors import OneLineError
 # config's backbones never leak into another's run; a file that wants the default under it says
 # so with `base: config/config.yaml` (docs/configuration.md).
 if not workflow.overwrite_configfiles:
+    if not os.path.isfile("config/config.yaml"):  # snakemake -s .../Snakefile in a folder of its own
+        print(f"lsrbench: error: {os.getcwd()}: no config/config.yaml here: run snakemake in the lsrbench checkout, "
+              f"or give a config (--configfile {os.path.join(workflow.basedir, 'config', 'config.yaml')})",
+              file=sys.stderr)
+        sys.exit(1)
     configfile: "config/config.yaml"
 CONFIG_FILES = [str(p) for p in workflow.overwrite_configfiles] or ["config/config.yaml"]
 CONFIG_FILE = CONFIG_FILES[-1]

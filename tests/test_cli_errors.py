@@ -79,6 +79,15 @@ def test_run_refuses_a_config_key_with_a_dot_before_snakemake(monkeypatch, capsy
     record("run: a --config key with a dot", line, REPO)
 
 
+def test_run_refuses_an_empty_config_key_before_snakemake(monkeypatch, capsys):
+    """``--config =1``: Snakemake's parser refuses it with a traceback, before the Snakefile runs."""
+    monkeypatch.chdir(REPO)
+    assert main(["run", "-n", "--", "--config", "=1"]) == 2
+    line = _one_line(capsys)
+    assert line == "lsrbench: error: command line: --config: '=1': snakemake --config takes top-level keys only"
+    record("run: an empty --config key", line, REPO)
+
+
 @pytest.fixture
 def results(tmp_path):
     folder = tmp_path / "results"

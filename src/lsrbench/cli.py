@@ -180,7 +180,12 @@ def _run(args) -> int:
         args.targets = [*args.targets, *_row_targets(args)]
     cmd = snakemake_command(args)
     print("$ snakemake " + shlex.join(cmd), file=sys.stderr)
-    return subprocess.run([sys.executable, "-m", "snakemake", *cmd]).returncode
+    proc = subprocess.Popen([sys.executable, "-m", "snakemake", *cmd])
+    while True:
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:  # snakemake got the same Ctrl-C: it stops its jobs and says so; its status answers
+            continue
 
 
 def _row_targets(args) -> list[str]:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from lsrbench.errors import InputError, OneLineError, out_of_space_line
+from lsrbench.errors import INTERRUPTED_STATUS, InputError, OneLineError, out_of_space_line
 
 __all__ = ["BROKEN_PIPE_STATUS", "OneLineParser", "check_snakemake_config", "cores_argument", "default_config",
            "path_argument", "require_extra", "run_one_line"]
@@ -83,6 +83,10 @@ def run_one_line(command: Callable[[], int]) -> int:
     except OneLineError as exc:
         _say(str(exc))
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: every output appears only once whole, so what was finished stays
+        _say("command line: interrupted (Ctrl-C) before the command finished: what it had finished stays; run it "
+             "again to go on")
+        return INTERRUPTED_STATUS
     except BrokenPipeError:  # the reader has what it wanted: no line (stderr may be the same pipe)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit finds no pipe
         return BROKEN_PIPE_STATUS

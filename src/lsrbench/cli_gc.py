@@ -6,6 +6,7 @@ from __future__ import annotations
 from lsrbench.cli_errors import path_argument
 from lsrbench.cli_options import (DEFAULT_CONFIG, add_mirror_option, add_results_option, config_files, config_overrides,
                                   mirror_of, results_folder)
+from lsrbench.errors import OneLineError
 
 __all__ = ["add_gc_parser"]
 
@@ -17,6 +18,7 @@ def _gc(args) -> int:
     overrides = config_overrides(args.config)
     mirror = mirror_of(args, "gc", overrides)
     results = results_folder(args, "gc")
+    args.delete and _refuse_while_locked(results)  # before the (slow) layouts, and again before removing
     keep = current_folders(files, {**overrides, **({"mirror": mirror} if mirror else {})}, results)
     if not args.ignore_reports:
         reported = report_folders(results) - keep
@@ -26,6 +28,7 @@ def _gc(args) -> int:
         keep |= reported
     garbage = find_garbage(results, keep)
     verb = "removed" if args.delete else "would remove"
+    args.delete and _refuse_while_locked(results)
     for item in garbage:
         print(f"{verb}: {item.path} ({human(item.bytes)})")
     if args.delete:
@@ -34,6 +37,19 @@ def _gc(args) -> int:
     print(f"{results}: {len(garbage)} folder(s) no config of {', '.join(files)} refers to, {total}"
           + ("" if args.delete or not garbage else "; run again with --delete to remove them"))
     return 0
+
+
+def _refuse_while_locked(results: str) -> None:
+    """A running snakemake may be writing into any folder no given config refers to (another
+    config's run): while one holds the folder's lock, nothing is removed."""
+    from pathlib import Path
+
+    from lsrbench.ops.locks import lock_holder, lock_line
+
+    workdir = Path(results).resolve().parent  # the folder snakemake runs in
+    holder = lock_holder(workdir)
+    if holder is not None:
+        raise OneLineError(lock_line(workdir, holder, "gc --delete removes nothing"))
 
 
 def add_gc_parser(sub) -> None:

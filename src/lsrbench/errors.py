@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 
 
 class OneLineError(Exception):
@@ -36,6 +37,10 @@ class InputError(OneLineError):
     def __str__(self) -> str:
         parts = [p for p in (self.file, self.field) if p]
         return ": ".join(parts + [self.message])
+
+
+# A process Ctrl-C ended: 128 + SIGINT, the status a shell reports for one.
+INTERRUPTED_STATUS = 128 + signal.SIGINT
 
 
 # A full disk (ENOSPC) or a spent quota (EDQUOT): the operating system refused a write, the input

@@ -13,6 +13,8 @@ ENV = "LSRBENCH_ALLOWED_SKIPS_ONLY"
 # why a skip may happen -> the reason text it skips with
 ALLOWED_SKIPS = {
     "running as root (CI does): root can write into a read-only folder": re.compile(r"root writes into a read-only folder"),
+    "no tmpfs can be mounted (needs root with CAP_SYS_ADMIN): a full or read-only disk cannot be made":
+        re.compile(r"cannot mount a tmpfs here"),
     "the SLURM executor plugin is installed only for the SLURM session (pytest -m slurm)":
         re.compile(r"could not import 'snakemake_executor_plugin_slurm'"),
 }

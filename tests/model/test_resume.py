@@ -126,7 +126,7 @@ def test_killed_training_resumes_bit_identical(tmp_path, material, kill, resumed
 def _fake_checkpoint(root: Path, step: int, complete: bool) -> Path:
     d = root / f"checkpoint-{step}"
     d.mkdir(parents=True)
-    (d / "model.safetensors").write_bytes(b"x")
+    (d / "model.safetensors").write_bytes((2).to_bytes(8, "little") + b"{}")  # a whole, empty safetensors file
     if complete:
         (d / CHECKPOINT_LOG).write_text(json.dumps({"step": step}) + "\n")
     return d
@@ -141,6 +141,44 @@ def test_prepare_checkpoints_picks_latest_complete_and_drops_partial(tmp_path):
     _fake_checkpoint(root, 12, False)  # killed while saving
     assert prepare_checkpoints(root, "key-a") == root / "checkpoint-10"
     assert not (root / "checkpoint-12").exists()
+
+
+def _real_checkpoint(root: Path, step: int) -> Path:
+    """A checkpoint folder with the kinds of file the trainer writes: safetensors weights, torch
+    pickles (zip archives), the trainer's JSON state, and the completion mark."""
+    import torch
+    from safetensors.torch import save_file
+
+    d = root / f"checkpoint-{step}"
+    d.mkdir(parents=True)
+    save_file({"w": torch.arange(64, dtype=torch.float32)}, str(d / "model.safetensors"))
+    torch.save({"state": torch.ones(64)}, d / "optimizer.pt")
+    (d / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    (d / CHECKPOINT_LOG).write_text(json.dumps({"step": step}) + "\n")
+    return d
+
+
+@pytest.mark.parametrize("damage", ["model.safetensors", "optimizer.pt", "trainer_state.json"])
+def test_a_damaged_checkpoint_is_set_aside_and_the_one_before_resumed(tmp_path, capsys, damage):
+    """A complete-looking checkpoint with one file cut short (half its bytes): renamed
+    checkpoint-N.damaged (its bytes kept), the one before it is resumed, said in one line; with no
+    whole one left, None (training restarts from step 0), said too."""
+    root = tmp_path / "checkpoints"
+    prepare_checkpoints(root, "key-a")
+    _real_checkpoint(root, 2)
+    latest = _real_checkpoint(root, 4)
+    cut = latest / damage
+    data = cut.read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
+    assert prepare_checkpoints(root, "key-a") == root / "checkpoint-2"
+    assert (root / "checkpoint-4.damaged" / damage).read_bytes() == data[: len(data) // 2]
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [f"lsrbench: note: {latest}: damaged checkpoint ({damage}: " + lines[0].split(f"({damage}: ", 1)[1]]
+    assert lines[0].endswith("set aside as checkpoint-4.damaged; training resumes from checkpoint-2, the last whole one")
+    (root / "checkpoint-2" / damage).write_bytes(b"")
+    assert prepare_checkpoints(root, "key-a") is None
+    assert capsys.readouterr().err.rstrip().endswith("no whole checkpoint is left: training restarts from step 0")
+    assert sorted(p.name for p in root.iterdir() if p.is_dir()) == ["checkpoint-2.damaged", "checkpoint-4.damaged"]
 
 
 def test_checkpoints_of_another_recipe_are_never_resumed(tmp_path):

@@ -7,6 +7,7 @@ from lsrbench.dag.folder_state import DagHooks, FolderState
 from lsrbench.dag.freshness import check_finished_inputs
 from lsrbench.dag.layout import ID_REGEX, Layout
 from lsrbench.dag.reports import ReportRules, job_threads
+from lsrbench.dag.startup import jobs_start
 from lsrbench.dag.stage import StageRules
 from lsrbench.names import DATASET_PATTERN, K_PATTERN, NAME_PATTERN, RUN_PATTERN
 from lsrbench.stages import all_stages
@@ -46,6 +47,7 @@ DIGESTS.save()
 
 onstart:
     HOOKS.before_jobs()
+    jobs_start()  # Ctrl-C is Snakemake's from here on; this run recorded as the lock's holder
 # Threads of each train and index job (lsrbench.dag.reports.job_threads); one GPU each with use_gpu.
 JOB_THREADS = job_threads(workflow.remote_exec, workflow.resource_settings.cores)
 GPUS = 1 if config["use_gpu"] else 0

@@ -9,6 +9,7 @@ import logging
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 from lsrbench.atomic import keyed_dir
@@ -17,7 +18,7 @@ from lsrbench.hashing import sha256_texts, stable_hash
 log = logging.getLogger(__name__)
 
 __all__ = ["CHECKPOINT_LOG", "CHECKPOINT_KEY", "CHECKPOINT_RE", "training_key", "prepare_checkpoints",
-           "complete_checkpoints", "checkpoint_step", "discard_checkpoints"]
+           "complete_checkpoints", "checkpoint_step", "discard_checkpoints", "checkpoint_problem"]
 
 # Written into ``checkpoint-N/`` (atomically) once the trainer has finished saving everything of
 # that checkpoint: the per-step log up to step N. A checkpoint folder without it was cut short
@@ -47,7 +48,9 @@ def prepare_checkpoints(checkpoint_dir: str | os.PathLike, key: str) -> Path | N
     complete one (or None).
 
     Checkpoints of another run (the recipe, data or model changed) are deleted, and so is any
-    checkpoint folder without its completion mark (written last, see :data:`CHECKPOINT_LOG`).
+    checkpoint folder without its completion mark (written last, see :data:`CHECKPOINT_LOG`). A
+    complete one that cannot be read (:func:`checkpoint_problem`) is set aside (renamed
+    ``checkpoint-N.damaged``, not deleted) and the one before it is tried.
     """
     complete: list[tuple[int, Path]] = []
     with keyed_dir(checkpoint_dir, CHECKPOINT_KEY, key) as (root, stale):
@@ -60,12 +63,77 @@ def prepare_checkpoints(checkpoint_dir: str | os.PathLike, key: str) -> Path | N
                 shutil.rmtree(child, ignore_errors=True)
             else:
                 complete.append((int(m.group(1)), child))
-    return max(complete)[1] if complete else None
+    complete.sort(reverse=True)
+    for i, (_, child) in enumerate(complete):
+        problem = checkpoint_problem(child)
+        if problem is None:
+            return child
+        _set_aside(child, problem, complete[i + 1][1] if i + 1 < len(complete) else None)
+    return None
+
+
+def checkpoint_problem(folder: str | os.PathLike) -> str | None:
+    """What makes a complete-looking checkpoint unreadable (a file cut short by a full disk or a
+    copy, damaged bytes), or None: every safetensors file ends where its header says, every torch
+    file is a whole zip archive (its CRCs checked), every JSON file parses."""
+    import zipfile
+
+    from lsrbench.model.weights_header import safetensors_problem
+
+    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
+        name = path.relative_to(folder)
+        if path.suffix == ".safetensors":
+            problem = safetensors_problem(path)
+            if problem:
+                return f"{name}: {problem}"
+        elif path.suffix in (".pt", ".pth", ".bin"):
+            try:
+                with zipfile.ZipFile(path) as archive:
+                    bad = archive.testzip()
+            except (zipfile.BadZipFile, OSError, EOFError) as exc:
+                return f"{name}: not a whole torch file ({exc})"
+            if bad is not None:
+                return f"{name}: damaged (its member {bad} fails its CRC)"
+        elif path.suffix == ".json":
+            try:
+                json.loads(path.read_text(encoding="utf-8"))
+            except (ValueError, OSError) as exc:
+                return f"{name}: not readable JSON ({exc})"
+    return None
+
+
+DAMAGED_SUFFIX = ".damaged"
+
+
+def _set_aside(folder: Path, problem: str, fallback: Path | None) -> None:
+    """Rename a damaged checkpoint out of the way (kept, for a look; never resumed from), said in one line."""
+    aside = folder.with_name(folder.name + DAMAGED_SUFFIX)
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = folder.with_name(f"{folder.name}{DAMAGED_SUFFIX}{n}")
+    folder.rename(aside)
+    then = (f"training resumes from {fallback.name}, the last whole one" if fallback is not None
+            else "no whole checkpoint is left: training restarts from step 0")
+    line = f"{folder}: damaged checkpoint ({problem}): set aside as {aside.name}; {then}"
+    log.warning("%s", line)
+    print(f"lsrbench: note: {line}", file=sys.stderr)
 
 
 def discard_checkpoints(checkpoint_dir: str | os.PathLike) -> None:
-    """Remove a run's checkpoints once its outputs are all written (they are only for resuming)."""
-    shutil.rmtree(checkpoint_dir, ignore_errors=True)
+    """Remove a run's checkpoints once its outputs are all written (they are only for resuming);
+    a damaged one that was set aside stays, for a look."""
+    root = Path(checkpoint_dir)
+    if not any(root.glob(f"*{DAMAGED_SUFFIX}*")):
+        shutil.rmtree(root, ignore_errors=True)
+        return
+    for child in root.iterdir():
+        if DAMAGED_SUFFIX in child.name:
+            continue
+        if child.is_dir():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
 
 
 def complete_checkpoints(checkpoint_dir: str | os.PathLike) -> list[tuple[int, Path]]:
