@@ -15,6 +15,7 @@ from lsrbench.cli_errors import OneLineParser, check_snakemake_config, cores_arg
 from lsrbench.cli_options import (DEFAULT_CONFIG, add_mirror_option, add_results_option, config_files, config_overrides,
                                   load_config, mirror_of, results_folder, workdir_of)
 from lsrbench.errors import InputError
+from lsrbench.snakemake_env import snakemake_env
 
 DESCRIPTION = """\
 lsrbench: a reproducibility harness for "Rescaling MLM-Head for Neural Sparse Retrieval"
@@ -180,7 +181,7 @@ def _run(args) -> int:
         args.targets = [*args.targets, *_row_targets(args)]
     cmd = snakemake_command(args)
     print("$ snakemake " + shlex.join(cmd), file=sys.stderr)
-    return subprocess.run([sys.executable, "-m", "snakemake", *cmd]).returncode
+    return subprocess.run([sys.executable, "-m", "snakemake", *cmd], env=snakemake_env(cmd)).returncode
 
 
 def _row_targets(args) -> list[str]:

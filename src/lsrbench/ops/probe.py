@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lsrbench.snakemake_env import snakemake_env
+
 __all__ = ["probe_targets", "probe_command", "run_probe", "add_probe_arguments"]
 
 
@@ -60,7 +62,7 @@ def run_probe(configfiles: list[str] | None, mirror: str | None, cores: str | No
 
     cmd = probe_command(configfiles, mirror, cores, snakefile, directory) + (["--dry-run"] if dry_run else [])
     print("$ snakemake " + shlex.join(cmd), file=sys.stderr)
-    code = subprocess.run([sys.executable, "-m", "snakemake", *cmd]).returncode
+    code = subprocess.run([sys.executable, "-m", "snakemake", *cmd], env=snakemake_env(cmd)).returncode
     if code or dry_run:
         return code
     md, record_json, png = (Path(directory) / target for target in probe_targets())
