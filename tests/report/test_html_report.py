@@ -118,13 +118,14 @@ def test_the_landing_page_says_what_was_run_before_any_result(browser, report):
     first = text.index(expected["lines"][0])
     assert first < text.index("One training seed (") < text.index("Results (each opens here")
     assert "Evaluated on the full collections of slice." in text and "synthetic twin" not in text
-    # the headline figure: an embedded PNG drawn on the first screens, as wide as the text
-    width, natural, top = browser.evaluate("""(() => {
-        const img = document.querySelector('img[alt^="the headline figure"]');
-        return [img.getBoundingClientRect().width, img.naturalWidth, img.getBoundingClientRect().top];
-    })()""")
-    assert natural > 0 and width > 500 and top < 3 * 1000
-    assert browser.evaluate("document.querySelector('img[alt^=\"the headline figure\"]').src.startsWith('data:image/png')")
+    # the headline figure: the PNG embedded in the page (the report is one file), drawn as wide as the text
+    img = "document.querySelector('img[alt^=\"the headline figure\"]')"
+    browser.wait_for(f"{img} !== null && {img}.complete && {img}.naturalWidth > 0")
+    width, column, natural, src = browser.evaluate(f"[{img}.getBoundingClientRect().width, "
+                                                   f"{img}.parentElement.getBoundingClientRect().width, {img}.naturalWidth, {img}.src]")
+    assert src.startswith("data:image/png;base64,") and natural > 1000 and width == column > 400
+    assert "Claims_" not in text  # no claims in the micro config: no link to them, and no broken one
+    assert text.index("What was run") < text.index("Results (each opens here")
 
 
 def test_the_landing_pages_link_opens_table1(browser, report):

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from lsrbench.config.evaluated import used_datasets
 
-__all__ = ["RESULTS", "HEADLINE", "origin_text", "read_from", "landing_results", "result_label", "what_was_run"]
+__all__ = ["RESULTS", "HEADLINE", "origin_text", "read_from", "landing_results", "result_label", "what_was_run",
+           "headline_image"]
 
 # The results the landing page links to, in its order: (title, result file, caption file stem under
 # workflow/report/, what the config must have for it: claims, the probe, or nothing). The same
@@ -35,6 +36,18 @@ RESULTS = (
 
 # The figure the landing page shows before the list of results.
 HEADLINE = "results/tradeoff.png"
+
+
+def headline_image(path: str = HEADLINE) -> str | None:
+    """The headline figure as a data URI for the landing page, None before it is made (Snakemake's own
+    ``embeddedimage`` directive leaves the file's path in the page, which the report file does not carry).
+    In lines of 76 characters: docutils refuses a line over 10,000, and a URL's parser drops the newlines."""
+    import base64
+
+    try:
+        return "data:image/png;base64,\n" + base64.encodebytes(Path(path).read_bytes()).decode("ascii").rstrip()
+    except OSError:
+        return None
 
 
 def _plural(n: int, word: str) -> str:
