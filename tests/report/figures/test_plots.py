@@ -115,6 +115,10 @@ def test_loss_curves_one_scale_one_colour_per_k_legend_below(tmp_path):
     assert legend.y1 <= min(ax.get_window_extent(renderer).y0 for ax in axes)
     assert window == 5
     assert plots.rolling_mean([1, 2, 3, 4, 5], 3).tolist() == [1.5, 2.0, 3.0, 4.0, 4.5]
+    # the twin's panel title carries a dagger: the legend's title says what it means
+    assert "Twin x10 †" in [ax.get_title() for ax in axes]
+    assert fig.legends[0].get_title().get_text().endswith(
+        "\n† synthetic backbone: a real checkpoint with its head scaled at load (see config).")
 
 
 def test_norms_linear_bars_readable_labels():

@@ -15,7 +15,7 @@ from lsrbench.model.train_log import log_losses
 from lsrbench.names import RUN_COLUMN, k_order, k_value, split_run_name
 from lsrbench.report.figures.data import loss_data, norms_data, tradeoff_data
 from lsrbench.report.render import MISSING
-from lsrbench.report.results import read_mean_metrics, run_label
+from lsrbench.report.results import label_notes, read_mean_metrics, run_label
 
 __all__ = ["pyplot", "save_figure", "panel_heights", "tradeoff_figure", "plot_tradeoff", "k_colors", "rolling_mean", "loss_figure",
            "loss_runs", "plot_loss_curves", "norms_figure", "plot_norms"]
@@ -312,7 +312,9 @@ def loss_figure(runs: dict[str, dict[str, list]], backbones: dict, key: str = "r
         handles[name] = plt.Line2D([], [], color="black", linewidth=0.9, linestyle=":")
     fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncol=min(8, len(handles)),
                fontsize=8, frameon=False, title=(f"mean over {seeds} training seeds; " if seeds > 1 else "")
-               + f"thin: every step{'' if log_y else ' (cut at the top of the axis)'}; thick: moving average over {window} steps",
+               + f"thin: every step{'' if log_y else ' (cut at the top of the axis)'}; thick: moving average over {window} steps"
+               + "".join("\n" + note for note in label_notes({split_run_name(n)[0]: backbones.get(split_run_name(n)[0], {})
+                                                             for n in names})),
                title_fontsize=7.5)
     return fig, list(axes[:len(names)]), window
 
