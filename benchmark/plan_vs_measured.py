@@ -164,7 +164,7 @@ def make_estimate(workdir: Path, config_files: list[str], mirror: str | None) ->
     os.chdir(workdir)  # the config's relative paths (datasets_file, cache_dir) are the run's
     config, origins, _ = load_config_files(config_files, {"mirror": mirror} if mirror else None)
     config = check_config(config, config_files[-1], origins, files=True, mirror_must_exist=True)
-    return make_plan(config, config_files, mirror=mirror, workdir=".")
+    return make_plan(config, config_files, command_line={"mirror": mirror} if mirror else None, workdir=".")
 
 
 def main(argv=None) -> int:

@@ -77,6 +77,23 @@ def checked_inputs_record(tmp_path_factory):
         yield path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_slurm_controller(request):
+    """Every snakemake the tests start waits for no SLURM controller, as lsrbench's own starts
+    (:mod:`lsrbench.snakemake_env`); a session that may run the SLURM tests (-m slurm) keeps its
+    environment (their cluster's client config)."""
+    from lsrbench.snakemake_env import NO_CONTROLLER
+
+    markexpr = request.config.getoption("markexpr") or ""
+    if "slurm" in markexpr and "not slurm" not in markexpr:
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in NO_CONTROLLER.items():
+            patch.setenv(name, value)
+        yield
+
+
 @pytest.fixture(scope="session")
 def vaswani_slice(tmp_path_factory) -> Path:
     """A small real slice of Vaswani: 20 queries, their judged documents plus 200 others."""

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from lsrbench.cli import DEFAULT_CONFIG, _parse, build_parser, main, snakemake_command
+from lsrbench.cli import _parse, build_parser, main, snakemake_command
+from lsrbench.cli_options import DEFAULT_CONFIG
 
 from helpers.paths import REPO, SHARED
 

@@ -12,9 +12,11 @@ import sys
 from pathlib import Path
 
 from lsrbench.cli_errors import OneLineParser, check_snakemake_config, cores_argument, path_argument, require_extra, run_one_line
-from lsrbench.cli_options import (DEFAULT_CONFIG, add_mirror_option, add_results_option, config_files, config_overrides,
-                                  load_config, mirror_of, results_folder, workdir_of)
+from lsrbench.cli_options import (add_config_options, add_mirror_option, add_results_option, command_line_config,
+                                  config_files, config_pairs, load_config, results_folder, workdir_of)
+from lsrbench.cli_targets import check_targets, row_targets_of
 from lsrbench.errors import InputError
+from lsrbench.snakemake_env import snakemake_env
 
 DESCRIPTION = """\
 lsrbench: a reproducibility harness for "Rescaling MLM-Head for Neural Sparse Retrieval"
@@ -47,7 +49,7 @@ def _check_config(args) -> int:
     from lsrbench.dag.validate_files import input_checks
 
     files = config_files(args)
-    config, read = load_config(files, command_line={"mirror": args.mirror} if args.mirror else None)
+    config, read = load_config(files, command_line=command_line_config(args))
     grid = runs(config)
     on = f" (on {', '.join(f for f in read if f not in files)})" if len(read) > len(files) else ""
     seeds = training_seeds(config)
@@ -68,8 +70,9 @@ def _check_config(args) -> int:
 def _probe(args) -> int:
     from lsrbench.ops.probe import run_probe
 
-    config = load_config(config_files(args), command_line={"mirror": args.mirror} if args.mirror else None)[0]
-    return run_probe(args.configfile, args.mirror, args.cores, config["backbones"], args.snakefile,
+    command_line = command_line_config(args)
+    config = load_config(config_files(args), command_line=command_line)[0]
+    return run_probe(args.configfile, command_line, args.cores, config["backbones"], args.snakefile,
                      workdir_of(results_folder(args, "probe")), args.dry_run)
 
 
@@ -106,8 +109,10 @@ def _prefetch(args) -> int:
     from lsrbench.ops.prefetch import prefetch
 
     files = config_files(args)
+    command_line = command_line_config(args)
+    command_line.pop("mirror")  # not a folder the config reads: the one prefetch writes
     # not the folders: the mirror is what prefetch writes (a broken copy there is fetched again with --force)
-    config = load_config(files, check_files=False)[0]
+    config = load_config(files, check_files=False, command_line=command_line)[0]
     if args.dry_run:
         from lsrbench.ops.prefetch import missing
 
@@ -134,9 +139,10 @@ def _plan(args) -> int:
     from lsrbench.ops.plan import make_plan, plan_text
 
     files = config_files(args)
-    config = load_config(files, command_line={"mirror": args.mirror} if args.mirror else None)[0]
+    command_line = command_line_config(args)
+    config = load_config(files, command_line=command_line)[0]
     with contextlib.redirect_stdout(sys.stderr):
-        plan = make_plan(config, files, mirror=args.mirror, snakefile=args.snakefile,
+        plan = make_plan(config, files, command_line=command_line, snakefile=args.snakefile,
                          workdir=workdir_of(results_folder(args, "plan")),
                          remaining=args.remaining, calibrate_models=not args.no_calibration, steps=args.train_steps,
                          passages=args.passages, batch=args.train_batch, assume_flops=args.flops,
@@ -164,8 +170,9 @@ def snakemake_command(args) -> list[str]:
         cmd += ["--resources", f"gpu={args.gpus}"]
     if args.configfile:
         cmd += ["--configfile", *args.configfile]
-    if args.mirror:
-        cmd += ["--config", f"mirror={args.mirror}"]
+    command_line = command_line_config(args)
+    if command_line:
+        cmd += ["--config", *config_pairs(command_line)]
     return cmd + list(args.snakemake_args)
 
 
@@ -176,11 +183,13 @@ def _run(args) -> int:
     if not Path("Snakefile").is_file():
         raise InputError(Path.cwd(), None, "no Snakefile here: run lsrbench run from the lsrbench checkout")
     check_snakemake_config(args.configfile or [], list(args.snakemake_args))
+    files, command_line = config_files(args), command_line_config(args)
+    check_targets(args.targets, load_config(files, check_files=False, command_line=command_line)[0], files)
     if args.row:
-        args.targets = [*args.targets, *_row_targets(args)]
+        args.targets = [*args.targets, *row_targets_of(args.row, files, command_line)]
     cmd = snakemake_command(args)
     print("$ snakemake " + shlex.join(cmd), file=sys.stderr)
-    proc = subprocess.Popen([sys.executable, "-m", "snakemake", *cmd])
+    proc = subprocess.Popen([sys.executable, "-m", "snakemake", *cmd], env=snakemake_env(cmd))
     while True:
         try:
             return proc.wait()
@@ -188,40 +197,17 @@ def _run(args) -> int:
             continue
 
 
-def _row_targets(args) -> list[str]:
-    """``--row RUN/kK`` (Table 1's row): the files that row is read from, as this config and mirror address them."""
-    from lsrbench.dag.fingerprint import FileDigests
-    from lsrbench.dag.reports import row_targets
-    from lsrbench.names import BM25
-    from lsrbench.ops.gc import config_layout
-
-    files = config_files(args)
-    layout = config_layout(files, {"mirror": args.mirror} if args.mirror else None, "results",
-                           FileDigests(Path("results") / ".cache" / "file-digests.json"))
-    targets = []
-    for row in args.row:
-        run, _, k = row.rpartition("/k") if row != BM25 else (BM25, "", "-")
-        found = row_targets(layout, run, k) if run else []
-        if not found:
-            raise InputError("command line", "--row", f"'{row}' is not a Table 1 row of {', '.join(files)} "
-                                                      "(give <run>/k<k>, e.g. splade-tiny/k1, or BM25)")
-        targets += found
-    return targets
-
-
 def _mteb_check(args) -> int:
     from lsrbench.cli_mteb import mteb_check
 
-    return mteb_check(args, load_config(config_files(args), check_files=False)[0], config_files(args)[-1])
+    config = load_config(config_files(args), check_files=False, command_line=command_line_config(args))[0]
+    return mteb_check(args, config, config_files(args)[-1])
 
 
 def _status(args) -> int:
     from lsrbench.ops.status import show_status
 
-    overrides = config_overrides(args.config)
-    mirror = mirror_of(args, "status", overrides)
-    overrides = {**overrides, **({"mirror": mirror} if mirror else {})}
-    return show_status(config_files(args), overrides, workdir_of(results_folder(args, "status")), args.plan, args.watch)
+    return show_status(config_files(args), command_line_config(args), workdir_of(results_folder(args, "status")), args.plan, args.watch)
 
 
 def _export_mteb(args) -> int:
@@ -245,12 +231,6 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def _configfile_option(p) -> None:
-    p.add_argument("--configfile", action="append", metavar="FILE", type=path_argument("--configfile"),
-                   help=f"the run config (default: {DEFAULT_CONFIG}); repeat it for several files, merged in order; "
-                        "a file may start with 'base: FILE' to add to another config")
-
-
 def _add_run_parser(parser, sub) -> None:
     p = sub.add_parser("run", help="run the DAG: snakemake with the targets first",
                        description="Build the snakemake command for the given targets and options (targets first, "
@@ -259,7 +239,7 @@ def _add_run_parser(parser, sub) -> None:
     p.add_argument("--row", action="append", metavar="RUN/kK",
                    help="build Table 1's row RUN at k K (e.g. splade-tiny/k1, or BM25) and nothing else: its runs' "
                         "evaluation files as this config and mirror address them; repeat it for several rows")
-    _configfile_option(p)
+    add_config_options(p)
     add_mirror_option(p)
     p.add_argument("--cores", metavar="N", type=cores_argument, help="cores for snakemake (default: all; 1 for --report)")
     p.add_argument("--gpus", type=int, metavar="N", help="GPUs train/index jobs may use at once (--resources gpu=N)")
@@ -279,7 +259,7 @@ def _add_plan_parser(sub) -> None:
                                    "and estimate its compute per stage (train and index device-hours, evaluate "
                                    "CPU-hours) from a short calibration of each backbone on this machine "
                                    "(docs/cluster.md).")
-    _configfile_option(p)
+    add_config_options(p)
     add_mirror_option(p)
     p.add_argument("--snakefile", help="the Snakefile (default: ./Snakefile, else the installed checkout's)")
     add_results_option(p, directory_alias=True)
@@ -309,7 +289,7 @@ def _add_mteb_parsers(sub) -> None:
                        "differs by more than the tolerance. Needs pip install -e '.[mteb]'.")
     p.add_argument("run", metavar="RUN", help="the run folder under results/runs, e.g. splade-tiny/k1 (or a path)")
     p.add_argument("dataset", metavar="DATASET", help="an evaluated dataset of the run, e.g. vaswani")
-    _configfile_option(p)
+    add_config_options(p)
     add_results_option(p)
     p.add_argument("--tolerance", type=float, default=TOLERANCE,
                    help=f"largest accepted difference (default: {TOLERANCE:g}; mteb rounds to 5 decimals)")
@@ -336,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check-config", help="validate a run config and print its run grid",
                        description="Validate a run config (schema, cross-references, files it names) and print "
                                    "one line per (backbone, rescale mode) with its k values.")
-    _configfile_option(p)
+    add_config_options(p)
     p.add_argument("legacy_configfile", nargs="?", metavar="FILE", help=argparse.SUPPRESS)
     add_mirror_option(p, "check the models and data of this mirror folder (--config mirror=DIR)")
     p.set_defaults(func=_check_config)
@@ -347,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run only the step-0 probe of every backbone (snakemake results/probe.md: "
                                    "activations, scores, losses and gradients before any optimiser step, per k) and "
                                    "print it with the recommended k per backbone (docs/probe.md).")
-    _configfile_option(p)
+    add_config_options(p)
     add_probe_arguments(p)
     p.set_defaults(func=_probe)
 
@@ -372,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Fetch every model and dataset a config needs into DIR "
                        "(<DIR>/models, <DIR>/data), for machines without internet: then run with "
                        "--config mirror=DIR and HF_HUB_OFFLINE=1.")
-    _configfile_option(p)
+    add_config_options(p)
     p.add_argument("--mirror", required=True, metavar="DIR", type=path_argument("--mirror"), help="the mirror folder (written)")
     p.add_argument("--force", action="store_true", help="fetch again what the mirror already has")
     p.add_argument("--dry-run", action="store_true", help="download nothing: list what the mirror lacks (exit 1 if any)")
@@ -381,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_plan_parser(sub)
     from lsrbench.cli_expected import add_expected_parsers
 
-    add_expected_parsers(sub, _configfile_option)
+    add_expected_parsers(sub, add_config_options)
     _add_mteb_parsers(sub)
     from lsrbench.cli_gc import add_gc_parser
 
@@ -389,7 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     from lsrbench.ops.status import add_status_arguments
 
     add_status_arguments(p := sub.add_parser("status", help="running jobs, done/total per rule and an ETA of a grid"))
-    _configfile_option(p)
+    add_config_options(p)
     p.set_defaults(func=_status)
     return parser
 
@@ -402,6 +382,9 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     rest, extra = (argv[1:], []) if "--" not in argv else (argv[1:argv.index("--")], argv[argv.index("--") + 1:])
     args = parser.run_parser.parse_intermixed_args(rest)
     args.command, args.snakemake_args = "run", extra
+    # --config takes several values: what follows it without a '=' is a target (any order, as promised)
+    args.targets += [value for value in args.config if "=" not in value]
+    args.config = [value for value in args.config if "=" in value]
     return args
 
 

@@ -15,7 +15,7 @@ from typing import Callable
 
 from lsrbench.errors import INTERRUPTED_STATUS, InputError, OneLineError, out_of_space_line
 
-__all__ = ["BROKEN_PIPE_STATUS", "OneLineParser", "check_snakemake_config", "cores_argument", "default_config",
+__all__ = ["BROKEN_PIPE_STATUS", "OneLineParser", "check_config_key", "check_snakemake_config", "cores_argument", "default_config",
            "path_argument", "require_extra", "run_one_line"]
 
 # A process a shell's closed pipe ends: 128 + SIGPIPE, the status `yes | head` leaves for `yes`.
@@ -115,8 +115,6 @@ def check_snakemake_config(configfiles: list[str], snakemake_args: list[str]) ->
     (``lsrbench run``): a ``--configfile`` it cannot read as a mapping (empty, only comments: read
     here as the Snakefile reads it, :func:`lsrbench.config.layers.load_config_files`), a ``--config``
     key with a dot (``recipe.steps=10``), which Snakemake's parser refuses with a traceback."""
-    import re
-
     from lsrbench.config.layers import load_config_files
 
     for path in configfiles:
@@ -125,9 +123,15 @@ def check_snakemake_config(configfiles: list[str], snakemake_args: list[str]) ->
     for entry in values:
         if entry.startswith("-"):
             break
-        key = entry.partition("=")[0]
-        if not re.match(SNAKEMAKE_CONFIG_KEY, key):
-            hint = (f"; a nested setting goes in a config file (base: config/config.yaml, then {key.split('.')[0]}: "
-                    "...)" if "." in key else "")
-            raise InputError("command line", "--config", f"'{entry}': snakemake --config takes top-level keys "
-                                                         f"only{hint}")
+        check_config_key(entry)
+
+
+def check_config_key(entry: str) -> None:
+    """A ``--config`` entry whose key Snakemake's parser refuses (a dot: ``recipe.steps=10``), in one line."""
+    import re
+
+    key = entry.partition("=")[0]
+    if not re.match(SNAKEMAKE_CONFIG_KEY, key):
+        hint = (f"; a nested setting goes in a config file (base: config/config.yaml, then {key.split('.')[0]}: "
+                "...)" if "." in key else "")
+        raise InputError("command line", "--config", f"'{entry}': snakemake --config takes top-level keys only{hint}")

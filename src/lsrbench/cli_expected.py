@@ -47,12 +47,12 @@ def _expected(args) -> int:
 
 def _cells(args) -> int:
     """``lsrbench cells``: the page of the config on stdout."""
-    from lsrbench.cli_options import config_files, load_config
+    from lsrbench.cli_options import command_line_config, config_files, load_config
     from lsrbench.report.verify.cells import cells_page
     from lsrbench.report.verify.expected import load_expected
 
     files = config_files(args)
-    config, config_file = load_config(files, check_files=False)[0], files[-1]
+    config, config_file = load_config(files, check_files=False, command_line=command_line_config(args))[0], files[-1]
     expected = load_expected(args.expected) if args.expected else None
     plan = None
     if args.plan:

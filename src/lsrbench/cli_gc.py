@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-from lsrbench.cli_errors import path_argument
-from lsrbench.cli_options import (DEFAULT_CONFIG, add_mirror_option, add_results_option, config_files, config_overrides,
-                                  mirror_of, results_folder)
+from lsrbench.cli_options import (DEFAULT_CONFIG, add_config_options, add_mirror_option, add_results_option,
+                                  command_line_config, config_files, results_folder)
 from lsrbench.errors import OneLineError
 
 __all__ = ["add_gc_parser"]
@@ -15,11 +14,9 @@ def _gc(args) -> int:
     from lsrbench.ops.gc import current_folders, find_garbage, human, remove_garbage, report_folders
 
     files = config_files(args)
-    overrides = config_overrides(args.config)
-    mirror = mirror_of(args, "gc", overrides)
     results = results_folder(args, "gc")
     args.delete and _refuse_while_locked(results)  # before the (slow) layouts, and again before removing
-    keep = current_folders(files, {**overrides, **({"mirror": mirror} if mirror else {})}, results)
+    keep = current_folders(files, command_line_config(args), results)
     if not args.ignore_reports:
         reported = report_folders(results) - keep
         if reported:
@@ -58,12 +55,9 @@ def add_gc_parser(sub) -> None:
                                    "folders, docs/results-layout.md). List every output folder under the results "
                                    "folder that no given config refers to, with sizes; --delete removes them. "
                                    "Run it from the folder snakemake runs in.")
-    p.add_argument("--configfile", action="append", metavar="FILE", type=path_argument("--configfile"),
-                   help=f"a current config (default: {DEFAULT_CONFIG}); repeat it for several configs, each kept "
-                        "(not merged, unlike the other subcommands)")
+    add_config_options(p, f"a current config (default: {DEFAULT_CONFIG}); repeat it for several configs, each kept "
+                          "(not merged, unlike the other subcommands)")
     add_mirror_option(p, "the mirror folder the configs run with (--config mirror=DIR)")
-    p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
-                   help="other overrides on the configs, as given to snakemake --config")
     add_results_option(p)
     p.add_argument("--delete", action="store_true", help="remove them (default: only list them)")
     p.add_argument("--ignore-reports", action="store_true",

@@ -1,8 +1,9 @@
 """The options every subcommand spells one way: the results folder ``--results DIR``, the mirror
-``--mirror DIR``, the run config ``--configfile FILE``. Earlier spellings still work, each with a
-one-line note naming the documented form: ``verify DIR`` (positional), ``-d/--directory DIR`` (the
-folder snakemake runs in, of ``plan``, ``status`` and ``probe``: now ``--results DIR/results``) and
-``--config mirror=DIR`` (of ``gc`` and ``status``)."""
+``--mirror DIR``, the run config ``--configfile FILE`` with ``--config KEY=VALUE`` beside it wherever it
+is taken (as snakemake takes them; ``--mirror DIR`` is ``--config mirror=DIR``). Earlier spellings
+still work, each with a one-line note naming the documented form: ``verify DIR`` (positional) and
+``-d/--directory DIR`` (the folder snakemake runs in, of ``plan``, ``status`` and ``probe``: now
+``--results DIR/results``)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from lsrbench.cli_errors import default_config, path_argument
+from lsrbench.cli_errors import check_config_key, default_config, path_argument
 from lsrbench.errors import InputError
 
 __all__ = ["DEFAULT_CONFIG", "load_config", "config_files", "config_overrides", "RESULTS", "add_results_option", "add_mirror_option", "results_folder", "workdir_of", "mirror_of",
-           "deprecated"]
+           "deprecated", "add_config_options", "command_line_config", "config_pairs"]
 
 RESULTS = "results"  # the folder the DAG writes, inside the directory snakemake runs in
 DEFAULT_CONFIG = "config/config.yaml"
@@ -64,15 +65,33 @@ def add_mirror_option(p, help_text: str = "read models and data from this mirror
     p.add_argument("--mirror", metavar="DIR", type=path_argument("--mirror"), help=help_text)
 
 
-def mirror_of(args, command: str, overrides: dict | None = None) -> str | None:
-    """``--mirror``, else ``mirror=`` of ``--config`` (``overrides``; an earlier spelling, with its note)."""
-    legacy = (overrides or {}).get("mirror")
-    if args.mirror and legacy is not None and str(legacy) != args.mirror:
-        raise InputError("command line", "--mirror", f"'{args.mirror}' and --config mirror={legacy}: give --mirror alone")
-    if args.mirror is None and legacy is not None:
-        deprecated(f"{command} --config mirror={legacy}", f"{command} --mirror {legacy}")
-        return str(legacy)
-    return args.mirror
+def mirror_of(args, overrides: dict | None = None) -> str | None:
+    """``--mirror``, else ``mirror=`` of ``--config`` (``overrides``); both, if they differ, is one line."""
+    given = (overrides or {}).get("mirror")
+    if args.mirror and given is not None and str(given) != args.mirror:
+        raise InputError("command line", "--mirror", f"'{args.mirror}' and --config mirror={given}: give one of them")
+    return args.mirror if args.mirror is not None else (None if given is None else str(given))
+
+
+def add_config_options(p, configfile_help: str | None = None) -> None:
+    """``--configfile FILE`` (repeatable) and ``--config KEY=VALUE ...``, as snakemake takes them."""
+    p.add_argument("--configfile", action="append", metavar="FILE", type=path_argument("--configfile"),
+                   help=configfile_help or f"the run config (default: {DEFAULT_CONFIG}); repeat it for several files, "
+                                           "merged in order; a file may start with 'base: FILE' to add to another config")
+    p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
+                   help="top-level settings over the config files, as snakemake --config takes them (mirror=DIR, ...)")
+
+
+def command_line_config(args) -> dict:
+    """The ``--config`` values of ``args`` with ``--mirror`` among them, as the Snakefile merges them."""
+    values = config_overrides(args.config)
+    mirror = mirror_of(args, values) if hasattr(args, "mirror") else None
+    return {**values, **({"mirror": mirror} if mirror is not None else {})}
+
+
+def config_pairs(values: dict) -> list[str]:
+    """``values`` as snakemake ``--config`` arguments (null: an empty value)."""
+    return [f"{key}=" if value is None else f"{key}={value}" for key, value in values.items()]
 
 
 def load_config(files: list[str], check_files: bool = True, command_line: dict | None = None) -> tuple[dict, list[str]]:
@@ -97,7 +116,8 @@ def config_files(args) -> list[str]:
 
 
 def config_overrides(pairs: list[str]) -> dict:
-    """``--config key=value`` as Snakemake reads it (an empty value is null)."""
+    """``--config key=value`` as Snakemake reads it (an empty value is null); a key Snakemake's parser
+    would refuse with a traceback (``recipe.steps=10``) is one line here."""
     import yaml
 
     out = {}
@@ -105,5 +125,6 @@ def config_overrides(pairs: list[str]) -> dict:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise InputError("command line", "--config", f"'{pair}' is not KEY=VALUE (as snakemake --config takes it)")
+        check_config_key(pair)
         out[key] = yaml.safe_load(value) if value else None
     return out

@@ -102,6 +102,32 @@ def test_the_first_screen_shows_the_title(browser, report):
     assert 0 <= top < bottom <= window
 
 
+def test_the_landing_page_says_what_was_run_before_any_result(browser, report):
+    """The title and first lines state what was run, read from the config (the micro run: 3-step runs, one
+    seed, full collections, no synthetic twin), before the results; the headline figure is on the page."""
+    from lsrbench.cli_options import load_config
+    from lsrbench.dag.landing import what_was_run
+
+    expected = what_was_run(load_config([str(report["config"])], check_files=False)[0])
+    assert expected["title"] == ("lsrbench: rescaling the MLM head for SPLADE (3-step runs, one training seed, "
+                                 "full-collection evaluation)")
+    browser.open(report["html"])
+    browser.wait_for("document.querySelector('h1.title') !== null")
+    assert browser.evaluate("document.querySelector('h1.title').innerText.trim()") == expected["title"]
+    text = browser.evaluate("document.querySelector('h1.title').closest('.overflow-auto').innerText")
+    first = text.index(expected["lines"][0])
+    assert first < text.index("One training seed (") < text.index("Results (each opens here")
+    assert "Evaluated on the full collections of slice." in text and "synthetic twin" not in text
+    # the headline figure: the PNG embedded in the page (the report is one file), drawn as wide as the text
+    img = "document.querySelector('img[alt^=\"the headline figure\"]')"
+    browser.wait_for(f"{img} !== null && {img}.complete && {img}.naturalWidth > 0")
+    width, column, natural, src = browser.evaluate(f"[{img}.getBoundingClientRect().width, "
+                                                   f"{img}.parentElement.getBoundingClientRect().width, {img}.naturalWidth, {img}.src]")
+    assert src.startswith("data:image/png;base64,") and natural > 1000 and width == column > 400
+    assert "Claims_" not in text  # no claims in the micro config: no link to them, and no broken one
+    assert text.index("What was run") < text.index("Results (each opens here")
+
+
 def test_the_landing_pages_link_opens_table1(browser, report):
     browser.open(report["html"])
     browser.wait_for("document.body && document.body.innerText.includes('Runs (backbone')")

@@ -3,7 +3,7 @@
 # settings change re-runs the reports. In `snakemake --report`, the Markdown reports appear as their
 # HTML pages (results/html/), which it shows inline; the figures as they are; metrics.csv as a download.
 # Each is listed under its title (lsrbench.dag.landing.RESULTS), which the landing page links.
-from lsrbench.dag.landing import landing_results, read_from, result_label
+from lsrbench.dag.landing import headline_image, landing_results, read_from, result_label, what_was_run
 
 # What the landing page (workflow/report/workflow.rst) shows besides the config: its results with
 # their captions, and where models and data were read from (as the jobs recorded it).
@@ -11,7 +11,10 @@ from lsrbench.dag.landing import landing_results, read_from, result_label
 # reports is refused before the report is built (lsrbench.dag.folder_state), so the page names theirs.
 config["_report"].update(results=landing_results(config, os.path.join(workflow.basedir, "workflow", "report")),
                          read_from=read_from(L) if workflow.is_main_process else [],
-                         snapshot={"id": L.get("configs").id, "path": L.get("configs").path("config.yaml")})
+                         snapshot={"id": L.get("configs").id, "path": L.get("configs").path("config.yaml")},
+                         run=what_was_run(config),
+                         # read only for the report (the one start that shows it), as the Snakefile's prefetch check
+                         headline=headline_image() if any(a.split("=")[0] == "--report" for a in sys.argv[1:]) else None)
 
 
 def shown(category, caption, title):

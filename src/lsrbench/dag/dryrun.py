@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from lsrbench.errors import InputError
+from lsrbench.snakemake_env import snakemake_env
 
 __all__ = ["find_snakefile", "dry_run", "job_counts", "jobs_of", "planned_jobs"]
 
@@ -36,7 +37,7 @@ def dry_run(snakefile: Path, configfiles: list[str], workdir: str | Path = ".", 
     cmd += ["--configfile", *map(str, configfiles)]
     if config:
         cmd += ["--config", *(f"{key}={value}" for key, value in config.items())]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=snakemake_env(cmd))
     out = proc.stdout + proc.stderr
     if proc.returncode != 0:
         errors = [line.removeprefix("lsrbench: error: ") for line in out.splitlines() if line.startswith("lsrbench: error:")]

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from lsrbench.config.evaluated import used_datasets
 
-__all__ = ["RESULTS", "origin_text", "read_from", "landing_results", "result_label"]
+__all__ = ["RESULTS", "HEADLINE", "origin_text", "read_from", "landing_results", "result_label", "what_was_run",
+           "headline_image"]
 
 # The results the landing page links to, in its order: (title, result file, caption file stem under
 # workflow/report/, what the config must have for it: claims, the probe, or nothing). The same
@@ -31,6 +32,58 @@ RESULTS = (
     ("Every number (metrics.csv)", "results/metrics.csv", "metrics", None),
     ("The probe beside the trained runs", "results/html/probe_outcomes.html", "probe_outcomes", "probe"),
 )
+
+
+# The figure the landing page shows before the list of results.
+HEADLINE = "results/tradeoff.png"
+
+
+def headline_image(path: str = HEADLINE) -> str | None:
+    """The headline figure as a data URI for the landing page, None before it is made (Snakemake's own
+    ``embeddedimage`` directive leaves the file's path in the page, which the report file does not carry).
+    In lines of 76 characters: docutils refuses a line over 10,000, and a URL's parser drops the newlines."""
+    import base64
+
+    try:
+        return "data:image/png;base64,\n" + base64.encodebytes(Path(path).read_bytes()).decode("ascii").rstrip()
+    except OSError:
+        return None
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _scaled(entry: dict) -> str:
+    scale = entry.get("head_scale", 1)
+    if isinstance(scale, dict):
+        return f"scaled to {scale.get('match')}'s {scale.get('statistic')}"
+    return f"multiplied by {scale:g}"
+
+
+def what_was_run(config: dict) -> dict:
+    """The landing page's title and first lines, read from the config, before any result: the runs'
+    scale, the evaluated data (pooled or full), the training seeds and the synthetic backbones."""
+    from lsrbench.config.grid import runs, training_seeds
+
+    recipe, evaluation, backbones = config["recipe"], config["evaluation"], config["backbones"]
+    seeds, depth = training_seeds(config), evaluation.get("pool_depth")
+    twins = [name for name, entry in backbones.items() if entry.get("synthetic")]
+    datasets = ", ".join(evaluation["datasets"])
+    title = ", ".join([f"{recipe['steps']}-step runs", _plural(len(seeds), "training seed").replace("1 ", "one ", 1),
+                       "pooled evaluation" if depth else "full-collection evaluation"]
+                      + ([_plural(len(twins), "synthetic twin").replace("1 ", "a ", 1)] if twins else []))
+    lines = [f"{_plural(len(backbones), 'backbone')}, {_plural(len(runs(config)), 'run')} (backbone, k), each "
+             f"{recipe['steps']} training steps of {recipe['batch_size']} triplets ({config['training_data']['source']}).",
+             (f"Evaluated on pooled subsets of {datasets} (every judged document plus each query's top-{depth} BM25 "
+              "candidates), not the full collections: scores are not comparable with full-collection numbers."
+              if depth else f"Evaluated on the full collections of {datasets}."),
+             (f"One training seed ({seeds[0]}): no spread over seeds is measured." if len(seeds) == 1 else
+              f"{len(seeds)} training seeds ({', '.join(map(str, seeds))}): the tables report their mean.")]
+    lines += [f"{backbones[t].get('label', t)}: a synthetic twin (its checkpoint with the head {_scaled(backbones[t])} "
+              "at load), a stand-in for a large-norm backbone, not a real one." for t in twins]
+    return {"title": f"lsrbench: rescaling the MLM head for SPLADE ({title})", "lines": lines,
+            "caption": " ".join(config["report"].get("caption", "").split())}
 
 
 def result_label(path: str) -> str:

@@ -209,7 +209,7 @@ REPORTS = {
                            files=_metrics, keyed=lambda L: {"norm_files": _norm_files(L), **_probes_read(L)},
                            settings=lambda c: {**report_settings(c), "auto_k": c.get("auto_k")}),
     "tradeoff": Report("report_tradeoff", {"tradeoff_png": "tradeoff.png", "tradeoff_pdf": "tradeoff.pdf",
-                                           "data_json": "tradeoff.data.json"}, files=_metrics, settings=report_settings,
+                                           "data_json": "tradeoff.data.json"}, files=_with_chance, settings=report_settings,
                          shown={"tradeoff_png": ("Figures", "tradeoff", True)}),
     "loss_curves": Report("report_loss_curves", {"loss_curves_png": "loss_curves.png", "data_json": "loss_curves.data.json"},
                           shown={"loss_curves_png": ("Figures", "loss_curves", True)},

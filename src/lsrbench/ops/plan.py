@@ -37,16 +37,16 @@ DEFAULT_FLOPS = 4.0
 TRAIN_RULES, INDEX_RULES, EVALUATE_RULES = ("train",), ("index", "index_queries"), ("evaluate",)
 
 
-def make_plan(config: dict, config_files: list[str], *, mirror: str | None = None, snakefile: str | None = None,
+def make_plan(config: dict, config_files: list[str], *, command_line: dict | None = None, snakefile: str | None = None,
               workdir: str = ".", remaining: bool = False, calibrate_models: bool = True, steps: int = 3,
               passages: int = 256, batch: int | None = None, assume_flops: float = DEFAULT_FLOPS,
               threads: int | None = None, records: str | None = None, gpu: str = "H100", gpus: int = 8) -> dict:
-    """The plan of the checked ``config`` loaded from ``config_files`` (with ``mirror`` as its
-    ``mirror``), as data (see :func:`plan_text`)."""
+    """The plan of the checked ``config`` loaded from ``config_files`` (with ``command_line``, the
+    ``--config`` values), as data (see :func:`plan_text`)."""
     from lsrbench.dag.dryrun import dry_run, find_snakefile, job_counts, planned_jobs
 
     output = dry_run(find_snakefile(snakefile), config_files, workdir, forceall=not remaining,
-                     config={"mirror": mirror} if mirror else None)
+                     config=command_line or None)
     jobs = planned_jobs(output)
     from lsrbench.dag.layout import Layout
     from lsrbench.stages import all_stages

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lsrbench.snakemake_env import snakemake_env
+
 __all__ = ["probe_targets", "probe_command", "run_probe", "add_probe_arguments"]
 
 
@@ -32,17 +34,21 @@ def probe_targets(results: str = "results") -> list[str]:
     return [f"{results}/{name}" for name in PROBE_REPORTS]
 
 
-def probe_command(configfiles: list[str] | None, mirror: str | None, cores: str | None, snakefile: str | None = None,
-                  directory: str = ".") -> list[str]:
+def probe_command(configfiles: list[str] | None, command_line: dict | None, cores: str | None,
+                  snakefile: str | None = None, directory: str = ".") -> list[str]:
     """The snakemake arguments: the probe's targets first (no option taking several values may
     swallow one), then the Snakefile (:func:`lsrbench.dag.dryrun.find_snakefile`), the working
-    directory, the cores, the config files and the mirror."""
+    directory, the cores, the config files and the ``--config`` values (``command_line``)."""
+    from lsrbench.cli_options import config_pairs
     from lsrbench.dag.dryrun import find_snakefile
 
     cmd = [*probe_targets(), "--snakefile", str(find_snakefile(snakefile)), "-d", directory, "--cores", cores or "all"]
     if configfiles:
         cmd += ["--configfile", *(_as_read_here(f, directory) for f in configfiles)]
-    return cmd + (["--config", f"mirror={_as_read_here(mirror, directory)}"] if mirror else [])
+    values = dict(command_line or {})
+    if values.get("mirror"):
+        values["mirror"] = _as_read_here(values["mirror"], directory)
+    return cmd + (["--config", *config_pairs(values)] if values else [])
 
 
 def _as_read_here(path: str, directory: str) -> str:
@@ -51,16 +57,16 @@ def _as_read_here(path: str, directory: str) -> str:
     return path if Path(directory).resolve() == Path.cwd().resolve() else str(Path(path).resolve())
 
 
-def run_probe(configfiles: list[str] | None, mirror: str | None, cores: str | None, backbones: dict,
+def run_probe(configfiles: list[str] | None, command_line: dict | None, cores: str | None, backbones: dict,
               snakefile: str | None = None, directory: str = ".", dry_run: bool = False) -> int:
     """Run the probe's jobs through Snakemake in ``directory``, then print its table (per run the
     crossed statistic, the losses at step 0, the largest logit) and the recommended k per run;
     ``backbones``: the checked config's, for their labels. ``dry_run``: only list the jobs."""
     from lsrbench.report.probe.report import probe_summary
 
-    cmd = probe_command(configfiles, mirror, cores, snakefile, directory) + (["--dry-run"] if dry_run else [])
+    cmd = probe_command(configfiles, command_line, cores, snakefile, directory) + (["--dry-run"] if dry_run else [])
     print("$ snakemake " + shlex.join(cmd), file=sys.stderr)
-    code = subprocess.run([sys.executable, "-m", "snakemake", *cmd]).returncode
+    code = subprocess.run([sys.executable, "-m", "snakemake", *cmd], env=snakemake_env(cmd)).returncode
     if code or dry_run:
         return code
     md, record_json, png = (Path(directory) / target for target in probe_targets())

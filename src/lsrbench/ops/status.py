@@ -401,7 +401,7 @@ def show_status(config_files: list[str], overrides: dict | None, directory: str,
 
 
 def add_status_arguments(p) -> None:
-    """``lsrbench status``'s arguments besides ``--configfile``."""
+    """``lsrbench status``'s arguments besides ``--configfile`` and ``--config``."""
     p.description = ("Where a grid run by snakemake stands (locally or on SLURM: it reads files only): the running "
                      "jobs with the last progress line of their logs, done/total per rule, and an ETA from the "
                      "measured job times, the logs' rates and lsrbench plan's estimates (--plan). Run it where "
@@ -410,8 +410,6 @@ def add_status_arguments(p) -> None:
 
     add_results_option(p, directory_alias=True)  # the grid runs in the folder that holds it
     add_mirror_option(p, "the mirror folder the grid runs with (--config mirror=DIR)")
-    p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
-                   help="the other --config values the grid runs with")
     p.add_argument("--plan", metavar="FILE", help="a plan written by lsrbench plan --json FILE: its estimate per job "
                                                   "for train, index and evaluate jobs nothing was measured for yet")
     p.add_argument("--watch", type=_seconds, metavar="SECONDS", help="print it again every SECONDS until all is done")

@@ -112,13 +112,13 @@ def report_probe_outcomes(probe_files, metrics_csv: str, report_cfg: dict, backb
 
 
 def report_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, tradeoff_png: str, tradeoff_pdf: str,
-                    data_json: str, config_yaml: str | None = None) -> None:
+                    data_json: str, config_yaml: str | None = None, chance_json: str | None = None) -> None:
     from lsrbench.report.figures.data import write_figure_record
     from lsrbench.report.figures.plots import plot_tradeoff
 
-    data = plot_tradeoff(metrics_csv, report_cfg, backbones, tradeoff_png, tradeoff_pdf)
+    data = plot_tradeoff(metrics_csv, report_cfg, backbones, tradeoff_png, tradeoff_pdf, chance_json)
     write_figure_record(data_json, config_record(config_yaml), [tradeoff_png, tradeoff_pdf],
-                        {"metrics_csv": metrics_csv}, data)
+                        {"metrics_csv": metrics_csv, **({"chance_json": chance_json} if chance_json else {})}, data)
 
 
 def report_loss_curves(log_files, backbones: dict, batch_size: int, loss_curves_png: str, data_json: str,

@@ -115,6 +115,10 @@ def test_loss_curves_one_scale_one_colour_per_k_legend_below(tmp_path):
     assert legend.y1 <= min(ax.get_window_extent(renderer).y0 for ax in axes)
     assert window == 5
     assert plots.rolling_mean([1, 2, 3, 4, 5], 3).tolist() == [1.5, 2.0, 3.0, 4.0, 4.5]
+    # the twin's panel title carries a dagger: the legend's title says what it means
+    assert "Twin x10 †" in [ax.get_title() for ax in axes]
+    assert fig.legends[0].get_title().get_text().endswith(
+        "\n† synthetic backbone: a real checkpoint with its head scaled at load (see config).")
 
 
 def test_norms_linear_bars_readable_labels():
@@ -229,3 +233,45 @@ def test_panel_titles_stay_inside_the_figure():
     for box in boxes:
         assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and box.y1 <= fig.bbox.y1
     assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:]))
+
+
+# results/chance.json's shape: a random ranking's expected nDCG@10 on dataset d
+CHANCE = {"datasets": {"d": {"measures": {"nDCG@10": {"expected": 0.0021, "sd": 0.0004}}}}}
+
+
+def test_tradeoff_chance_line_and_every_mark_explained(metrics):
+    fig, axes, _ = plots.tradeoff_figure(metrics, REPORT, BACKBONES, CHANCE)
+    upper, lower = axes
+    assert lower.get_ylim()[0] <= 0.0021 < lower.get_ylim()[1]  # the lower panel reaches down to chance
+    chance_lines = [line for line in lower.get_lines() if line.get_linestyle() == "-." and
+                    list(line.get_ydata()) == [0.0021, 0.0021]]
+    assert len(chance_lines) == 1
+    legend = fig.legends[0]
+    texts = [t.get_text() for t in legend.texts]
+    assert "Random ranking (expected): 0.002" in texts
+    assert "Twin x10 †" in texts  # the dagger on the label, and what it means in the legend's title
+    assert legend.get_title().get_text() == ("† synthetic backbone: a real checkpoint with its head scaled at load "
+                                             "(see config).")
+    one = {k: v for k, v in RUNS.items() if v[0] > 0.3}  # one axis from 0.35: chance is below it, and said so
+    sub = metrics[[(r, k) in one or r == "BM25" for r, k in zip(metrics["backbone"], metrics["k"])]]
+    fig, axes, _ = plots.tradeoff_figure(sub, REPORT, BACKBONES, CHANCE)
+    assert "Random ranking (expected): 0.002 (below the y axis)" in [t.get_text() for t in fig.legends[0].texts]
+    assert plots.tradeoff_figure(metrics, REPORT, BACKBONES)[0].legends[0].texts[-1].get_text().startswith("BM25")
+
+
+def test_figure_colours_print_and_are_told_apart(metrics):
+    """No light colour (the viridis end, the olive and yellow of tab10, Okabe-Ito's yellow): each colour's
+    relative luminance (WCAG) at most 0.45 of white's, every colour and marker of the tradeoff distinct."""
+    import matplotlib.colors as mcolors
+
+    def luminance(colour: str) -> float:
+        lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in mcolors.to_rgb(colour)]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+    ks = plots.k_colors(["1", "2", "4", "8", "16", "auto"])
+    assert len(set(ks.values())) == 6 and max(map(luminance, ks.values())) <= 0.45
+    assert luminance("#F0E442") > 0.45 and luminance("#bcbd22") > 0.45  # what it refuses: yellow, olive
+    fig, axes, _ = plots.tradeoff_figure(metrics, REPORT, BACKBONES)
+    runs = [h for h in fig.legends[0].legend_handles if h.get_marker() not in (None, "None", "")]
+    assert len(runs) == 3 and len({h.get_marker() for h in runs}) == 3 and len({h.get_color() for h in runs}) == 3
+    assert max(luminance(h.get_color()) for h in runs) <= 0.45

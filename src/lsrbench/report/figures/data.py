@@ -17,8 +17,8 @@ from lsrbench.atomic import atomic_open
 from lsrbench.hashing import sha256_file
 from lsrbench.model.auto_k import REPORTED_HEAD_STATISTICS
 from lsrbench.model.losses import candidates_per_query
-from lsrbench.names import BM25, POOLED, RUN_COLUMN, k_order
-from lsrbench.report.results import best_ks, bm25_label, flops_datasets, pareto_front, run_label
+from lsrbench.names import BM25, POOLED, RUN_COLUMN, k_order, split_run_name
+from lsrbench.report.results import best_ks, bm25_label, flops_datasets, label_notes, pareto_front, run_label
 from lsrbench.report.figures.tradeoff import tradeoff_datasets, tradeoff_points
 
 __all__ = ["FIGURE_RECORD", "tradeoff_data", "loss_data", "norms_data", "write_figure_record",
@@ -32,9 +32,12 @@ def _number(x) -> float | None:
     return float(x) if x is not None and math.isfinite(float(x)) else None
 
 
-def tradeoff_data(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> dict:
+def tradeoff_data(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, chance: dict | None = None) -> dict:
     """The points of the tradeoff plot (one per finished, non-collapsed run, by backbone then k),
-    which of them are on the Pareto frontier, and the BM25 line."""
+    which of them are on the Pareto frontier, the BM25 line, the chance line (a random ranking's
+    expected score, from ``chance``: results/chance.json) and the notes on the marks of the labels."""
+    from lsrbench.report.tables.chance import CHANCE_LABEL, column_chance
+
     measure = report_cfg["tradeoff_measure"]
     datasets = tradeoff_datasets(metrics, report_cfg)
     pts = tradeoff_points(metrics, report_cfg).reset_index(drop=True)
@@ -48,6 +51,9 @@ def tradeoff_data(metrics: pd.DataFrame, report_cfg: dict, backbones: dict) -> d
                     "frontier": key in front}
                    for b, k, f, s, key in zip(pts[RUN_COLUMN], pts["k"], pts["flops"], pts["score"], keys)],
         "bm25": ({"label": bm25_label(report_cfg), "score": float(bm25_rows["value"].mean())} if len(bm25_rows) else None),
+        "chance": ({"label": CHANCE_LABEL, "score": level.expected}
+                   if (level := column_chance(chance, measure, datasets)) is not None else None),
+        "notes": label_notes({b: backbones.get(split_run_name(b)[0], {}) for b in set(pts[RUN_COLUMN])}),
     }
 
 

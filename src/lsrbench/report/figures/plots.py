@@ -15,7 +15,7 @@ from lsrbench.model.train_log import log_losses
 from lsrbench.names import RUN_COLUMN, k_order, k_value, split_run_name
 from lsrbench.report.figures.data import loss_data, norms_data, tradeoff_data
 from lsrbench.report.render import MISSING
-from lsrbench.report.results import read_mean_metrics, run_label
+from lsrbench.report.results import label_notes, read_mean_metrics, run_label
 
 __all__ = ["pyplot", "save_figure", "panel_heights", "tradeoff_figure", "plot_tradeoff", "k_colors", "rolling_mean", "loss_figure",
            "loss_runs", "plot_loss_curves", "norms_figure", "plot_norms"]
@@ -44,11 +44,21 @@ def save_figure(fig, outputs: list[str]) -> None:
 BAND = 0.75
 
 
-def _palette(names: list[str]) -> dict[str, str]:
+# Light colours fade in print: the yellow of matplotlib's colour-blind-safe cycle (Okabe and Ito's) left out.
+FADES_IN_PRINT = ("#F0E442",)
+
+
+def colour_cycle() -> list[str]:
+    """Matplotlib's colour-blind-safe colour cycle (seaborn-v0_8-colorblind) without its light yellow."""
     import matplotlib
 
-    cmap = matplotlib.colormaps["tab10"]
-    return {name: matplotlib.colors.to_hex(cmap(i % 10)) for i, name in enumerate(names)}
+    cycle = matplotlib.style.library["seaborn-v0_8-colorblind"]["axes.prop_cycle"].by_key()["color"]
+    return [c for c in map(str.upper, cycle) if c not in FADES_IN_PRINT]
+
+
+def _palette(names: list[str]) -> dict[str, str]:
+    colours = colour_cycle()
+    return {name: colours[i % len(colours)] for i, name in enumerate(names)}
 
 
 def _coincident_sizes(pts: pd.DataFrame, base: float) -> tuple[list[float], list[bool]]:
@@ -73,10 +83,12 @@ def _coincident_sizes(pts: pd.DataFrame, base: float) -> tuple[list[float], list
 MIN_PANEL = 0.22
 
 
-def _score_ranges(scores: list[float], bm25: float | None) -> tuple[tuple[float, float], tuple[float, float] | None]:
+def _score_ranges(scores: list[float], bm25: float | None,
+                  chance: float | None = None) -> tuple[tuple[float, float], tuple[float, float] | None]:
     """y ranges of the upper panel (runs within BAND of the best, and BM25) and of the lower one
     (None when one axis holds everything: no run far below the best, or no run near it, only BM25's
-    line, which a panel of its own would spend the figure on)."""
+    line, which a panel of its own would spend the figure on). The lower panel reaches down to the
+    chance line; no panel is made for it alone (the legend then says where it is)."""
     values = [*scores, *([bm25] if bm25 is not None else [])]
     if not values:
         return (0.0, 1.0), None
@@ -90,7 +102,8 @@ def _score_ranges(scores: list[float], bm25: float | None) -> tuple[tuple[float,
     lower = [v for v in scores if v < floor]
     if not lower or not any(v >= floor for v in scores):
         return padded(max(0.0, min(values)) if lower else min(values), max(values)), None
-    return padded(min(upper), max(upper)), padded(max(0.0, min(lower)), max(lower), 0.25)
+    bottom = min(lower) if chance is None else min(min(lower), chance)
+    return padded(min(upper), max(upper)), padded(max(0.0, bottom), max(lower), 0.25)
 
 
 def panel_heights(values: list[float], upper: tuple[float, float]) -> list[float]:
@@ -112,9 +125,10 @@ def _break_marks(upper, lower) -> None:
     lower.plot([0, 1], [1, 1], transform=lower.transAxes, **kw)
 
 
-def _draw_runs(axes, pts: pd.DataFrame, names: list[str], colors: dict, backbones: dict, bm25: dict | None):
-    """Markers (coincident ones concentric), the Pareto frontier and the BM25 line on every panel;
-    returns the legend handles and each panel's frontier line."""
+def _draw_runs(axes, pts: pd.DataFrame, names: list[str], colors: dict, backbones: dict, bm25: dict | None,
+               chance: dict | None = None):
+    """Markers (coincident ones concentric), the Pareto frontier, the BM25 line and the chance line on
+    every panel; returns the legend handles and each panel's frontier line."""
     plt = pyplot()
     ax = axes[0]
     sizes, rings = _coincident_sizes(pts, 34.0)
@@ -141,22 +155,29 @@ def _draw_runs(axes, pts: pd.DataFrame, names: list[str], colors: dict, backbone
         for a in axes:
             line = a.axhline(bm25["score"], color="black", linewidth=0.8, linestyle=":", label=bm25["label"])
         handles.append(line)
+    if chance is not None:
+        for a in axes:
+            line = a.axhline(chance["score"], color="0.35", linewidth=1.0, linestyle="-.",
+                             label=f"{chance['label']}: {chance['score']:.3f}")
+        handles.append(line)
     return handles, frontier
 
 
-def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict):
+def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, chance: dict | None = None):
     """The tradeoff figure (see :func:`plot_tradeoff`); returns ``(figure, axes, labels)``."""
     from lsrbench.report.figures.labels import place_labels
 
     plt = pyplot()
-    data = tradeoff_data(metrics, report_cfg, backbones)
+    data = tradeoff_data(metrics, report_cfg, backbones, chance)
     measure, datasets, bm25 = data["measure"], data["datasets"], data["bm25"]
     pts = pd.DataFrame([{RUN_COLUMN: p["run"], "k": p["k"], "flops": p["flops"], "score": p["score"],
                          "frontier": p["frontier"]} for p in data["points"]],
                        columns=[RUN_COLUMN, "k", "flops", "score", "frontier"])
     names = list(dict.fromkeys(pts[RUN_COLUMN]))
     colors = _palette(names)
-    upper_range, lower_range = _score_ranges(list(pts["score"]), bm25["score"] if bm25 else None)
+    chance = data.get("chance")
+    upper_range, lower_range = _score_ranges(list(pts["score"]), bm25["score"] if bm25 else None,
+                                             chance["score"] if chance else None)
     fig = plt.figure(figsize=(7.2, 5.4 if lower_range else 4.8), dpi=150, layout="constrained")
     if lower_range:
         ax, low = fig.subplots(2, 1, sharex=True, gridspec_kw={
@@ -165,7 +186,9 @@ def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict):
     else:
         ax = fig.subplots()
         axes = [ax]
-    handles, frontier = _draw_runs(axes, pts, names, colors, backbones, bm25)
+    handles, frontier = _draw_runs(axes, pts, names, colors, backbones, bm25, chance)
+    if chance is not None and chance["score"] < (lower_range or upper_range)[0]:
+        handles[-1].set_label(handles[-1].get_label() + " (below the y axis)")
     ax.set_ylim(*upper_range)
     if lower_range:
         low.set_ylim(*lower_range)
@@ -184,7 +207,9 @@ def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict):
     fig.suptitle(f"{measure} against FLOPs, one marker per (backbone, k)", fontsize=11)
     for a in axes:
         a.grid(True, alpha=0.3)
-    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=7.5, frameon=False)
+    # the legend's title explains the marks (dagger, double dagger) of its labels
+    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=7.5, frameon=False,
+               title="\n".join(data.get("notes") or []) or None, title_fontsize=7.5)
     fig.canvas.draw()  # the layout is final before labels are placed in display space
     labels = []
     for a in axes:
@@ -196,29 +221,31 @@ def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict):
     return fig, axes, labels
 
 
-def plot_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: str, out_pdf: str | None = None) -> dict:
+def plot_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: str, out_pdf: str | None = None,
+                  chance_json: str | None = None) -> dict:
     """FLOPs (x, log scale) against the tradeoff measure, one marker per run coloured by backbone,
     each labelled with its k where no other label is, coincident runs drawn concentric, the Pareto
     frontier dashed and BM25 dotted. Runs scoring below BAND of the best go to a lower panel of a
     broken y axis (each panel as high as the range it shows), so the competitive runs are not
-    squeezed together by a y axis from 0; with no run near the best (BM25 alone there), one axis."""
+    squeezed together by a y axis from 0; with no run near the best (BM25 alone there), one axis.
+    ``chance_json`` (results/chance.json): a random ranking's expected score, dash-dotted."""
+    from lsrbench.report.tables.chance import read_chance
+
     plt = pyplot()
-    metrics = read_mean_metrics(metrics_csv)
-    fig, _, _ = tradeoff_figure(metrics, report_cfg, backbones)
+    metrics, chance = read_mean_metrics(metrics_csv), read_chance(chance_json)
+    fig, _, _ = tradeoff_figure(metrics, report_cfg, backbones, chance)
     save_figure(fig, [out_png] + ([out_pdf] if out_pdf else []))
     plt.close(fig)
-    return tradeoff_data(metrics, report_cfg, backbones)
+    return tradeoff_data(metrics, report_cfg, backbones, chance)
 
 
 def k_colors(ks) -> dict[str, str]:
-    """One colour per k, the same in every panel: numeric k along a sequential colour map in
-    increasing order, auto in red."""
-    import matplotlib
-
+    """One colour per k, the same in every panel: numeric k in increasing order along
+    :func:`colour_cycle` (colour-blind safe, none light), auto in black."""
+    colours = colour_cycle()
     numeric = sorted({k for k in ks if k_value(k) is not None}, key=k_order)
-    cmap = matplotlib.colormaps["viridis"]
-    out = {k: matplotlib.colors.to_hex(cmap(0.9 * i / max(1, len(numeric) - 1))) for i, k in enumerate(numeric)}
-    out.update({k: "#d62728" for k in ks if k_value(k) is None})
+    out = {k: colours[i % len(colours)] for i, k in enumerate(numeric)}
+    out.update({k: "#000000" for k in ks if k_value(k) is None})
     return out
 
 
@@ -285,7 +312,9 @@ def loss_figure(runs: dict[str, dict[str, list]], backbones: dict, key: str = "r
         handles[name] = plt.Line2D([], [], color="black", linewidth=0.9, linestyle=":")
     fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncol=min(8, len(handles)),
                fontsize=8, frameon=False, title=(f"mean over {seeds} training seeds; " if seeds > 1 else "")
-               + f"thin: every step{'' if log_y else ' (cut at the top of the axis)'}; thick: moving average over {window} steps",
+               + f"thin: every step{'' if log_y else ' (cut at the top of the axis)'}; thick: moving average over {window} steps"
+               + "".join("\n" + note for note in label_notes({split_run_name(n)[0]: backbones.get(split_run_name(n)[0], {})
+                                                             for n in names})),
                title_fontsize=7.5)
     return fig, list(axes[:len(names)]), window
 

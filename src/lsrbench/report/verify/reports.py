@@ -211,8 +211,12 @@ def _tradeoff(root: Path, stated, trace: Trace) -> None:
     record, located, config_rec, config = found
     _check_outputs(record, located, side, trace)
     s = report_settings(config)
-    _compare_data(side, record["data"], tradeoff_data(read_mean_metrics(str(metrics_csv)), s["report_cfg"], s["backbones"]),
-                  _origin([metrics_csv], config_rec), trace)
+    from lsrbench.report.tables.chance import read_chance
+
+    chance_json = root / "chance.json"
+    chance = read_chance(str(chance_json)) if chance_json.is_file() else None
+    _compare_data(side, record["data"], tradeoff_data(read_mean_metrics(str(metrics_csv)), s["report_cfg"], s["backbones"],
+                                                      chance), _origin([metrics_csv, chance_json], config_rec), trace)
 
 
 def _loss_curves(root: Path, stated, trace: Trace) -> None:

@@ -1,0 +1,58 @@
+"""The environment of a snakemake start lsrbench makes (``lsrbench run``, ``probe``, ``plan``, ``status``):
+one that does not submit to SLURM does not wait for a SLURM controller.
+
+Snakemake imports every installed executor plugin to build its command line, and
+snakemake-executor-plugin-slurm runs ``scontrol show config`` at import (for a help text); where SLURM's
+client is installed and no controller answers, scontrol retries once a second for MessageTimeout (10 s by
+default). ``SLURM_CONF=/dev/null`` (an empty client config) makes it fail at once; a start that uses the
+slurm executor keeps the environment as it is."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["NO_CONTROLLER", "uses_slurm", "snakemake_env"]
+
+NO_CONTROLLER = {"SLURM_CONF": os.devnull}
+
+
+def _option_values(args: list[str], names: tuple[str, ...]) -> list[str]:
+    """The values of the options ``names`` in ``args``, spelled ``--opt V`` or ``--opt=V``."""
+    values = []
+    for i, arg in enumerate(args):
+        name, sep, value = arg.partition("=")
+        if name in names:
+            values.append(value if sep else (args[i + 1] if i + 1 < len(args) else ""))
+    return values
+
+
+def _profile_executor(profile: str) -> str | None:
+    """The ``executor:`` of a profile folder; ``"unknown"`` where it cannot be read (a profile by name
+    only, a broken file), which counts as SLURM: the environment is then left alone."""
+    import yaml
+
+    try:
+        text = (Path(profile) / "config.yaml").read_text(encoding="utf-8")
+        return (yaml.safe_load(text) or {}).get("executor")
+    except (OSError, yaml.YAMLError, AttributeError):
+        return "unknown"
+
+
+def uses_slurm(args: list[str], environ: dict | None = None) -> bool:
+    """Whether ``snakemake ARGS`` may submit to SLURM: an executor other than local, dryrun or touch,
+    given or named by a profile (``--profile``, ``--workflow-profile``, ``$SNAKEMAKE_PROFILE``)."""
+    environ = os.environ if environ is None else environ
+    executors = _option_values(args, ("--executor", "-e"))
+    profiles = _option_values(args, ("--profile", "--workflow-profile"))
+    if environ.get("SNAKEMAKE_PROFILE") and not profiles:
+        profiles.append(environ["SNAKEMAKE_PROFILE"])
+    executors += [executor for executor in map(_profile_executor, profiles) if executor]
+    return any(executor not in ("local", "dryrun", "touch") for executor in executors)
+
+
+def snakemake_env(args: list[str], environ: dict | None = None) -> dict:
+    """The environment to start ``snakemake ARGS`` in: ``environ`` (default: this process's), with
+    :data:`NO_CONTROLLER` unless the start may submit to SLURM."""
+    environ = dict(os.environ if environ is None else environ)
+    return environ if uses_slurm(args, environ) else {**environ, **NO_CONTROLLER}
