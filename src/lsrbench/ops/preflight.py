@@ -130,6 +130,8 @@ def step_peak_bytes(path: str, entry: dict, recipe: dict, batch: int, device: st
     bf16 = on_cuda and (precision == "bf16" or (precision == "auto" and torch.cuda.is_bf16_supported()))
     with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
         value = loss(features, labels)
+    # SpladeLoss gives its parts (ranking loss, regularisers), which the trainer sums
+    value = sum(value.values()) if isinstance(value, dict) else value
     value.backward()
     params = sum(p.numel() for p in model.parameters())
     if not on_cuda:
