@@ -63,3 +63,28 @@ def test_a_cpu_job_stays_on_the_cpu(monkeypatch):
     monkeypatch.delenv(DEVICE_ENV, raising=False)
     assert select_job_device(0) == "cpu"
     assert os.environ[DEVICE_ENV] == "cpu" and model_device() == "cpu"
+
+
+def test_a_model_job_of_a_gpu_config_given_no_gpu_by_its_profile_stops(tmp_path):
+    """use_gpu: true, but a profile set the job's gpu resource to 0 (a SLURM profile's train_gpus: 0):
+    the job stops before its function runs instead of training on the CPU."""
+    import textwrap
+
+    script = textwrap.dedent(f"""
+        from types import SimpleNamespace
+        from snakemake.iocontainers import Namedlist
+        from lsrbench.pipeline.job_runner import run
+        out = {str(tmp_path / "metrics.csv")!r}
+        job = SimpleNamespace(threads=1, params=SimpleNamespace(stage="report_collect", settings={{}}, use_gpu=True,
+                                                                runtime={{"config_file": "my.yaml"}}),
+                              input=Namedlist(fromdict={{"metric_files": []}}),
+                              output=Namedlist(fromdict={{"metrics_csv": out, "sources_json": out + ".sources.json"}}),
+                              log=[], resources=SimpleNamespace(gpu=0))
+        run(job)
+    """)
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error:")]
+    assert proc.returncode == 1 and len(errors) == 1, proc.stderr[-2000:]
+    assert errors[0].startswith("lsrbench: error: my.yaml: use_gpu: true, but node ")
+    assert not (tmp_path / "metrics.csv").exists()

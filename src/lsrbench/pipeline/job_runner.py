@@ -58,7 +58,8 @@ def run(snakemake) -> None:
     try:  # a job that asked for a GPU gets one or stops here, before its job function loads a model
         from lsrbench.device import select_job_device
 
-        select_job_device(gpus, kwargs.get("config_file"))
+        # a GPU when the config asked for one (use_gpu) even where a profile gave the job none
+        select_job_device(max(gpus, int(bool(getattr(params, "use_gpu", False)))), kwargs.get("config_file"))
     except OneLineError as exc:
         _fail(stage, str(exc))
     start, age = time.monotonic(), process_age()
