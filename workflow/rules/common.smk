@@ -71,3 +71,4 @@ wildcard_constraints:
     pooled_id=ID_REGEX,
     bm25_id=ID_REGEX,
     config_id=ID_REGEX,
+    preflight_id=ID_REGEX,

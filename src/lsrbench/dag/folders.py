@@ -26,11 +26,12 @@ FOLDERS = {
     "pooled": "{results}/runs/{run}/k{k}/{train_id}/" + POOLED + "/{pooled_id}",
     "bm25": "{results}/bm25/{dataset}/{bm25_id}",
     "configs": "{results}/configs/{config_id}",
+    "preflight": "{results}/preflight/{preflight_id}",
 }
 # The wildcard holding each kind's own id (a hash of its identity, unless its stage names it: folder_id).
 ID_WILDCARD = {"data": "data_id", "pool": "pool_id", "refit": "refit_id", "norms": "norms_id", "probe": "probe_id", "triplets": "triplets_id",
                "train": "train_id", "index": "index_id", "evaluate": "eval_id", "pooled": "pooled_id", "bm25": "bm25_id",
-               "configs": "config_id"}
+               "configs": "config_id", "preflight": "preflight_id"}
 
 
 def pattern(kind: str, name: str = "", results: str = "results") -> str:

@@ -188,13 +188,15 @@ class StageRules:
     def params(self, name: str) -> dict:
         """``stage`` (the job function), ``settings`` (its arguments from the identity, canonical),
         and, as functions of ``output`` (outside Snakemake's params comparison), ``identity`` (the
-        ``params.json`` record) and ``runtime``."""
+        ``params.json`` record), ``runtime`` and ``use_gpu``."""
         function = self._stage(name).job
         return {
             "stage": name,
             "settings": lambda w: canonical(call_settings(function, self._item(name, w))),
             "identity": lambda w, output: canonical(self._item(name, w).record()),
             "runtime": lambda w, output: self._stage(name).runtime(self.layout, self._item(name, w)),
+            # the config's use_gpu for a job that runs a model: it then needs a GPU whatever a profile gave it
+            "use_gpu": lambda w, output: bool(self.layout.config["use_gpu"] and self._stage(name).model_job),
         }
 
     def constraints(self, name: str) -> dict:

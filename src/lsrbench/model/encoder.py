@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lsrbench.device import model_device as default_device  # the index stage's and the calibration's name for it
 from lsrbench.errors import InputError
 from lsrbench.model.families import family_of
 from lsrbench.model.load_options import model_kwargs
@@ -55,6 +56,7 @@ def build_sparse_encoder(
     from sentence_transformers.base.modules import Transformer
     from sentence_transformers.sparse_encoder.modules import SpladePooling
 
+    device = device or default_device()  # chosen (a GPU job without a GPU stops) before the model loads
     transformers.logging.set_verbosity_error()
     common = {"trust_remote_code": trust_remote_code, **({"revision": revision} if revision else {})}
     transformer = Transformer(
@@ -70,7 +72,7 @@ def build_sparse_encoder(
     apply_rescale(transformer.auto_model, head_scale, k, mode, head_scale_mode)
     # SPLADE scores by the unnormalised dot product; said here, not left to the first access during
     # training (a run resumed from its final checkpoint takes no step, and would save it as null)
-    return SparseEncoder(modules=[transformer, SpladePooling("max")], device=device or default_device(),
+    return SparseEncoder(modules=[transformer, SpladePooling("max")], device=device,
                          similarity_fn_name="dot")
 
 
@@ -177,11 +179,3 @@ def encode_autocast(device: str, precision: str = "fp32"):
     if precision == "fp32":
         return contextlib.nullcontext(), "fp32"
     return torch.autocast(kind, dtype=torch.bfloat16), "bf16"
-
-
-def default_device() -> str:
-    import torch
-
-    if torch.cuda.is_available():
-        return "cuda"
-    return "cpu"

@@ -152,11 +152,11 @@ def _train_mlm(model, tokenizer, train_texts: list[str], s: dict, rows: list) ->
     loss), one ``{step, loss, learning_rate}`` row per step into ``rows``."""
     import tempfile
 
-    import torch
     from datasets import Dataset
     from transformers import DataCollatorForLanguageModeling, Trainer, TrainerCallback, TrainingArguments
     from transformers.trainer_callback import PrinterCallback
 
+    from lsrbench.device import model_device
     from lsrbench.progress import Progress
 
     progress = Progress("mlm_refit", s["steps"], "steps", logger=log)
@@ -180,7 +180,7 @@ def _train_mlm(model, tokenizer, train_texts: list[str], s: dict, rows: list) ->
             learning_rate=float(s["learning_rate"]), warmup_steps=float(s["warmup_ratio"]),
             weight_decay=float(s["weight_decay"]), seed=int(s["seed"]), data_seed=int(s["seed"]), logging_steps=1,
             report_to="none", save_strategy="no", disable_tqdm=True, dataloader_drop_last=True,
-            remove_unused_columns=False, use_cpu=not torch.cuda.is_available())
+            remove_unused_columns=False, use_cpu=model_device() == "cpu")
         trainer = MaskedOnly(model=model, args=args, train_dataset=dataset, data_collator=collator, callbacks=[Rows()])
         trainer.remove_callback(PrinterCallback)
         trainer.train()
@@ -199,6 +199,9 @@ def refit_mlm(model_path: str, texts: list[str], out_dir: str | os.PathLike, set
 
     from lsrbench.config.schema import property_defaults
 
+    from lsrbench.device import model_device
+
+    model_device()  # a GPU job without a usable GPU stops here, before the model loads
     s = {**property_defaults("config.schema.yaml", "backbones", "*", "mlm_refit"), **settings}
     start = time.time()
     common = {"trust_remote_code": trust_remote_code, **({"revision": revision} if revision else {})}

@@ -58,13 +58,13 @@ def set_seed(seed: int) -> None:
 def _precision_flags(precision: str) -> dict:
     import torch
 
+    from lsrbench.device import model_device
+
+    on_gpu = model_device() == "cuda"
     if precision == "auto":
-        if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
-            precision = "bf16"
-        else:
-            precision = "fp32"
-    if precision in ("bf16", "fp16") and not torch.cuda.is_available():
-        log.warning("precision %s requested without a GPU: training in fp32", precision)
+        precision = "bf16" if on_gpu and torch.cuda.is_bf16_supported() else "fp32"
+    if precision in ("bf16", "fp16") and not on_gpu:
+        log.warning("precision %s requested for a CPU job (use_gpu: false): training in fp32", precision)
         precision = "fp32"
     return {"bf16": precision == "bf16", "fp16": precision == "fp16"}
 
@@ -339,9 +339,10 @@ def _recipe_value(recipe: dict, key: str):
 
 
 def _training_args(recipe: dict, out: Path, processes: int, every: int, report_to: list[str]):
-    import torch
     from sentence_transformers.sentence_transformer.training_args import BatchSamplers
     from sentence_transformers.sparse_encoder import SparseEncoderTrainingArguments
+
+    from lsrbench.device import model_device
 
     save = ({"save_strategy": "steps", "save_steps": every, "save_total_limit": None} if every > 0
             else {"save_strategy": "no"})
@@ -361,9 +362,9 @@ def _training_args(recipe: dict, out: Path, processes: int, every: int, report_t
         dataloader_drop_last=True,
         batch_sampler=BatchSamplers.NO_DUPLICATES,
         router_mapping=ROUTER_MAPPING,
-        # Several processes without CUDA: accelerate counts them only when told they are on CPU;
-        # otherwise each process trains alone on every batch (no DDP, no data sharding).
-        use_cpu=processes > 1 and not torch.cuda.is_available(),
+        # The job's device (lsrbench.device), never the trainer's own pick of any visible GPU; several
+        # CPU processes are counted by accelerate only when told they are on CPU (else no DDP, no sharding).
+        use_cpu=model_device() == "cpu",
         **save,
         **_precision_flags(recipe["precision"]),
     )

@@ -36,7 +36,8 @@ def run(snakemake) -> None:
     # machine's (Snakemake only counts them); SLURM's assignment is kept.
     from lsrbench.pipeline.gpus import claim_gpus
 
-    claim_gpus(int(getattr(getattr(snakemake, "resources", None), "gpu", 0) or 0))
+    gpus = int(getattr(getattr(snakemake, "resources", None), "gpu", 0) or 0)
+    claim_gpus(gpus)
     params = snakemake.params
     stage = params.stage
     kwargs = dict(getattr(params, "settings", None) or {})
@@ -54,6 +55,13 @@ def run(snakemake) -> None:
     kwargs.update(dict(getattr(params, "keyed", None) or {}))  # run files by key, not by position
     if snakemake.log:
         log_to_file(snakemake.log[0])
+    try:  # a job that asked for a GPU gets one or stops here, before its job function loads a model
+        from lsrbench.device import select_job_device
+
+        # a GPU when the config asked for one (use_gpu) even where a profile gave the job none
+        select_job_device(max(gpus, int(bool(getattr(params, "use_gpu", False)))), kwargs.get("config_file"))
+    except OneLineError as exc:
+        _fail(stage, str(exc))
     start, age = time.monotonic(), process_age()
     log.info("%s: started (%s threads)", stage, threads)
     try:

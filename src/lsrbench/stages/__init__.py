@@ -6,7 +6,7 @@ derive from it (:class:`lsrbench.dag.stage.StageRules`, :class:`lsrbench.dag.lay
 Per (backbone, k) and training seed, as the paper's experiment runs: norm -> train -> index ->
 evaluate; before them the datasets, their pooled subsets, the triplets and a backbone's MLM re-fit;
 beside them BM25, the FLOPs pooled over NanoBEIR and the step-0 probe. Priorities: among ready jobs
-a stage earlier in the chain goes first (4 data, norms and re-fits; 3 trainings and the probe;
+a stage earlier in the chain goes first (5 a GPU grid's preflight; 4 data, norms and re-fits; 3 trainings and the probe;
 2 index; 1 evaluations; reports and the config snapshot 0), so that no long job runs alone at the
 end and a job that fails leaves every report as it was.
 
@@ -22,6 +22,7 @@ __all__ = ["STAGE_NAMES", "stage", "all_stages"]
 
 # The registry: one line per stage, its module's name (the Layout builds outputs in this order).
 STAGE_NAMES = (
+    "preflight",
     "mlm_refit",
     "norm",
     "triplets",

@@ -14,6 +14,7 @@ from pathlib import Path
 from lsrbench.dag.stage import Stage
 from lsrbench.provenance import manifest_fields, provenance, write_json
 from lsrbench.stages.loading import SOURCE_KEYS, job_location, refit_of, source_entry, source_identity
+from lsrbench.stages.preflight import preflight_input
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +66,9 @@ def _identity(layout, key: dict) -> dict:
 
 
 def refit_inputs(layout, item) -> dict:
-    """The dataset folder whose documents the MLM is fit on."""
-    return {"full_dir": layout.get("data", dataset=_settings(layout.config, item.fields)["dataset"]).path("full")}
+    """The dataset folder whose documents the MLM is fit on (and a GPU grid's preflight)."""
+    return ({"full_dir": layout.get("data", dataset=_settings(layout.config, item.fields)["dataset"]).path("full")}
+            | preflight_input(layout, item))
 
 
 def _runtime(layout, item) -> dict:
@@ -77,7 +79,7 @@ def _runtime(layout, item) -> dict:
 
 def mlm_refit(settings: dict, config_hash: str, entry: dict, backbone: str,
               mirror, cache_dir: str, config_file: str, full_dir: str, model_dir: str, refit_json: str, refit_log: str,
-              provenance_json: str) -> dict:
+              provenance_json: str, preflight_json: str | None = None) -> dict:
     """Re-fit the source checkpoint of ``entry`` (as written; ``backbone``: the first entry naming
     this re-fit, where errors point) as an MLM on the documents of the dataset folder ``full_dir``
     (:func:`lsrbench.model.mlm_refit.refit_mlm`), and write the checkpoint, its per-step log, the

@@ -16,6 +16,7 @@ from lsrbench.names import AUTO_K
 from lsrbench.provenance import manifest_fields, provenance, write_json
 from lsrbench.stages.k_sources import k_source_identity, k_source_inputs, k_sources
 from lsrbench.stages.loading import job_location, load_identity, loaded_entry
+from lsrbench.stages.preflight import preflight_input
 from lsrbench.stages.train import resolved_head_scale
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ def _inputs(layout, item) -> dict:
     b = item.fields["backbone"]
     inputs = {"triplets_jsonl": layout.get("triplets").path("triplets.jsonl"),
               "norms_json": layout.get("norms", backbone=b).path("norms.json")}
-    return inputs | k_source_inputs(_probe_sources(layout, b))
+    return inputs | k_source_inputs(_probe_sources(layout, b)) | preflight_input(layout, item)
 
 
 def _runtime(layout, item) -> dict:
@@ -60,7 +61,7 @@ def _runtime(layout, item) -> dict:
 def probe(backbone: str, ks: list, recipe: dict, n_triplets: int, gradients: bool, config_hash: str, entry: dict,
           mirror, cache_dir: str, config_file: str, triplets_jsonl: str, norms_json: str, probe_json: str,
           provenance_json: str, auto_k: dict | None = None, reference_norms_json: str | None = None,
-          reference_probe_json: str | None = None) -> list[dict]:
+          reference_probe_json: str | None = None, preflight_json: str | None = None) -> list[dict]:
     """The step-0 probe of one backbone at every ``[mode, k]`` of ``ks``, its checkpoint loaded once
     (:func:`lsrbench.model.probe.probe_backbone`; docs/probe.md), written as a JSON list of results.
     A k auto is resolved as training resolves it: from the norm files, or for a logit-scale

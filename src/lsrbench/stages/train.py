@@ -19,6 +19,7 @@ from lsrbench.provenance import manifest_fields, provenance, write_json
 from lsrbench.stages.k_sources import k_source_identity, k_source_inputs, k_sources
 from lsrbench.stages.loading import job_location, load_identity, loaded_entry
 from lsrbench.stages.norm import match_identity, match_input
+from lsrbench.stages.preflight import preflight_input
 from lsrbench.stages.recipe import late_recipe_settings, results_recipe
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ def _inputs(layout, item) -> dict:
     base, _ = split_run_name(item.fields["run"])
     inputs = {"norms_json": layout.get("norms", backbone=base).path("norms.json"),
               "triplets_jsonl": layout.get("triplets").path("triplets.jsonl"), **match_input(layout, base)}
-    return inputs | k_source_inputs(k_sources(layout, base, item.fields["k"]))
+    return inputs | k_source_inputs(k_sources(layout, base, item.fields["k"])) | preflight_input(layout, item)
 
 
 def _runtime(layout, item) -> dict:
@@ -59,7 +60,8 @@ def train(run: str, k: str, mode: str, recipe: dict, config_hash: str, entry: di
           provenance_json: str, status_json: str | None = None, reference_norms_json: str | None = None,
           auto_k: dict | None = None, probe_json: str | None = None, reference_probe_json: str | None = None,
           k_from_probe: dict | None = None, checkpoint_dir: str | None = None, checkpoint_steps: int | None = None,
-          processes: int | str = 1, report_to: list | None = None, match_norms_json: str | None = None) -> dict:
+          processes: int | str = 1, report_to: list | None = None, match_norms_json: str | None = None,
+          preflight_json: str | None = None) -> dict:
     """Rescale by ``k`` and train; writes the SparseEncoder model, the per-step log, the status and
     provenance (which records the head norms of the backbone as loaded, from the norm stage).
 
@@ -71,7 +73,8 @@ def train(run: str, k: str, mode: str, recipe: dict, config_hash: str, entry: di
     backbone's norms, :mod:`lsrbench.model.head_match`). Resumable through
     ``checkpoint_dir`` and collapse-tolerant (:func:`lsrbench.model.train.train_splade`).
     ``processes`` (``auto``: one per visible CUDA GPU): more than one trains data-parallel through
-    torchrun (:mod:`lsrbench.stages.distributed`); the recipe's batch is the global batch."""
+    torchrun (:mod:`lsrbench.stages.distributed`); the recipe's batch is the global batch.
+    ``preflight_json``: a GPU grid's preflight (:mod:`lsrbench.stages.preflight`), only waited for."""
     from lsrbench.model.ranks import training_processes, world
 
     n = training_processes(processes)
