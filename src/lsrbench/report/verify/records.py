@@ -6,7 +6,8 @@
   recorded SHA-256. The stage's own manifest in the same folder records the same files and is
   itself among them, so a file whose hash was rewritten in one record still differs from the other.
 - Every report file present has its report's manifest (``manifests/<rule>.json``): a report without
-  one cannot be traced to what it was made from (it was removed or damaged), and is a failure.
+  one cannot be traced to what it was made from (it was removed or damaged), and is a failure
+  wherever the jobs left records (a folder of before records has no manifests to miss).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path, PurePath
 from lsrbench.dag.folders import PARAMS_JSON, short_id
 from lsrbench.dag.records import DamagedRecord, load_record
 from lsrbench.hashing import sha256_file, stable_hash
+from lsrbench.names import MANIFESTS
 from lsrbench.report.verify.trace import Trace, where
 
 __all__ = ["check_records"]
@@ -25,10 +27,13 @@ __all__ = ["check_records"]
 def check_records(root: Path, trace: Trace) -> None:
     """Every ``params.json`` under ``root`` and every report's manifest (see the module doc)."""
     digests: dict[Path, str] = {}
+    recorded = False  # whether the jobs of this folder left records (lsrbench.pipeline.job_runner)
     for params in sorted(root.rglob(PARAMS_JSON)):
         if not any(part.startswith(".") for part in params.relative_to(root).parts):
-            _check_params(root, params, trace, digests)
-    _check_report_manifests(root, trace)
+            recorded |= _check_params(root, params, trace, digests)
+    # a folder made before records existed has no manifests to miss; one whose jobs left records does
+    if recorded or any((root / MANIFESTS).glob("*.json")):
+        _check_report_manifests(root, trace)
 
 
 def _folder_ids() -> dict:
@@ -42,17 +47,18 @@ def _folder_ids() -> dict:
     return ids
 
 
-def _check_params(root: Path, params: Path, trace: Trace, digests: dict) -> None:
+def _check_params(root: Path, params: Path, trace: Trace, digests: dict) -> bool:
+    """One addressed folder's record (see the module doc); whether it is a job's record of its files."""
     try:
         data = json.loads(params.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         trace.problems.append(f"{params}: unreadable record ({' '.join(str(exc).split())[:80]}): delete "
                               f"{params.parent} to make it again")
-        return
+        return True
     if not isinstance(data, dict) or not isinstance(data.get("identity"), dict):
         trace.problems.append(f"{params}: no identity of the recorded shape (edited?): delete {params.parent} to "
                               "make it again")
-        return
+        return True
     identity, folder = data["identity"], params.parent.name
     own_id = _folder_ids().get(data.get("kind"), short_id)
     if own_id(identity) != folder or data.get("id") != folder or data.get("sha256") != stable_hash(identity):
@@ -63,9 +69,10 @@ def _check_params(root: Path, params: Path, trace: Trace, digests: dict) -> None
         record = load_record(params)
     except DamagedRecord as exc:
         trace.problems.append(f"{params}: {exc}: delete {params.parent} to make it again")
-        return
+        return True
     if record is not None:
         _check_outputs(root, params, record.outputs, trace, digests)
+    return record is not None
 
 
 def _check_outputs(root: Path, params: Path, outputs: dict, trace: Trace, digests: dict) -> None:
