@@ -15,7 +15,7 @@ from lsrbench.stages.mlm_refit import unshared_refits
 
 # Every output in a folder named by the hash of what decides it: a config edit plans new folders
 # beside the finished ones, which Snakemake then never re-runs or deletes. Local folders are
-# fingerprinted through a cache of file digests (by path, size and mtime), saved here.
+# fingerprinted through a cache of file digests (by path, inode, ctime, size and mtime), saved here.
 DIGESTS = FileDigests("results/.cache/file-digests.json")
 L = Layout(config, "results", DIGESTS, stages=all_stages(), config_file=CONFIG_FILE, config_files=READ)
 try:

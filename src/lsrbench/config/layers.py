@@ -146,7 +146,9 @@ def resolve_like(config: dict, origins: ConfigOrigins) -> dict:
         base = copy.deepcopy(entry_of(other, (*chain, name)))
         base = base if isinstance(base, dict) else {}
         for key in base:
-            if key not in entry:  # an error in a copied value names the file that wrote it
+            # an error in a copied value names the file that wrote it; but a copied label is the
+            # entry's own fault (two rows read the same): named where the entry is, to give it one
+            if key not in entry and key != "label":
                 origins.setdefault(f"backbones.{name}.{key}", origins.file_for(f"backbones.{other}.{key}"))
         resolved[name] = {**base, **{k: v for k, v in entry.items() if k != LIKE_KEY}}
         return resolved[name]

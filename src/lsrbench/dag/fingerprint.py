@@ -3,9 +3,12 @@ identifies it in an output's id (:mod:`lsrbench.dag.layout`) instead of its spel
 relative path, a trailing slash or a copy of the same bytes elsewhere re-runs nothing, and new
 bytes under the same path re-run what reads them.
 
-Planning must stay fast for multi-GB folders, so each file's SHA-256 is cached by (absolute path,
-size, mtime in ns) in a JSON file under the results folder, the way ``make`` and Snakemake trust
-mtimes: a file rewritten with other bytes gets a new mtime and is hashed again.
+Planning must stay fast for multi-GB folders, so each file's SHA-256 is cached in a JSON file under
+the results folder, by absolute path, and re-used only while the file's (inode, ctime, size, mtime)
+are the ones it was hashed at. The mtime alone is not enough: ``touch -r`` or ``os.utime`` sets it
+back after an edit that keeps the size. The ctime (inode change time) is set by the kernel to the
+clock on every write, rename or utime and no user call sets it back, and the inode changes when a
+file is replaced; so any edit, however its times are set afterwards, is hashed again.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ def folder_files(folder: str | os.PathLike, names=None) -> list[Path]:
 
 
 class FileDigests:
-    """SHA-256 of files, cached by (path, size, mtime) in ``cache_file`` (None: not cached on disk)."""
+    """SHA-256 of files, cached by path and (inode, ctime, size, mtime) in ``cache_file`` (None: not
+    cached on disk); see the module doc."""
 
     def __init__(self, cache_file: str | os.PathLike | None = None):
         self.cache_file = Path(cache_file) if cache_file else None
@@ -46,10 +50,11 @@ class FileDigests:
     def file(self, path: Path) -> str:
         st = path.stat()
         key = str(path.resolve())
-        stamp = [st.st_size, st.st_mtime_ns]
+        stamp = [st.st_ino, st.st_ctime_ns, st.st_size, st.st_mtime_ns]
         cached = self._cache.get(key)
-        if cached and cached[:2] == stamp:
-            return cached[2]
+        # an entry of another stamp, or of the older (size, mtime) key, is hashed again
+        if isinstance(cached, list) and len(cached) == len(stamp) + 1 and cached[:-1] == stamp:
+            return cached[-1]
         digest = sha256_file(path)
         self._cache[key] = [*stamp, digest]
         self._dirty = True

@@ -8,7 +8,8 @@ the DAG, every finished job of the config (every addressed output of its
 :class:`~lsrbench.dag.layout.Layout` and every report) is checked against what it left:
 
 * an output of it missing, or an input it was made from missing: the job is *stale*;
-* a file that no longer has the SHA-256 its job recorded (:mod:`lsrbench.dag.records`): stale where
+* a file that no longer has the SHA-256 its job recorded (:mod:`lsrbench.dag.records`) or its
+  stage's manifest records, or a damaged record (a report's manifest among them): stale where
   the job is cheap to make again (a report, an evaluation, head norms: the stage's
   ``remade_if_changed``), else refused in one line (a trained model is not re-trained behind the
   user's back: restore it, or delete its folder);
@@ -33,10 +34,13 @@ import sys
 from pathlib import Path
 
 from lsrbench.dag.folders import PARAMS_JSON
-from lsrbench.dag.records import changed_files, future_stamp, read_record
+from lsrbench.dag.records import DamagedRecord, changed_files, future_stamp, load_record, read_record
 from lsrbench.errors import InputError
 
 __all__ = ["FolderState", "DagHooks", "report_config", "config_text", "refuse_results_folder_as_workdir"]
+
+# The output a stage writes its own manifest to (lsrbench.provenance.manifest_fields), where it writes one.
+STAGE_MANIFEST = "provenance_json"
 
 
 def refuse_results_folder_as_workdir(workdir: str | os.PathLike = ".") -> None:
@@ -107,7 +111,9 @@ class FolderState:
             stage = self.layout.stages[item.stage]
             outputs = [item.path(name.rstrip("/")) for name in stage.outputs.values()] + [item.path(PARAMS_JSON)]
             inputs = _flat(stage.inputs(self.layout, item))
-            self._job(outputs, inputs, f"{item.stage} job", stage.remade_if_changed, item.folder)
+            # the stage's own manifest: a second record of its files, written by the stage itself
+            manifest = item.path(stage.outputs[STAGE_MANIFEST]) if STAGE_MANIFEST in stage.outputs else None
+            self._job(outputs, inputs, f"{item.stage} job", stage.remade_if_changed, item.folder, manifest)
         for rule in self.reports.rules():
             outputs = self.reports.output_files(rule)
             self._job(outputs, _flat(self.reports.input_files(rule)), f"{rule} report", True, None)
@@ -116,8 +122,10 @@ class FolderState:
                 self.foreign[rule] = config
         return self
 
-    def _job(self, outputs: list[str], inputs: list[str], name: str, remade: bool, folder: str | None) -> None:
-        """One job: stale, refused, or as it should be (see the module doc)."""
+    def _job(self, outputs: list[str], inputs: list[str], name: str, remade: bool, folder: str | None,
+             manifest: str | None = None) -> None:
+        """One job: stale, refused, or as it should be (see the module doc). ``manifest``: the
+        stage's own manifest, checked beside the job's record (the last output)."""
         present = [o for o in outputs if Path(o).exists()]
         if not present:
             return
@@ -133,8 +141,7 @@ class FolderState:
             self.stale[outputs[0]] = (outputs, f"{gone[0]}: missing{more}: it is made again, and the {name} made "
                                                f"from it ({folder or outputs[0]})")
             return
-        record = read_record(outputs[-1])
-        changed = changed_files(record, self.digests) if record is not None else []
+        changed = self._changed([outputs[-1], *([manifest] if manifest else [])])
         if not changed:
             return
         file, what = changed[0]
@@ -144,6 +151,21 @@ class FolderState:
         raise InputError(file, None, f"{what}: it was changed after its {name} made it, and what is made from it would "
                                      f"carry the change: restore it, or delete {folder} to compute it (and what is "
                                      "made from it) again (`lsrbench verify results` lists every changed file)")
+
+    def _changed(self, records: list[str]) -> list[tuple[str, str]]:
+        """``(file, what)`` for each file that differs from a record of it, and for each record that
+        is damaged. Every file is checked against every record naming it, and the job's record
+        (params.json) holds the SHA-256 of the stage's manifest: no one edited file (a forged hash
+        in either record) satisfies both."""
+        changed = []
+        for path in records:
+            try:
+                record = load_record(path)
+            except DamagedRecord as exc:
+                changed.append((path, f"{exc}: its record is damaged, so nothing vouches for what the job made"))
+                continue
+            changed += changed_files(record, self.digests) if record is not None else []
+        return changed
 
     def _refuse_future(self, path: Path, record: str) -> None:
         ahead = future_stamp(path, self.now)

@@ -7,7 +7,10 @@ longer has its recorded bytes was changed after its job made it (by hand, a tool
 
 Records are read from paths as the jobs spelt them (relative to the working directory Snakemake
 runs in). A ``params.json`` written before records existed (no ``outputs``) is no record: such an
-output is taken as it is (``lsrbench verify`` still checks the stage's own manifest).
+output is checked against its stage's own manifest alone, where the stage writes one. A record that
+cannot be read, or is not of the recorded shape (truncated, edited), is :class:`DamagedRecord`:
+records are written atomically, so only a hand or a tool damages one, and what it vouched for is
+then vouched for by nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Record", "read_record", "changed_files", "future_stamp", "mtime"]
+from lsrbench.dag.folders import PARAMS_JSON
+
+__all__ = ["Record", "DamagedRecord", "load_record", "read_record", "changed_files", "future_stamp", "mtime"]
 
 # A time stamp this far past the clock is in the future (file systems round to 1-2 s).
 FUTURE_SLACK_S = 2.0
@@ -36,30 +41,48 @@ class Record:
     config: dict | None = None
 
 
-def read_record(path: str | os.PathLike) -> Record | None:
-    """The record in ``path`` (a ``params.json`` or a report manifest); None when there is none of
-    the recorded shape (missing, unreadable, or written before records existed)."""
+class DamagedRecord(ValueError):
+    """A record file that is there but cannot be read as a record (the message says why)."""
+
+
+def load_record(path: str | os.PathLike) -> Record | None:
+    """The record in ``path`` (a ``params.json``, a stage manifest or a report manifest); None when
+    there is none (no file, or a ``params.json`` written before records existed); raises
+    :class:`DamagedRecord` when it is unreadable or not of the recorded shape."""
+    path = Path(path)
+    if not path.exists():
+        return None
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        raise DamagedRecord(f"unreadable ({' '.join(str(exc).split())[:80]})") from None
     if not isinstance(data, dict):
-        return None
-    if isinstance(data.get("artifacts"), dict):  # a report manifest (lsrbench.provenance.report_manifest)
+        raise DamagedRecord("not a JSON object")
+    if isinstance(data.get("artifacts"), dict):  # a manifest (lsrbench.provenance.manifest_fields)
         outputs, inputs = data["artifacts"].get("outputs"), list(data["artifacts"].get("inputs") or {})
-    else:
+    elif "artifacts" in data or "outputs" in data or path.name != PARAMS_JSON:
         outputs, inputs = data.get("outputs"), list(data.get("made_from") or [])
+    else:
+        return None  # a params.json of before records: only what its id stands for
     if not isinstance(outputs, dict) or not all(isinstance(v, dict) and isinstance(v.get("sha256"), str)
                                                 for v in outputs.values()):
-        return None
+        raise DamagedRecord("no file hashes of the recorded shape (edited?)")
     config = data.get("config") if isinstance(data.get("config"), dict) else None
-    return Record(Path(path), outputs, inputs, config)
+    return Record(path, outputs, inputs, config)
+
+
+def read_record(path: str | os.PathLike) -> Record | None:
+    """The record in ``path``; None when there is none or it is damaged (:func:`load_record`)."""
+    try:
+        return load_record(path)
+    except DamagedRecord:
+        return None
 
 
 def changed_files(record: Record, digests) -> list[tuple[str, str]]:
     """``(file, what changed)`` for every file of ``record`` that no longer has its recorded bytes
-    (its SHA-256 through ``digests``, a :class:`~lsrbench.dag.fingerprint.FileDigests`: hashed once
-    per size and modification time)."""
+    (its SHA-256 through ``digests``, a :class:`~lsrbench.dag.fingerprint.FileDigests`: hashed again
+    after any write, whatever its times say)."""
     changed = []
     for recorded, info in record.outputs.items():
         path = Path(recorded)

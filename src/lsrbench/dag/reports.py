@@ -24,7 +24,7 @@ from lsrbench.report.config_record import report_backbones, report_settings
 
 __all__ = ["REPORTS", "ReportRules", "report_outputs", "row_targets", "html_pages", "claims_datasets", "job_threads",
            "corpus_sharing_datasets", "uses_probe", "shown_outputs", "used_reports", "manifest_path", "MANIFESTS", "HTML_RULE",
-           "PROBE_REPORTS"]
+           "PROBE_REPORTS", "all_report_rules", "rule_files"]
 
 
 def job_threads(remote_exec: bool, cores: int | None) -> int:
@@ -300,7 +300,7 @@ class ReportRules:
 
     def rules(self) -> list[str]:
         """Every report rule a results folder may hold (the HTML pages of every config)."""
-        return [*REPORTS, *(f"{HTML_RULE}{page}" for page in HTML_PAGES)]
+        return all_report_rules()
 
     def output_files(self, name: str) -> list[str]:
         """The files of rule ``name``, its manifest last."""
@@ -313,6 +313,16 @@ HTML_PAGES = {"table1": "Tables", "table_beir": "Tables", "norms": "Head norms",
 HTML_RULE = "html_"  # the rule of page P is html_P
 # The probe's reports: before training (`lsrbench probe` makes these), and beside the trained outcomes.
 PROBE_REPORTS = ("probe.md", "probe.json", "probe.png")
+
+
+def all_report_rules() -> list[str]:
+    """Every report rule a results folder may hold (the HTML pages of every config)."""
+    return [*REPORTS, *(f"{HTML_RULE}{page}" for page in HTML_PAGES)]
+
+
+def rule_files(name: str, results: str = "results") -> list[str]:
+    """The files report rule ``name`` writes under ``results``, its manifest last."""
+    return [f"{results}/{file}" for file in _rule_outputs(name).values()] + [manifest_path(name, results)]
 
 
 def _rule_outputs(name: str) -> dict:
@@ -349,5 +359,5 @@ def report_outputs(config: dict, results: str = "results") -> list[str]:
     """Every file the default target's report rules write, their manifests included."""
     out = []
     for name in used_reports(config):
-        out += [f"{results}/{file}" for file in _rule_outputs(name).values()] + [manifest_path(name, results)]
+        out += rule_files(name, results)
     return out

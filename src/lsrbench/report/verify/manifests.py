@@ -1,7 +1,8 @@
 """``lsrbench verify``: every artifact a stage recorded in its manifest (:mod:`lsrbench.provenance`)
 still has its SHA-256, every number in ``results/metrics.csv`` traces to a run file that a manifest
-vouches for, the reports of the folder come from one config (:mod:`lsrbench.report.verify.configs`),
-and every report follows from those numbers: ``table1.md`` against its sidecar
+vouches for, every addressed folder's id and record and every report's manifest hold
+(:mod:`lsrbench.report.verify.records`), the reports of the folder come from one config
+(:mod:`lsrbench.report.verify.configs`), and every report follows from those numbers: ``table1.md`` against its sidecar
 ``table1.cells.json`` (:mod:`lsrbench.report.verify.table1`), the other tables, the claims, the
 figures' data and the HTML pages made again (:mod:`lsrbench.report.verify.reports`). Checks only:
 it writes nothing.
@@ -26,6 +27,7 @@ from lsrbench.hashing import sha256_file
 from lsrbench.names import METRIC_COLUMNS, NO_SEED, SEEDED_METRIC_COLUMNS
 from lsrbench.report.verify.trace import Trace, where
 from lsrbench.report.verify.configs import check_configs
+from lsrbench.report.verify.records import check_records
 from lsrbench.report.verify.reports import verify_reports
 from lsrbench.report.verify.table1 import verify_table1
 
@@ -66,6 +68,7 @@ def verify(results_dir: str | os.PathLike) -> tuple[list[str], dict]:
         raise InputError(root, None, "not a folder (the results folder of a run)")
     for manifest in find_manifests(root):
         _check_manifest(root, manifest, trace)
+    check_records(root, trace)
     _check_metrics_csv(root / "metrics.csv", trace)
     stated = check_configs(root, trace.problems)
     verify_table1(root, trace)
