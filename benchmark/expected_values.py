@@ -249,7 +249,7 @@ def tiny(metrics_csv: str, config_file: str, verdicts: str | None = None, record
                      "second_cpu_tolerance": "none set: one run of one seed per other CPU model gives one difference "
                                              "per number, not a spread"},
         "bases": {
-            "exact": f"each recorded seed's own value on each CPU model it was run on (exact: CPU model -> seed -> "
+            "exact": "each recorded seed's own value on each CPU model it was run on (exact: CPU model -> seed -> "
                      "value), at 4 decimals or the record's 6 significant digits: a run of that seed on that CPU "
                      "model gives it exactly, any other value is a FAIL",
             "seeds": f"where bits cannot match: the mean over the {len(seeds)} seeds, tolerance t(0.975, {len(seeds) - 1}) "

@@ -368,7 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     from lsrbench.cli_preflight import add_preflight_parser
 
     add_gc_parser(sub)
-    add_preflight_parser(sub, _configfile_option)
+    add_preflight_parser(sub)
     from lsrbench.ops.status import add_status_arguments
 
     add_status_arguments(p := sub.add_parser("status", help="running jobs, done/total per rule and an ETA of a grid"))

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from lsrbench.cli_options import add_results_option, config_files, config_overrides, load_config, results_folder, workdir_of
+from lsrbench.cli_options import (add_config_options, add_results_option, command_line_config, config_files, load_config,
+                                  results_folder, workdir_of)
 
 __all__ = ["add_preflight_parser"]
 
@@ -17,7 +18,7 @@ def _preflight(args) -> int:
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="lsrbench preflight: %(message)s")
     files = config_files(args)
-    config = load_config(files, command_line=config_overrides(args.config))[0]
+    config = load_config(files, command_line=command_line_config(args))[0]
     problems, notes = preflight(config, files, workdir_of(results_folder(args, "preflight")), disk=not args.no_disk)
     for line in problems:
         print(f"lsrbench: error: {line}", file=sys.stderr)
@@ -30,7 +31,7 @@ def _preflight(args) -> int:
     return 0
 
 
-def add_preflight_parser(sub, configfile_option) -> None:
+def add_preflight_parser(sub) -> None:
     p = sub.add_parser("preflight", help="check the GPU stack, memory, disk, backbones and datasets before a grid runs",
                        description="Before the first job of a grid (and as the first job of a use_gpu: true grid): "
                                    "a usable GPU and torch's CUDA build against the driver (the CUDA lock needs "
@@ -39,9 +40,7 @@ def add_preflight_parser(sub, configfile_option) -> None:
                                    "pinned revision in the mirror, the hub cache or the hub, every dataset in the "
                                    "mirror or with its registry MD5. One line per problem and exit status 1; "
                                    "else a short summary.")
-    configfile_option(p)
-    p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
-                   help="overrides of the config, as given to snakemake --config (e.g. mirror=DIR use_gpu=True)")
+    add_config_options(p)
     add_results_option(p)
     p.add_argument("--no-disk", action="store_true", help="skip the disk check (it dry-runs the grid, seconds)")
     p.set_defaults(func=_preflight)
