@@ -5,8 +5,9 @@ Claims are declared in the run config (``claims:``), so the tiny default checks 
 Each claim type is one class (:class:`lsrbench.report.claims.claim_type.ClaimType`) and one line of
 :data:`CLAIM_TYPES`: it evaluates its spec, names the runs the validator checks against the grid and
 the datasets whose per-query scores the claims rule reads. Verdicts: ``holds`` / ``fails``
-(a test significant after Holm's correction over the distinct tests of the tested claims, or a
-collapse flag: never noise alone, :mod:`lsrbench.report.claims.calibration` measures it),
+(a test significant after Holm's correction over the distinct tests of the tested claims, query and
+training-seed noise both in it; a collapse flag decides only through a test;
+:mod:`lsrbench.report.claims.calibration` measures the rates),
 ``inconclusive``, ``by construction`` (the config makes it true whatever training does: twins of
 one checkpoint on one set of models), ``descriptive`` (no test) or ``not measured`` (evidence it
 needs is absent). Comparisons test the

@@ -101,7 +101,7 @@ class Settings:
 @dataclass
 class Verdict:
     """One claim's outcome. A claim type sets ``verdict`` itself only where no test decides it (by
-    construction, descriptive, a measured fact); otherwise it leaves it None and gives ``p_value``
+    construction, descriptive, inconclusive with nothing to test); otherwise it leaves it None and gives ``p_value``
     (raw), ``sign_ok`` (whether the observed direction is the claim's) and ``can_hold`` (False: the
     claim may fail or be inconclusive, never hold) and ``test_key``;
     :func:`lsrbench.report.claims.engine.evaluate_claims` then sets ``p_adjusted`` by Holm's correction

@@ -62,7 +62,7 @@ def _header(claims_cfg: dict, s: Settings, verdicts: list[Verdict], seeds: list[
         f"\"Matches or beats\": non-inferiority, margin {s.margin:.4f} (claims.margin: {claims_cfg['margin']:g} points of the measure x 100). "
         f"Holm's correction over {family} at alpha = {s.alpha}: a tested claim holds or fails only "
         f"when its adjusted p-value is below alpha, in its direction or against it; otherwise it is inconclusive. "
-        f"An untested claim holds or fails on a measured fact its details name. "
+        f"A collapse flag decides only through a test of the flagged run's scores. "
         f"`by construction`: the config makes the claim true whatever training does; `descriptive`: no test; "
         f"`not measured`: evidence the claim needs is absent.", "", seeds_sentence(seeds, s), ""]
     if chance:
