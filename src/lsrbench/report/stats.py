@@ -117,13 +117,34 @@ def sign_flip_p_value(weighted: np.ndarray, resamples: int, seed: int, run_sd: f
             signs = 1.0 - 2.0 * ((codes[:, None] >> np.arange(n)) & 1)
             hits += _tail_hits(signs @ weighted, observed, tol, run_sd, run_df)
         return min(1.0, hits / 2**n), f"exact ({2**n} sign vectors)"
-    rng = np.random.default_rng(seed)
     hits = 0.0
+    for signs in _sign_batches(n, resamples, seed):
+        hits += _tail_hits(signs @ weighted, observed, tol, run_sd, run_df)
+    return min(1.0, (1 + hits) / (1 + resamples)), f"{resamples} random sign vectors"
+
+
+# Sign matrices of at most this many entries are kept (float64: 32 MB): every test of a claims file
+# draws the same ones (one claims.seed, one query count), so only the first pays for them.
+CACHED_SIGNS = 4_000_000
+_SIGNS: dict[tuple[int, int, int], list[np.ndarray]] = {}
+
+
+def _sign_batches(n: int, resamples: int, seed: int):
+    """The random sign vectors of ``seed``, in batches of :data:`BATCH` (the same, cached or not)."""
+    key = (n, resamples, seed)
+    if key in _SIGNS:
+        yield from _SIGNS[key]
+        return
+    rng, kept = np.random.default_rng(seed), []
     for start in range(0, resamples, BATCH):
         size = min(BATCH, resamples - start)
         signs = rng.integers(0, 2, size=(size, n), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
-        hits += _tail_hits(signs @ weighted, observed, tol, run_sd, run_df)
-    return min(1.0, (1 + hits) / (1 + resamples)), f"{resamples} random sign vectors"
+        if n * resamples <= CACHED_SIGNS:
+            kept.append(signs)
+        yield signs
+    if kept:
+        _SIGNS.clear()  # one entry: the last (n, resamples, seed) asked for
+        _SIGNS[key] = kept
 
 
 def stratified_bootstrap_ci(diffs: list[np.ndarray], resamples: int, seed: int, confidence: float = 0.95,
