@@ -73,9 +73,9 @@ def flops_test(ev: Evidence, s: Settings, run: str, k: str, datasets: list[str],
     FLOPs scale with its documents' lengths, so ratios, not differences, are comparable), each
     dataset a unit, under independent sign flips (exact up to ``s.resamples`` sign vectors), plus
     both runs' training-seed FLOPs noise (:mod:`lsrbench.report.claims.run_noise`). Its direction
-    is the plotted FLOPs' (``shown``: k's, k=1's) and the ratios' mean's, both; one dataset without
-    seed noise cannot give p < 1 (the tiny default's Vaswani), six are the fewest that can give
-    p < 0.05."""
+    is the plotted FLOPs' (``shown``: k's, k=1's) and the ratios' mean's, both; one dataset cannot
+    give p < 0.5 (the tiny default's Vaswani; without seed noise p = 1), six are the fewest that can
+    give p < 0.05."""
     m = ev.metrics[(ev.metrics[RUN_COLUMN] == run) & (ev.metrics["measure"] == FLOPS)
                    & ev.metrics["dataset"].isin(datasets)]
     by_k = {kk: grp.set_index("dataset")["value"] for kk, grp in m.groupby("k")}
