@@ -29,7 +29,7 @@ from lsrbench.report.claims.calibration import (COUNTED, MEASURED_SEED_SD, PAPER
                                                 false_verdicts, load_config, no_effect, paper_queries)
 
 REPO = Path(__file__).resolve().parents[1]
-CHUNK = 10  # draws per call of calibrate: the deadline is checked between chunks
+CHUNK = 1  # draws per call of calibrate: the deadline is checked between them
 
 
 def load(name: str) -> dict:
@@ -74,12 +74,13 @@ def section(name: str, cap: int, label: str, draws: int, deadline: float | None,
 
 
 def run(config: str, caps: list[int], draws: int, power_draws: int, out: Path, deadline: float | None,
-        command: str, resamples: int) -> dict:
+        command: str, resamples: int, section_seconds: float | None = None) -> dict:
     record = {"command": command, "resamples": resamples, "offsets": dataclasses.asdict(MEASURED_SEED_SD),
               "sections": []}
     for cap in caps:
         for label, n in (("no_effect", draws), ("paper_shaped", power_draws)):
-            record["sections"].append(section(config, cap, label, n, deadline, resamples))
+            ends = [t for t in (deadline, section_seconds and time.time() + section_seconds) if t]
+            record["sections"].append(section(config, cap, label, n, min(ends) if ends else None, resamples))
             s = record["sections"][-1]
             print(f"{config} {cap} {label}: {s['draws']} draws, {s['seconds']} s", flush=True)
             _save(record, out)
@@ -139,6 +140,7 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=1000,
                         help="the tests' Monte Carlo resamples per draw (the configs' 10,000 cost 10x the time)")
     parser.add_argument("--until", help="UTC HH:MM: no new chunk of draws starts after it")
+    parser.add_argument("--section-seconds", type=float, help="no new draw of a section starts after this many seconds")
     parser.add_argument("--out", default=str(REPO / "benchmark" / "results" / "claims_calibration.json"))
     parser.add_argument("--merge", nargs="+", help="combine these records into --out")
     parser.add_argument("--markdown", help="print the table of this record and exit")
@@ -155,7 +157,7 @@ def main() -> None:
         hh, mm = map(int, args.until.split(":"))
         deadline = now.replace(hour=hh, minute=mm, second=0, microsecond=0).timestamp()
     command = "python benchmark/claims_calibration.py " + " ".join(sys.argv[1:])
-    record = run(args.config, args.caps, args.draws, args.power_draws, Path(args.out), deadline, command, args.resamples)
+    record = run(args.config, args.caps, args.draws, args.power_draws, Path(args.out), deadline, command, args.resamples, args.section_seconds)
     print(markdown(record), end="")
 
 
