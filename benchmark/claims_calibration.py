@@ -93,10 +93,16 @@ def _save(record: dict, out: Path) -> None:
 
 
 def merge(files: list[str], out: Path) -> dict:
+    """The records' sections in one, each with its resamples; a cell drawn in several records: the
+    last file's (a section with no draws is left out)."""
     parts = [json.loads(Path(f).read_text(encoding="utf-8")) for f in files]
-    record = {"commands": [p["command"] for p in parts], "resamples": {p["sections"][0]["config"]: p["resamples"] for p in parts},
-              "offsets": parts[0]["offsets"], "sections": [s for p in parts for s in p["sections"]],
-              "machine": parts[-1]["machine"]}
+    cells: dict = {}
+    for part in parts:
+        for s in part["sections"]:
+            if s["draws"]:
+                cells[(s["config"], s["cap"], s["scenario"])] = {**s, "resamples": part["resamples"]}
+    record = {"commands": [p["command"] for p in parts], "offsets": parts[0]["offsets"],
+              "sections": list(cells.values()), "machine": parts[-1]["machine"]}
     out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return record
 
@@ -111,7 +117,8 @@ def markdown(record: dict) -> str:
         if s["cap"] not in caps[s["config"]]:
             caps[s["config"]].append(s["cap"])
         for r in s["rows"]:
-            cells.setdefault((s["config"], r["claim"]), {"kind": r["kind"]})[(s["cap"], s["scenario"])] = (r, s["draws"])
+            cells.setdefault((s["config"], r["claim"]), {"kind": r["kind"]})[(s["cap"], s["scenario"])] = (
+                r, s["draws"], s.get("resamples", record.get("resamples")))
     lines = []
     for name, config_caps in caps.items():
         head = [f"false at {c} (≤ 95 % bound)" for c in config_caps] + [f"paper's verdict at {c}" for c in config_caps]
@@ -121,11 +128,12 @@ def markdown(record: dict) -> str:
                 continue
             null, power = [], []
             for c in config_caps:
-                r, n = cell.get((c, "no_effect"), (None, 0))
+                r, n, _ = cell.get((c, "no_effect"), (None, 0, None))
                 null.append("–" if r is None else "untested" if cell["kind"] == "untested"
                             else f"{r['false']}/{n} (≤ {100 * r['upper95']:.1f} %)")
-                r, n = cell.get((c, "paper_shaped"), (None, 0))
-                power.append(f"{r['as_expected']}/{n} {r['expected']}" if r and "expected" in r else "–")
+                r, n, resamples = cell.get((c, "paper_shaped"), (None, 0, None))
+                power.append(f"{r['as_expected']}/{n} {r['expected']} ({resamples} resamples)"
+                             if r and "expected" in r else "–")
             lines.append(f"| `{claim}` | " + " | ".join(null + power) + " |")
         lines.append("")
     return "\n".join(lines)
