@@ -134,7 +134,8 @@ def markdown(record: dict) -> str:
                 r, n, resamples = cell.get((c, "paper_shaped"), (None, 0, None))
                 power.append(f"{r['as_expected']}/{n} {r['expected']} ({resamples} resamples)"
                              if r and "expected" in r else "–")
-            lines.append(f"| `{claim}` | " + " | ".join(null + power) + " |")
+            # no backtick first: docs/claims.md's claim-type rows are the ones that start "| `"
+            lines.append(f"| {claim} | " + " | ".join(null + power) + " |")
         lines.append("")
     return "\n".join(lines)
 
