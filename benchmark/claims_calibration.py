@@ -1,84 +1,89 @@
-"""The claims engine's false-verdict rates under no effect and its power under the paper's effect
-sizes (lsrbench.report.claims.calibration), for config/config.yaml, config/paper.yaml and a grid of
-every claim type and selector. Writes benchmark/results/claims_calibration.json and prints the
-Markdown tables docs/claims.md carries (tests/test_results_statements.py checks that they agree).
+"""The claims engine's false-verdict rates under no effect and its power under the paper's effect sizes
+(lsrbench.report.claims.calibration), for config/config.yaml and config/paper.yaml at 50, 200 and 1,000
+queries per dataset (each dataset at most its real test set), every trained model carrying its own
+training-seed offset at the measured seed sd (calibration.MEASURED_SEED_SD). Writes a record per run
+and prints the Markdown table docs/claims.md carries (tests/test_results_statements.py checks that
+they agree); sections are drawn until --until (UTC, HH:MM) and the record says how many draws each got.
 
-    python benchmark/claims_calibration.py [--draws 100] [--out benchmark/results/claims_calibration.json]
+    python benchmark/claims_calibration.py --config config/config.yaml --caps 50 200 1000 --draws 200 \
+        --power-draws 100 --out benchmark/results/claims_calibration-tiny.json [--until 14:00]
+    python benchmark/claims_calibration.py --merge A.json B.json --out benchmark/results/claims_calibration.json
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import datetime as dt
 import json
 import os
 import platform
+import sys
 import time
+from collections import Counter
 from pathlib import Path
 
-from lsrbench.report.claims.calibration import (COUNTED, PAPER_SHAPED, Scenario, calibrate, claim_kinds, false_verdicts,
-                                                grid_config, load_config, no_effect, paper_queries)
+from scipy import stats
+
+from lsrbench.report.claims.calibration import (COUNTED, MEASURED_SEED_SD, PAPER_SHAPED, calibrate, claim_kinds,
+                                                false_verdicts, load_config, no_effect, paper_queries)
 
 REPO = Path(__file__).resolve().parents[1]
-
-# (ks, datasets, held-out selection, queries per dataset, ties): the grid's settings
-GRID = [([1, 16], 1, False, 4, False), ([1, 16], 1, False, 93, False), ([1, 16], 1, True, 1000, False),
-        ([1, 16], 13, False, 30, True), ([1, 2, 4, 8, 16], 1, False, 93, False),
-        ([1, 2, 4, 8, 16], 1, True, 93, True), ([1, 2, 4, 8, 16], 13, False, 50, False),
-        ([1, 2, 4, 8, 16], 13, True, 100, False)]
-GRID_NORMS = {"a": 1.0, "b": 2.0, "c": 3.0}
+CHUNK = 1  # draws per call of calibrate: the deadline is checked between them
 
 
 def load(name: str) -> dict:
     return load_config(str(REPO / name))
 
 
-def rows(config: dict, counts: dict, scenario: Scenario | None = None) -> list[dict]:
+def upper95(false: int, draws: int) -> float:
+    """The one-sided 95 % Clopper-Pearson upper bound of a false rate."""
+    return 1.0 if false == draws else float(stats.beta.ppf(0.95, false + 1, draws - false))
+
+
+def rows(config: dict, counts: dict, draws: int, expected: dict | None) -> list[dict]:
     kinds = claim_kinds(config)
     out = []
     for cid, c in counts.items():
-        row = {"claim": cid, "kind": kinds[cid], "counts": {v: c[v] for v in COUNTED if c[v]},
-               "false": false_verdicts(c, kinds[cid])}
-        if scenario is not None and cid in scenario.expected:
-            row["expected"], row["as_expected"] = scenario.expected[cid], c[scenario.expected[cid]]
+        row = {"claim": cid, "kind": kinds[cid], "counts": {v: c[v] for v in COUNTED if c[v]}}
+        if expected is None:
+            row["false"] = false_verdicts(c, kinds[cid])
+            row["upper95"] = round(upper95(row["false"], draws), 4)
+        elif cid in expected:
+            row["expected"], row["as_expected"] = expected[cid], c[expected[cid]]
         out.append(row)
     return out
 
 
-def run(draws: int, paper_cap: int, grid_draws: int, out: Path, resume: bool = False) -> dict:
-    """Every section, the record written after each (a long run keeps what it finished; with resume,
-    the sections a record of the same sizes at out already holds are kept, not drawn again: each
-    section has its own seed, so a section drawn again comes out the same)."""
-    record = {"draws": draws, "grid_draws": grid_draws, "paper_cap": paper_cap, "configs": {}, "grid": []}
-    if resume and out.exists():
-        old = json.loads(out.read_text(encoding="utf-8"))
-        if old.get("draws") == draws:  # the tiny default's section does not depend on the caps
-            record["configs"] = {n: e for n, e in old["configs"].items() if "paper_shaped" in e
-                                 and (n != "config/paper.yaml" or old.get("paper_cap") == paper_cap)}
-        if old.get("grid_draws") == grid_draws:
-            record["grid"] = old["grid"]
-    for name, cap, resamples in (("config/config.yaml", None, None), ("config/paper.yaml", paper_cap, 1000)):
-        if name in record["configs"]:
-            continue
-        config = load(name)
-        sizes = 93 if cap is None else paper_queries(config, cap)
-        entry = {"queries": sizes, "resamples": resamples or config["claims"]["resamples"]}
-        for label, scenario, seed in (("no_effect", no_effect(name), 1), ("paper_shaped", PAPER_SHAPED[name], 2)):
-            t0 = time.time()
-            counts = calibrate(config, scenario, draws, seed, sizes, resamples=resamples)
-            entry[label] = {"rows": rows(config, counts, scenario if label == "paper_shaped" else None),
-                            "seconds": round(time.time() - t0, 1)}
-            print(f"{name} {label}: {entry[label]['seconds']} s", flush=True)
-            record["configs"][name] = entry
+def section(name: str, cap: int, label: str, draws: int, deadline: float | None, resamples: int) -> dict:
+    """One (config, queries, scenario) cell: up to ``draws`` draws, fewer where the deadline comes."""
+    config = load(name)
+    sizes = cap if name == "config/config.yaml" else paper_queries(config, cap)
+    scenario = no_effect(name) if label == "no_effect" else PAPER_SHAPED[name]
+    seed = {"no_effect": 1, "paper_shaped": 2}[label] * 10000 + cap
+    total, done, t0 = {spec["id"]: Counter() for spec in config["claims"]["list"]}, 0, time.time()
+    while done < draws and (deadline is None or time.time() < deadline):
+        n = min(CHUNK, draws - done)
+        for cid, c in calibrate(config, scenario, n, seed + done, sizes, resamples=resamples,
+                                offsets=MEASURED_SEED_SD).items():
+            total[cid].update(c)
+        done += n
+    return {"config": name, "cap": cap, "queries": sizes, "scenario": label, "draws": done, "planned": draws,
+            "rows": rows(config, total, done, None if label == "no_effect" else scenario.expected),
+            "seconds": round(time.time() - t0, 1)}
+
+
+def run(config: str, caps: list[int], draws: int, power_draws: int, out: Path, deadline: float | None,
+        command: str, resamples: int, section_seconds: float | None = None) -> dict:
+    record = {"command": command, "resamples": resamples, "offsets": dataclasses.asdict(MEASURED_SEED_SD),
+              "sections": []}
+    for cap in caps:
+        for label, n in (("no_effect", draws), ("paper_shaped", power_draws)):
+            ends = [t for t in (deadline, section_seconds and time.time() + section_seconds) if t]
+            record["sections"].append(section(config, cap, label, n, min(ends) if ends else None, resamples))
+            s = record["sections"][-1]
+            print(f"{config} {cap} {label}: {s['draws']} draws, {s['seconds']} s", flush=True)
             _save(record, out)
-    for ks, datasets, held_out, queries, ties in GRID[len(record["grid"]):]:
-        config = grid_config(ks, datasets, held_out)
-        t0 = time.time()
-        counts = calibrate(config, Scenario("no effect", norms=GRID_NORMS), grid_draws, 3, queries, ties=ties,
-                           resamples=1000, reference={"optimal_k": {"a": ks[-1]}})
-        record["grid"].append({"ks": ks, "datasets": datasets, "held_out": held_out, "queries": queries, "ties": ties,
-                               "rows": rows(config, counts), "seconds": round(time.time() - t0, 1)})
-        print(f"grid {ks} {datasets} {held_out} {queries} {ties}: {record['grid'][-1]['seconds']} s", flush=True)
-        _save(record, out)
     return record
 
 
@@ -87,48 +92,81 @@ def _save(record: dict, out: Path) -> None:
     out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
+def merge(files: list[str], out: Path) -> dict:
+    """The records' sections in one, each with its resamples; a cell drawn in several records: the
+    last file's (a section with no draws is left out)."""
+    parts = [json.loads(Path(f).read_text(encoding="utf-8")) for f in files]
+    cells: dict = {}
+    for part in parts:
+        for s in part["sections"]:
+            if s["draws"]:
+                cells[(s["config"], s["cap"], s["scenario"])] = {**s, "resamples": part["resamples"]}
+    record = {"commands": [p["command"] for p in parts], "offsets": parts[0]["offsets"],
+              "sections": list(cells.values()), "machine": parts[-1]["machine"]}
+    out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return record
+
+
 def markdown(record: dict) -> str:
-    """docs/claims.md's calibration tables, from the record."""
-    draws = record["draws"]
-    lines = [f"| config | claim | no effect: holds / fails of {draws} | paper-shaped: the paper's verdict in |",
-             "| --- | --- | --- | --- |"]
-    for name, entry in record["configs"].items():
-        paper = {r["claim"]: r for r in entry["paper_shaped"]["rows"]}
-        for r in entry["no_effect"]["rows"]:
-            c = r["counts"]
-            null = "untested" if r["kind"] == "untested" else f"{c.get('holds', 0)} / {c.get('fails', 0)}"
-            if r["kind"] == "non-inferiority":
-                null += " (holds is right: equal runs match)"
-            p = paper.get(r["claim"], {})
-            power = f"{p['as_expected']} ({p['expected']})" if "expected" in p else "–"
-            lines.append(f"| {name} | `{r['claim']}` | {null} | {power} |")
-    lines += ["", f"| grid: ks, datasets, selection, queries, ties | most false verdicts of {record['grid_draws']} (claim) |",
-              "| --- | --- |"]
-    for g in record["grid"]:
-        worst = max(g["rows"], key=lambda r: r["false"])
-        setting = (f"{{{', '.join(map(str, g['ks']))}}}, {g['datasets']}, {'held-out' if g['held_out'] else 'same'}, "
-                   f"{g['queries']}, {'ties' if g['ties'] else '–'}")
-        lines.append(f"| {setting} | {worst['false']} (`{worst['claim']}`) |")
-    return "\n".join(lines) + "\n"
+    """docs/claims.md's calibration table, from the record: per claim, false verdicts of the draws
+    under no effect (with the 95 % upper bound of the rate) and the paper's verdict under its effects."""
+    cells: dict = {}
+    caps: dict[str, list[int]] = {}
+    for s in record["sections"]:
+        caps.setdefault(s["config"], [])
+        if s["cap"] not in caps[s["config"]]:
+            caps[s["config"]].append(s["cap"])
+        for r in s["rows"]:
+            cells.setdefault((s["config"], r["claim"]), {"kind": r["kind"]})[(s["cap"], s["scenario"])] = (
+                r, s["draws"], s.get("resamples", record.get("resamples")))
+    lines = []
+    for name, config_caps in caps.items():
+        head = [f"false at {c} (≤ 95 % bound)" for c in config_caps] + [f"paper's verdict at {c}" for c in config_caps]
+        lines += [f"{name}:", "", "| claim | " + " | ".join(head) + " |", "|" + " --- |" * (len(head) + 1)]
+        for (cfg, claim), cell in cells.items():
+            if cfg != name:
+                continue
+            null, power = [], []
+            for c in config_caps:
+                r, n, _ = cell.get((c, "no_effect"), (None, 0, None))
+                null.append("–" if r is None else "untested" if cell["kind"] == "untested"
+                            else f"{r['false']}/{n} (≤ {100 * r['upper95']:.1f} %)")
+                r, n, resamples = cell.get((c, "paper_shaped"), (None, 0, None))
+                power.append(f"{r['as_expected']}/{n} {r['expected']} ({resamples} resamples)"
+                             if r and "expected" in r else "–")
+            # no backtick first: docs/claims.md's claim-type rows are the ones that start "| `"
+            lines.append(f"| {claim} | " + " | ".join(null + power) + " |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--draws", type=int, default=100, help="draws per config and scenario")
-    parser.add_argument("--paper-cap", type=int, default=200, help="most queries per dataset of the paper config")
-    parser.add_argument("--grid-draws", type=int, default=50, help="draws per setting of the grid")
+    parser.add_argument("--config", default="config/config.yaml")
+    parser.add_argument("--caps", type=int, nargs="+", default=[50, 200, 1000], help="most queries per dataset")
+    parser.add_argument("--draws", type=int, default=200, help="draws per cell under no effect")
+    parser.add_argument("--power-draws", type=int, default=100, help="draws per cell under the paper's effects")
+    parser.add_argument("--resamples", type=int, default=1000,
+                        help="the tests' Monte Carlo resamples per draw (the configs' 10,000 cost 10x the time)")
+    parser.add_argument("--until", help="UTC HH:MM: no new chunk of draws starts after it")
+    parser.add_argument("--section-seconds", type=float, help="no new draw of a section starts after this many seconds")
     parser.add_argument("--out", default=str(REPO / "benchmark" / "results" / "claims_calibration.json"))
-    parser.add_argument("--resume", action="store_true", help="keep the sections the record at --out already holds")
-    parser.add_argument("--markdown", help="print the tables of this record and exit")
+    parser.add_argument("--merge", nargs="+", help="combine these records into --out")
+    parser.add_argument("--markdown", help="print the table of this record and exit")
     args = parser.parse_args()
     if args.markdown:
         print(markdown(json.loads(Path(args.markdown).read_text(encoding="utf-8"))), end="")
         return
-    command = (f"python benchmark/claims_calibration.py --draws {args.draws} --paper-cap {args.paper_cap} "
-               f"--grid-draws {args.grid_draws}" + (" --resume" if args.resume else ""))
-    record = run(args.draws, args.paper_cap, args.grid_draws, Path(args.out), args.resume)
-    record["command"] = command
-    _save(record, Path(args.out))
+    if args.merge:
+        print(markdown(merge(args.merge, Path(args.out))), end="")
+        return
+    deadline = None
+    if args.until:
+        now = dt.datetime.now(dt.timezone.utc)
+        hh, mm = map(int, args.until.split(":"))
+        deadline = now.replace(hour=hh, minute=mm, second=0, microsecond=0).timestamp()
+    command = "python benchmark/claims_calibration.py " + " ".join(sys.argv[1:])
+    record = run(args.config, args.caps, args.draws, args.power_draws, Path(args.out), deadline, command, args.resamples, args.section_seconds)
     print(markdown(record), end="")
 
 

@@ -67,9 +67,18 @@ def test_the_calibration_table_is_the_recorded_one():
     spec = util.spec_from_file_location("claims_calibration_bench", REPO / "benchmark" / "claims_calibration.py")
     bench = util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    from lsrbench.report.claims.calibration import load_config
+
     record = _json("claims_calibration.json")
     assert bench.markdown(record) in (REPO / "docs" / "claims.md").read_text(encoding="utf-8")
-    assert record["draws"] == 100
+    ids = {name: {spec["id"] for spec in load_config(str(REPO / name))["claims"]["list"]}
+           for name in ("config/config.yaml", "config/paper.yaml")}
+    cells = {(s["config"], s["cap"], s["scenario"]) for s in record["sections"]}
+    assert cells == {(name, cap, scenario) for name in ids for cap in (50, 200, 1000)
+                     for scenario in ("no_effect", "paper_shaped")}
+    for s in record["sections"]:  # every claim of both configs, each at most 10 % false under no effect
+        assert {r["claim"] for r in s["rows"]} == ids[s["config"]]
+        assert s["scenario"] != "no_effect" or all(r["false"] <= 0.10 * s["draws"] for r in s["rows"])
 
 
 def _verdicts(path) -> dict[str, str]:

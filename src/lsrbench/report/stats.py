@@ -15,6 +15,13 @@ resamples at once without ``batch=`` (~0.7 MB per query at 10k resamples: 23 GB 
 resamples are drawn in batches (:data:`BATCH`), so memory is O(batch x queries), and the weighted
 statistic is a matrix product. Exact (every sign vector) when ``2**n <= resamples``.
 
+Training-seed noise: each trained model is one draw of its seed, so two runs differ by a run-level
+offset the queries do not resample. ``run_sd`` (the sd of the difference's run-level term: a declared
+value with one seed, the pooled seed sd with several) is added to the test as an independent
+``run_sd x N(0, 1)`` (``x t(run_df)`` where it is estimated): the p-value is the probability over
+sign vectors *and* that term, computed exactly per sign vector (a normal or t tail), and each
+bootstrap resample adds one draw of it. ``run_sd = 0`` is the query-only test.
+
 Also: a stratified bootstrap interval of the macro difference (queries resampled within their
 dataset; not computed where a dataset has fewer than :data:`MIN_INTERVAL_QUERIES` queries), Holm's step-down adjustment (Holm, "A simple sequentially rejective multiple test
 procedure", 1979) and Spearman's rho with an exact permutation p-value.
@@ -56,6 +63,7 @@ class MacroTest:
     ci_high: float | None
     method: str
     ci_note: str = ""
+    run_sd: float = 0.0  # the run-level (training-seed) sd of the difference in the test: 0, query noise only
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -73,35 +81,77 @@ def _weights(diffs: list[np.ndarray]) -> np.ndarray:
     return np.concatenate([np.full(len(d), 1.0 / (len(diffs) * len(d))) for d in diffs])
 
 
-def sign_flip_p_value(weighted: np.ndarray, resamples: int, seed: int) -> tuple[float, str]:
-    """Two-sided p-value of ``sum(weighted)`` under independent sign flips of its terms: exact
-    when ``2**n <= resamples``, else Monte Carlo ``(1 + hits) / (1 + resamples)`` (Phipson and
-    Smyth 2010), in batches of :data:`BATCH` resamples."""
+def _run_cdf(x: np.ndarray, run_sd: float, run_df: float | None) -> np.ndarray:
+    """P(term <= x) of the run-level term ``run_sd`` x N(0, 1), or x t(run_df) where estimated
+    (scipy.special's ufuncs: a frozen scipy.stats distribution per test costs more than the test)."""
+    from scipy.special import ndtr, stdtr
+
+    z = x / run_sd
+    return ndtr(z) if run_df is None else stdtr(run_df, z)
+
+
+def _tail_hits(statistics: np.ndarray, observed: float, tol: float, run_sd: float, run_df: float | None) -> float:
+    """How many resampled statistics reach ``observed`` in absolute value; with a run-level term,
+    the probability that each does once that term is added (summed)."""
+    if run_sd <= 0:
+        return float((np.abs(statistics) >= observed - tol).sum())
+    reach = observed - tol
+    return float((_run_cdf(statistics - reach, run_sd, run_df) + _run_cdf(-reach - statistics, run_sd, run_df)).sum())
+
+
+def sign_flip_p_value(weighted: np.ndarray, resamples: int, seed: int, run_sd: float = 0.0,
+                      run_df: float | None = None) -> tuple[float, str]:
+    """Two-sided p-value of ``sum(weighted)`` under independent sign flips of its terms, plus an
+    independent run-level term ``run_sd`` x N(0, 1) (x t(run_df) where given): exact over sign
+    vectors when ``2**n <= resamples``, else Monte Carlo ``(1 + hits) / (1 + resamples)`` (Phipson
+    and Smyth 2010), in batches of :data:`BATCH` resamples."""
     n = len(weighted)
     observed = abs(float(weighted.sum()))
     tol = 1e-12 * max(1.0, float(np.abs(weighted).sum()))  # float summation order, not a difference
     if n == 0 or not np.any(weighted):
         return 1.0, "no non-zero difference"
     if 2**n <= resamples:
-        hits = 0
+        hits = 0.0
         for start in range(0, 2**n, BATCH):
             codes = np.arange(start, min(2**n, start + BATCH), dtype=np.int64)
             signs = 1.0 - 2.0 * ((codes[:, None] >> np.arange(n)) & 1)
-            hits += int((np.abs(signs @ weighted) >= observed - tol).sum())
-        return hits / 2**n, f"exact ({2**n} sign vectors)"
-    rng = np.random.default_rng(seed)
-    hits = 0
+            hits += _tail_hits(signs @ weighted, observed, tol, run_sd, run_df)
+        return min(1.0, hits / 2**n), f"exact ({2**n} sign vectors)"
+    hits = 0.0
+    for signs in _sign_batches(n, resamples, seed):
+        hits += _tail_hits(signs @ weighted, observed, tol, run_sd, run_df)
+    return min(1.0, (1 + hits) / (1 + resamples)), f"{resamples} random sign vectors"
+
+
+# Sign matrices of at most this many entries are kept (float64: 32 MB): every test of a claims file
+# draws the same ones (one claims.seed, one query count), so only the first pays for them.
+CACHED_SIGNS = 4_000_000
+_SIGNS: dict[tuple[int, int, int], list[np.ndarray]] = {}
+
+
+def _sign_batches(n: int, resamples: int, seed: int):
+    """The random sign vectors of ``seed``, in batches of :data:`BATCH` (the same, cached or not)."""
+    key = (n, resamples, seed)
+    if key in _SIGNS:
+        yield from _SIGNS[key]
+        return
+    rng, kept = np.random.default_rng(seed), []
     for start in range(0, resamples, BATCH):
         size = min(BATCH, resamples - start)
         signs = rng.integers(0, 2, size=(size, n), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
-        hits += int((np.abs(signs @ weighted) >= observed - tol).sum())
-    return (1 + hits) / (1 + resamples), f"{resamples} random sign vectors"
+        if n * resamples <= CACHED_SIGNS:
+            kept.append(signs)
+        yield signs
+    if kept:
+        _SIGNS.clear()  # one entry: the last (n, resamples, seed) asked for
+        _SIGNS[key] = kept
 
 
-def stratified_bootstrap_ci(diffs: list[np.ndarray], resamples: int, seed: int,
-                            confidence: float = 0.95) -> tuple[float, float]:
+def stratified_bootstrap_ci(diffs: list[np.ndarray], resamples: int, seed: int, confidence: float = 0.95,
+                            run_sd: float = 0.0, run_df: float | None = None) -> tuple[float, float]:
     """Percentile interval of the macro mean of ``diffs`` (one array of paired differences per
-    dataset), resampling queries with replacement within each dataset, in batches."""
+    dataset), resampling queries with replacement within each dataset, in batches; each resample
+    adds one draw of the run-level term (``run_sd``, ``run_df``: :func:`sign_flip_p_value`)."""
     rng = np.random.default_rng(seed)
     stats = np.empty(resamples)
     for start in range(0, resamples, BATCH):
@@ -110,19 +160,24 @@ def stratified_bootstrap_ci(diffs: list[np.ndarray], resamples: int, seed: int,
         for d in diffs:
             total += d[rng.integers(0, len(d), size=(size, len(d)))].mean(axis=1)
         stats[start:start + size] = total / len(diffs)
+    if run_sd > 0:
+        stats += run_sd * (rng.standard_normal(resamples) if run_df is None else rng.standard_t(run_df, resamples))
     alpha = 1.0 - confidence
     low, high = np.quantile(stats, [alpha / 2, 1 - alpha / 2])
     return float(low), float(high)
 
 
 def macro_paired_test(a: list[np.ndarray], b: list[np.ndarray], names: list[str], shift: float = 0.0,
-                      resamples: int = 10000, seed: int = 0, confidence: float = 0.95) -> MacroTest:
+                      resamples: int = 10000, seed: int = 0, confidence: float = 0.95, run_sd: float = 0.0,
+                      run_df: float | None = None, interval: bool = True) -> MacroTest:
     """Paired randomization test of the macro-mean difference of two runs.
 
     ``a[i]`` and ``b[i]``: per-query scores on dataset ``names[i]``, paired by position. H0: the
     macro difference equals ``shift`` (0, or minus a non-inferiority margin); the sign flips apply
     to ``d - shift`` per query, whose weighted sum is the macro difference minus ``shift`` (the
-    weights sum to 1). Two-sided p-value; interval by :func:`stratified_bootstrap_ci`."""
+    weights sum to 1). Two-sided p-value; interval by :func:`stratified_bootstrap_ci`; ``run_sd``
+    and ``run_df``: the run-level term of both (:func:`sign_flip_p_value`); ``interval=False``: no
+    interval (it enters no verdict: the calibration's many draws skip it)."""
     if len(a) != len(b) or len(a) != len(names) or not a:
         raise ValueError("macro_paired_test: one pair of score arrays per dataset")
     a = [np.asarray(x, dtype=float) for x in a]
@@ -134,17 +189,21 @@ def macro_paired_test(a: list[np.ndarray], b: list[np.ndarray], names: list[str]
     mean_b = float(np.mean([y.mean() for y in b]))
     diff = float(np.mean([d.mean() for d in diffs]))
     weighted = _weights(diffs) * (np.concatenate(diffs) - shift)
-    p, method = sign_flip_p_value(weighted, resamples, seed)
+    p, method = sign_flip_p_value(weighted, resamples, seed, run_sd, run_df)
     note, fewest = "", min(len(d) for d in diffs)
-    if all(np.ptp(d) == 0 for d in diffs):
+    if not interval:
+        ci, note = (None, None), "not computed"
+    elif all(np.ptp(d) == 0 for d in diffs) and run_sd <= 0:
         ci = (diff, diff)  # every resample gives the same difference: exact, whatever the sizes
     elif fewest < MIN_INTERVAL_QUERIES:
         ci, note = (None, None), (f"{fewest} quer{'y' if fewest == 1 else 'ies'} in a dataset, fewer than the "
                                   f"{MIN_INTERVAL_QUERIES} a bootstrap interval needs")
     else:
-        ci = stratified_bootstrap_ci(diffs, resamples, seed, confidence)
+        ci = stratified_bootstrap_ci(diffs, resamples, seed, confidence, run_sd, run_df)
+    run = "" if run_sd <= 0 else (f" plus a run-level term of sd {run_sd:.4g}"
+                                  + (f" (t, {run_df:g} df)" if run_df is not None else " (normal)"))
     return MacroTest({n: len(x) for n, x in zip(names, a)}, mean_a, mean_b, diff, shift, p, ci[0], ci[1],
-                     f"paired randomization of the macro mean over {len(a)} dataset(s), {method}", note)
+                     f"paired randomization of the macro mean over {len(a)} dataset(s), {method}{run}", note, run_sd)
 
 
 def holm(p_values: list[float]) -> list[float]:

@@ -1,26 +1,29 @@
 """The claims engine calibrated against chance (lsrbench.report.claims.calibration): under simulated
-evidence with no effect, no claim of config/config.yaml, config/paper.yaml or the grid of every claim
-type and selector says `holds` or `fails` more often than alpha allows (Monte Carlo error included);
-under the paper's effect sizes the paper's verdicts come out, in at least 80 % of draws where the
-simulated sizes give that power (the claims where they do not are named here, with why). Small
-draws here; `pytest -m slow` draws 100 of each config (the done-when of issue 37: at most 10 %); the recorded
-rates are benchmark/results/claims_calibration.json, tabulated in docs/claims.md."""
+evidence with no effect, every trained model carrying its own training-seed offset at the measured seed
+sd (calibration.MEASURED_SEED_SD), no claim of config/config.yaml, config/paper.yaml or the grid of every
+claim type and selector says `holds` or `fails` in more than 10 % of the draws (issue 48); the engine
+without its seed term does, on the FLOPs leg of the frontier; under the paper's effect sizes the paper's
+verdicts come out, in at least 80 % of draws where the simulated sizes give that power (the claims where
+they do not are named here, with why). Small draws here (fixed seeds); `pytest -m slow` draws 200 of the
+tiny default and 50 of the paper config; the recorded rates (at least 200 draws per cell) are
+benchmark/results/claims_calibration.json, tabulated in docs/claims.md."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
-from scipy import stats
 
 from helpers.paths import REPO
-from lsrbench.report.claims.calibration import (PAPER_SHAPED, Scenario, calibrate, claim_kinds, false_verdicts,
-                                                grid_config, load_config, no_effect, paper_queries)
+from lsrbench.report.claims.calibration import (MEASURED_SEED_SD, PAPER_SHAPED, Scenario, calibrate, claim_kinds,
+                                                false_verdicts, grid_config, load_config, no_effect, paper_queries)
 
-ALPHA = 0.05
+MOST = 0.10  # the largest false-verdict rate a claim may have under no effect
 # Paper-shaped claims the simulated sizes give no 80 % power (the calibration table says so too):
 UNDERPOWERED = {
-    # 93 Vaswani queries: +0.035 against a margin of 0.01 is found in a few draws in ten
+    # +0.035 against a margin of 0.01, with two models' seed noise (sd 0.018) on top: a few draws in ten
     ("config/config.yaml", "recovered_matches_reference"),
-    # one dataset: its FLOPs are one number per run, no test (claims_frontier.flops_test)
+    # one dataset: its FLOPs ratio (x0.8) against two models' FLOPs seed noise (sd 0.14 in log): no power
     ("config/config.yaml", "rescaled_frontier"),
     # seven backbones, four of them flat in k (their best k is noise): Spearman's rho over 7 points
     ("config/paper.yaml", "optimal_k_grows_with_norm"),
@@ -28,6 +31,14 @@ UNDERPOWERED = {
     # of a BEIR-13 difference at these sizes (tests/report/claims/test_controls.py)
     ("config/paper.yaml", "tying_alone_changes_nothing"),
     ("config/paper.yaml", "vocabulary_alone_changes_nothing"),
+    # with two models' seed noise (sd 0.018) in every test, differences of 0.03-0.04 (the paper's k
+    # against its neighbours, 0.405 against 0.370 + margin, untie at 16 against the good k), a FLOPs
+    # ratio of 0.8 and the gap left (-0.035) are found in under 80 % of draws at 200 queries
+    # (benchmark/results/claims_calibration.json)
+    ("config/paper.yaml", "large_norm_best_k"), ("config/paper.yaml", "roberta_best_k"),
+    ("config/paper.yaml", "modernbert_matches_bert"), ("config/paper.yaml", "ettin_matches_bert"),
+    ("config/paper.yaml", "roberta_head_alone"), ("config/paper.yaml", "rescaled_frontier"),
+    ("config/paper.yaml", "gap_left_after_rescaling"),
 }
 
 
@@ -36,8 +47,8 @@ def load(name: str) -> dict:
 
 
 def bound(draws: int) -> int:
-    """The most false verdicts of ``draws`` a test at ALPHA gives but once in a thousand seeds."""
-    return int(stats.binom.ppf(0.999, draws, ALPHA))
+    """The most false verdicts of ``draws`` a claim may give: 10 % of them."""
+    return int(MOST * draws)
 
 
 def assert_calibrated(config: dict, counts: dict, most: int) -> None:
@@ -57,16 +68,33 @@ def assert_power(name: str, scenario: Scenario, counts: dict, draws: int) -> Non
 
 def test_the_tiny_defaults_claims_under_no_effect_and_the_papers_effect_sizes():
     config = load("config/config.yaml")
-    assert_calibrated(config, calibrate(config, no_effect("config/config.yaml"), 30, 1, 93, resamples=1000), bound(30))
+    counts = calibrate(config, no_effect("config/config.yaml"), 20, 1, 200, resamples=500, offsets=MEASURED_SEED_SD)
+    assert_calibrated(config, counts, bound(20))
     paper = PAPER_SHAPED["config/config.yaml"]
-    assert_power("config/config.yaml", paper, calibrate(config, paper, 15, 2, 93, resamples=1000), 15)
+    assert_power("config/config.yaml", paper,
+                 calibrate(config, paper, 10, 2, 200, resamples=500, offsets=MEASURED_SEED_SD), 10)
 
 
 def test_the_paper_configs_claims_under_no_effect_small_draws():
     config = load("config/paper.yaml")
-    counts = calibrate(config, no_effect("config/paper.yaml"), 6, 3, paper_queries(config, 20), resamples=500)
-    assert_calibrated(config, counts, bound(6))
+    counts = calibrate(config, no_effect("config/paper.yaml"), 3, 3, paper_queries(config, 20), resamples=300,
+                       offsets=MEASURED_SEED_SD)
+    assert_calibrated(config, counts, bound(3))
     assert set(counts) == {spec["id"] for spec in config["claims"]["list"]}
+
+
+def test_without_its_seed_term_the_frontier_says_holds_on_one_models_flops_offset():
+    """13 datasets, every run equal in expectation, each model's FLOPs shifted by its own seed (sd 0.099 in
+    log): the sign flips over datasets see one shift on all 13 and call it significant; the declared
+    FLOPs seed noise (claims.seed_flops_cv) keeps the frontier within 10 %."""
+    config = grid_config([1, 16], 13, False)
+    config["claims"]["list"] = [c for c in config["claims"]["list"] if c["id"] == "frontier"]
+    query_only = copy.deepcopy(config)
+    query_only["claims"].update(seed_sd=0.0, seed_flops_cv=0.0)
+    scenario = Scenario("no effect", norms={"a": 1.0, "b": 2.0, "c": 3.0})
+    draws = [calibrate(c, scenario, 10, 8, 60, resamples=300, offsets=MEASURED_SEED_SD)["frontier"]
+             for c in (config, query_only)]
+    assert false_verdicts(draws[0], "strict") <= bound(10) < false_verdicts(draws[1], "strict")
 
 
 @pytest.mark.parametrize("ks, datasets, held_out, queries, ties", [
@@ -92,17 +120,18 @@ def test_a_collapsed_run_decides_only_what_it_makes_true():
 
 
 @pytest.mark.slow
-def test_one_hundred_draws_of_both_configs_under_no_effect_and_paper_shaped():
-    """Issue 37's done-when: no claim of either config says holds or fails in more than 10 of 100
-    draws with no effect; the paper-shaped draws still give the paper's verdicts."""
-    for name, queries, resamples in (("config/config.yaml", 93, 2000), ("config/paper.yaml", 10, 1000)):
+def test_two_hundred_draws_of_the_tiny_default_and_fifty_of_the_paper_config_with_seed_offsets():
+    """Issue 48's done-when at test scale: no claim says holds or fails in more than 10 % of the draws
+    with no effect and per-model seed offsets; the paper-shaped draws still give the paper's verdicts."""
+    for name, draws, cap, resamples in (("config/config.yaml", 200, 200, 1000), ("config/paper.yaml", 50, 50, 2000)):
         config = load(name)
-        sizes = queries if name == "config/config.yaml" else paper_queries(config, queries)
-        assert_calibrated(config, calibrate(config, no_effect(name), 100, 11, sizes, resamples=resamples), 10)
+        sizes = cap if name == "config/config.yaml" else paper_queries(config, cap)
+        counts = calibrate(config, no_effect(name), draws, 11, sizes, resamples=resamples, offsets=MEASURED_SEED_SD)
+        assert_calibrated(config, counts, bound(draws))
         paper = PAPER_SHAPED[name]
-        draws = 100 if name == "config/config.yaml" else 20
         big = sizes if name == "config/config.yaml" else paper_queries(config, 200)
-        assert_power(name, paper, calibrate(config, paper, draws, 12, big, resamples=resamples), draws)
+        assert_power(name, paper, calibrate(config, paper, 20, 12, big, resamples=resamples,
+                                            offsets=MEASURED_SEED_SD), 20)
 
 
 @pytest.mark.slow

@@ -22,7 +22,10 @@ CONTROLS = ("tying_alone_changes_nothing", "scale_alone_reproduces_failure", "re
 
 def _verdicts(scenario) -> dict[str, str]:
     config = load_config(str(REPO / "config/paper.yaml"))
-    config["claims"] = {**config["claims"], "list": [c for c in config["claims"]["list"] if c["id"] in CONTROLS]}
+    # the claims' definitions under query noise alone (seed_sd 0): with one seed's declared noise added,
+    # these differences are within two seed sds and every control says inconclusive (docs/claims.md)
+    config["claims"] = {**config["claims"], "seed_sd": 0.0, "seed_flops_cv": 0.0,
+                        "list": [c for c in config["claims"]["list"] if c["id"] in CONTROLS]}
     counts = calibrate(config, scenario, 1, 48, paper_queries(config, 300), resamples=1000)
     return {cid: next(iter(c)) for cid, c in counts.items()}
 

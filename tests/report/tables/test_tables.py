@@ -107,6 +107,8 @@ def test_pareto_front_hand_example():
 
 CLAIMS = {
     "measure": "nDCG@10", "datasets": ["d1", "d2"], "alpha": 0.05, "resamples": 10000, "seed": 0,
+    # the query-level tests' exact numbers (the training-seed term: tests/report/claims/test_run_noise.py)
+    "seed_sd": 0.0, "seed_flops_cv": 0.0,
     "list": [
         {"id": "c1", "text": "large < small at k=1", "type": "compare", "a": {"backbone": "large", "k": 1},
          "b": {"backbone": "small", "k": 1}, "expect": "less"},

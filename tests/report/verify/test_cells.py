@@ -51,8 +51,8 @@ def test_run_row_refuses_a_row_of_no_table_in_one_line(tmp_path):
     config = micro_config(tmp_path, data, model)
     proc = lsrbench("run", "--row", "rand-roberta/k4", "--configfile", config, "-n", cwd=REPO)
     assert proc.returncode != 0 and proc.stderr.strip() == (
-        f"lsrbench: error: command line: --row: 'rand-roberta/k4' is not a Table 1 row of {config} "
-        "(give <run>/k<k>, e.g. splade-tiny/k1, or BM25)")
+        f"lsrbench: error: command line: --row: 'rand-roberta/k4' is not a Table 1 row of {config}"
+        "; its rows: rand-roberta/k1, rand-roberta/k1e-30, BM25")
 
 
 @pytest.mark.parametrize("page", sorted(PAGES))

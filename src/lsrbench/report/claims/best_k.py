@@ -10,7 +10,7 @@ from lsrbench.names import RUN_COLUMN, k_value, split_run_name
 from lsrbench.report.claims.claim_type import (ClaimType, all_of, any_of, pair_outcome, paired_test, seed_notes,
                                         selection_notes, set_outcome)
 from lsrbench.report.claims.compare import selectable_ks
-from lsrbench.report.claims.evidence import (BY_CONSTRUCTION, DESCRIPTIVE, FAILS, INCONCLUSIVE, Evidence, NotMeasured,
+from lsrbench.report.claims.evidence import (BY_CONSTRUCTION, DESCRIPTIVE, INCONCLUSIVE, Evidence, NotMeasured,
                                              Settings, Verdict, best_k, checkpoint_key, effective_k, numeric_ks, paper_k)
 from lsrbench.report.results import collapsed_runs, mean_score
 from lsrbench.report.stats import spearman_exact
@@ -37,9 +37,9 @@ class BestKAbove(ClaimType):
                 if not above or not all((run, k) in collapsed_runs(ev.metrics) for k in above):
                     raise NotMeasured(f"{run}: no run with k > {threshold:g} and {s.select_measure} on "
                                       f"{', '.join(s.select_datasets)}")
-                v.verdict, v.runs = FAILS, [[run, k] for k in above]
-                v.details = f"{run}: every run with k > {threshold:g} collapsed (k = {', '.join(above)})"
-                return v
+                # a collapse flag decides nothing alone: the flagged runs are tested against k=1 as any other
+                texts.append(f"{run}: every run with k > {threshold:g} is flagged collapsed (k = {', '.join(above)})")
+                candidates, rescaled = above, above[0]
             tests = {k: paired_test(ev, s, (run, k), (run, "1"), s.measure, s.datasets) for k in candidates}
             parts.append(any_of(pair_outcome(t, (run, k), (run, "1"), s.measure, s.datasets, +1)
                                 for k, t in tests.items()))
@@ -84,10 +84,8 @@ class BestKMatchesPaper(ClaimType):
             paper.append(f"{run}: k={theirs}")
             v.runs.append([run, ours])
             v.estimate += ("; " if v.estimate else "") + f"{run}: k={ours}"
-            if (run, theirs) in collapsed:
-                v.verdict = FAILS
-                texts.append(f"{run}: the paper's k={theirs} collapsed here (our best k = {ours})")
-                continue
+            if (run, theirs) in collapsed:  # a flag decides nothing alone: the scores are tested as any k's
+                texts.append(f"{run}: the paper's k={theirs} is flagged collapsed here (our best k = {ours})")
             v.can_hold = v.can_hold and ours == theirs
             others = [k for k in numeric_ks(ev.metrics, run) if k != theirs and (run, k) not in collapsed]
             tests = [(k, paired_test(ev, s, (run, theirs), (run, k), s.measure, s.datasets)) for k in others]
@@ -150,6 +148,10 @@ class NormBestKCorrelation(ClaimType):
     it (:func:`_twins`), else descriptive."""
 
     name = "norm_best_k_correlation"
+
+    def noise(self, ev: Evidence, spec: dict, s: Settings, v: Verdict) -> str:
+        return ("the pairing of head norms with best ks (permutation); each best k is one run's choice: query and "
+                "training-seed noise in it are not in this test")
 
     def perquery_datasets(self, spec: dict, config: dict) -> list[str]:
         return []  # best ks from metrics.csv, norms from norms.json

@@ -12,6 +12,7 @@ from typing import ClassVar, NamedTuple
 
 from lsrbench.report.claims.evidence import (Evidence, Settings, Verdict, best_k, effective_k, is_synthetic, paired_scores,
                                              seed_best_ks)
+from lsrbench.report.claims.run_noise import difference_sd, noise_text
 from lsrbench.report.stats import MacroTest, macro_paired_test
 
 __all__ = ["ClaimRun", "ClaimType", "Outcome", "paired_test", "pair_outcome", "any_of", "all_of", "set_outcome",
@@ -56,12 +57,18 @@ class ClaimType:
     def verdict(self, spec: dict, **fields) -> Verdict:
         return Verdict(spec["id"], spec["text"], self.name, **fields)
 
+    def noise(self, ev: Evidence, spec: dict, s: Settings, v: Verdict) -> str:
+        """Which noise the claim's test accounts for (a tested claim; an untested one: none)."""
+        return noise_text(ev, s, s.measure, s.datasets)
+
 
 def paired_test(ev: Evidence, s: Settings, a: tuple[str, str], b: tuple[str, str], measure: str,
                 datasets: list[str], shift: float = 0.0) -> MacroTest:
-    """The macro-mean randomization test of run ``a`` against run ``b`` (H0: difference = ``shift``)."""
+    """The macro-mean randomization test of run ``a`` against run ``b`` (H0: difference = ``shift``),
+    with both runs' training-seed noise in it (:mod:`lsrbench.report.claims.run_noise`)."""
+    run_sd, run_df = difference_sd(ev, s, a, b, measure, datasets)
     return macro_paired_test(*paired_scores(ev, a, b, measure, datasets), datasets, shift=shift,
-                             resamples=s.resamples, seed=s.seed)
+                             resamples=s.resamples, seed=s.seed, run_sd=run_sd, run_df=run_df, interval=s.intervals)
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@ Claims are declared in the run config (``claims:``), so the tiny default checks 
 Each claim type is one class (:class:`lsrbench.report.claims.claim_type.ClaimType`) and one line of
 :data:`CLAIM_TYPES`: it evaluates its spec, names the runs the validator checks against the grid and
 the datasets whose per-query scores the claims rule reads. Verdicts: ``holds`` / ``fails``
-(a test significant after Holm's correction over the distinct tests of the tested claims, or a
-collapse flag: never noise alone, :mod:`lsrbench.report.claims.calibration` measures it),
+(a test significant after Holm's correction over the distinct tests of the tested claims, query and
+training-seed noise both in it; a collapse flag decides only through a test;
+:mod:`lsrbench.report.claims.calibration` measures the rates),
 ``inconclusive``, ``by construction`` (the config makes it true whatever training does: twins of
 one checkpoint on one set of models), ``descriptive`` (no test) or ``not measured`` (evidence it
 needs is absent). Comparisons test the
@@ -18,6 +19,8 @@ claim that compares it is tested over every k the choice could take (:mod:`~lsrb
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from lsrbench.report.claims.claim_type import ClaimType
 from lsrbench.report.claims.best_k import BestKAbove, BestKMatchesPaper, NormBestKCorrelation
@@ -68,6 +71,9 @@ def _evaluate_one(ev: Evidence, spec: dict, s: Settings) -> Verdict:
     except NotMeasured as exc:
         return Verdict(spec["id"], spec["text"], spec["type"], NOT_MEASURED, str(exc))
     _chance_notes(ev, v, s.for_claim(spec))
+    if v.noise is None:
+        v.noise = ("none: no test" if v.p_value is None
+                   else claim_type(spec["type"]).noise(ev, spec, s.for_claim(spec), v))
     return v
 
 
@@ -84,13 +90,14 @@ def _chance_notes(ev: Evidence, v: Verdict, s: Settings) -> None:
     v.notes += at_chance_note(ev.chance, [(text, x) for text, x in runs if x is not None], s.measure, v.datasets)
 
 
-def evaluate_claims(ev: Evidence, claims_cfg: dict) -> list[Verdict]:
+def evaluate_claims(ev: Evidence, claims_cfg: dict, intervals: bool = True) -> list[Verdict]:
     """Every claim of ``claims_cfg["list"]`` (the ``claims:`` block with the schema's defaults),
     then Holm's correction over the p-values of the tested ones (those whose verdict their type left
     open) and their verdicts from it. Claims that ran one test (equal ``test_key``: "rescaling
     recovers" and "the best k beats k = 1" of one backbone) are one member of the family: each
-    gets that test's adjusted p, and the later ones say whose test they share."""
-    s = Settings.from_config(claims_cfg)
+    gets that test's adjusted p, and the later ones say whose test they share. ``intervals=False``:
+    no bootstrap intervals (they decide no verdict; the calibration's draws skip them)."""
+    s = dataclasses.replace(Settings.from_config(claims_cfg), intervals=intervals)
     out = [_evaluate_one(ev, spec, s) for spec in claims_cfg.get("list", [])]
     tested = [v for v in out if v.verdict is None]
     untested = [v.id for v in tested if v.p_value is None]

@@ -51,6 +51,8 @@ class Evidence:
     chance: dict = field(default_factory=dict)  # results/chance.json: the evaluated data and a random ranking's scores
     # (run, k, dataset, measure) -> per-query scores by query id, read once (paired_scores)
     _scores: dict = field(default_factory=dict, repr=False, compare=False)
+    # (measure, datasets, log) -> the run-level noise of one model (lsrbench.report.claims.run_noise), computed once
+    _noise: dict = field(default_factory=dict, repr=False, compare=False)
 
     def scores(self, run: str, k: str, dataset: str, measure: str) -> pd.Series | None:
         """One run's per-query scores of ``measure`` on ``dataset`` by query id (None: no file)."""
@@ -74,13 +76,17 @@ class Settings:
     resamples: int
     seed: int
     margin: float  # in units of the measure (claims.margin / 100)
+    seed_sd: float = 0.0  # declared run-level sd of one model's score, in units of the measure (claims.seed_sd / 100)
+    seed_flops_cv: float = 0.0  # declared run-level sd of one model's log FLOPs
+    seed_sd_source: str = ""
+    intervals: bool = True  # False: tests give no bootstrap interval (the calibration's draws: it decides nothing)
 
     @classmethod
     def from_config(cls, cfg: dict) -> "Settings":
         select = cfg.get("select_on") or {}
         return cls(cfg["measure"], list(cfg["datasets"]), select.get("measure", cfg["measure"]),
                    list(select.get("datasets", cfg["datasets"])), cfg["alpha"], cfg["resamples"], cfg["seed"],
-                   cfg["margin"] / 100.0)
+                   cfg["margin"] / 100.0, cfg["seed_sd"] / 100.0, cfg["seed_flops_cv"], cfg["seed_sd_source"])
 
     def for_claim(self, spec: dict) -> "Settings":
         """These settings with a claim's own ``measure`` and ``datasets`` (where it gives them)."""
@@ -95,7 +101,7 @@ class Settings:
 @dataclass
 class Verdict:
     """One claim's outcome. A claim type sets ``verdict`` itself only where no test decides it (by
-    construction, descriptive, a measured fact); otherwise it leaves it None and gives ``p_value``
+    construction, descriptive, inconclusive with nothing to test); otherwise it leaves it None and gives ``p_value``
     (raw), ``sign_ok`` (whether the observed direction is the claim's) and ``can_hold`` (False: the
     claim may fail or be inconclusive, never hold) and ``test_key``;
     :func:`lsrbench.report.claims.engine.evaluate_claims` then sets ``p_adjusted`` by Holm's correction
@@ -123,6 +129,8 @@ class Verdict:
     # one test, counted once in Holm's family; ``same_test_as``: the claim whose entry counts it
     test_key: object = field(default=None, repr=False)
     same_test_as: str | None = None
+    # which noise the verdict's test accounts for (queries, training seeds: declared or estimated), one line
+    noise: str | None = None
 
 
 # ---------------------------------------------------------------------------------- run helpers

@@ -22,14 +22,21 @@ def _finite(x):
     return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
 
 
-def seeds_sentence(seeds: list[str] | None) -> str:
-    """What the claims can say about training variance: with one seed, plainly that they cannot."""
-    if not seeds or len(seeds) < 2:
-        return ("Training variance is not measured: every run was trained once, with one seed, so each comparison "
-                "is between two trained models and seed-to-seed noise is in no test (recipe.seeds trains several).")
-    return (f"Training seeds: every run was trained once per seed ({len(seeds)} seeds: {', '.join(seeds)}; "
-            "recipe.seeds). Comparisons test each query's score averaged over the seeds (the tests' randomness is over "
-            "queries: averaging lowers the seed noise but does not test it), a run's best k is that of the seeds' mean "
+def seeds_sentence(seeds: list[str] | None, s: Settings | None = None) -> str:
+    """What the claims' tests do about training variance (each claim's `Noise:` line says it for its test)."""
+    from lsrbench.report.claims.run_noise import ESTIMATED_FROM
+
+    declared = ("" if s is None else f" (claims.seed_sd = {s.seed_sd * 100:g} points of the measure, claims.seed_flops_cv "
+                f"= {s.seed_flops_cv:g} for log FLOPs; source: {s.seed_sd_source})")
+    if not seeds or len(seeds) < ESTIMATED_FROM:
+        trained = ("every run was trained once, with one seed" if not seeds or len(seeds) < 2 else
+                   f"every run was trained with {len(seeds)} seeds ({', '.join(seeds)}), too few to estimate their spread")
+        return (f"Training variance: {trained}, so each comparison adds a declared run-level noise per trained model"
+                f"{declared} to its test's query noise (recipe.seeds with {ESTIMATED_FROM} or more seeds estimates it "
+                "from the run itself).")
+    return (f"Training seeds: every run was trained once per seed ({len(seeds)} seeds: {', '.join(seeds)}; recipe.seeds). "
+            "Comparisons test each query's score averaged over the seeds plus a run-level term whose sd is the seeds' "
+            "own spread (pooled within the trained runs, t-distributed), a run's best k is that of the seeds' mean "
             "metrics, and each best-k claim says how many seeds, each on its own, select the same k.")
 
 
@@ -55,9 +62,9 @@ def _header(claims_cfg: dict, s: Settings, verdicts: list[Verdict], seeds: list[
         f"\"Matches or beats\": non-inferiority, margin {s.margin:.4f} (claims.margin: {claims_cfg['margin']:g} points of the measure x 100). "
         f"Holm's correction over {family} at alpha = {s.alpha}: a tested claim holds or fails only "
         f"when its adjusted p-value is below alpha, in its direction or against it; otherwise it is inconclusive. "
-        f"An untested claim holds or fails on a measured fact its details name. "
+        f"A collapse flag decides only through a test of the flagged run's scores. "
         f"`by construction`: the config makes the claim true whatever training does; `descriptive`: no test; "
-        f"`not measured`: evidence the claim needs is absent.", "", seeds_sentence(seeds), ""]
+        f"`not measured`: evidence the claim needs is absent.", "", seeds_sentence(seeds, s), ""]
     if chance:
         from lsrbench.report.tables.chance import chance_note
 
@@ -83,7 +90,7 @@ def claims_markdown(verdicts: list[Verdict], claims_cfg: dict, seeds: list[str] 
     if rows:
         lines += [pd.DataFrame(rows).to_markdown(index=False), ""]
     for v in verdicts:
-        lines += [f"## {v.text}", "", f"**{v.verdict}** — {v.details}", ""]
+        lines += [f"## {v.text}", "", f"**{v.verdict}** — {v.details}", "", f"Noise: {v.noise or 'none: no test'}.", ""]
         if v.p_value is not None:
             lines += [f"Test: {v.statistic}; p = {_p(v.p_value)}, Holm-adjusted {_p(v.p_adjusted)}.", ""]
         if v.paper:
@@ -99,12 +106,13 @@ def claims_record(verdicts: list[Verdict], claims_cfg: dict, seeds: list[str] | 
     return {**({"seeds": list(seeds)} if seeds and len(seeds) > 1 else {}),
         "measure": s.measure, "datasets": s.datasets, "select_on": {"measure": s.select_measure, "datasets": s.select_datasets},
         "alpha": s.alpha, "resamples": s.resamples, "seed": s.seed, "margin": s.margin, "correction": "holm",
+        "seed_sd": s.seed_sd, "seed_flops_cv": s.seed_flops_cv, "seed_sd_source": s.seed_sd_source,
         "claims": [{
             "id": v.id, "text": v.text, "type": v.type, "verdict": v.verdict, "statistic": v.statistic,
             "difference": _finite(v.diff), "interval": [_finite(x) for x in v.ci] if v.ci else None,
             "p_value": _finite(v.p_value), "p_adjusted": _finite(v.p_adjusted), "margin": v.margin,
             "runs": v.runs, "datasets": v.datasets, "paper": v.paper, "details": v.details, "notes": v.notes,
-            "same_test_as": v.same_test_as,
+            "same_test_as": v.same_test_as, "noise": v.noise or "none: no test",
         } for v in verdicts],
     }
 
