@@ -223,6 +223,10 @@ class DagHooks:
         if self.state is None or not self.state.foreign:
             return
         self._switch()
-        for rule in self.state.foreign:
-            for path in map(Path, self.state.reports.output_files(rule)):
-                path.unlink(missing_ok=True)
+        removed = [Path(p) for rule in self.state.foreign for p in self.state.reports.output_files(rule)]
+        for path in removed:
+            path.unlink(missing_ok=True)
+        results = Path(self.state.layout.results)
+        for folder in {p.parent for p in removed if p.parent != results}:  # html/ left empty
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
