@@ -74,7 +74,8 @@ def _report_configs(results: Path) -> dict[str, set[str]]:
 
 def _interrupted(work: Path, config: Path) -> subprocess.CompletedProcess:
     """``snakemake`` with ``config``, Ctrl-C (SIGINT to its process group, as a terminal sends it) as
-    soon as a training starts."""
+    soon as a training starts, and again every 10 s until it ends (one that lands while a job
+    starts can be lost, as a user then presses it again)."""
     proc = subprocess.Popen([*SNAKEMAKE, "--cores", "2", "-d", str(work), "--configfile", str(config)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     out = []
@@ -83,8 +84,13 @@ def _interrupted(work: Path, config: Path) -> subprocess.CompletedProcess:
         if re.match(r"(local)?rule train:", line):
             os.killpg(proc.pid, signal.SIGINT)
             break
-    out.append(proc.stdout.read())
-    return subprocess.CompletedProcess(proc.args, proc.wait(timeout=900), "".join(out), "")
+    for _ in range(30):
+        try:
+            out.append(proc.communicate(timeout=10)[0])
+            break
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGINT)
+    return subprocess.CompletedProcess(proc.args, proc.wait(timeout=60), "".join(out), "")
 
 
 def _with_twin(source: Path, dest: Path, twin: dict = TWIN) -> Path:
@@ -164,8 +170,12 @@ def test_until_and_an_interrupted_switch_leave_one_configs_reports(micro_run, tm
     assert "rule table1" not in until.stdout
     assert _verify(results, work).returncode == 0, _verify(results, work).stderr[-3000:]
 
-    # Ctrl-C once another twin trains (after the first job): the folder is one config's
-    interrupted = _interrupted(work, _with_twin(micro_run["config"], tmp_path / "other.yaml", {**TWIN, "head_scale": 4}))
+    # Ctrl-C while a third config trains (after the first job; 5000 steps, so that it is still
+    # training when the signal comes): the folder is one config's
+    longer = yaml.safe_load(micro_run["config"].read_text())
+    longer["recipe"]["steps"] = 5000
+    (tmp_path / "longer.yaml").write_text(yaml.safe_dump(longer, sort_keys=False))
+    interrupted = _interrupted(work, tmp_path / "longer.yaml")
     assert interrupted.returncode != 0, interrupted.stdout[-3000:]
     assert len(_report_configs(results)) <= 1, _report_configs(results)
     assert not (results / "metrics.csv").exists()  # the --until's, of another config: removed
