@@ -17,7 +17,9 @@ clean copy of the repository (its tracked files, with ``../shared`` beside it):
 * ``lsrbench preflight`` runs as written on the paper's config: it names what is missing here (on a
   machine without a GPU, the GPU) and exits 1.
 
-A command that fits none of these fails the test: none goes unchecked.
+A command that fits none of these fails the test: none goes unchecked. And all of them once more in
+the README's order, in one clone that already holds a finished run: none is refused for what an
+earlier one left.
 """
 
 from __future__ import annotations
@@ -84,7 +86,11 @@ def kind(command: str) -> str:
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory) -> Path:
     """The repository's tracked files (a fresh clone, with this checkout's changes), ../shared beside it."""
-    root = tmp_path_factory.mktemp("fresh")
+    return fresh_clone(tmp_path_factory.mktemp("fresh"))
+
+
+def fresh_clone(root: Path) -> Path:
+    """``root/lsrbench``: the repository's tracked files and the README's my.yaml; ``root/shared``."""
     files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
                            capture_output=True, check=True).stdout.decode().split("\0")
     for name in filter(None, files):
@@ -130,7 +136,11 @@ def test_install_and_test_commands_name_what_exists():
 @pytest.mark.parametrize("command", [c for c in readme_commands() if kind(c) == "dry-run"])
 def test_snakemake_command_dry_runs(clone, command):
     """As written (plus -n) in the fresh copy; what it plans is what the README says it builds."""
-    proc = run(command, clone, ["-n"])
+    check_plan(command, run(command, clone, ["-n"]))
+
+
+def check_plan(command: str, proc: subprocess.CompletedProcess) -> None:
+    """What the dry run of a README snakemake command plans is what the README says it builds."""
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     counts = job_counts(proc.stdout)
     words = shlex.split(command)
@@ -239,3 +249,47 @@ def test_version_names_the_libraries_against_the_lock(clone):
     assert proc.returncode == 0 and lines[0].startswith("lsrbench ") and len(lines) == 6, proc.stdout + proc.stderr
     assert [line.split()[0] for line in lines[1:5]] == ["torch", "transformers", "sentence-transformers", "snakemake"]
     assert all("(lock: " in line for line in lines[1:5]) and "requirements.lock" in lines[5]
+
+
+def test_every_command_in_readme_order_in_one_clone_after_a_finished_run(micro_run, tmp_path):
+    """Every command, in the README's order, in one clone whose results/ holds a finished run of
+    another config (the micro run standing in for the main job: before, every target, the paper
+    grid's -n and the probe were refused there, "one results folder holds the reports of one
+    config"). Each is run as the tests above run its kind; the probe also as written, on a machine
+    without network: it fails only for the network, one line per job that fetches, and no finished
+    run is touched.
+    ``lsrbench expected`` needs the tiny default's numbers (its own test above); install and test
+    commands are CI's (.ci/run)."""
+    from helpers.network import unreachable_network
+
+    clone = fresh_clone(tmp_path)
+    for name in ("results", ".snakemake"):
+        shutil.copytree(micro_run["work"] / name, clone / name, symlinks=True)
+    runs = {p: p.read_bytes() for p in (clone / "results" / "runs").rglob("*") if p.is_file()}
+    done = []
+    for command in readme_commands():
+        what = kind(command)
+        if what == "dry-run":
+            check_plan(command, run(command, clone, ["-n"]))
+        elif what == "report":
+            proc = run(command, clone, ["--configfile", str(micro_run["config"])])
+            assert proc.returncode == 0, proc.stderr[-3000:]
+        elif what in ("verify", "check-config", "version"):
+            proc = run(command, clone)
+            assert proc.returncode == 0 and "lsrbench: error" not in proc.stderr, (command, proc.stderr[-3000:])
+        elif what == "probe":
+            proc = run(command, clone, ["--dry-run", "--cores", "1"])
+            assert proc.returncode == 0 and job_counts(proc.stdout)["probe"] == 3, proc.stderr[-3000:]
+            with unreachable_network(tmp_path) as env:
+                proc = subprocess.run([sys.executable, "-m", "lsrbench", *shlex.split(command)[1:]], cwd=clone,
+                                      env=env, capture_output=True, text=True, timeout=900)
+            errors = [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error: ")]
+            assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+            # one line per job that reached for the network (the dataset, the hub model), nothing else
+            assert errors and all(": could not fetch " in line for line in errors), proc.stderr[-3000:]
+        else:
+            assert what in ("install", "test", "expected"), command
+            continue
+        done.append(command)
+    assert len(done) >= 9, done
+    assert {p: p.read_bytes() for p in runs} == runs  # every finished run as it was

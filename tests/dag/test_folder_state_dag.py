@@ -8,9 +8,8 @@
   a costly one (a trained model, a probe file) refused in one line; ``verify`` names an edited
   report and gives a command that makes it again from its inputs; a file stamped in the future is
   one line, and costs no report.
-- Targets never mix configs: a target that would write one config's reports beside another's is one
-  line and no job; every report of another config (an overlay adding a twin by one ``like:`` entry)
-  brings the folder wholly to it, planning only the twin's own jobs, and back again gives the first
+- Every report of another config (an overlay adding a twin by one ``like:`` entry) brings the folder
+  wholly to it, planning only the twin's own jobs, and back again gives the first
   config's reports byte for byte; ``gc`` keeps what the reports were made from, ``status`` and the
   HTML report's landing page say which config made them.
 - Snakemake run in a results folder itself is refused.
@@ -316,24 +315,12 @@ def _twin(micro_run, path: Path) -> Path:
     return path
 
 
-def test_targets_never_mix_configs(micro_run, tmp_path):
-    """Before: Table 1 of the default beside claims and norms of an overlay, status "all done"."""
+def test_every_report_of_another_config_brings_the_folder_wholly_to_it_and_back(micro_run, tmp_path):
+    """The default target with an overlay: only the twin's jobs, then every report of the overlay;
+    the first config again gives its reports byte for byte (a target alone: test_config_switch_dag.py)."""
     work = copy_run(micro_run, tmp_path / "work")
     twin = _twin(micro_run, tmp_path / "twin.yaml")
     before = _files(work / "results")
-    for target in ("results/table1.md", "results/html/norms.html"):
-        line = _one_error(_snakemake(work, twin, target))
-        assert re.fullmatch(r"lsrbench: error: results: its reports were made with config [0-9a-f]{12} \(.*\); this "
-                            r"command's is config [0-9a-f]{12} \(.*twin\.yaml\), and one results folder holds the "
-                            r"reports of one config: make every report with this one \(the same snakemake command "
-                            r"without a target\), .*", line), line
-        record(f"another config's {target} beside the folder's reports",
-               line.replace(str(twin), "<tmp>/twin.yaml").replace(str(micro_run["config"]), "<tmp>/config.yaml"), tmp_path)
-    report = subprocess.run([*SNAKEMAKE, "--cores", "1", "--report", str(tmp_path / "r.html"), "-d", str(work),
-                             "--configfile", str(twin)], capture_output=True, text=True)
-    assert "its reports were made with config" in _one_error(report)
-    assert _files(work / "results") == before
-
     plan = job_counts(_ok(_snakemake(work, twin, dry=True)).stdout)
     # the twin's own jobs and the reports, nothing of rand-roberta's
     assert {k: plan[k] for k in ("norm", "train", "index", "evaluate")} == {"norm": 1, "train": 2, "index": 2,

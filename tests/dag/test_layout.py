@@ -96,7 +96,7 @@ def test_where_things_come_from_and_how_jobs_run_change_no_output_folder(toy, ed
 def test_the_config_snapshot_changes_with_every_setting_of_a_result_or_report_and_no_other(toy):
     """results/configs/<id>/config.yaml, an input of every report: a label re-makes the reports (and
     so does a path written in the config, which it shows as written), a mirror or a key order does
-    not (the same file name in each case: the file is named in it)."""
+    not."""
     same = _snapshot_id(_edited(toy, lambda c, t: None, "same.yaml"))
     shown = {"report caption and label", "model folder copied elsewhere", "datasets file moved, dataset folder copied"}
     for name, edit in LOCATION_EDITS.items():
@@ -105,6 +105,18 @@ def test_the_config_snapshot_changes_with_every_setting_of_a_result_or_report_an
     assert _snapshot_id(_edited(toy, lambda c, t: c["recipe"].update(learning_rate=3e-5), "same.yaml")) != same
     reordered = _edited(toy, lambda c, t: c.update({"recipe": dict(reversed(list(c["recipe"].items())))}), "same.yaml")
     assert _snapshot_id(reordered) == same
+
+
+def test_the_config_snapshot_is_the_configs_content_not_its_path(toy):
+    """A byte-identical copy of the config elsewhere is the same config; the files stay information."""
+    copy = toy["tmp"] / "elsewhere" / "copy.yaml"
+    copy.parent.mkdir()
+    copy.write_bytes(toy["config"].read_bytes())
+    first, second = layout(toy["config"]).get("configs"), layout(copy).get("configs")
+    assert first.id == second.id and first.identity == second.identity
+    assert set(first.identity) == {"config", "backbone_order"}
+    edited = _edited(toy, lambda c, t: c["recipe"].update(learning_rate=3e-5), "copy.yaml")
+    assert layout(edited).get("configs").id != first.id  # content still decides it
 
 
 def test_a_relative_spelling_of_the_same_folders_changes_nothing(toy, monkeypatch):

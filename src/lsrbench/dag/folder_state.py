@@ -19,10 +19,9 @@ the DAG, every finished job of the config (every addressed output of its
 
 While the DAG is built, each rule's input function tells :class:`DagHooks` which jobs are in it: a
 stale job in the DAG is forced (Snakemake's ``--forcerun`` of that job: it is made again, with
-whatever it needs that is missing, and everything after it), with one line saying why. A DAG that
-would write a report beside foreign ones is refused in one line before any job, unless it makes
-every report of the config (the default target): then every report is made again with the asked
-config and the foreign ones it does not make are removed before the first job.
+whatever it needs that is missing, and everything after it), with one line saying why. The folder
+follows the config the command runs, whatever the target: a foreign report in the DAG is made
+again with the asked config, and before the first job every foreign report is removed.
 """
 
 from __future__ import annotations
@@ -184,13 +183,20 @@ class FolderState:
 
 class DagHooks:
     """What the rules' input functions tell while Snakemake builds the DAG (``workflow``: the
-    Snakefile's): :meth:`job` and :meth:`report` for each job in it. Only the main process has
-    checked the folder; elsewhere (a cluster job's Snakemake) nothing is stale or foreign."""
+    Snakefile's): :meth:`job` and :meth:`report` for each job in it, and :meth:`before_jobs` once
+    the jobs start. Only the main process has checked the folder; elsewhere (a cluster job's
+    Snakemake) nothing is stale or foreign.
+
+    A folder follows the config the command runs: every report of another config in the DAG is
+    made again with this one, and before the first job (never in a dry run) every report of
+    another config is removed, so that at every exit (done, ``--until``, a failed job, Ctrl-C) the
+    folder holds one config's reports, some perhaps absent, never two configs' side by side.
+    Reports cost seconds from the cached runs; the runs themselves (content-addressed) are kept."""
 
     def __init__(self, state: FolderState | None, workflow):
         self.state, self.workflow = state, workflow
         self.noted: set[str] = set()
-        self.switching: bool | None = None
+        self.switching = False
 
     def job(self, outputs: list[str]) -> None:
         """A job of the DAG with these outputs: forced when it is stale."""
@@ -198,11 +204,12 @@ class DagHooks:
             self._force(*self.state.stale[outputs[0]])
 
     def report(self, rule: str) -> None:
-        """Report rule ``rule`` is in the DAG: forced when stale, or when the folder changes config."""
+        """Report rule ``rule`` is in the DAG: forced when stale, or made with another config."""
         if self.state is None:
             return
         outputs = self.state.reports.output_files(rule)
-        if self.state.foreign and self._switch():
+        if rule in self.state.foreign:
+            self._switch()
             self._force(outputs, None)
         elif outputs[0] in self.state.stale:
             self._force(*self.state.stale[outputs[0]])
@@ -215,38 +222,33 @@ class DagHooks:
             self.noted.add(outputs[0])
             print(f"lsrbench: note: {why}", file=sys.stderr)
 
-    def _switch(self) -> bool:
-        """Whether this DAG brings the folder wholly to the asked config (it makes every report:
-        the default target); one line and no job when it would leave reports of two configs."""
-        if self.switching is None:
-            state, old = self.state, self.state.foreign_config()
-            if not (self.workflow.executor_plugin is not None and self._every_report()):
-                print(f"lsrbench: error: {state.layout.results}: its reports were made with {config_text(old)}; this "
-                      f"command's is {config_text(state.current)}, and one results folder holds the reports of one "
-                      "config: make every report with this one (the same snakemake command without a target), give "
-                      "the config the reports were made with (--configfile), or use another results folder "
-                      "(snakemake -d DIR)", file=sys.stderr)
-                raise SystemExit(1)
-            self.switching = True
-            print(f"lsrbench: note: {state.layout.results}: its reports of {config_text(old)} are made again with "
-                  f"{config_text(state.current)}", file=sys.stderr)
-        return self.switching
-
-    def _every_report(self) -> bool:
-        from lsrbench.dag.reports import report_outputs
-
-        targets = {t if t == "all" else os.path.normpath(os.path.relpath(t)) for t in self.workflow.dag_settings.targets}
-        return not targets or "all" in targets or set(report_outputs(self.state.layout.config)) <= targets
+    def _switch(self) -> None:
+        """One line, once: the folder goes over to this command's config. ``snakemake --report``
+        (no executor: it makes no report) would show the other config's reports under this one's
+        name: refused in one line instead."""
+        if self.switching:
+            return
+        state, old = self.state, self.state.foreign_config()
+        if self.workflow.executor_plugin is None:
+            print(f"lsrbench: error: {state.layout.results}: its reports were made with {config_text(old)}, not with "
+                  f"this command's {config_text(state.current)}: make them with it first (the same snakemake "
+                  "command without --report), then make the HTML report", file=sys.stderr)
+            raise SystemExit(1)
+        self.switching = True
+        print(f"lsrbench: note: {state.layout.results}: its reports were made with {config_text(old)}; before the "
+              f"first job they are removed, and the ones this command asks for are made with "
+              f"{config_text(state.current)} from the finished runs", file=sys.stderr)
 
     def before_jobs(self) -> None:
-        """When the folder changes config (``onstart``): remove the foreign reports the asked config
-        does not make again (the ones it makes are re-made: Snakemake removes them first)."""
-        if not self.switching:
+        """Before the first job (``onstart``): remove every report of another config, each with its
+        manifest (the ones in the DAG are made again with this config)."""
+        if self.state is None or not self.state.foreign:
             return
-        from lsrbench.dag.reports import used_reports
-
-        kept = set(used_reports(self.state.layout.config))
-        for rule in self.state.foreign:
-            if rule not in kept:
-                for path in map(Path, self.state.reports.output_files(rule)):
-                    path.unlink(missing_ok=True)
+        self._switch()
+        removed = [Path(p) for rule in self.state.foreign for p in self.state.reports.output_files(rule)]
+        for path in removed:
+            path.unlink(missing_ok=True)
+        results = Path(self.state.layout.results)
+        for folder in {p.parent for p in removed if p.parent != results}:  # html/ left empty
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()

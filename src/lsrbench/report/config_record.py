@@ -1,6 +1,6 @@
 """Which config a report was made with. Every report rule reads the config snapshot
 ``results/configs/<id>/config.yaml`` (stage ``config_snapshot``: its id is the hash of the
-config's results-deciding settings, the files it was read from and the backbones' order), and every
+config's results-deciding settings and the backbones' order, never of the file's path), and every
 report says so: the Markdown reports in their last line (:func:`config_line`), the JSON records and
 the figures' data under ``"config"`` (:func:`config_record`). ``lsrbench verify`` fails when the
 reports of one results folder name different configs (:mod:`lsrbench.report.verify.configs`).
@@ -18,7 +18,7 @@ from pathlib import Path
 from lsrbench.config.schema import property_defaults
 
 __all__ = ["REPORT_BACKBONE_KEYS", "report_backbones", "report_settings", "keyed", "read_probes", "config_record",
-           "config_line", "stated_config"]
+           "config_line", "stated_config", "snapshot_header", "snapshot_files"]
 
 # What the reports read of a backbone entry: its label, synthetic and evaluate_only flags, and what
 # tells a synthetic twin's original (Table 1's note, the claims' twins: its MLM re-fit too). The
@@ -66,14 +66,31 @@ def read_probes(probe_files: dict | None) -> list[dict]:
             for result in json.loads(Path(path).read_text(encoding="utf-8"))]
 
 
+_HEADER = "# the config the reports in this results folder were made with, read from: "
+
+
+def snapshot_header(files) -> str:
+    """The first line of a config snapshot: the files it was first read from (information only)."""
+    return f"{_HEADER}{', '.join(files)}\n"
+
+
+def snapshot_files(config_yaml: str | Path) -> list[str]:
+    """The files a config snapshot says it was read from: its first line (:func:`snapshot_header`);
+    a snapshot of an older lsrbench, whose id included them, has them in its ``params.json``."""
+    identity = json.loads((Path(config_yaml).parent / "params.json").read_text(encoding="utf-8"))["identity"]
+    if "files" in identity:
+        return list(identity["files"])
+    with open(config_yaml, encoding="utf-8") as fh:
+        first = fh.readline().rstrip("\n")
+    return [f for f in first[len(_HEADER):].split(", ") if f] if first.startswith(_HEADER) else []
+
+
 def config_record(config_yaml: str | None) -> dict | None:
-    """``{"snapshot", "id", "files"}`` of the config snapshot at ``config_yaml`` (the files from its
-    ``params.json``, what its id stands for); None without one (a report made outside the DAG)."""
+    """``{"snapshot", "id", "files"}`` of the config snapshot at ``config_yaml`` (the files it was
+    first read from: :func:`snapshot_files`); None without one (a report made outside the DAG)."""
     if not config_yaml:
         return None
-    folder = Path(config_yaml).parent
-    identity = json.loads((folder / "params.json").read_text(encoding="utf-8"))["identity"]
-    return {"snapshot": str(config_yaml), "id": folder.name, "files": list(identity["files"])}
+    return {"snapshot": str(config_yaml), "id": Path(config_yaml).parent.name, "files": snapshot_files(config_yaml)}
 
 
 _LINE = re.compile(r"^Made with config ([0-9a-f]+) \(read from (.*); snapshot: (\S+)\)\.$")

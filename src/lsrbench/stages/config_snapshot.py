@@ -28,15 +28,17 @@ def results_config(config: dict) -> dict:
     return out
 
 
-def config_snapshot(config: dict, files: list[str], backbone_order: list[str], config_yaml: str) -> None:
+def config_snapshot(config: dict, backbone_order: list[str], config_yaml: str, files: list[str] = ()) -> None:
     """The config the reports of this results folder are made with, readable (its id is the hash
-    of exactly this: the settings that decide results, and the files they were read from)."""
+    of exactly this: the settings that decide results and the backbones' order). ``files``: those
+    it was first read from, information in its first line (the same content elsewhere is this id)."""
     import yaml
 
     from lsrbench.atomic import atomic_open
+    from lsrbench.report.config_record import snapshot_header
 
     with atomic_open(config_yaml, "w", encoding="utf-8") as fh:
-        fh.write(f"# the config the reports in this results folder were made with, read from: {', '.join(files)}\n")
+        fh.write(snapshot_header(files))
         backbones = config.get("backbones", {})
         yaml.safe_dump({**config, "backbones": {b: backbones[b] for b in backbone_order}}, fh, sort_keys=False,
                        allow_unicode=True)
@@ -45,9 +47,11 @@ def config_snapshot(config: dict, files: list[str], backbone_order: list[str], c
 STAGE = Stage(
     name="config_snapshot", kind="configs", job=config_snapshot,
     grid=lambda c: [{}],
-    # the backbones' order too: it is the tables' row order, which no hash of a mapping keeps
-    identity=lambda layout, key: {"config": results_config(layout.config), "files": layout.config_files,
+    # the backbones' order too: it is the tables' row order, which no hash of a mapping keeps; the
+    # files it is read from are no part of it (a copy of a config elsewhere is the same config)
+    identity=lambda layout, key: {"config": results_config(layout.config),
                                   "backbone_order": list(layout.config["backbones"])},
+    runtime=lambda layout, item: {"files": layout.config_files},
     late_settings=late_recipe_settings("config.recipe"),
     outputs={"config_yaml": "config.yaml"},
     remade_if_changed=True,

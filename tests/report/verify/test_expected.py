@@ -23,13 +23,13 @@ CONFIG = {"report": with_defaults("report", {"columns": [{"name": "D nDCG@10", "
           "backbones": with_defaults("backbones", {"orig": {"model": "m", "label": "Original"}})}
 
 
-def _folder(tmp_path, metrics: pd.DataFrame, report: dict, backbones: dict, config_id="e698b7867f0d"):
+def _folder(tmp_path, metrics: pd.DataFrame, report: dict, backbones: dict, config_id="0089264207a0"):
     return results_folder(tmp_path / "results", metrics, report, backbones, config_id=config_id)
 
 
 def _expected(tmp_path, entries: list[dict], claims: list[dict] | None = None) -> str:
     path = tmp_path / "expected.yaml"
-    path.write_text(yaml.safe_dump({"config": "config/config.yaml", "config_id": "e698b7867f0d",
+    path.write_text(yaml.safe_dump({"config": "config/config.yaml", "config_id": "0089264207a0",
                                     "bases": {"seeds": "test", "deterministic": "test"},
                                     "table1": entries, "claims": claims or []}), encoding="utf-8")
     return str(path)
@@ -80,7 +80,7 @@ def test_a_folder_within_every_tolerance_passes_and_says_which_config(small, tmp
                     CONFIG["backbones"], config_id="0123456789ab")
     proc = lsrbench("expected", "--results", other, "--expected", exp)
     assert proc.stdout.startswith(f"note: {other} was made with config 0123456789ab (config/config.yaml); these "
-                                  "expected values are for config e698b7867f0d")
+                                  "expected values are for config 0089264207a0")
 
 
 def test_nothing_checkable_is_an_error_and_bad_files_are_one_line(small, tmp_path):

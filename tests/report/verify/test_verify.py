@@ -111,9 +111,9 @@ def _config_snapshot() -> str:
 
     config = {"report": REPORT,
               "backbones": BACKBONES, "auto_k": AUTO_K, "recipe": {"batch_size": 4}}
-    identity = {"config": config, "files": ["my.yaml"], "backbone_order": list(BACKBONES)}
+    identity = {"config": config, "backbone_order": list(BACKBONES)}
     folder = f"results/configs/{stable_hash(identity)[:12]}"
-    config_snapshot(config, identity["files"], identity["backbone_order"], f"{folder}/config.yaml")
+    config_snapshot(config, identity["backbone_order"], f"{folder}/config.yaml", files=["my.yaml"])
     write_json(f"{folder}/params.json", {"kind": "configs", "id": Path(folder).name, "sha256": stable_hash(identity),
                                          "identity": identity})
     return f"{folder}/config.yaml"

@@ -3,8 +3,8 @@ which config snapshot it was made with (:mod:`lsrbench.report.config_record`); a
 reports name different snapshots (``snakemake --configfile my.yaml``, then ``lsrbench run
 results/table1.md`` of another config: Table 1 and metrics.csv re-made, the figures and claims not)
 fails, naming the reports of each config. Each snapshot named must be there and hold what its id
-stands for (``params.json``: the hash of the config, the files it was read from and the backbones'
-order), since ``verify`` recomputes the reports with its settings."""
+stands for (``params.json``: the hash of the config and the backbones' order), since ``verify``
+recomputes the reports with its settings."""
 
 from __future__ import annotations
 

@@ -35,9 +35,9 @@ class Where:
     own recorded path, against where it lies under the results folder being verified, says how the
     job spelt that folder (``results/``, as Snakemake passes paths): a path under it is found under
     the folder verified, whatever that folder is called now and wherever it is (a copy at
-    ``x/results_copy``). A path outside it (a local dataset or model folder the config names) is
-    found relative to the folder the job ran in, if the tree was moved as a whole, else relative to
-    the current directory (``lsrbench verify x/results_copy`` run where the jobs ran)."""
+    ``x/results_copy``). A path outside it (a local dataset or model folder the config names, a
+    relative mirror such as ``../shared``) is found relative to the folder the job ran in (the
+    results folder's parent), never the current directory: verify says the same from anywhere."""
 
     results: Path
     prefix: tuple[str, ...] | None  # the recorded spelling of the results folder, as path parts
@@ -49,9 +49,6 @@ class Where:
             return self.results.joinpath(*parts[len(self.prefix):])
         if PurePath(recorded).is_absolute():
             return Path(recorded)
-        for base in (self.workdir, Path.cwd()):
-            if (base / recorded).exists():
-                return base / recorded
         return self.workdir / recorded
 
 
