@@ -28,7 +28,7 @@ def tiny_config() -> dict:
 
 
 def results_folder(folder: Path, metrics: pd.DataFrame, report: dict, backbones: dict,
-                   files=("config/config.yaml",), config_id: str = "0089264207a0") -> Path:
+                   files=("config/config.yaml",), config_id: str = "383a00f4bfa4") -> Path:
     """``folder`` with metrics.csv, table1.md and table1.cells.json as the report rules write them."""
     from lsrbench.report.tables.table1 import write_table1
 
