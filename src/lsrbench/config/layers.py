@@ -49,8 +49,9 @@ def locate_config_paths(config: dict, basedir: str | Path) -> dict:
 BASE_KEY = "base"
 COMMAND_LINE = "command line (--config)"
 # A backbone entry may start from another one of the merged config (a base file's among them):
-# ``twin: {like: splade-tiny, head_scale: 10, label: ...}`` is splade-tiny's entry with the keys it
-# gives replacing that entry's (whole values: a mapping it gives is not merged key by key).
+# ``twin: {like: splade-tiny, head_scale: 10, label: ...}`` is splade-tiny's entry but its label (the
+# entry's own, else its name) with the keys it gives replacing that entry's (whole values: a mapping
+# it gives is not merged key by key).
 LIKE_KEY = "like"
 
 
@@ -144,11 +145,10 @@ def resolve_like(config: dict, origins: ConfigOrigins) -> dict:
         if other == name or other in chain:
             raise InputError(origins.file_for(field), field, f"'{other}' leads back to {name} (a cycle of like)")
         base = copy.deepcopy(entry_of(other, (*chain, name)))
-        base = base if isinstance(base, dict) else {}
+        # every key but the label: a copied label would make two rows of Table 1 read the same
+        base = {k: v for k, v in base.items() if k != "label"} if isinstance(base, dict) else {}
         for key in base:
-            # an error in a copied value names the file that wrote it; but a copied label is the
-            # entry's own fault (two rows read the same): named where the entry is, to give it one
-            if key not in entry and key != "label":
+            if key not in entry:  # an error in a copied value names the file that wrote it
                 origins.setdefault(f"backbones.{name}.{key}", origins.file_for(f"backbones.{other}.{key}"))
         resolved[name] = {**base, **{k: v for k, v in entry.items() if k != LIKE_KEY}}
         return resolved[name]
