@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from helpers.catalogue import record
-from helpers.snakemake import SNAKEMAKE, config_lock, copy_run, eval_dir, index_dir, job_counts, layout, norms_json, train_dir
+from helpers.snakemake import SNAKEMAKE, config_lock, copy_run, one_error, eval_dir, index_dir, job_counts, layout, norms_json, train_dir
 
 pytestmark = pytest.mark.slow
 LSRBENCH = [sys.executable, "-m", "lsrbench.cli"]
@@ -55,14 +55,6 @@ def _files(results: Path) -> dict[str, bytes]:
     """Every file of a results folder but the digest cache, by path, with its bytes."""
     return {str(p.relative_to(results)): p.read_bytes() for p in results.rglob("*")
             if p.is_file() and ".cache" not in p.relative_to(results).parts}
-
-
-def _one_error(proc: subprocess.CompletedProcess) -> str:
-    output = proc.stdout + proc.stderr
-    assert proc.returncode != 0 and "Traceback" not in output, output[-3000:]
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error: ")]
-    assert len(errors) == 1, output[-3000:]
-    return errors[0]
 
 
 # --------------------------------------------------------------------------- every report re-makes a deleted input
@@ -195,7 +187,7 @@ def test_an_edited_probe_file_is_refused_in_one_line(probe_run, tmp_path):
     probe_json.write_text(json.dumps(rows, indent=2))
     (work / "results/probe.md").unlink()  # the probe report has to be made, reading it
     before = _files(work / "results")
-    line = _one_error(_snakemake(work, probe_run["config"], "results/probe.md"))
+    line = one_error(_snakemake(work, probe_run["config"], "results/probe.md"))
     assert re.match(rf"lsrbench: error: {re.escape(str(folder / 'probe.json'))}: .*{re.escape(str(folder))}/params\.json "
                     r"records.*: it was changed after its probe job made it", line), line
     assert f"restore it, or delete {folder}" in line, line
@@ -276,7 +268,7 @@ def test_a_changed_trained_model_is_refused_in_one_line(micro_run, tmp_path):
     model.write_bytes(bytes(data))
     shutil.rmtree(index_dir(work, micro_run["config"], "rand-roberta", "1", "slice"))  # an index job reads it
     before = _files(work / "results")
-    line = _one_error(_snakemake(work, micro_run["config"]))
+    line = one_error(_snakemake(work, micro_run["config"]))
     assert line == (f"lsrbench: error: {model.relative_to(work)}: its SHA-256 differs from the one "
                     f"{model.parents[1].relative_to(work)}/params.json records: it was changed after its train job "
                     f"made it, and what is made from it would carry the change: restore it, or delete "
@@ -294,7 +286,7 @@ def test_a_file_stamped_in_the_future_costs_no_report(micro_run, tmp_path):
     os.utime(norms, (future, future))
     (work / "results/table1.md").unlink()  # the table job has to run, reading the norms
     before = _files(work / "results")
-    line = _one_error(_snakemake(work, micro_run["config"], "results/table1.md"))
+    line = one_error(_snakemake(work, micro_run["config"], "results/table1.md"))
     relative = norms.relative_to(work)
     assert re.fullmatch(rf"lsrbench: error: {re.escape(str(relative))}: modified \d+ s in the future .*\(touch -r "
                         rf"{re.escape(str(relative.parent / 'params.json'))} {re.escape(str(relative))}\) and run again",
@@ -390,7 +382,7 @@ def test_a_second_refit_of_a_shared_checkpoint_is_said_in_the_dry_run(micro_run,
 def test_snakemake_in_a_results_folder_is_refused(micro_run, tmp_path):
     work = copy_run(micro_run, tmp_path / "work")
     before = _files(work / "results")
-    line = _one_error(subprocess.run([*SNAKEMAKE, "-n", "--cores", "1", "--configfile", str(micro_run["config"])],
+    line = one_error(subprocess.run([*SNAKEMAKE, "-n", "--cores", "1", "--configfile", str(micro_run["config"])],
                                      cwd=work / "results", capture_output=True, text=True))
     assert line == (f"lsrbench: error: {(work / 'results').resolve()}: a results folder of lsrbench (it holds "
                     f"configs/<id>/ and the reports), not the folder to run snakemake in: run it from the folder that "

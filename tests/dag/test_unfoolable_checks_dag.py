@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.snakemake import SNAKEMAKE, config_lock, copy_run, eval_dir, index_dir, train_dir
+from helpers.snakemake import SNAKEMAKE, config_lock, copy_run, one_error, eval_dir, index_dir, train_dir
 
 pytestmark = pytest.mark.slow
 LSRBENCH = [sys.executable, "-m", "lsrbench.cli"]
@@ -46,14 +46,6 @@ def _verify(work: Path) -> subprocess.CompletedProcess:
 def _ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
-
-
-def _one_error(proc: subprocess.CompletedProcess) -> str:
-    output = proc.stdout + proc.stderr
-    assert proc.returncode != 0 and "Traceback" not in output, output[-3000:]
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error: ")]
-    assert len(errors) == 1, output[-3000:]
-    return errors[0]
 
 
 def _digests(results: Path) -> dict[str, str]:
@@ -128,7 +120,7 @@ def test_sixteen_bytes_changed_in_a_trained_model_are_refused(micro_run, tmp_pat
     shutil.rmtree(index_dir(work, micro_run["config"], "rand-roberta", "1", "slice"))  # an index job reads the model
     before = _digests(work / "results")
     for dry in (True, False):
-        line = _one_error(_snakemake(work, micro_run["config"], dry=dry))
+        line = one_error(_snakemake(work, micro_run["config"], dry=dry))
         assert line.startswith(f"lsrbench: error: {model.relative_to(work)}: its SHA-256 differs from the one "
                                f"{run.relative_to(work)}/params.json records: it was changed after its train job "
                                f"made it"), line
@@ -239,7 +231,7 @@ def test_a_twin_gets_its_own_label_and_one_differing_only_in_whitespace_is_refus
     proc = _snakemake(work, overlay, dry=True)
     assert proc.returncode == 0 and "lsrbench: error" not in proc.stderr, proc.stderr[-3000:]
     overlay.write_text(overlay.read_text() + "    label: \"random  RoBERTa 1L \"\n")  # only whitespace differs
-    line = _one_error(_snakemake(work, overlay, dry=True))
+    line = one_error(_snakemake(work, overlay, dry=True))
     assert line == (f"lsrbench: error: {overlay}: backbones.twin.label: 'random  RoBERTa 1L ' is also how rand-roberta "
                     "is shown ('random RoBERTa 1L', as a reader sees it): their table rows could not be told apart"), line
     assert _digests(work / "results") == before

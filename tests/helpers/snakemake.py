@@ -51,6 +51,15 @@ def run_snakemake(*args, cwd=REPO, check=True) -> subprocess.CompletedProcess:
     return proc
 
 
+def one_error(proc: subprocess.CompletedProcess) -> str:
+    """The one ``lsrbench: error:`` line of a failed command without a traceback."""
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in output, output[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error: ")]
+    assert len(errors) == 1, output[-3000:]
+    return errors[0]
+
+
 def toy_inputs(tmp: Path) -> tuple[Path, Path]:
     """A toy dataset folder (``tmp/data/slice``, BEIR layout) and a stand-in model folder
     (``tmp/model``): what a micro config's ids are computed from when nothing runs."""
