@@ -140,7 +140,8 @@ def test_calibrated_compute_is_the_extrapolation_of_the_measured_times(tmp_path)
     assert cal == twin["calibration"]  # one checkpoint, calibrated once
     assert cal["train_batch"] == 2 and cal["device"].startswith("cpu")
     assert cal["train_step_seconds"] > 0 and cal["document_seconds"] > 0 and cal["query_seconds"] > 0
-    assert cal["posting_seconds"] > 0 and "24 passages of vaswani" in cal["texts"]
+    # posting time of 24 passages can round to 0.0 s on a quiet machine: a number, never negative
+    assert cal["posting_seconds"] >= 0 and "24 passages of vaswani" in cal["texts"]
     assert cal["threads"] == 1 and cal["device"] == "cpu (1 threads)"  # as a local job runs
     assert 0 < cal["evaluate_startup_seconds"] < cal["train_startup_seconds"] == cal["index_startup_seconds"]
     assert cal["encode_call_seconds"] >= 0 and cal["result_seconds"] > 0

@@ -146,7 +146,7 @@ def disk_findings(config: dict, config_files: list[str], workdir: str) -> tuple[
     """The working directory's free space against the plan's disk estimate of the jobs not finished there."""
     from lsrbench.ops.plan import make_plan
 
-    plan = make_plan(config, config_files, mirror=config.get("mirror"), workdir=workdir, remaining=True,
+    plan = make_plan(config, config_files, command_line={"mirror": config["mirror"]} if config.get("mirror") else None, workdir=workdir, remaining=True,
                      calibrate_models=False)
     bills = [b for b in plan["bill"].values() if b.get("disk")]
     need = sum(plan["bill_totals"]["disk"].values()) + max((b["disk"]["train_checkpoint"] for b in bills), default=0)
