@@ -163,7 +163,7 @@ def test_ctrl_c_while_snakemake_starts_and_during_verify(micro_run, tmp_path):
     snakemake = [*SNAKEMAKE, "--cores", "1", "--configfile", str(micro_run["config"])]
     verify = [str(Path(sys.executable).parent / "lsrbench"), "verify", "--results", "results"]
     for cmd, after_line, delays, says in [
-            (snakemake, True, (0.05, 0.2, 0.4, 0.7, 1.0, 1.3, 1.6, 2.0, 2.5),
+            (snakemake, True, (0.6, 0.8, 1.0, 1.3, 1.6, 2.0, 2.5),
              rf"lsrbench: error: {re.escape(str(work))}: interrupted \(Ctrl-C\) while snakemake was starting, before "
              r"any job ran: nothing finished was changed; run the same command again to go on"),
             (verify, False, (0.3, 0.6, 1.0, 1.5, 2.0),
