@@ -80,7 +80,8 @@ def test_a_snakemake_holding_the_folder_and_a_damaged_checkpoint(micro_run, tmp_
     gc = [str(Path(sys.executable).parent / "lsrbench"), "gc", "--configfile", str(micro_run["config"]), "--delete"]
     holder = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        _wait(holder, lambda: len(_complete_checkpoints(run_dir)) >= 2, "its second checkpoint")
+        # training keeps about one checkpoint: two whole ones seldom coexist on a quiet machine
+        _wait(holder, lambda: len(_complete_checkpoints(run_dir)) >= 1, "its first checkpoint")
         locks = re.escape(str(work / ".snakemake" / "locks"))
         held = (rf"lsrbench: error: {locks}: a snakemake run holds this folder since [-0-9: ]+ \(pid {holder.pid} on "
                 rf"\S+ \(snakemake .*{re.escape(str(cfg))}\)\): {{}} while it runs; wait for it to end, or stop it "
