@@ -18,7 +18,7 @@ from calendar import timegm
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["Progress", "ProgressLine", "parse_progress", "parse_duration", "format_duration", "log_format", "log_to_file", "log_file", "LOG_FORMAT", "LOG_DATEFMT"]
+__all__ = ["Progress", "ProgressLine", "parse_progress", "parse_duration", "format_duration", "log_format", "log_to_file", "log_file", "LOG_FORMAT", "LOG_DATEFMT", "human_bytes"]
 
 # Every line of a job's log starts with its UTC time: ``2026-07-01T12:00:00Z INFO name: message``.
 LOG_FORMAT = "%(asctime)sZ %(levelname)s %(name)s: %(message)s"
@@ -171,3 +171,12 @@ def _fmt_rate(rate: float | None) -> str:
     if rate is None:
         return "?"
     return f"{rate:.3g}" if rate < 100 else f"{rate:.0f}"
+
+
+def human_bytes(n: float) -> str:
+    """A size in decimal units (``12.3 MB``), as job logs and the collapse guard print it."""
+    units = ("B", "kB", "MB", "GB", "TB")
+    i = 0
+    while n >= 1000 and i < len(units) - 1:
+        n, i = n / 1000, i + 1
+    return f"{n:.0f} B" if i == 0 else f"{n:.1f} {units[i]}"

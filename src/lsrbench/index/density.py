@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from lsrbench.errors import InputError
-from lsrbench.pipeline.job_runner import human_bytes
+from lsrbench.progress import human_bytes
 
 __all__ = ["BYTES_PER_NONZERO", "ROW_BYTES", "npz_bytes", "sample_rows", "density", "check_density", "density_line"]
 

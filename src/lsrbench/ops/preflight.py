@@ -161,7 +161,7 @@ def disk_findings(config: dict, config_files: list[str], workdir: str) -> tuple[
 
 
 def _bytes(n: float) -> str:
-    from lsrbench.pipeline.job_runner import human_bytes
+    from lsrbench.progress import human_bytes
 
     return human_bytes(n)
 

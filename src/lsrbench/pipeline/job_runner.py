@@ -21,7 +21,7 @@ from pathlib import Path
 
 from lsrbench.errors import OneLineError, out_of_space_line
 from lsrbench.pipeline.job_clock import ImportClock, process_age
-from lsrbench.progress import format_duration, log_to_file
+from lsrbench.progress import format_duration, human_bytes, log_to_file
 from lsrbench.provenance import addressed_record, report_manifest, write_json
 
 log = logging.getLogger("lsrbench.job")
@@ -155,11 +155,3 @@ def _size(path: str) -> tuple[int, int]:
         return 1, p.stat().st_size
     files = [f for f in p.rglob("*") if f.is_file()] if p.is_dir() else []
     return len(files), sum(f.stat().st_size for f in files)
-
-
-def human_bytes(n: float) -> str:
-    units = ("B", "kB", "MB", "GB", "TB")
-    i = 0
-    while n >= 1000 and i < len(units) - 1:
-        n, i = n / 1000, i + 1
-    return f"{n:.0f} B" if i == 0 else f"{n:.1f} {units[i]}"
