@@ -1,20 +1,26 @@
 """GTE-MLM as lsrbench loads it (transformers 5's ``gte``, :mod:`lsrbench.model.gte`) against
-new-impl's own code (``Alibaba-NLP/new-impl``, the hub checkpoint's remote code, Apache-2.0) run
-under transformers 4, on the same random weights.
+new-impl's own code (``Alibaba-NLP/new-impl`` at the pinned commit, the hub checkpoint's remote code,
+Apache-2.0) run under transformers 4, on the same random weights, in float64.
 
 For each case a transformers-4 interpreter (``--tf4-python``: a separate virtual environment, e.g.
-``python -m venv /work/venv-tf4 && /work/venv-tf4/bin/pip install transformers==4.49.0`` with torch)
-builds new-impl's ``NewForMaskedLM`` from its ``configuration.py`` / ``modeling.py``, perturbs every
-parameter, saves the checkpoint as the hub stores it (``new.*`` names, packed ``qkv_proj`` and
-``up_gate_proj``, no separate decoder weight) and its outputs on a padded batch. This process loads
-the checkpoint with lsrbench's loader (``load_mlm``), then again after ``save_pretrained``, and
-compares every hidden state (embeddings and each layer) and the MLM logits on the non-padding tokens.
+``python -m venv /tmp/venv-tf4 && /tmp/venv-tf4/bin/pip install transformers==4.49.0`` with torch)
+builds new-impl's ``NewForMaskedLM`` from its ``configuration.py`` / ``modeling.py``, draws every
+parameter at random (its init plus N(0, 0.05), so LayerNorm gains and biases are random too), saves
+the checkpoint as the hub stores it (float32, ``new.*`` names, packed ``qkv_proj`` and
+``up_gate_proj``, no separate decoder weight), then runs it in float64 on a padded batch. This
+process loads the checkpoint with lsrbench's loader (``load_mlm``), again after ``save_pretrained``,
+runs both in float64 and compares every hidden state (embeddings and each layer) and the MLM logits
+on the non-padding tokens: equal means every one within ``--tolerance`` (1e-6) of new-impl's,
+relative to its largest |value|, with no allowance for rounding. A negative control per case scales
+one attention output matrix of the loaded model by 1 + 1e-4 and must come out DIFFERENT.
 
-    .venv/bin/python benchmark/gte_equivalence.py --tf4-python /work/venv-tf4/bin/python \\
-        --new-impl /path/to/new-impl      # results/gte_equivalence.json (--quick: tiny cases only)
+    nice .venv/bin/python benchmark/gte_equivalence.py --tf4-python /tmp/venv-tf4/bin/python \\
+        --new-impl DIR      # results/gte_equivalence.json (--quick: tiny cases only, not recorded)
 
-Without ``--new-impl`` the two files are downloaded from the hub at the pinned commit
-(``lsrbench.model.gte.NEW_IMPL_CODE_REVISION``); their SHA-256 are recorded either way.
+``DIR`` holds new-impl's two files; without ``--new-impl`` they are downloaded from the hub at the
+pinned commit (``lsrbench.model.gte.NEW_IMPL_CODE_REVISION``). Either way a file whose SHA-256 is not
+the pinned commit's (:data:`NEW_IMPL_SHA256`) is refused, and a record is written only from a clean
+commit (``src`` and ``benchmark`` unchanged), which it names.
 """
 
 from __future__ import annotations
@@ -28,8 +34,15 @@ from pathlib import Path
 
 from common import command_line, machine_info, write_result  # benchmark/common.py
 
+from lsrbench.model.gte import NEW_IMPL_CODE_REVISION
+
 HERE = Path(__file__).resolve().parent
 CODE_FILES = ("configuration.py", "modeling.py")
+# SHA-256 of new-impl's files at NEW_IMPL_CODE_REVISION (40ced75), as public projects that pin that
+# commit record them (notes: results/notes/gte_equivalence.md).
+NEW_IMPL_SHA256 = {"configuration.py": "3411088045ffb8a9a0aa9936eae275896b39983a2ee5b08f091b44e6289e4fe4",
+                   "modeling.py": "374670b416fcc82f081c9cd28b5fd61c2bd91bbe18eb4798fcc48a81f9c250a0"}
+CONTROL_SCALE = 1e-4  # the negative control's error: one o_proj matrix scaled by 1 + this
 # The real shape: bert-base-uncased's vocabulary padded to 30,528, 12 x 768, 12 heads, FFN 3,072,
 # 8,192 positions with fixed NTK scaling (the architecture of gte-en-mlm-base; config values of the
 # family's published configs, see the report).
@@ -48,7 +61,8 @@ CASES = [
     {"name": "real shape (12 x 768, vocab 30,528), NTK x2", "config": REAL, "attn": "sdpa", "length": 256, "real": True},
 ]
 
-# Runs under transformers 4: new-impl's code builds, perturbs, saves, and records its outputs.
+# Runs under transformers 4: new-impl's code builds, draws random weights, saves them (float32, as
+# the hub stores them) and records its float64 outputs.
 CHILD = r'''
 import json, sys, torch
 sys.path.insert(0, sys.argv[1])
@@ -65,6 +79,7 @@ with torch.no_grad():
     for p in model.parameters():
         p.add_(torch.randn_like(p) * 0.05)
 model.save_pretrained(out)
+model = model.double()  # the saved float32 weights, exactly, computed in float64
 g = torch.Generator().manual_seed(1)
 ids = torch.randint(1, config.vocab_size, (3, case["length"]), generator=g)
 mask = torch.ones_like(ids)
@@ -86,7 +101,8 @@ print(json.dumps({"transformers": transformers.__version__, "torch": torch.__ver
 
 
 def code_folder(args, tmp: Path) -> Path:
-    """A folder holding ``new_impl/{configuration,modeling}.py``: the given copy, or the hub's at the pin."""
+    """A folder holding ``new_impl/{configuration,modeling}.py``: the given copy, or the hub's at the
+    pin; a file that is not the pinned commit's (its SHA-256) stops the run in one line."""
     dest = tmp / "new_impl"
     dest.mkdir()
     (dest / "__init__.py").write_text("")
@@ -96,9 +112,11 @@ def code_folder(args, tmp: Path) -> Path:
         else:
             from huggingface_hub import hf_hub_download
 
-            from lsrbench.model.gte import NEW_IMPL_CODE_REVISION
-
             data = Path(hf_hub_download("Alibaba-NLP/new-impl", name, revision=NEW_IMPL_CODE_REVISION)).read_bytes()
+        found = hashlib.sha256(data).hexdigest()
+        if found != NEW_IMPL_SHA256[name]:
+            raise SystemExit(f"gte_equivalence: error: {args.new_impl or 'hub'}/{name}: SHA-256 {found} is not the pinned "
+                             f"commit's {NEW_IMPL_SHA256[name]}: give new-impl's file at 40ced75 unchanged")
         (dest / name).write_bytes(data)
     return tmp
 
@@ -125,11 +143,23 @@ def compare(model, ref) -> dict:
 
 
 def equal(rows: dict, tolerance: float) -> bool:
-    """Every output within ``tolerance`` of new-impl's (relative to its largest |value|), or, where
-    float32 rounding grows through a deep random network, no further from it than new-impl's own
-    eager and SDPA attention are from each other (times 4)."""
-    return all(r["rel"] <= tolerance or r["max_abs_diff"] <= 4 * r["new_impl_kernels_max_abs_diff"]
-               for r in rows.values())
+    """Every output within ``tolerance`` of new-impl's, relative to its largest |value| (no allowance
+    for rounding: new-impl's own two attention kernels are recorded beside it, not used)."""
+    return all(r["rel"] <= tolerance for r in rows.values())
+
+
+def negative_control(model, ref, tolerance: float) -> dict:
+    """The same comparison after scaling the first attention output matrix by 1 + CONTROL_SCALE:
+    an error of that size must come out DIFFERENT (else the tolerance could hide it)."""
+    import torch
+
+    name, weight = next((n, p) for n, p in model.named_parameters() if "o_proj.weight" in n)
+    with torch.no_grad():
+        weight.mul_(1 + CONTROL_SCALE)
+    rows = compare(model, ref)
+    worst = max(r["rel"] for r in rows.values())
+    return {"scaled": name, "by": 1 + CONTROL_SCALE, "worst_relative_difference": worst,
+            "caught": not equal(rows, tolerance)}
 
 
 def run_case(case: dict, code: Path, tf4_python: str, tmp: Path, tolerance: float) -> dict:
@@ -148,39 +178,50 @@ def run_case(case: dict, code: Path, tf4_python: str, tmp: Path, tolerance: floa
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"t{i}" for i in range(case["config"]["vocab_size"] - 5)]
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")  # the loader wants a tokenizer file beside
     loaded = load_mlm(str(folder), "benchmark", "checkpoint").eval()
-    first = compare(loaded, ref)
-    loaded.save_pretrained(folder / "resaved")
+    dtype = str(next(loaded.parameters()).dtype)  # float32 as saved; .double() is then exact
+    first = compare(loaded.double(), ref)
+    loaded.float().save_pretrained(folder / "resaved")
     (folder / "resaved" / "vocab.txt").write_text((folder / "vocab.txt").read_text())
-    again = compare(load_mlm(str(folder / "resaved"), "benchmark", "checkpoint").eval(), ref)
+    again = compare(load_mlm(str(folder / "resaved"), "benchmark", "checkpoint").eval().double(), ref)
+    control = negative_control(loaded.double(), ref, tolerance)
     worst = max(r["rel"] for r in (*first.values(), *again.values()))
     floor = max(r["new_impl_kernels_max_abs_diff"] / max(r["ref_max_abs"], 1e-30) for r in first.values())
     return {"case": case["name"], "config": case["config"], "tokens": case["length"], "new_impl_under": child,
-            "loaded_class": type(loaded).__name__, "rope_parameters": loaded.config.rope_parameters,
+            "loaded_class": type(loaded).__name__, "loaded_dtype": dtype, "compared_in": "float64",
+            "rope_parameters": loaded.config.rope_parameters,
             "loaded": first, "after_save_and_reload": again, "worst_relative_difference": worst,
             "new_impl_eager_vs_sdpa_worst_relative": floor,
-            "equal_within_tolerance": equal(first, tolerance) and equal(again, tolerance)}
+            "negative_control": control,
+            "equal_within_tolerance": equal(first, tolerance) and equal(again, tolerance) and control["caught"]}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tf4-python", required=True, help="a python with transformers 4.x and torch")
-    parser.add_argument("--new-impl", help="a folder with new-impl's configuration.py and modeling.py")
-    parser.add_argument("--tolerance", type=float, default=1e-5,
-                        help="largest |difference| relative to the reference's largest |value| (fp32)")
-    parser.add_argument("--quick", action="store_true", help="the tiny cases only")
+    parser.add_argument("--new-impl", help="a folder with new-impl's configuration.py and modeling.py at 40ced75")
+    parser.add_argument("--tolerance", type=float, default=1e-6,
+                        help="largest |difference| relative to the reference's largest |value| (float64)")
+    parser.add_argument("--quick", action="store_true", help="the tiny cases only (printed, not recorded)")
     args = parser.parse_args()
+    machine = machine_info()  # before the run: the commit it ran at
     with tempfile.TemporaryDirectory() as tmp:
         code = code_folder(args, Path(tmp))
         digests = {n: hashlib.sha256((code / "new_impl" / n).read_bytes()).hexdigest() for n in CODE_FILES}
         cases = [c for c in CASES if not (args.quick and c.get("real"))]
         results = [run_case(c, code, args.tf4_python, Path(tmp), args.tolerance) for c in cases]
     for r in results:
-        print(f"{r['case']:<48} worst relative |diff| {r['worst_relative_difference']:.2e} (new-impl eager vs SDPA: "
-              f"{r['new_impl_eager_vs_sdpa_worst_relative']:.2e})  {'equal' if r['equal_within_tolerance'] else 'DIFFERENT'}")
-    record = {"command": command_line(), "machine": machine_info(), "new_impl_source": args.new_impl or "hub",
-              "new_impl_sha256": digests, "tolerance": args.tolerance, "cases": results,
-              "all_equal": all(r["equal_within_tolerance"] for r in results)}
-    write_result("gte_equivalence" + ("-quick" if args.quick else ""), record)
+        print(f"{r['case']:<48} worst relative |diff| {r['worst_relative_difference']:.2e}; x(1+1e-4) control "
+              f"{r['negative_control']['worst_relative_difference']:.2e}  {'equal' if r['equal_within_tolerance'] else 'DIFFERENT'}")
+    record = {"command": command_line(), "machine": machine, "new_impl_source": args.new_impl or "hub",
+              "new_impl_revision": NEW_IMPL_CODE_REVISION, "new_impl_sha256": digests, "dtype": "float64",
+              "tolerance": args.tolerance, "cases": results, "all_equal": all(r["equal_within_tolerance"] for r in results)}
+    if args.quick:
+        print("--quick: not recorded")
+    elif not machine.get("git") or machine["git"].endswith("+dirty"):
+        raise SystemExit(f"gte_equivalence: error: git {machine.get('git')}: a record is made from a clean commit; "
+                         "commit src/ and benchmark/ first")
+    else:
+        write_result("gte_equivalence", record)
     if not record["all_equal"]:
         raise SystemExit(1)
 
