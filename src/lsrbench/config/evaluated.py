@@ -26,9 +26,11 @@ def used_datasets(config: dict) -> list[str]:
     return list(dict.fromkeys(evaluated(config) + extra))
 
 
-def pool_depth_of(config: dict, dataset: str):
-    """The pool depth of an evaluated dataset (None: the full collection, or not evaluated)."""
-    return config["evaluation"]["pool_depth"] if dataset in config["evaluation"]["datasets"] else None
+def pool_depth_of(config: dict, dataset: str | None = None):
+    """The evaluation's pool depth, or ``dataset``'s (None: full collections, or ``dataset`` not evaluated)."""
+    if dataset is not None and dataset not in config["evaluation"]["datasets"]:
+        return None
+    return config["evaluation"]["pool_depth"]
 
 
 def dataset_measures(config: dict, dataset: str) -> list[str]:

@@ -97,13 +97,13 @@ def _tokenize(texts: list[str], analyzer: str) -> list[list[str]]:
     return bm25s.tokenize(texts, lower=True, stopwords="en", stemmer=None, return_ids=False, show_progress=False)
 
 
-def bm25_topk(corpus_texts: Sequence[str], query_texts: Sequence[str], k: int,
+def bm25_topk(corpus_texts: Sequence[str], query_texts: Sequence[str], top_k: int,
               k1: float = 0.9, b: float = 0.4, analyzer: str = "bm25s") -> tuple[np.ndarray, np.ndarray]:
-    """Top-``k`` BM25 documents for each query, via ``bm25s``.
+    """Top-``top_k`` BM25 documents for each query, via ``bm25s``.
 
     Analysis: ``analyzer`` (module docstring; ``bm25s``: lower-casing, bm25s' default token
     pattern, bm25s' English stopwords, no stemming); scoring is bm25s' ``lucene`` variant with
-    the given ``k1``/``b``. Returns ``(indices, scores)`` of shape ``(len(query_texts), k)``: corpus
+    the given ``k1``/``b``. Returns ``(indices, scores)`` of shape ``(len(query_texts), top_k)``: corpus
     positions (int64) and scores (float32), best first, ties broken by lower corpus
     position, so the result is deterministic. Only documents with a positive score are
     returned: rows with fewer matches are padded with index ``-1`` and score ``0``.
@@ -113,12 +113,12 @@ def bm25_topk(corpus_texts: Sequence[str], query_texts: Sequence[str], k: int,
 
     corpus_texts = list(corpus_texts)
     query_texts = list(query_texts)
-    if k < 0:
-        raise ValueError(f"k must be >= 0, got {k}")
+    if top_k < 0:
+        raise ValueError(f"top_k must be >= 0, got {top_k}")
     n_docs, n_queries = len(corpus_texts), len(query_texts)
-    indices = np.full((n_queries, k), -1, dtype=np.int64)
-    scores = np.zeros((n_queries, k), dtype=np.float32)
-    if n_docs == 0 or n_queries == 0 or k == 0:
+    indices = np.full((n_queries, top_k), -1, dtype=np.int64)
+    scores = np.zeros((n_queries, top_k), dtype=np.float32)
+    if n_docs == 0 or n_queries == 0 or top_k == 0:
         return indices, scores
 
     corpus_tokens = _tokenize(corpus_texts, analyzer)
@@ -145,14 +145,14 @@ def bm25_topk(corpus_texts: Sequence[str], query_texts: Sequence[str], k: int,
         shape=(n_queries, term_doc.shape[0]),
     )  # duplicate query terms sum up, as in bm25s' own scoring
 
-    kk = min(k, n_docs)
+    depth = min(top_k, n_docs)
     chunk = max(1, min(512, (1 << 25) // n_docs))
     for start in range(0, n_queries, chunk):
         dense = (query_term[start:start + chunk] @ term_doc).toarray()
-        kth = np.partition(dense, n_docs - kk, axis=1)[:, n_docs - kk]
+        kth = np.partition(dense, n_docs - depth, axis=1)[:, n_docs - depth]
         for r, row in enumerate(dense):
             cand = np.flatnonzero((row >= kth[r]) & (row > 0))
-            order = np.lexsort((cand, -row[cand]))[:kk]
+            order = np.lexsort((cand, -row[cand]))[:depth]
             chosen = cand[order]
             indices[start + r, :len(chosen)] = chosen
             scores[start + r, :len(chosen)] = row[chosen]

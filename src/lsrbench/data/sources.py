@@ -55,7 +55,7 @@ class Source:
         raise NotImplementedError
 
     def load(self, entry: DatasetEntry, *, cache_dir, unknown_docs: str, corpus=None,
-             empty_queries: str = "error") -> Dataset:
+             empty_queries: str) -> Dataset:
         """The dataset itself, validated (see :mod:`lsrbench.data.beir`)."""
         raise NotImplementedError
 
@@ -103,7 +103,7 @@ class BeirSource(Source):
     def corpus_key(self, entry):
         return ("beir", "path", str(Path(entry.path).resolve())) if entry.path else ("beir", "name", entry.download)
 
-    def load(self, entry, *, cache_dir, unknown_docs, corpus=None, empty_queries="error"):
+    def load(self, entry, *, cache_dir, unknown_docs, corpus=None, empty_queries):
         if entry.path:
             return load_beir_folder(entry.path, split=entry.split, name=entry.name, unknown_docs=unknown_docs,
                                     empty_queries=empty_queries)
@@ -135,7 +135,7 @@ class IrDatasetsSource(Source):
 
         return ("ir_datasets", docs_parent_id(entry.id))
 
-    def load(self, entry, *, cache_dir, unknown_docs, corpus=None, empty_queries="error"):
+    def load(self, entry, *, cache_dir, unknown_docs, corpus=None, empty_queries):
         from lsrbench.data.ir_datasets_source import load_ir_datasets
 
         return load_ir_datasets(entry.id, name=entry.name, unknown_docs=unknown_docs, corpus=corpus,
@@ -176,7 +176,7 @@ class HfSource(Source):
     def corpus_key(self, entry):
         return ("hf", entry.repo, entry.revision, entry.hf_split, (entry.subsets or {}).get("corpus", "corpus"))
 
-    def load(self, entry, *, cache_dir, unknown_docs, corpus=None, empty_queries="error"):
+    def load(self, entry, *, cache_dir, unknown_docs, corpus=None, empty_queries):
         from lsrbench.data.hf import load_hf_dataset
 
         return load_hf_dataset(entry.repo, revision=entry.revision, hf_split=entry.hf_split, name=entry.name,

@@ -151,7 +151,7 @@ class InvertedIndex:
                    + self.dense_slot.nbytes + self.term_absmax.nbytes
                    + (self._dense32.nbytes if self._dense32 is not None and self._dense32 is not self.dense_weights else 0))
 
-    def _dense_f32(self) -> np.ndarray:
+    def dense_f32(self) -> np.ndarray:
         """The dense rows as float32 (the first pass's matrix product); shared when already float32."""
         if self._dense32 is None:
             self._dense32 = (self.dense_weights if self.dense_weights.dtype == np.float32

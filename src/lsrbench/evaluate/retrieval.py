@@ -174,12 +174,12 @@ def _search_block(q, index: InvertedIndex, top_k: int, excluded, lo: int, hi: in
             rows = np.empty((hi - lo, n_docs), dtype=np.float32)
             bt = BlockTerms(qb, index)
             kernels.block_scores(rows, maxima, size, bt.d_ptr, bt.d_slot, bt.d_w, bt.s_ptr, bt.s_term, bt.s_w,
-                                 index._dense_f32(), index.indptr, index.doc_indices, index.weights,
+                                 index.dense_f32(), index.indptr, index.doc_indices, index.weights,
                                  _SCORE_CHUNK, max(size, _POSTINGS_CHUNK // size * size))
             n_sum = bt.n_sum
         else:
             if index.dense_terms.size:
-                rows = qb[:, index.dense_terms].toarray().astype(np.float32) @ index._dense_f32()
+                rows = qb[:, index.dense_terms].toarray().astype(np.float32) @ index.dense_f32()
             else:
                 rows = np.zeros((hi - lo, n_docs), dtype=np.float32)
             for i in range(lo, hi):

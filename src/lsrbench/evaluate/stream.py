@@ -60,7 +60,7 @@ def stream_block(q: sp.csr_matrix, index, top_k: int, excluded, lo: int, hi: int
     cand_score = np.empty((m, cap), dtype=np.float32)
     cand_n = np.zeros(m, dtype=np.int64)
     overflow = np.zeros(m, dtype=np.bool_)
-    kern.stream(index.n_docs, bt.d_ptr, bt.d_slot, bt.d_w, bt.s_ptr, bt.s_term, bt.s_w, index._dense_f32(),
+    kern.stream(index.n_docs, bt.d_ptr, bt.d_slot, bt.d_w, bt.s_ptr, bt.s_term, bt.s_w, index.dense_f32(),
                 index.indptr, index.doc_indices, index.weights, ex_ptr, ex_doc, chunk, top_k, slack,
                 heap, heap_n, cand_doc, cand_score, cand_n, overflow)
     left = []

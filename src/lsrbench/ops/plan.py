@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from lsrbench.config.evaluated import pool_depth_of
 from lsrbench.names import split_run_name
 from lsrbench.ops.bill import backbone_bill, bill_totals, read_records
 
@@ -116,7 +117,7 @@ def _datasets(layout) -> dict:
     from lsrbench.data.sizes import dataset_size
 
     config = layout.config
-    pool = config["evaluation"]["pool_depth"]
+    pool = pool_depth_of(config)
     out = {}
     for name in config["evaluation"]["datasets"]:
         info = (layout.get("pool", dataset=name).path("eval.json") if pool
@@ -134,7 +135,7 @@ def _calibrations(config: dict, config_file: str, steps: int, passages: int, bat
     from lsrbench.ops.calibrate import calibrate, calibration_texts, find_local_model
 
     def folders(name):  # what the index jobs encode (the pooled subset), then the whole collection
-        pooled = [layout.get("pool", dataset=name).path("eval")] if config["evaluation"]["pool_depth"] else []
+        pooled = [layout.get("pool", dataset=name).path("eval")] if pool_depth_of(config) else []
         return pooled + [layout.get("data", dataset=name).path("full")]
 
     docs, queries, texts = calibration_texts(config, passages, folders)

@@ -35,8 +35,8 @@ from lsrbench.progress import ProgressLine, format_duration, parse_progress
 
 __all__ = ["Job", "Status", "show_status", "incomplete_markers", "snakemake_locked", "read_status", "status_text"]
 
-# The plan's stage of each rule (lsrbench.ops.plan: TRAIN_RULES, INDEX_RULES, EVALUATE_RULES)
-PLAN_STAGE = {"train": "train", "index": "index", "index_queries": "index", "evaluate": "evaluate"}
+# The plan's cost column of each rule (lsrbench.ops.plan: TRAIN_RULES, INDEX_RULES, EVALUATE_RULES)
+PLAN_COLUMN = {"train": "train", "index": "index", "index_queries": "index", "evaluate": "evaluate"}
 
 
 @dataclass
@@ -234,10 +234,10 @@ def _mean(values: list[float]) -> float | None:
 
 
 def _per_job_plan(plan: dict, rule: str, backbone: str | None) -> float | None:
-    stage, entry = PLAN_STAGE.get(rule), (plan.get("backbones") or {}).get(backbone or "")
-    if not stage or not entry or entry.get(f"{stage}_hours") is None or not entry.get(f"{stage}_jobs"):
+    column, entry = PLAN_COLUMN.get(rule), (plan.get("backbones") or {}).get(backbone or "")
+    if not column or not entry or entry.get(f"{column}_hours") is None or not entry.get(f"{column}_jobs"):
         return None
-    return entry[f"{stage}_hours"] * 3600 / entry[f"{stage}_jobs"]
+    return entry[f"{column}_hours"] * 3600 / entry[f"{column}_jobs"]
 
 
 def _per_job(status: Status, config: dict, plan: dict, rule: str, backbone: str | None) -> tuple[float | None, str]:
