@@ -1,8 +1,5 @@
-"""Names of the probe's statistics and settings ("Rescaling MLM-Head for Neural Sparse Retrieval",
-arXiv 2606.18811) that other modules spell the same way, kept free of imports so that the
-head norms (:mod:`lsrbench.model.auto_k`), the probe (:mod:`lsrbench.model.probe`), the config
-schema's enums, the DAG's declaration of the probe stage and the reports share them without
-importing torch or each other."""
+"""Names of the probe's statistics and settings, free of imports so the schema, the DAG and the reports share them
+without torch."""
 
 from __future__ import annotations
 
