@@ -1,13 +1,6 @@
-"""Exact top-k retrieval by unnormalised dot product over an inverted index: SPLADE's scoring
-(Formal et al., "SPLADE v2", 2021), with ties broken by document index.
-
-Written here rather than borrowed (PISA, Anserini, torch) because it is exact (float64 scores
-summed in a fixed order, only provably safe pruning), deterministic (ties broken by document
-index), needs only numpy/scipy (numba, when installed, compiles the inner loops; the results are
-the same without it), and can run shard by shard later: per-shard top-k lists merged by the same
-(score, index) order give the same result as one pass. ``benchmark/retrieval.py`` measures it
-against scipy's ``Q @ D.T``.
-"""
+"""Exact top-k retrieval by dot product over an inverted index, ties broken by document index. Written here
+rather than borrowed (PISA, Anserini) because it must be exact and deterministic with numpy/scipy alone;
+``benchmark/retrieval.py`` measures it."""
 
 from __future__ import annotations
 
@@ -39,37 +32,10 @@ def exact_topk(
     query_block: int | None = None,
     first_pass: str = "rows",
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The exact top ``top_k`` documents of each query row by dot product.
-
-    Returns one ``(doc_indices int64, scores float64)`` pair per query row, ordered by score
-    descending then doc index ascending. A query gets at most ``top_k`` results and only documents
-    with score > 0: an inverted index never visits documents that share no term with the query,
-    so fewer than ``top_k`` (none for an empty query) is normal. Scores are accumulated in float64
-    from float32 products, which float64 represents exactly, term by term in ascending term id
-    (the order of ``scipy``'s sparse product), so results do not depend on how the postings are
-    stored. ``exclude[i]`` holds document indices never returned for query ``i``.
-
-    How (the result is the same as scoring every document): queries go in blocks of
-    ``query_block``. A first pass scores every document approximately in float32 (the query's
-    dense rows, then its postings; with numba in cache-sized chunks of documents, without it
-    a matrix product for the block's dense rows and ``np.add.at`` for the postings); a lower
-    bound ``L`` of the k-th best score is the k-th largest of the maxima of >= 4k blocks of
-    documents (k distinct documents reach it); every document whose approximate score is within
-    twice a rigorous rounding-error bound of ``L`` is then scored exactly, and the exact top-k is
-    taken among those. When that bound is not positive
-    (fewer than about k matching documents) the query is scored exactly everywhere instead.
-    ``threads`` > 1 runs query blocks in parallel threads (numpy, BLAS and the compiled kernels
-    release the GIL). ``query_block`` defaults to the largest block (at most 64) whose float32
-    scores, one block per thread, take at most a fifth of the index's bytes.
-
-    ``first_pass`` chooses how the approximate pass finds the candidates; every choice returns
-    the same lists. ``"rows"``: as above, one float32 score row per query of the block.
-    ``"stream"`` (compiled kernels only; else ``"rows"``): cache-sized chunks of documents are
-    scored and scanned at once against a rising threshold, without score rows
-    (:mod:`lsrbench.evaluate.stream`); faster and smaller where the collection holds many
-    documents per result. ``"auto"``: ``"stream"`` from ``STREAM_DOCS_PER_RESULT`` documents per
-    result (``n_docs >= 1000 * k``) on, else ``"rows"``.
-    """
+    """The exact top ``top_k`` documents (score > 0) of each query row: ``(doc_indices, scores)`` by score
+    descending then index, float64 sums in ascending term order. A float32 first pass bounds the k-th score, and
+    every document within twice a rigorous rounding bound of it is scored exactly, so the result equals scoring
+    every document. ``first_pass``: ``rows``, ``stream`` or ``auto``, same results."""
     if first_pass not in FIRST_PASSES:
         raise ValueError(f"exact_topk: first_pass must be one of {', '.join(FIRST_PASSES)}, got {first_pass!r}")
     if not sp.issparse(queries):
@@ -123,8 +89,8 @@ def _excluded(exclude, n_q: int, n_docs: int) -> list:
 
 
 def _use_stream(first_pass: str, n_docs: int, top_k: int) -> bool:
-    """Whether the streaming first pass runs: asked for (or ``auto`` past the crossover), compiled
-    kernels present, and a pruned search (at least 4k documents)."""
+    """Whether the streaming first pass runs: asked for or past the crossover, compiled kernels, at least 4k
+    documents."""
     if first_pass == "rows" or top_k <= 0 or n_docs < 4 * top_k or compiled_kernels() is None:
         return False
     return first_pass == "stream" or n_docs >= STREAM_DOCS_PER_RESULT * top_k
@@ -234,9 +200,8 @@ def _exhaustive(index: InvertedIndex, terms, q_w, top_k, ex) -> tuple[np.ndarray
 
 def _pruned(index: InvertedIndex, terms, q_w, top_k, ex, row, maxima, size,
             n_sum) -> tuple[np.ndarray, np.ndarray] | None:
-    """Candidates from the approximate ``row`` (float32 sums of at most ``n_sum`` terms) and its block
-    ``maxima`` (blocks of ``size`` documents), exact scores, top k; None when the candidates' bound
-    is not positive (then score exhaustively)."""
+    """Candidates from the approximate ``row`` and block ``maxima``, scored exactly, top k; None when the bound
+    is not positive."""
     kernels = compiled_kernels()
     m = maxima.shape[0]
     if ex is not None:
@@ -293,13 +258,8 @@ def search(
     threads: int = 1,
     first_pass: str = "rows",
 ) -> dict[str, list[tuple[str, float]]]:
-    """Retrieve the top ``top_k`` documents of every query; return ``{qid: [(docid, score), ...]}``.
-
-    Every query id is a key, with an empty list when nothing scored > 0. With
-    ``skip_identical_ids`` a document whose id equals the query id is never returned and the
-    list is still filled to ``top_k`` (BEIR's behaviour on ArguAna and Quora). ``threads`` and
-    ``first_pass`` as in :func:`exact_topk`.
-    """
+    """The top ``top_k`` documents of every query as ``{qid: [(docid, score), ...]}`` (empty when nothing
+    scored); ``skip_identical_ids`` skips a document with the query's id and still fills ``top_k``."""
     if len(query_ids) != queries.shape[0]:
         raise ValueError(f"search: {len(query_ids)} query ids for {queries.shape[0]} query rows")
     if len(doc_ids) != docs.shape[0]:

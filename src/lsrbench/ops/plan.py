@@ -1,20 +1,6 @@
-"""``lsrbench plan``: what a config's grid will cost, printed before anyone submits it.
-
-* Jobs per rule: Snakemake's own dry run of the Snakefile (:mod:`lsrbench.dag.dryrun`), the
-  whole grid (``--forceall``) or only what is left in a working directory.
-* Dataset sizes: a finished dataset job's counts, the mirror's files, or the published sizes
-  (:mod:`lsrbench.data.sizes`).
-* Compute per stage: each backbone calibrated on this device with a job's threads
-  (:mod:`lsrbench.ops.calibrate`), per job: its start-up (interpreter, imports, model load, measured
-  once) plus its work: train = steps x seconds per step at the recipe's batch (x recipe batch / timed
-  batch when ``--train-batch`` timed another); index = documents and queries x seconds per text, plus
-  the fixed cost of each encode call; evaluate = queries x documents x FLOPs x seconds per posting,
-  with an assumed FLOPs of a trained model (the calibration model is untrained).
-  benchmark/plan_vs_measured.py compares these with the measured jobs of a finished run.
-* The bill, for every backbone on disk or not (:mod:`lsrbench.ops.bill`): GPU-hours of train and
-  index from FLOPs counted on the backbone's real config, evaluate CPU-hours, disk per stage, with
-  the calibration records of ``benchmark/results`` (``--records``) and their assumptions.
-"""
+"""``lsrbench plan``: what a config's grid will cost before it is submitted: jobs per rule from Snakemake's dry
+run, dataset sizes, per-job compute from the calibration (start-up plus work), and the bill
+(:mod:`lsrbench.ops.bill`)."""
 
 from __future__ import annotations
 
@@ -70,8 +56,8 @@ def make_plan(config: dict, config_files: list[str], *, command_line: dict | Non
 
 
 def check_publishable(plan: dict, plan_file: str) -> None:
-    """Raise the one-line :class:`InputError` when a calibration of ``plan`` was disturbed (``noisy``)
-    or made before calibrations recorded whether they were: its costs are not published."""
+    """One-line InputError when a calibration of ``plan`` was disturbed or does not say: its costs are not
+    published."""
     from lsrbench.errors import InputError
 
     for name, b in plan.get("backbones", {}).items():
@@ -111,9 +97,8 @@ def _totals(backbones: dict) -> dict:
 
 
 def _datasets(layout) -> dict:
-    """Size of every evaluated dataset: documents, evaluated documents (the pooled subset when
-    ``pool_depth`` is set: counted by a finished dataset job, else estimated as queries x depth),
-    queries, and where the numbers come from."""
+    """Size of every evaluated dataset: documents, evaluated documents (pooled: counted, else queries x depth),
+    queries, and their source."""
     from lsrbench.data.sizes import dataset_size
 
     config = layout.config
@@ -155,8 +140,7 @@ def _calibrations(config: dict, config_file: str, steps: int, passages: int, bat
 
 
 def estimate_jobs(config: dict, backbone: str, jobs: list, datasets: dict, calibration: dict | None, flops: float) -> dict:
-    """Jobs, work and hours of one backbone's train, index and evaluate jobs (``jobs``: the dry run's
-    ``(rule, wildcards)``) with ``calibration`` (:class:`lsrbench.ops.calibrate.Calibration` as a dict)."""
+    """Jobs, work and hours of one backbone's train, index and evaluate jobs with ``calibration``."""
     from lsrbench.dag.evaluated import docs_dataset
 
     mine = [(rule, w) for rule, w in jobs if "run" in w and split_run_name(w["run"])[0] == backbone]

@@ -1,18 +1,6 @@
-"""``lsrbench preflight``: what would stop or waste a grid, found before its first job, one line per
-problem. Also the first job of a ``use_gpu: true`` grid (:mod:`lsrbench.stages.preflight`), run on a
-GPU node as the trainings are.
-
-* The GPU stack (``use_gpu: true`` only): a CUDA device torch can use, torch's CUDA build against
-  the NVIDIA driver (:mod:`lsrbench.device`; the CUDA lock's wheels are CUDA 13 builds: R580+).
-* GPU memory: one measured forward + backward of the SPLADE loss per backbone at the recipe's batch
-  (per training process) and maximum lengths, plus AdamW's two moments, against the GPU's free memory.
-* Disk: the free space of the working directory against the plan's estimate of what the grid
-  writes (:func:`lsrbench.ops.plan.make_plan`, its bill's disk per stage).
-* Backbones: each in the mirror at its pinned revision (with its own code, for remote code), in the
-  local hub cache at it, or the revision answered by the hub.
-* Datasets: each in the mirror, else a BEIR download with its registry MD5 (a zip already in the
-  cache is checked now; the dataset job checks a download).
-"""
+"""``lsrbench preflight``: what would stop or waste a grid, one line per problem, before its first job (also the
+first job of a ``use_gpu`` grid): the GPU stack, GPU memory of one measured step per backbone, disk against the
+plan, backbones at their pinned revisions, datasets with their MD5."""
 
 from __future__ import annotations
 
@@ -101,8 +89,7 @@ def memory_findings(config: dict, config_file: str) -> tuple[list, list]:
 
 
 def step_peak_bytes(path: str, entry: dict, recipe: dict, batch: int, device: str) -> tuple[int | None, int]:
-    """One forward + backward of the SPLADE training loss on ``batch`` triplets of texts that fill
-    the recipe's maximum lengths: ``(peak bytes allocated on the CUDA device or None elsewhere,
+    """One forward + backward of the SPLADE loss on ``batch`` full-length triplets: ``(peak CUDA bytes or None,
     parameters)``."""
     import torch
     from sentence_transformers.sparse_encoder import SparseEncoderTrainer

@@ -1,25 +1,6 @@
-"""``lsrbench status``: where a running grid stands, from the terminal, locally or on SLURM.
-
-It reads files only (it starts nothing, locks nothing, writes nothing), so it works the same for a
-local run and for a SLURM run (run it where the working directory is mounted, e.g. the login node):
-
-* every job of the config's grid comes from its :class:`~lsrbench.dag.layout.Layout` and the stage
-  declarations (:mod:`lsrbench.stages`): a job is *done* when all its declared outputs
-  exist and none is marked incomplete;
-* *running* jobs are those whose outputs Snakemake has marked incomplete: Snakemake 9's file
-  persistence (``snakemake.persistence.file``) writes ``.snakemake/incomplete/<urlsafe base64 of
-  the output path>`` (split into ``@``-prefixed parts of at most NAME_MAX characters) when a job
-  starts, holding ``{"external_jobid": ...}`` (the SLURM job id on SLURM), and removes it when the
-  job finished or failed. A marker without a lock in ``.snakemake/locks/`` is left by a Snakemake
-  that was stopped (an interrupted job, re-run by ``--rerun-incomplete``);
-* each job's last progress line comes from its log (``train.log`` etc. in its folder,
-  :mod:`lsrbench.progress`), the measured time of each finished job from Snakemake's metadata
-  record of its output (``.snakemake/metadata/``: ``starttime``, ``endtime``);
-* the ETA: for each job not done, its own progress line's ETA where it has one, else the mean
-  measured time of the finished jobs of its rule (and backbone), else the training steps over a
-  running training's rate, else ``lsrbench plan --json``'s estimate per job (``plan``); summed,
-  then divided by the number of jobs running now.
-"""
+"""``lsrbench status``: where a running grid stands, locally or on SLURM, from files only (it starts, locks and
+writes nothing): jobs from the Layout, running ones from Snakemake's incomplete markers, progress from the jobs'
+logs, times from Snakemake's metadata, and an ETA."""
 
 from __future__ import annotations
 
@@ -41,9 +22,8 @@ PLAN_COLUMN = {"train": "train", "index": "index", "index_queries": "index", "ev
 
 @dataclass
 class Job:
-    """One job of the grid: its rule, key, outputs and state (``done``, ``running``,
-    ``interrupted``: marked incomplete with no Snakemake running, ``stopped``: a log but not done
-    and not marked, i.e. failed or killed, ``pending``)."""
+    """One job of the grid: rule, key, outputs and state (``done``, ``running``, ``interrupted``, ``stopped``,
+    ``pending``)."""
 
     rule: str
     key: dict
@@ -158,8 +138,7 @@ def _report_inputs(layout) -> list[str]:
 
 
 def _jobs(layout) -> list[Job]:
-    """The jobs the default target runs: the addressed outputs the reports read, and what those
-    read, transitively (a stage's outputs the config does not need, e.g. the probe, are no job)."""
+    """The jobs the default target runs: what the reports read, transitively."""
     jobs = _all_jobs(layout)
     owner = {os.path.normpath(o): job for job in jobs for o in job.outputs}
     needed, todo = set(), [os.path.normpath(p) for p in _report_inputs(layout)]
@@ -194,8 +173,7 @@ def _classify(job: Job, workdir: Path, markers: dict, metadata: dict, locked: bo
 
 def read_status(layout, workdir: str | os.PathLike, config_files: list[str], report_files: list[str],
                 plan: dict | None = None, now: float | None = None) -> Status:
-    """The status of every job of ``layout`` (results paths relative to ``workdir``, as Snakemake
-    spells them) and of the ``report_files``, with the ETA of each job not done."""
+    """The status of every job of ``layout`` and of ``report_files``, with the ETA of each job not done."""
     workdir = Path(workdir)
     markers, locked = incomplete_markers(workdir), snakemake_locked(workdir)
     metadata = _records(workdir / ".snakemake" / "metadata")
@@ -216,8 +194,7 @@ def read_status(layout, workdir: str | os.PathLike, config_files: list[str], rep
 
 
 def _report_configs(layout, workdir: Path) -> dict[str, dict]:
-    """Report file -> the config record its rule's manifest (or, made before manifests, the file
-    itself) says it was made with (:func:`lsrbench.dag.folder_state.report_config`)."""
+    """Report file -> the config record it was made with."""
     from lsrbench.dag.folder_state import report_config
     from lsrbench.dag.reports import ReportRules
 
@@ -368,8 +345,7 @@ def _read_plan(path: str | None) -> dict:
 
 def show_status(config_files: list[str], overrides: dict | None, directory: str, plan_file: str | None = None,
                 watch: float | None = None) -> int:
-    """Print the status of the grid of ``config_files`` run in ``directory``; with ``watch``, again
-    every ``watch`` seconds until every job and report is done (or Ctrl-C)."""
+    """Print the grid's status; with ``watch``, again every ``watch`` seconds until all is done."""
     import sys
 
     from lsrbench.dag.fingerprint import FileDigests
