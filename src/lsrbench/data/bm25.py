@@ -1,20 +1,7 @@
-"""BM25 (Robertson and Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond", 2009)
-through ``bm25s``: the reference row of every table, the hard negatives of pseudo-query triplets,
-and the NanoBEIR-style pooled evaluation subsets (judged documents plus each query's BM25 top
-candidates, as the NanoBEIR collections were built).
-
-Two analyzers. ``anserini`` (the reference row's default) is what published BM25 baselines use
-(Anserini/Pyserini, Lin et al., SIGIR 2021): Lucene's EnglishAnalyzer as Anserini's
-DefaultEnglishAnalyzer builds it: StandardTokenizer (Unicode UAX#29 word boundaries, here through
-the ``regex`` module's Unicode word boundaries), EnglishPossessiveFilter, lower-casing, Lucene's
-33-word English stop set, and the Porter stemmer (Porter 1980 as in Porter's reference
-implementation, which Lucene's PorterStemmer is: nltk's ``MARTIN_EXTENSIONS`` mode), scored with
-Lucene's BM25 (k1=0.9, b=0.4, no (k1+1) factor: bm25s' ``lucene`` method). Written here because
-no Python package ships Lucene's analysis chain; it is checked token for token against Lucene in
-``tests/data/test_bm25.py`` where a Java runtime and Anserini's jar are available. ``bm25s``
-(pooled subsets and pseudo-query negatives, unchanged so that the tiny default's pool and
-training data stay what they were): bm25s' own tokenizer, its English stopwords, no stemming.
-"""
+"""BM25 through ``bm25s``: the reference row, pseudo-query hard negatives and pooled subsets. Analyzer
+``anserini`` (the reference row) is Lucene's EnglishAnalyzer as Anserini builds it with Lucene's BM25; written
+here because no Python package ships Lucene's analysis chain (checked against Lucene in
+tests/data/test_bm25.py). ``bm25s``: its tokenizer and stopwords, no stemming (the pools and triplets)."""
 
 from __future__ import annotations
 
@@ -99,15 +86,8 @@ def _tokenize(texts: list[str], analyzer: str) -> list[list[str]]:
 
 def bm25_topk(corpus_texts: Sequence[str], query_texts: Sequence[str], top_k: int,
               k1: float = 0.9, b: float = 0.4, analyzer: str = "bm25s") -> tuple[np.ndarray, np.ndarray]:
-    """Top-``top_k`` BM25 documents for each query, via ``bm25s``.
-
-    Analysis: ``analyzer`` (module docstring; ``bm25s``: lower-casing, bm25s' default token
-    pattern, bm25s' English stopwords, no stemming); scoring is bm25s' ``lucene`` variant with
-    the given ``k1``/``b``. Returns ``(indices, scores)`` of shape ``(len(query_texts), top_k)``: corpus
-    positions (int64) and scores (float32), best first, ties broken by lower corpus
-    position, so the result is deterministic. Only documents with a positive score are
-    returned: rows with fewer matches are padded with index ``-1`` and score ``0``.
-    """
+    """Top-``top_k`` BM25 documents per query (``bm25s`` ``lucene`` scoring): ``(indices, scores)``, best first,
+    ties by corpus position, padded with -1 and 0 past the positive scores."""
     import bm25s
     import scipy.sparse as sp
 
@@ -160,13 +140,8 @@ def bm25_topk(corpus_texts: Sequence[str], query_texts: Sequence[str], top_k: in
 
 
 def pooled_subset(dataset: Dataset, depth: int, seed: int = 0) -> Dataset:
-    """Shrink the corpus the way NanoBEIR does: judged documents plus BM25 top-``depth``.
-
-    Keeps every document named in the qrels (any relevance, 0 included) and each query's
-    top-``depth`` BM25 documents over the full corpus (:func:`bm25_topk`, k1=0.9, b=0.4),
-    in original corpus order. Queries and qrels are unchanged. The result is fully
-    deterministic; ``seed`` is accepted for interface stability and does not affect it.
-    """
+    """The corpus shrunk as NanoBEIR does: every judged document plus each query's top-``depth`` BM25 documents,
+    in corpus order; deterministic (``seed`` is unused)."""
     del seed
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
@@ -181,9 +156,8 @@ def pooled_subset(dataset: Dataset, depth: int, seed: int = 0) -> Dataset:
 
 def bm25_run(dataset: Dataset, top_k: int, skip_identical_ids: bool = False, k1: float = 0.9, b: float = 0.4,
              analyzer: str = "anserini") -> dict[str, list[tuple[str, float]]]:
-    """The BM25 reference run of a dataset: ``{query id: [(doc id, score), ...]}``, best first, at
-    most ``top_k`` documents each; with ``skip_identical_ids`` a document whose id equals the query
-    id is never returned and the list is still filled to ``top_k``. Defaults: Anserini's."""
+    """The BM25 reference run: ``{query id: [(doc id, score), ...]}``, at most ``top_k`` each;
+    ``skip_identical_ids`` as in the search. Defaults: Anserini's."""
     doc_ids, query_ids = list(dataset.corpus), list(dataset.queries)
     idx, scores = bm25_topk([dataset.corpus[d] for d in doc_ids], [dataset.queries[q] for q in query_ids], top_k + 1,
                             k1=k1, b=b, analyzer=analyzer)

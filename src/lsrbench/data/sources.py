@@ -1,19 +1,6 @@
-"""Where a dataset of ``config/datasets.yaml`` comes from: one small :class:`Source` per
-``source:`` value, in the manner of ir_measures' providers (one interface, declared keys).
-
-Entries: ``{source: beir, path: DIR}`` (a local BEIR folder; relative paths are taken from the
-working directory), ``{source: beir, name: scifact}`` (BEIR's public zip, into ``cache_dir``),
-``{source: ir_datasets, id: vaswani}`` or ``{source: hf, repo: ..., revision: <commit>}``
-(:func:`lsrbench.data.hf.load_hf_dataset`; ``hf_split`` default ``train``, ``subsets`` optional;
-the datasets cache is ``<cache_dir>/hf-datasets``; ``revision: null`` only for a local folder).
-Optional ``split`` (default ``test``): the qrels split of a BEIR folder, and the name the qrels
-get in the canonical layout for the other sources (ignored when reading ir_datasets, whose id
-names the split, and hf, whose split is ``hf_split``); ``skip_identical_ids`` and ``measures``
-are evaluation settings, not read here.
-
-:func:`resolve_dataset` validates an entry, then loads ``<mirror>/data/<name>/`` (a BEIR folder
-written by ``lsrbench prefetch``) when it exists, the source otherwise.
-"""
+"""Where a dataset of ``config/datasets.yaml`` comes from: one :class:`Source` per ``source:`` value (``beir``
+folder or zip, ``ir_datasets``, ``hf``). :func:`resolve_dataset` loads the mirror's copy when there is one, else
+the source."""
 
 from __future__ import annotations
 
@@ -40,9 +27,8 @@ Fingerprint = Callable[..., dict]
 
 
 class Source:
-    """One ``source:`` of the dataset registry: how an entry is checked, identified, found on disk
-    and loaded. A new source is one subclass and one line in :data:`SOURCES` (and its keys in
-    ``config/schemas/datasets.schema.yaml``)."""
+    """One ``source:`` of the registry: how an entry is checked, identified, found and loaded. A new source is
+    one subclass, one line in :data:`SOURCES` and its schema keys."""
 
     name: str = ""
     keys: tuple[str, ...] = ()  # the entry keys this source reads (besides source, split, ...)
@@ -64,9 +50,8 @@ class Source:
         return None
 
     def identity(self, entry: DatasetEntry, folder: Path | None, fingerprint: Fingerprint) -> dict:
-        """What the entry's data is, for the dataset stage's id: the bytes of ``folder`` (the BEIR
-        folder the dataset job reads, the mirror's copy first) when there is one, else the
-        source's own name for it (its keys)."""
+        """What the entry's data is for the dataset stage's id: the bytes of ``folder`` when there is one, else
+        the source's keys."""
         return {"source": self.name, **self.describe(entry)}
 
     def describe(self, entry: DatasetEntry) -> dict:
@@ -231,10 +216,8 @@ def corpus_key(entry: DatasetEntry | dict, name: str = "") -> tuple:
 
 
 def first_with_corpus(registry: dict, names: list[str], name: str) -> str:
-    """The first of ``names`` whose documents are ``name``'s (:func:`corpus_key`), else ``name``.
-    The DAG asks several times per index and evaluate job (21,000 times for the paper grid): worked
-    out once per registry object (a checked config's, never edited after the check) and once per
-    content of the registry entries it compares."""
+    """The first of ``names`` whose documents are ``name``'s, else ``name``; cached, since the DAG asks
+    thousands of times."""
     return _first_in_registry(_Same(registry), tuple(names), name)
 
 
@@ -275,10 +258,8 @@ def mirrored_folder(mirror: str | os.PathLike | None, name: str) -> Path | None:
 
 
 def dataset_origin(name: str, entry: dict, mirror, datasets_file) -> dict:
-    """Where the dataset job reads dataset ``name`` from, as it does (:func:`resolve_dataset`): the
-    mirror's copy, a local BEIR folder, or the source itself (``source`` and its keys). The dataset
-    job records it (``info.json``), so that the report says how a run was made: the mirror is a
-    runtime setting, in no id or config snapshot."""
+    """Where the dataset job reads ``name`` from (mirror, local folder or source), recorded in ``info.json`` for
+    the report."""
     typed = typed_entry(name, entry, datasets_file)
     folder = mirrored_folder(mirror, name)
     if folder is not None:
@@ -288,8 +269,8 @@ def dataset_origin(name: str, entry: dict, mirror, datasets_file) -> dict:
 
 
 def data_folder_on_disk(entry: DatasetEntry, mirror, datasets_file) -> Path | None:
-    """The BEIR folder the dataset job reads when it is on disk (the mirror's copy first), else None;
-    a local folder the entry names that does not exist is an error."""
+    """The BEIR folder the dataset job reads when on disk (mirror first), else None; a missing local folder is
+    an error."""
     folder = mirrored_folder(mirror, entry.name)
     if folder is not None:
         return folder
@@ -311,10 +292,8 @@ def source_identity(entry: DatasetEntry, mirror, fingerprint: Fingerprint) -> di
 def resolve_dataset(name: str, entry: dict, mirror: str | os.PathLike | None, datasets_file: str | os.PathLike,
                     cache_dir: str | os.PathLike, *, unknown_docs: str | None = None,
                     corpus: dict[str, str] | None = None, empty_queries: str | None = None) -> Dataset:
-    """Load dataset ``name`` described by one entry of ``config/datasets.yaml``: from the mirror
-    when it has it (offline machines), else from its source. ``unknown_docs`` and ``empty_queries``
-    override the entry's policies; ``corpus``: documents already loaded for an entry with the same
-    :func:`corpus_key` (ir_datasets only; others ignore it)."""
+    """Load dataset ``name``: the mirror's copy, else its source. ``unknown_docs`` and ``empty_queries``
+    override the entry's; ``corpus`` reuses documents loaded for the same corpus."""
     from lsrbench.data.ir_datasets_source import UnknownDatasetId
 
     typed = typed_entry(name, entry, datasets_file)
