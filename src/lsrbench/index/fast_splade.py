@@ -1,14 +1,7 @@
-"""The index stage's fast SPLADE encoder: the backbone run to the *input of the MLM decoder*
-(captured generically, for any ``*ForMaskedLM`` family, by temporarily replacing
-``get_output_embeddings().forward``), then the decoder applied in vocabulary chunks with padding
-masked and the max over tokens taken *before* the monotone ``log1p(relu(.))`` (SPLADE v2's
-pooling, Formal et al. 2021). The full ``[batch, tokens, vocab]`` logits are never materialised
-and ``log1p`` runs on ``[batch, vocab]`` only.
-
-Written here because sentence-transformers' pooling materialises the vocabulary-sized logits,
-which dominates CPU encoding; the vectors are the same (checked on a probe batch before use, see
-:func:`lsrbench.model.fused_pooling.probe`; :mod:`lsrbench.index.encode` falls back otherwise).
-"""
+"""The fast SPLADE encoder: the backbone run to the MLM decoder's input, the decoder applied in vocabulary
+chunks and the max taken before ``log1p(relu(.))``, never the full logits. Written here because
+sentence-transformers' pooling materialises the vocabulary-sized logits, most of CPU encoding; the vectors are
+the same (probed before use)."""
 
 from __future__ import annotations
 
@@ -102,18 +95,9 @@ class FastSplade:
     segmented: bool = False  # tests switch layouts; see _pool
 
     def _pool(self, hidden, attention_mask):
-        """max over real tokens of hidden @ W.T + b, then log1p(relu(.)): [batch, vocab].
-
-        Default layout: every padding position gets a copy of a real token of its own sequence
-        (one gather), so the padded ``[batch, tokens, chunk]`` logits need no mask and each
-        vocabulary chunk costs two large ops (``F.linear``, ``amax``): few parallel regions, which
-        keeps multi-threaded CPU runs fast when the cores are shared. ``segmented``: only the real
-        tokens go through the decoder and each sequence's max is taken over its rows (no padding
-        FLOPs, but one small op per sequence and chunk). Both give sentence-transformers' numbers:
-        the same ``F.linear`` per token, a duplicated token cannot change a max, and the max
-        commutes with the monotone ``log1p(relu(.))`` (padding is 0 there, which relu makes
-        irrelevant).
-        """
+        """``max`` over real tokens of ``hidden @ W.T + b``, then ``log1p(relu(.))``: [batch, vocab]. Padding
+        positions get a copy of a real token (a duplicate cannot change a max), so each chunk is two large ops;
+        ``segmented`` sends only real tokens through the decoder."""
         import torch
         import torch.nn.functional as F
 
@@ -168,9 +152,8 @@ class FastSplade:
         return self._pool(hidden, mask)
 
     def encode(self, texts: list[str], progress=None) -> sp.csr_matrix:
-        """Encode ``texts`` in this order, in consecutive batches of ``batch_size`` (no sorting:
-        :class:`EncodePlan` gives them in the length order); rows in the given order. ``progress``
-        (a :class:`lsrbench.progress.Progress`) advances after every batch."""
+        """Encode ``texts`` in this order in consecutive batches (no sorting); ``progress`` advances per batch.
+        """
         import torch
         from sentence_transformers.util import batch_to_device
 
@@ -224,9 +207,8 @@ class FastSplade:
         return r, c.astype(np.int32), dense.ravel()[flat]
 
     def _probe(self) -> str | None:
-        """:func:`lsrbench.model.fused_pooling.probe` of this path: on a few texts, the captured
-        decoder input gives sentence-transformers' vectors (and the decoder is the linear map
-        the fast path applies)."""
+        """The fused-pooling probe of this path on a few texts: the captured decoder input gives
+        sentence-transformers' vectors."""
         import torch
         import torch.nn.functional as F
 
@@ -262,8 +244,8 @@ class FastSplade:
 
 
 class _Prefetch:
-    """Iterate ``fn(item)`` over ``items``, computing the next one in a worker thread while the caller
-    uses this one (``on``), or inline (not ``on``)."""
+    """Iterate ``fn(item)`` over ``items``, computing the next in a worker thread while the caller uses this one
+    (when ``on``)."""
 
     def __init__(self, fn, items: list, on: bool):
         self.fn, self.items, self.on, self.pool = fn, items, on, None

@@ -1,6 +1,5 @@
-"""The dataset stage: a dataset of the registry in the canonical BEIR layout (``full/``) with its
-counts, in a folder named by what its source holds (a local folder's bytes, else the source's own
-name), never by where it is read from."""
+"""The dataset stage: a registry dataset in the canonical BEIR layout (``full/``) with its counts, in a folder
+named by what its source holds, never where it is read from."""
 
 from __future__ import annotations
 
@@ -31,8 +30,8 @@ def corpus_store(layout) -> str:
 
 def dataset(dataset: str, split: str, entry: dict, mirror, datasets_file: str, cache_dir: str, full_dir: str,
             info: str, corpus_store: str | None = None) -> None:
-    """Bring a dataset into the canonical BEIR layout (``full_dir``, qrels as ``split``); ``info``:
-    its counts. ``entry``: its registry entry as written (its policy for unknown documents in it)."""
+    """Bring a dataset into the canonical BEIR layout in ``full_dir`` (qrels as ``split``), its counts in
+    ``info``."""
     from lsrbench.data.sources import dataset_origin, resolve_dataset
     from lsrbench.data.store import write_beir_folder
 

@@ -1,6 +1,5 @@
-"""The index stage: a trained model's vectors of one evaluated dataset, its corpus and its queries as
-CSR ``.npz`` files with their ids, encoded at the evaluation's token lengths (resumable: the
-documents in shards beside the outputs)."""
+"""The index stage: a trained model's vectors of one evaluated dataset's corpus and queries, at the evaluation's
+token lengths, the documents in resumable shards."""
 
 from __future__ import annotations
 
@@ -49,11 +48,8 @@ def collapse_check(config: dict) -> dict:
 def index(dataset: str, model_dir: str, data_dir: str, batch_size: int, precision: str, query_max_length: int,
           document_max_length: int, queries_npz: str, docs_npz: str | None = None, shard_size: int | None = None,
           shard_dir: str | None = None, collapse_check: dict | None = None) -> dict:
-    """Encode the evaluated corpus and its queries to CSR ``.npz`` files with their ids
-    (:func:`lsrbench.index.indexing.index_dataset`), truncated at the evaluation's token lengths
-    (``evaluation.query_max_length`` / ``document_max_length``), not the training ones. Without
-    ``docs_npz`` only the queries (a dataset scored against another dataset's documents).
-    ``collapse_check``: the sample checked for collapse before the rest of the corpus is encoded."""
+    """Encode the evaluated corpus and its queries at the evaluation's token lengths (queries only without
+    ``docs_npz``); ``collapse_check``: the sample checked first."""
     from lsrbench.data.beir import read_written_folder
     from lsrbench.index.indexing import index_dataset
 

@@ -1,5 +1,4 @@
-"""The triplets stage: the training triplets of ``training_data`` (pseudo-queries cropped from a
-corpus, never its test queries; an hf dataset; ir_datasets docpairs)."""
+"""The triplets stage: the training triplets of ``training_data``."""
 
 from __future__ import annotations
 
