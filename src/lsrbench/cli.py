@@ -1,8 +1,5 @@
-"""The lsrbench command line. The DAG itself runs through Snakemake (``snakemake --cores 2``, or
-``lsrbench run``, which builds that command with the targets first); these subcommands check a
-config, probe every backbone at step 0 before any training, inspect a checkpoint, verify finished
-results, prepare an offline mirror, plan a grid's compute, cross-check runs with mteb, and list or
-remove the outputs no current config refers to (gc)."""
+"""The lsrbench command line. The DAG runs through Snakemake (or ``lsrbench run``); the subcommands check,
+probe, inspect, verify, prefetch, plan, cross-check and gc."""
 
 from __future__ import annotations
 
@@ -378,8 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    """Subcommand arguments in any order; for ``run``, targets and options intermixed (argparse
-    alone would stop collecting targets at the first option) and what follows ``--`` kept apart."""
+    """Subcommand arguments in any order; for ``run``, targets and options intermixed and what follows ``--``
+    kept apart."""
     if argv[:1] != ["run"]:
         return parser.parse_args(argv)
     rest, extra = (argv[1:], []) if "--" not in argv else (argv[1:argv.index("--")], argv[argv.index("--") + 1:])

@@ -1,8 +1,5 @@
-"""The CLI's commands about what a config's results should be (:mod:`lsrbench.cli`): ``expected``
-checks a finished results folder against the config's expected values
-(:mod:`lsrbench.report.verify.expected`) and prints a reproduction-log entry for it
-(:mod:`lsrbench.report.verify.reproduction`); ``cells`` writes the page of one command per Table 1 row and
-claim (:mod:`lsrbench.report.verify.cells`). Apart from cli.py only for its size."""
+"""``expected`` (a results folder against the config's expected values, with a reproduction-log entry) and
+``cells`` (one command per Table 1 row and claim); apart from cli.py for its size."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Names that several stages must spell the same way: run names, k as text, reserved names,
-the columns of tidy metric files and the measure names lsrbench adds to ir_measures' own.
-
-A *run* is one (backbone, mode) variant of the grid: the backbone's own name for the paper's
-``shared`` mode, ``<backbone>+<mode>`` otherwise (``+`` is not allowed in backbone names). Its
-k is written as :func:`format_k` gives it (``1``, ``4``, ``2.5``, ``auto``, ``probe``) in every
-path, table and metrics row.
-"""
+"""Names several modules must spell the same way: run names (a backbone, or ``<backbone>+<mode>``), k as text,
+reserved names, tidy metric columns and lsrbench's own measure names."""
 
 from __future__ import annotations
 
@@ -119,8 +113,7 @@ def name_problem(name: str, pattern: str = NAME_PATTERN) -> str | None:
 
 
 def k_text_problem(k) -> str | None:
-    """Why the rescale factor ``k`` cannot name a run (:func:`format_k` outside the wildcard
-    constraint :data:`K_PATTERN`, or longer than a path component may be), or None."""
+    """Why the rescale factor ``k`` cannot name a run (outside :data:`K_PATTERN` or too long), or None."""
     if k in SYMBOLIC_KS:
         return None
     if isinstance(k, bool) or not isinstance(k, (int, float)) or not math.isfinite(k) or k <= 0:

@@ -1,5 +1,4 @@
-"""Which datasets a config reads and evaluates, and how: functions of a checked config that the
-stages, the reports and the operator commands share."""
+"""Which datasets a checked config reads and evaluates, and how."""
 
 from __future__ import annotations
 
@@ -12,8 +11,7 @@ def evaluated(config: dict) -> list[str]:
 
 
 def pooled_flops_datasets(config: dict) -> list[str]:
-    """The datasets whose FLOPs are pooled per run: report.flops_datasets when it names several
-    (one dataset's pooled FLOPs are its own, so then there is nothing to pool)."""
+    """The datasets whose FLOPs are pooled per run: report.flops_datasets when it names several."""
     names = list(config["report"].get("flops_datasets") or [])
     return names if len(names) > 1 else []
 
