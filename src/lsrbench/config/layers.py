@@ -38,18 +38,10 @@ def locate_config_paths(config: dict, basedir: str | Path) -> dict:
     return config
 
 
-# ---------------------------------------------------------------------------- layered config files
-# A config file may start with ``base: <file>`` (relative to its own folder): the base is loaded
-# first (it may have a base of its own), then this file's values are merged on top of it. Merge
-# rule: mappings are merged key by key; a list or a scalar replaces the base's value; ``null``
-# over a mapping removes it (``splade-tiny-x10: null`` drops that backbone), over anything else it
-# is the value null (``mirror: null``).
+# ``base: <file>`` is loaded first, this file merged on top: mappings key by key, lists and scalars replace, ``null`` over a mapping removes it.
 BASE_KEY = "base"
 COMMAND_LINE = "command line (--config)"
-# A backbone entry may start from another one of the merged config (a base file's among them):
-# ``twin: {like: splade-tiny, head_scale: 10, label: ...}`` is splade-tiny's entry but its label (the
-# entry's own, else its name) with the keys it gives replacing that entry's (whole values: a mapping
-# it gives is not merged key by key).
+# ``like: <backbone>``: that backbone's entry but its label, with the given keys replacing whole values.
 LIKE_KEY = "like"
 
 
@@ -81,7 +73,7 @@ def merge_config(base: dict, layer: dict, origin: str, origins: ConfigOrigins, p
             merge_config(base[key], value, origin, origins, field)
             continue
         for known in [k for k in origins if k.startswith((field + ".", field + "["))]:
-            del origins[known]  # replaced as a whole: nothing below it comes from the base any more
+            del origins[known]
         if value is None and isinstance(base.get(key), dict):
             del base[key]
         else:

@@ -12,11 +12,8 @@ from lsrbench.errors import InputError
 __all__ = ["load_yaml", "MAX_YAML_BYTES", "MAX_YAML_DEPTH", "MAX_YAML_VALUES"]
 
 
-# Bounds on a YAML file's size and shape, so that checking a hostile file takes bounded time and
-# memory: PyYAML follows aliases without limit (a "billion laughs" file is a few hundred bytes whose
-# expansion has 10^9 values, and everything that walks the result walks all of them), and its
-# composer recurses once per nesting level (a deep enough file overflows the Python stack).
-# A real config has a few hundred values in a few kB (config/paper.yaml: 8 kB).
+# Bounds so a hostile file is checked in bounded time and memory: PyYAML expands aliases without limit
+# ("billion laughs") and recurses per nesting level. A real config has a few hundred values.
 MAX_YAML_BYTES = 2**20
 MAX_YAML_DEPTH = 64
 MAX_YAML_VALUES = 50_000  # scalars, sequences and mappings, aliases expanded
@@ -33,7 +30,7 @@ class _StrictLoader(yaml.SafeLoader):
         if self._depth >= MAX_YAML_DEPTH:
             raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_YAML_DEPTH} levels deep",
                                               self.peek_event().start_mark)
-        self._values += 1  # counted as composed (the scanner is the slow part), aliases after
+        self._values += 1
         if self._values > MAX_YAML_VALUES:
             raise yaml.composer.ComposerError(None, None, f"more than {MAX_YAML_VALUES} values", self.peek_event().start_mark)
         self._depth += 1

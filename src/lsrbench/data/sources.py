@@ -22,7 +22,6 @@ __all__ = ["Source", "SOURCES", "check_entry", "typed_entry", "corpus_key", "fir
            "source_identity", "data_folder_on_disk"]
 
 Bad = Callable[[str | None, str], InputError]
-# A local folder's content fingerprint, ``{"folder_sha256": ...}`` (lsrbench.dag.fingerprint), for identities.
 Fingerprint = Callable[..., dict]
 
 
@@ -31,7 +30,7 @@ class Source:
     one subclass, one line in :data:`SOURCES` and its schema keys."""
 
     name: str = ""
-    keys: tuple[str, ...] = ()  # the entry keys this source reads (besides source, split, ...)
+    keys: tuple[str, ...] = ()
 
     def check(self, entry: dict, bad: Bad) -> None:
         """Raise ``bad(key, message)`` for an entry this source cannot load."""
@@ -115,7 +114,6 @@ class IrDatasetsSource(Source):
         _required_str(entry, "id", self.name, bad)
 
     def corpus_key(self, entry):
-        # every msmarco-passage/... id has the docs of msmarco-passage
         from lsrbench.data.ir_datasets_source import docs_parent_id
 
         return ("ir_datasets", docs_parent_id(entry.id))
@@ -127,8 +125,7 @@ class IrDatasetsSource(Source):
                                 empty_queries=empty_queries)
 
 
-# The hf reader's version in the ids of its datasets (a folder written by an earlier reader, with
-# titles joined to the text, is another dataset).
+# The hf reader's version, in its datasets' ids: an earlier reader's output is another dataset.
 READER_VERSION = 2
 
 
@@ -169,9 +166,7 @@ class HfSource(Source):
                                empty_queries=empty_queries)
 
     def identity(self, entry, folder, fingerprint):
-        # a local repository folder (revision null) by its bytes; a hub repository by its pinned revision;
-        # either with the reader's version: its documents are the text alone, titles dropped, as
-        # sentence-transformers' NanoBEIR loader reads them (docs/evaluation.md), since version 2
+        # A local repository by its bytes, a hub one by its revision, with the reader's version (titles dropped since 2).
         if entry.revision is None and Path(entry.repo).is_dir():
             found = {"source": self.name, "hf_split": entry.hf_split, "subsets": entry.subsets, **fingerprint(entry.repo)}
         else:
@@ -282,8 +277,6 @@ def data_folder_on_disk(entry: DatasetEntry, mirror, datasets_file) -> Path | No
 
 def source_identity(entry: DatasetEntry, mirror, fingerprint: Fingerprint) -> dict:
     """What an entry's data is (:meth:`Source.identity`), as the dataset stage's id records it."""
-    # a local dataset by the bytes the job reads (the mirror's copy first); a named one by its name,
-    # wherever it is read from
     local = SOURCES[entry.source].local_folder(entry)
     folder = (mirrored_folder(mirror, entry.name) or local) if local is not None else None
     return SOURCES[entry.source].identity(entry, folder, fingerprint)

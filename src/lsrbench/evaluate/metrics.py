@@ -10,15 +10,10 @@ from lsrbench.errors import InputError
 
 __all__ = ["EMPTY_RESULTS", "evaluate_run", "fill_ranking", "parse_measures"]
 
-# What a judged query with fewer than top_k retrieved documents (none, for an all-zero query
-# vector) counts for, by the toolchain each value reproduces (docs/evaluation.md):
-#   zero  scored as its list stands, an empty list 0, counted in the mean (the MS MARCO official
-#         MRR script, trec_eval -c; pytrec_eval and BEIR's evaluate given the empty list)
-#   skip  left out of the mean when it retrieved nothing (naver/splade's SparseRetrieval writes no
-#         entry for it, and BEIR's EvaluateRetrieval.evaluate averages over the queries in the run)
-#   fill  the list completed to top_k with the unretrieved documents at score 0, ties by document
-#         id (sentence-transformers' InformationRetrievalEvaluator scores every document and ranks
-#         by (-score, corpus_id); BEIR's exact search and mteb also return zero-score documents)
+# What a judged query with fewer than top_k results counts for, per the toolchain reproduced (docs/evaluation.md).
+#   zero  scored as it stands, counted (MS MARCO's MRR script, trec_eval -c)
+#   skip  left out of the mean when it retrieved nothing (naver/splade, BEIR's evaluate)
+#   fill  completed with zero-score documents by id (sentence-transformers, BEIR's exact search, mteb)
 EMPTY_RESULTS = ("zero", "skip", "fill")
 
 
@@ -84,7 +79,7 @@ def fill_ranking(run: Mapping[str, Mapping[str, float]], query_ids: Sequence[str
                  depth: int, skip_identical_ids: bool = False) -> dict[str, dict[str, float]]:
     """Each query's ranking as sentence-transformers' evaluator makes it (retrieved by (-score, id), then the
     rest by id, to ``depth``), with strictly decreasing scores."""
-    by_id: list[str] | None = None  # sorted once, only when some query needs filling
+    by_id: list[str] | None = None
     filled: dict[str, dict[str, float]] = {}
     for qid in query_ids:
         hits = [d for d, _ in sorted(run.get(qid, {}).items(), key=lambda kv: (-kv[1], kv[0]))][:depth]

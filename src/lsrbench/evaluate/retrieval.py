@@ -17,8 +17,8 @@ from lsrbench.evaluate.topk import EMPTY, BlockTerms, query_terms, rounding_boun
 __all__ = ["InvertedIndex", "exact_topk", "search", "FIRST_PASSES"]
 
 
-_SCORE_CHUNK = 1024  # documents per chunk of the compiled dense pass (the dense rows' chunk stays in cache)
-_POSTINGS_CHUNK = 1 << 17  # documents per chunk of the compiled postings pass (the row's chunk stays in cache)
+_SCORE_CHUNK = 1024  # documents per chunk of the compiled dense pass (stays in cache)
+_POSTINGS_CHUNK = 1 << 17  # documents per chunk of the compiled postings pass
 FIRST_PASSES = ("rows", "stream", "auto")
 
 
@@ -131,7 +131,6 @@ def _search_block(q, index: InvertedIndex, top_k: int, excluded, lo: int, hi: in
     prune = top_k > 0 and n_docs >= 4 * top_k  # at least 4k blocks (of one document or more)
     rows = None
     if prune:
-        # First pass: approximate float32 scores of every document for the whole block.
         qb = q[lo:hi]
         kernels = compiled_kernels()
         size = max(1, n_docs // (16 * top_k))  # >= 4k blocks whose maxima bound the k-th best score
@@ -190,7 +189,6 @@ def _exhaustive(index: InvertedIndex, terms, q_w, top_k, ex) -> tuple[np.ndarray
             lo, hi = index.indptr[t], index.indptr[t + 1]
             if hi > lo:
                 docs = index.doc_indices[lo:hi]
-                # Documents are unique within one term's postings, so this is one add per document.
                 acc[docs] += index.weights[lo:hi].astype(np.float64) * w
     if ex is not None:
         acc[ex] = 0.0

@@ -17,10 +17,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["FastSplade"]
 
-# Logits of one vocabulary chunk are [tokens, chunk]: about this many elements (4 MiB float32) per
-# torch thread keeps each core's share near its cache (fastest on 2-core AVX-512: 0.5-1M per
-# core single-threaded); more threads get a larger chunk, i.e. fewer parallel regions, which
-# matters when the cores are shared with other processes.
+# Logit elements per torch thread per vocabulary chunk: about a core's cache; fewer parallel regions when cores are shared.
 _CHUNK_ELEMENTS = 1 << 20
 _PROBE_TOL = 1e-4
 
@@ -40,7 +37,6 @@ class FastSplade:
         self.bias = family_of(transformer.auto_model).decoder_bias(decoder)
         self.vocab = int(self.weight.shape[0])
 
-    # -- recognition -------------------------------------------------------------------------
     @classmethod
     def build(cls, model, kind: str, batch_size: int):
         reason = splade_layout_problem(model)
@@ -68,7 +64,6 @@ class FastSplade:
             return "query" if "query" in prompts else None
         return next((p for p in ("document", "passage", "corpus") if p in prompts), None)
 
-    # -- the computation ---------------------------------------------------------------------
     def _tokenize(self, batch: list[str]):
         return self.model.preprocess(batch, prompt=self.prompt, task=self.kind)
 
@@ -92,7 +87,7 @@ class FastSplade:
             raise FusedUnsupported(f"the MLM decoder was called {len(captured)} times in one forward pass")
         return captured[0]
 
-    segmented: bool = False  # tests switch layouts; see _pool
+    segmented: bool = False
 
     def _pool(self, hidden, attention_mask):
         """``max`` over real tokens of ``hidden @ W.T + b``, then ``log1p(relu(.))``: [batch, vocab]. Padding
@@ -107,7 +102,7 @@ class FastSplade:
         empty = lengths == 0  # no real token at all: nothing is active
         out = torch.empty((b, self.vocab), dtype=hidden.dtype, device=hidden.device)
         if self.segmented:
-            tokens = hidden[keep]  # [n_real, hidden], row-major: each sequence's tokens contiguous
+            tokens = hidden[keep]
             bounds = [0]
             for n in lengths.tolist():
                 bounds.append(bounds[-1] + n)
@@ -180,11 +175,7 @@ class FastSplade:
         data = np.concatenate([v for _, v in cols]) if cols else np.zeros(0, np.float32)
         return sp.csr_matrix((data, indices, indptr), shape=(n, self.vocab))
 
-    # Host-side costs of a GPU encode, moved off the GPU's critical path; the bytes are the same
-    # either way (tests/index/test_encode.py): the next batch is tokenised in a thread while the
-    # device runs this one, and a pooled batch's non-zeros are found on the device, so only they
-    # cross to the host (~0.2 MB instead of 15.6 MB of dense [128, 30522] floats per batch).
-    # None: on a GPU only (on a CPU they would compete with torch's threads for the same cores).
+    # GPU only: tokenise the next batch in a thread and copy only the non-zeros to the host (same bytes either way).
     prefetch: bool | None = None
     nonzero_on_device: bool | None = None
 

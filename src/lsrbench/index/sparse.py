@@ -19,8 +19,8 @@ __all__ = ["save_sparse", "save_csr_arrays", "load_sparse", "scatter_rows"]
 
 _KEYS = ("format", "shape", "data", "indices", "indptr", "ids")
 _ALIGN = 64  # data offset of every member in the file (a multiple of any dtype's alignment)
-_PAD_EXTRA_ID = 0xD935  # the zip extra-field id Android's zipalign uses for alignment padding
-_CHUNK = 1 << 24  # elements per chunk of the whole-array checks (no nnz-sized temporaries)
+_PAD_EXTRA_ID = 0xD935  # zipalign's extra-field id for alignment padding
+_CHUNK = 1 << 24
 
 
 def save_sparse(path: str | os.PathLike, matrix: sp.spmatrix | sp.sparray, ids: list[str]) -> None:
@@ -30,10 +30,10 @@ def save_sparse(path: str | os.PathLike, matrix: sp.spmatrix | sp.sparray, ids: 
         raise ValueError(f"save_sparse: expected a scipy sparse matrix, got {type(matrix).__name__}")
     # Overflow to inf is reported below as non-finite, not as a numpy warning.
     with np.errstate(over="ignore"):
-        csr = sp.csr_matrix(matrix, dtype=np.float32)  # shares the arrays of a float32 CSR
+        csr = sp.csr_matrix(matrix, dtype=np.float32)
     if not csr.has_canonical_format:
-        csr = csr.copy()  # never sort or sum in the caller's arrays
-        csr.sum_duplicates()  # sums duplicates, sorts indices within each row
+        csr = csr.copy()
+        csr.sum_duplicates()
     save_csr_arrays(path, csr.shape, csr.indptr, csr.indices, csr.data, ids)
 
 
@@ -52,7 +52,6 @@ def save_csr_arrays(path: str | os.PathLike, shape: tuple[int, int], indptr: np.
     # Check after the float32 cast: a finite float64 beyond float32's range becomes inf.
     if not _all_finite(data):
         raise ValueError("save_sparse: matrix has non-finite values")
-    # dtype=str on an empty list would give '<U1' anyway; be explicit so it is never object.
     ids_arr = np.array(ids, dtype=np.str_) if ids else np.zeros(0, dtype="<U1")
     arrays = {
         "format": np.array(b"csr"),
@@ -78,8 +77,7 @@ def _write_npz(fh, arrays: dict[str, np.ndarray]) -> None:
             info.compress_type = zipfile.ZIP_STORED
             header = io.BytesIO()
             np.lib.format.write_array_header_1_0(header, np.lib.format.header_data_from_array_1_0(arr))
-            # Local header: 30 bytes, the name, the extra field (our padding, then the 20-byte
-            # zip64 field zipfile appends), then the .npy header, then the data.
+            # Local header: 30 bytes, name, extra field (padding, then zip64), .npy header, data.
             used = fh.tell() + 30 + len(info.filename.encode("ascii")) + 20 + len(header.getvalue())
             pad = -used % _ALIGN
             if pad < 4:

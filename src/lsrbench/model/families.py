@@ -13,20 +13,18 @@ class Family:
     """Any ``*ForMaskedLM`` model: its head through transformers' accessors, nothing assumed."""
 
     name = "generic"
-    masked_lm = ""  # the transformers class of the family's MLM model (what :func:`family_of` matches)
-    aliases: tuple[str, ...] = ()  # other class names of the same architecture
-    config_class = ""  # its config class
-    decoder_path = ""  # where ``get_output_embeddings()`` finds the vocabulary projection
-    transform_path = ""  # the head transform whose output is the decoder's input (what is captured)
-    embeddings_path = ""  # the word embeddings the decoder weight is tied to by default
-    head_keys: tuple[str, ...] = ()  # parts of the state-dict keys of the head's parameters
-    # Whether a head-level ``bias`` and the decoder's bias are one parameter only through transformers'
-    # tying (``_tied_weights_keys``); None: not known, so untying copies any bias.
+    masked_lm = ""  # the transformers class :func:`family_of` matches
+    aliases: tuple[str, ...] = ()
+    config_class = ""
+    decoder_path = ""
+    transform_path = ""  # the head transform whose output is captured
+    embeddings_path = ""
+    head_keys: tuple[str, ...] = ()
+    # Whether the head's bias and the decoder's are one only through tying; None: unknown, untying copies any bias.
     bias_shared: bool | None = None
-    position_table = True  # learned absolute positions added to the word embeddings (False: rotary)
-    offset: int | None = None  # rows of the position table before the first position; None: looked for
+    position_table = True  # False: rotary
+    offset: int | None = None  # None: looked for
 
-    # -- the head ------------------------------------------------------------------------------
     def decoder(self, model):
         """The vocabulary projection (``W_head``, ``b``) of ``model``, or None where it has none."""
         find = getattr(model, "get_output_embeddings", None)
@@ -42,7 +40,6 @@ class Family:
         without the vocabulary-sized logits."""
         return replaced_forward(decoder, forward)
 
-    # -- tying and the rescale -----------------------------------------------------------------
     def is_tied(self, model, decoder) -> bool:
         """True when the head's weight is the very tensor of the input embeddings."""
         inp = model.get_input_embeddings()
@@ -56,8 +53,7 @@ class Family:
         if self.is_tied(model, decoder):
             decoder.weight = nn.Parameter(decoder.weight.detach().clone())
         if self.bias_shared is not False and getattr(decoder, "bias", None) is not None:
-            # A head-level ``bias`` shared with the decoder's only through the tying machinery would be
-            # reloaded as freshly initialised once untied: an own copy is saved under both names.
+            # A bias shared only through tying would reload freshly initialised once untied: save an own copy.
             decoder.bias = nn.Parameter(decoder.bias.detach().clone())
         # transformers re-ties on load (and in tie_weights()) unless the config says otherwise.
         config = model.config
@@ -65,7 +61,6 @@ class Family:
             if cfg is not None:
                 cfg.tie_word_embeddings = False
 
-    # -- positions -----------------------------------------------------------------------------
     def position_limit(self, model) -> int | None:
         """The most tokens the backbone takes (``max_position_embeddings`` less
         :meth:`position_offset`); None without such a limit in the config."""

@@ -13,12 +13,8 @@ from lsrbench.model.families import family_of, replaced_forward
 
 log = logging.getLogger(__name__)
 
-# Elements of one [batch, tokens, chunk] logits block in the forward pass, by device. On a CPU a
-# block that stays in cache (1 MiB float32) makes the masked max over tokens cheap: at 16 x 64
-# tokens it cut the forward from 0.31 s to 0.20 s on one core, same values and positions bit for
-# bit (docs/miniature.md, "Time"); a GPU takes large blocks.
+# Elements of one logits block, by device: on a CPU a cache-sized block makes the masked max cheap.
 _CHUNK_ELEMENTS = {"cpu": 1 << 18, "cuda": 1 << 23}
-# Relative tolerance of the probe's gradient comparison (float32 summation order only).
 PROBE_RTOL = 1e-4
 
 
@@ -56,19 +52,14 @@ def _function():
         def backward(ctx, grad):
             hidden, weight, arg = ctx.saved_tensors
             b, t, h = hidden.shape
-            # Under autocast the decoder input may be bf16 (CPU autocast keeps LayerNorm in the
-            # input's dtype) while the weight is fp32: accumulate in at least fp32, return each
-            # gradient in its input's dtype.
+            # Under autocast the input may be bf16 and the weight fp32: accumulate in fp32, return each gradient in its input's dtype.
             work = torch.promote_types(torch.promote_types(hidden.dtype, weight.dtype), torch.float32)
-            # Only (text, term) pairs with a non-zero gradient matter: relu zeroes the rest.
             rows, terms = torch.nonzero(grad, as_tuple=True)
             g = grad[rows, terms].to(work).unsqueeze(-1)
             tokens = rows * t + arg[rows, terms]
             flat = hidden.reshape(b * t, h)
             grad_hidden = grad_weight = grad_bias = None
-            # Under autocast the decoder's input can be bf16 while the weight stays fp32 (a CPU's
-            # autocast, or a head whose last op is not autocast to fp32): each gradient in its
-            # input's dtype (a no-op when both are fp32).
+            # Each gradient in its input's dtype (bf16 input, fp32 weight under autocast).
             if ctx.needs_input_grad[0]:
                 grad_hidden = torch.zeros((b * t, h), dtype=work, device=hidden.device).index_add_(
                     0, tokens, g * weight[terms].to(work))
@@ -140,7 +131,6 @@ PROBE_TEXTS = (
 )
 
 
-# Unit roundoff of the autocast dtypes training may use: 2^-(significand bits).
 UNIT_ROUNDOFF = {"bf16": 2.0**-8, "fp16": 2.0**-11}
 
 
@@ -204,8 +194,7 @@ def _differs(got, want, got_grads, want_grads, rtol, atol, grad_rtol) -> str | N
 
     if got.shape != want.shape or not torch.allclose(got, want, rtol=rtol, atol=atol):
         return "probe vectors differ from sentence-transformers'"
-    # Absolute slack relative to the largest gradient anywhere: some parameters (a bias before a
-    # LayerNorm) have analytically zero gradients that both paths only approximate.
+    # Slack relative to the largest gradient: some gradients are analytically zero and both paths only approximate them.
     scale = max((float(a.abs().max()) for a in want_grads if a is not None), default=1.0) or 1.0
     for a, b in zip(want_grads, got_grads):
         if (a is None) != (b is None):

@@ -30,11 +30,9 @@ log = logging.getLogger(__name__)
 
 __all__ = ["train_splade", "set_seed", "check_batches_possible"]
 
-# The columns of a training example; the trainer's no-duplicates sampler keeps every text of a
-# batch (query, positive and negative alike) distinct.
+# The columns of a training example (the sampler keeps every text of a batch distinct).
 TRIPLET_COLUMNS = ("query", "positive", "negative")
-# Which column is tokenized as a query and which as a document (the Transformer's query_length /
-# document_length): the trainer's data collator and the probe (lsrbench.model.probe) use it.
+# Which column is tokenized as a query and which as a document.
 ROUTER_MAPPING = {"query": "query", "positive": "document", "negative": "document"}
 
 
@@ -155,10 +153,7 @@ def train_splade(
                   "step": steps, "model_step": steps, "model_finite": False}
     if world()[0] == 0:  # one writer of the outputs when several processes trained
         write_train_log(log_path, rows)
-        # The model card would state this process's wall time of training (sentence-transformers
-        # times it from the trainer's start), which differs from run to run and is shorter in a
-        # resumed one: left out, so that a run writes the same bytes however it ran (the time is in
-        # train_provenance.json).
+        # The card's training time differs run to run: left out so a run writes the same bytes.
         model.model_card_data._training_start_time = None
         with atomic_dir(out_dir) as tmp_dir:
             model.save(str(tmp_dir))
@@ -251,7 +246,6 @@ def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callb
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(checkpoint_dir) if checkpoint_dir is not None else Path(tmp)
         key = run.key() if checkpoint_dir is not None else None
-        # The main process clears stale checkpoints; the others look once it has (below).
         latest = prepare_checkpoints(out, key) if key and rank == 0 else None
         args = _training_args(recipe, out, size, every if key else 0, report_to)
         if size > 1:
@@ -260,7 +254,7 @@ def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callb
             _ = args.device  # sets up the process group
             dist.barrier()
             if rank != 0 and key:
-                latest = prepare_checkpoints(out, key)  # nothing stale is left: only finds the latest
+                latest = prepare_checkpoints(out, key)
         if latest is not None:
             rows.extend(read_train_log(latest / CHECKPOINT_LOG))
             outcome["resumed_from"] = str(latest)
@@ -286,9 +280,7 @@ def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callb
             outcome["status"] = _collapsed(exc, trainer.state.global_step, rows)
             model = _roll_back(run, trainer, model, out, outcome["status"])
         outcome["steps_taken"] = trainer.state.global_step
-        # The model card's table of training losses, from the trainer's whole history (a resumed run
-        # restores it from its checkpoint), not only the steps this process took: a resumed run's
-        # card is a straight run's. The rows are those sentence-transformers' own callback writes.
+        # The card's loss table from the whole history, so a resumed run's card is a straight run's.
         model.model_card_data.training_logs = [{"Epoch": e["epoch"], "Step": e["step"], "Training Loss": e["loss"]}
                                                for e in trainer.state.log_history if "loss" in e]
     return model, outcome
@@ -313,7 +305,6 @@ def _training_args(recipe: dict, out: Path, processes: int, every: int, report_t
     return SparseEncoderTrainingArguments(
         output_dir=str(out),
         max_steps=int(recipe["steps"]),
-        # The recipe's batch is the global one: each of `processes` processes takes its share.
         per_device_train_batch_size=recipe["batch_size"] // processes,
         learning_rate=recipe["learning_rate"],
         warmup_steps=recipe["warmup_steps"],
@@ -326,8 +317,7 @@ def _training_args(recipe: dict, out: Path, processes: int, every: int, report_t
         dataloader_drop_last=True,
         batch_sampler=BatchSamplers.NO_DUPLICATES,
         router_mapping=ROUTER_MAPPING,
-        # The job's device (lsrbench.device), never the trainer's own pick of any visible GPU; several
-        # CPU processes are counted by accelerate only when told they are on CPU (else no DDP, no sharding).
+        # The job's device, never the trainer's pick; accelerate counts CPU processes only when told.
         use_cpu=model_device() == "cpu",
         **save,
         **_precision_flags(recipe["precision"]),
@@ -350,8 +340,7 @@ def _trainer(model, args, dataset, loss, recipe: dict, rows: list[dict], live: P
             *callbacks,
         ],
     )
-    # Without progress bars the trainer prints every step's logs dict to stdout; the job's log file
-    # gets progress lines instead (train_progress_callback).
+    # Progress lines instead of the trainer's per-step stdout.
     trainer.remove_callback(PrinterCallback)
     return trainer
 

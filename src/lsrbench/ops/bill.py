@@ -13,12 +13,9 @@ log = logging.getLogger(__name__)
 
 __all__ = ["SHARES", "DOC_TERMS", "QUERY_TERMS", "read_records", "backbone_bill", "bill_totals"]
 
-# Shares of the bf16 peak assumed where no GPU record measured one: a bracket, not a measurement
-# (BERT-base-size encoders leave tensor cores idle in their normalisations, softmax, the
-# vocabulary-wide decoder's memory traffic and the host work between batches).
+# Shares of the bf16 peak assumed where no GPU record measured one: a bracket, not a measurement.
 SHARES = (0.5, 0.25)
-# Non-zero terms of a trained SPLADE model's vectors, assumed for disk (a finished docs.npz has the
-# real count): a few hundred per passage and a few tens per query, with a factor-2 bracket.
+# Non-zeros per trained passage and query, assumed for disk, with a factor-2 bracket.
 DOC_TERMS, QUERY_TERMS = 200, 30
 RUN_LINE_BYTES = 45  # a TREC run line ("q Q0 d rank score tag") where no smoke record measured it
 
@@ -224,9 +221,9 @@ def bill_totals(bills: dict) -> dict:
                 total["gpu_hours"].setdefault(stage, {}).setdefault(at, 0.0)
                 total["gpu_hours"][stage][at] += h
         for stage, n in b["disk"].items():
-            if stage == "index_one_run_every_term" and n:  # one run's: the largest of the grid's
+            if stage == "index_one_run_every_term" and n:
                 total["disk"][stage] = max(total["disk"].get(stage, 0), n)
-            elif stage not in ("train_checkpoint", "index_one_run_every_term"):  # one job's, while it trains
+            elif stage not in ("train_checkpoint", "index_one_run_every_term"):
                 total["disk"][stage] = total["disk"].get(stage, 0) + n
     cpu = [b["evaluate_cpu_hours"] for b in sized if b["evaluate_cpu_hours"] is not None]
     total["evaluate_cpu_hours"] = sum(cpu) if cpu else None

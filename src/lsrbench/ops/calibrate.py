@@ -24,15 +24,12 @@ log = logging.getLogger(__name__)
 __all__ = ["Calibration", "find_local_model", "calibration_texts", "calibrate", "disturbance", "MAX_STEP_SPREAD",
            "MIN_CORES_GOT", "TIMED_STEPS"]
 
-# A quiet CPU gives a calibrating process at least most of one core whenever it runs, and steps of
-# the same batch size within about this spread of each other (their padding differs); stated bounds,
-# not fitted: under load by 7 other sessions on 2 cores a process got about a quarter of a core.
+# Stated bounds, not fitted: a quiet CPU gives a calibration most of a core and steps within this spread.
 MAX_STEP_SPREAD = 0.5   # (slowest - fastest) / median of the timed steps
-MIN_CORES_GOT = 0.8     # CPU seconds per wall second over the timed work and the start-up
-TIMED_STEPS = 4         # training steps timed after the warm-up step, at least
+MIN_CORES_GOT = 0.8     # CPU seconds per wall second
+TIMED_STEPS = 4
 
-# Filler for synthetic passages when no corpus of the config is on disk: every passage then has
-# document_max_length words (at least as many tokens), an upper bound of the real lengths.
+# Filler for synthetic passages of document_max_length words when no corpus is on disk.
 _WORDS = ("sparse retrieval model learns term weights over the vocabulary from a masked language head "
           "and documents are scored by the dot product of query and document vectors in an inverted "
           "index with exact top k search over postings").split()
@@ -42,25 +39,25 @@ _WORDS = ("sparse retrieval model learns term weights over the vocabulary from a
 class Calibration:
     """What one backbone costs on this device (seconds; None where not measured)."""
 
-    source: str                 # what was timed: the folder, and "random weights" when so
-    device: str                 # cpu (N threads) / cuda (name)
-    train_batch: int            # triplets per timed step
+    source: str
+    device: str
+    train_batch: int
     train_step_seconds: float | None  # one optimiser step at train_batch
     document_seconds: float     # one document encoded (index stage), at the config's encode batch size
-    query_seconds: float        # one query encoded
+    query_seconds: float
     posting_seconds: float | None  # evaluate: per posting visited (queries x documents x FLOPs)
-    texts: str                  # where the timed passages came from
+    texts: str
     encode_call_seconds: float = 0.0  # fixed cost of one encode call (per index job: documents, queries)
     train_startup_seconds: float | None = None   # launch to model loaded: interpreter, imports, model
     index_startup_seconds: float | None = None
-    evaluate_startup_seconds: float | None = None  # launch to the evaluate stage's modules imported
+    evaluate_startup_seconds: float | None = None
     result_seconds: float | None = None  # evaluate: per retrieved line (ir_measures, the TREC run file)
-    threads: int | None = None  # torch threads the timing ran with (CPU: as a job gets them)
-    train_step_samples: list | None = None  # every timed step's seconds (after the warm-up step)
-    train_step_spread: float | None = None  # (slowest - fastest) / median of them
-    cores_got: float | None = None  # CPU seconds per wall second over the timed work (CPU devices)
-    load_average: float | None = None  # the machine's 1-minute load per core when the calibration began
-    noisy: list | None = None  # why the timing was disturbed ([]: quiet; None: a calibration without the check)
+    threads: int | None = None
+    train_step_samples: list | None = None
+    train_step_spread: float | None = None
+    cores_got: float | None = None
+    load_average: float | None = None  # 1-minute load per core at the start
+    noisy: list | None = None  # why disturbed ([]: quiet; None: not checked)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -217,10 +214,7 @@ def _time_index(model_dir: Path, device: str, docs: list[str], queries: list[str
             "doc_vectors": doc_vectors, "query_vectors": query_vectors}
 
 
-# What a job runs besides its stage's own work, in a fresh interpreter: the job runner's import, then
-# the evaluate stage's first search (loads the compiled kernels), ir_measures' first evaluation on a
-# toy run and its provenance record (package versions, device, git commit), then a train or index
-# job's modules and model load.
+# What a job runs besides its own work, timed in a fresh interpreter.
 _STARTUP = """import json, sys, time
 from lsrbench.pipeline.job_runner import job_function
 job_function("evaluate")
@@ -264,7 +258,7 @@ def _with_weights(path: str, out: Path, trust_remote_code: bool) -> str:
         return path
     from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
 
-    model_kwargs()  # registers the model types lsrbench loads without remote code (GTE-MLM)
+    model_kwargs()  # registers GTE-MLM's model type
     config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
     AutoModelForMaskedLM.from_config(config, trust_remote_code=trust_remote_code).save_pretrained(out)
     AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code).save_pretrained(out)
@@ -298,7 +292,7 @@ def _time_training(path: str, entry: dict, recipe: dict, docs: list[str], tmp: P
                  trust_remote_code=entry["trust_remote_code"], revision=entry.get("revision"),
                  callbacks=[timer])
     times = timer.times
-    return [b - a for a, b in zip(times, times[1:])]  # each step after the first (warm-up)
+    return [b - a for a, b in zip(times, times[1:])]
 
 
 def _time_encode(model, texts: list[str], kind: str, evaluation: dict):
