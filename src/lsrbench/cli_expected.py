@@ -43,7 +43,6 @@ def _expected(args) -> int:
 
 
 def _cells(args) -> int:
-    """``lsrbench cells``: the page of the config on stdout."""
     from lsrbench.cli_options import command_line_config, config_files, load_config
     from lsrbench.report.verify.cells import cells_page
     from lsrbench.report.verify.expected import load_expected

@@ -91,7 +91,6 @@ def write_json(path, obj) -> None:
 
 
 def _files(path: str) -> list[str]:
-    """``path`` itself, or every regular file under a folder (sorted; hidden temporaries skipped)."""
     p = Path(path)
     if p.is_dir():
         found = []
@@ -131,7 +130,6 @@ def report_manifest(manifest_path: str, rule: str, config: dict | None, inputs, 
 
 
 def _flat(paths) -> list[str]:
-    """Named files as Snakemake gives them (a name may hold a list): one list of paths."""
     return [str(q) for p in paths for q in ([p] if isinstance(p, (str, os.PathLike)) else p)]
 
 

@@ -13,7 +13,6 @@ NO_CONTROLLER = {"SLURM_CONF": os.devnull}
 
 
 def _option_values(args: list[str], names: tuple[str, ...]) -> list[str]:
-    """The values of the options ``names`` in ``args``, spelled ``--opt V`` or ``--opt=V``."""
     values = []
     for i, arg in enumerate(args):
         name, sep, value = arg.partition("=")

@@ -131,7 +131,6 @@ def load_yaml(path: str | Path) -> dict:
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> tuple[str, str]:
-    """(where, message) of a PyYAML error: the line it names, and where the construct began."""
     mark = getattr(exc, "problem_mark", None)
     where = f"line {mark.line + 1}" if mark is not None else "yaml"
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]

@@ -124,7 +124,6 @@ def join_title(title: str, text: str) -> str:
 
 
 def _read_corpus_jsonl(path: Path, limit: int | None = None) -> dict[str, str]:
-    """The documents of corpus.jsonl (its first ``limit`` records when given)."""
     corpus: dict[str, str] = {}
     first_line: dict[str, int] = {}
     for lineno, record in itertools.islice(iter_jsonl(path), limit):
@@ -143,7 +142,6 @@ def _read_corpus_jsonl(path: Path, limit: int | None = None) -> dict[str, str]:
 
 def _read_queries_jsonl(path: Path, limit: int | None = None,
                         empty_queries: str = "error") -> tuple[dict[str, str], set[str]]:
-    """The queries with text (the first ``limit``), and the ids of those without (``empty_queries="drop"``)."""
     rows = ((f"line {lineno}", _get_id(record, path, lineno), _get_str(record, "text", path, lineno, required=True))
             for lineno, record in itertools.islice(iter_jsonl(path), limit))
     return collect_queries(rows, path, empty_queries)
@@ -268,7 +266,6 @@ def assemble(
 
 
 def _beir_files(path: str | os.PathLike, split: str) -> tuple[Path, Path, Path]:
-    """corpus.jsonl, queries.jsonl and qrels/<split>.tsv of a BEIR folder, each checked to exist."""
     folder = Path(path)
     if not folder.is_dir():
         raise InputError(folder, None, "dataset folder not found")

@@ -44,7 +44,6 @@ def load_hf_split(repo: str, subset: str | None, split: str, revision: str | Non
 
 
 def _first_lines(exc: BaseException) -> str:
-    """The first line of an error and of its innermost cause when that differs."""
     def first(e: BaseException) -> str:
         return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
@@ -56,7 +55,6 @@ def _first_lines(exc: BaseException) -> str:
 
 def _load_hf_subset(repo: str, subset: str, split: str, revision: str | None, cache_dir, label: str,
                     required: Sequence[str]):
-    """One config/split of a datasets repository, with the columns ``required`` checked."""
     ds = load_hf_split(repo, subset, split, revision, cache_dir, label, f"{subset}[{split}]")
     missing = [c for c in required if c not in ds.column_names]
     if missing:

@@ -56,7 +56,6 @@ def _download_error(exc: BaseException) -> str | None:
 
 
 def _urls(exc: BaseException) -> list[str]:
-    """The URLs a failed ir_datasets download tried: its mirrors, or the request's own."""
     urls = [getattr(pair[0], "url", None) for arg in exc.args if isinstance(arg, list)
             for pair in arg if isinstance(pair, tuple) and pair]
     urls = urls or [getattr(getattr(exc, "request", None), "url", None)]
@@ -108,7 +107,6 @@ def _load(dataset_id: str, name: str | None, unknown_docs: str, corpus: dict[str
 
 
 def _queries(ds, source: str, empty_queries: str) -> tuple[dict[str, str], set[str]]:
-    """The queries with text, and the ids of those without (dropped, or the first an error)."""
     rows = ((f"query #{n}", _checked_id(query.query_id, source, f"query #{n}"),
              _checked_text(record_text(query, "query"), source, f"query #{n}"))
             for n, query in enumerate(ds.queries_iter(), 1))

@@ -36,7 +36,6 @@ class ChanceLevel:
 
 
 def _parse(name: str) -> tuple[str, int | None, int]:
-    """(family, cutoff, rel) of a measure name; ValueError for what has no closed form here."""
     measure = ir_measures.parse_measure(name)
     params = dict(measure.params)
     if measure.NAME not in SUPPORTED or set(params) - {"cutoff", "rel"}:
@@ -45,7 +44,6 @@ def _parse(name: str) -> tuple[str, int | None, int]:
 
 
 def _hypergeometric(n: int, relevant: int, drawn: int) -> tuple[float, float]:
-    """Mean and variance of the relevant documents among ``drawn`` of ``n``."""
     if n <= 1:
         return float(relevant * drawn / max(n, 1)), 0.0
     p = relevant / n

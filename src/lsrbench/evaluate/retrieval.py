@@ -75,7 +75,6 @@ def exact_topk(
 
 
 def _excluded(exclude, n_q: int, n_docs: int) -> list:
-    """``exclude`` checked, as one int64 array (or None) per query."""
     if exclude is not None and len(exclude) != n_q:
         raise ValueError(f"exact_topk: {len(exclude)} exclude sets for {n_q} queries")
     excluded = [None] * n_q
@@ -89,15 +88,12 @@ def _excluded(exclude, n_q: int, n_docs: int) -> list:
 
 
 def _use_stream(first_pass: str, n_docs: int, top_k: int) -> bool:
-    """Whether the streaming first pass runs: asked for or past the crossover, compiled kernels, at least 4k
-    documents."""
     if first_pass == "rows" or top_k <= 0 or n_docs < 4 * top_k or compiled_kernels() is None:
         return False
     return first_pass == "stream" or n_docs >= STREAM_DOCS_PER_RESULT * top_k
 
 
 def _runs(indices) -> list[tuple[int, int]]:
-    """Ascending query indices as ``(lo, hi)`` runs of consecutive ones."""
     out: list[tuple[int, int]] = []
     for i in indices:
         if out and out[-1][1] == i:
@@ -172,7 +168,6 @@ def _search_block(q, index: InvertedIndex, top_k: int, excluded, lo: int, hi: in
 
 
 def _exhaustive(index: InvertedIndex, terms, q_w, top_k, ex) -> tuple[np.ndarray, np.ndarray]:
-    """Score every document exactly (float64, ascending term order), then select."""
     acc = np.zeros(index.n_docs, dtype=np.float64)
     kernels = compiled_kernels()
     if kernels is not None:

@@ -13,7 +13,6 @@ __all__ = ["write_trec_run", "read_trec_run"]
 
 
 def _check_token(value: str, what: str) -> str:
-    """Return ``value`` as str; raise ValueError if it would break the whitespace-separated format."""
     value = str(value)
     if not value or any(c.isspace() for c in value):
         raise ValueError(f"write_trec_run: {what} {value!r} is empty or contains whitespace")

@@ -106,7 +106,6 @@ def fast_path_available(model, kind: str = "document") -> bool:
 
 
 def _encode_plain(model, texts: list[str], kind: str, batch_size: int, chunk: int, progress=None) -> sp.csr_matrix:
-    """sentence-transformers' own encode, chunk by chunk, to CSR."""
     import torch
 
     encode = model.encode_query if kind == "query" else model.encode_document

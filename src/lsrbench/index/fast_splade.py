@@ -73,7 +73,6 @@ class FastSplade:
         return batch_to_device(self._tokenize(batch), self.model.device)
 
     def _decoder_input(self, features):
-        """Run the transformer with the decoder replaced by a capture; return its input."""
         captured = []
         decoder = self.decoder
 
@@ -183,7 +182,6 @@ class FastSplade:
         return self.prefetch if self.prefetch is not None else self.model.device.type != "cpu"
 
     def _nonzeros(self, pooled):
-        """A pooled [batch, vocab] tensor's non-zeros, row-major: (rows int64, columns int32, values float32)."""
         import torch
 
         pooled = pooled.float()

@@ -68,7 +68,6 @@ def index_dataset(model_dir: str, dataset, batch_size: int, queries_out: str, do
 
 
 def _check_sample(model, texts: list[str], batch_size: int, autocast, check: dict, model_dir: str) -> None:
-    """Encode the sample of ``texts`` (:func:`lsrbench.index.density.sample_rows`) on its own and check it."""
     from lsrbench.index.density import sample_rows
     from lsrbench.index.encode import encode_texts
 
@@ -79,7 +78,6 @@ def _check_sample(model, texts: list[str], batch_size: int, autocast, check: dic
 
 
 def _check(sample, corpus: int, check: dict, model_dir: str) -> None:
-    """Log the sample's density and the docs.npz it sizes; stop (one line) outside the band."""
     from lsrbench.index.density import check_density, density, density_line
 
     found = density(sample)

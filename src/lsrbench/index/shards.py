@@ -152,7 +152,6 @@ def encode_to_npz(plan, ids: list[str], out_path: str | os.PathLike, shard_size:
 
 
 def _assemble(root: Path, shards: list[np.ndarray], n_rows: int, n_cols: int, ids: list[str], out_path) -> None:
-    """Row lengths from every shard's ``indptr``, then the final arrays filled shard by shard."""
     indptr = np.zeros(n_rows + 1, dtype=np.int64)
     for j, rows in enumerate(shards):
         a = _must_read(root / shard_name(j), rows, n_cols, keys=("rows", "shape", "indptr"))

@@ -113,7 +113,6 @@ def _read_arrays(path: str, mmap: bool = False) -> dict[str, np.ndarray]:
 
 
 def _map_member(path: str, info: zipfile.ZipInfo) -> np.ndarray | None:
-    """A read-only memory map of one stored ``.npy`` member, or None when it cannot be mapped."""
     if info.compress_type != zipfile.ZIP_STORED:
         return None
     with open(path, "rb") as fh:
@@ -142,7 +141,6 @@ def _map_member(path: str, info: zipfile.ZipInfo) -> np.ndarray | None:
 
 
 def _one_line(exc: BaseException) -> str:
-    """An exception's message squeezed onto one line (InputError messages must be one line)."""
     return " ".join(str(exc).split()) or type(exc).__name__
 
 

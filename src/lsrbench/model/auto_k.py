@@ -44,7 +44,6 @@ def auto_k_ratio(norms: dict, reference_norms: dict, statistic: str) -> float:
 
 
 def _statistic_record(norms_json: str, probe_json: str | None, statistic: str) -> tuple[str, dict]:
-    """The file a statistic is read from and its record (``norms.json``, or the probe file's entry at k = 1)."""
     path = probe_json if statistic in LOGIT_STATISTICS else norms_json
     if path is None:
         raise InputError(norms_json, statistic, "a logit-scale statistic comes from the probe at k = 1, and no probe "

@@ -65,7 +65,6 @@ def local_model_folder(entry: dict, mirror: str | None, cache_dir: str | os.Path
 
 
 def _extracted(dest: Path, expected: dict) -> bool:
-    """Whether ``dest`` holds every expected file with its SHA-256 (a finished extract)."""
     return bool(expected) and dest.is_dir() and all(
         (dest / f).is_file() and sha256_file(dest / f) == h for f, h in expected.items())
 
@@ -206,7 +205,6 @@ def library_failure(exc: BaseException, doing: str, caller: str = "transformers"
 
 
 def _raise_if_unreachable(exc: BaseException, path: str, config_file: str, field: str) -> None:
-    """A hub checkpoint that could not be downloaded (no network, no cached copy): one line."""
     reason = None if Path(path).is_dir() else network_reason(exc)
     if reason is not None:
         from huggingface_hub.constants import ENDPOINT
@@ -320,7 +318,6 @@ def weight_files(path: str | os.PathLike) -> list[Path]:
 
 
 def _file_tensors(file: Path):
-    """``(name, tensor)`` of one weight file, one tensor in memory at a time for safetensors."""
     if file.suffix == ".safetensors":
         from safetensors import safe_open
 

@@ -169,8 +169,6 @@ def probe(model, reference, fused, *, gradients: bool = False, rtol: float = 1e-
 
 
 def _probe_pass(model, forward, params, gradients: bool, precision: str = "fp32"):
-    """One probe pass: the vectors and each parameter's gradient, the forward under autocast in ``precision``.
-    """
     import torch
 
     for p in params:
@@ -211,7 +209,6 @@ def fused_pooling_problem(model, probe_texts: list[str] | None = None, precision
 
 
 def _differs_at_precision(got, ref, exact_grads, precision: str) -> str | None:
-    """:func:`probe`'s comparison under autocast against the fp32 reference gradients."""
     import torch
 
     rtol, atol = precision_tolerance(precision)
@@ -266,7 +263,6 @@ def _patched(model):
 
 
 def _training_probe(model, texts, precision: str = "fp32") -> str | None:
-    """:func:`probe` of the training-time fusion against SpladePooling."""
     from sentence_transformers.util import batch_to_device
 
     try:

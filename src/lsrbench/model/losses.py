@@ -43,7 +43,6 @@ def global_flops(embeddings):
 
 
 def _mean_over_ranks(row: dict) -> dict:
-    """The recorded loss parts and active dims averaged over the processes."""
     import torch
     import torch.distributed as dist
 

@@ -162,7 +162,6 @@ def probe_model(model, batches: list[list[dict]], recipe: dict, *, gradients: bo
 
 
 def _batch_measures(model, loss, batch: list[dict], gradients: bool):
-    """One batch's loss parts, score statistics and gradient norms, and its pooled vectors."""
     import torch
 
     features, labels = _features(model, batch)
@@ -181,7 +180,6 @@ def _batch_measures(model, loss, batch: list[dict], gradients: bool):
 
 
 def _features(model, batch: list[dict]):
-    """The batch as the trainer's collator feeds it to the loss."""
     from sentence_transformers.sparse_encoder import SparseEncoderTrainer
     from sentence_transformers.sparse_encoder.data_collator import SparseEncoderDataCollator
     from sentence_transformers.util import batch_to_device
@@ -251,6 +249,5 @@ def _ratio(a: float, b: float) -> float:
 
 
 def _finite(result: dict) -> dict:
-    """Non-finite numbers as None (plain JSON), their names listed in ``non_finite``."""
     bad = sorted(k for k, v in result.items() if isinstance(v, float) and not math.isfinite(v))
     return {**{k: (None if k in bad else v) for k, v in result.items()}, "non_finite": bad}

@@ -63,8 +63,6 @@ def _precision_flags(precision: str) -> dict:
 
 @dataclass
 class _Run:
-    """One training run's fixed inputs."""
-
     model_path: str
     triplets: list[dict]
     recipe: dict
@@ -211,7 +209,6 @@ def _last_finite(rows: list[dict]) -> dict:
 
 @contextlib.contextmanager
 def _reporting(report_to, folder: Path, config_file):
-    """The trainer's ``report_to``, TensorBoard writing to ``<folder>/tensorboard`` for the run only."""
     report_to = list(report_to or [])
     if "tensorboard" not in report_to:
         yield report_to
@@ -233,7 +230,6 @@ def _reporting(report_to, folder: Path, config_file):
 
 
 def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callbacks: list, report_to: list[str]):
-    """Train ``model`` in place, resuming where possible; returns the model to save and the outcome."""
     from datasets import Dataset
 
     recipe = run.recipe
@@ -346,7 +342,6 @@ def _trainer(model, args, dataset, loss, recipe: dict, rows: list[dict], live: P
 
 
 def _collapsed(exc: NonFiniteLoss, global_step: int, rows: list[dict]) -> dict:
-    """The status of a run whose loss became non-finite at the step after ``global_step``."""
     bad = {name: v for name, v in exc.parts.items() if not math.isfinite(v)}
     step = global_step + 1
     status = {"status": "collapsed: non-finite training loss",

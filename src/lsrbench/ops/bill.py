@@ -53,7 +53,6 @@ def _search_ms(records: dict, documents: int) -> float | None:
 
 
 def _tokens(config: dict, dataset: str) -> tuple[int, int]:
-    """(query, document) tokens of a dataset at evaluation: published mean words x 1.3, capped."""
     from lsrbench.data.sizes import PUBLISHED_MEAN_WORDS
     from lsrbench.index.roofline import document_tokens
 
@@ -65,7 +64,6 @@ def _tokens(config: dict, dataset: str) -> tuple[int, int]:
 
 
 def _flops(config: dict, model: str, train_jobs: int, index: list, sizes: dict) -> dict:
-    """Train and index FLOPs of one backbone's jobs (``index``: the dry run's (rule, wildcards))."""
     from lsrbench.dag.evaluated import docs_dataset
     from lsrbench.index.roofline import forward_flops, train_step_flops
 
@@ -106,7 +104,6 @@ def _rate(records: dict, family_of_model: str, gpu: str) -> dict:
 
 
 def _hours(flops: float, rate: dict, stage: str) -> dict:
-    """Hours of ``flops`` at the bound (100 % of the peak) and at the measured share, else at each assumed share."""
     from lsrbench.index.roofline import stage_hours
 
     out = {"bound": stage_hours(flops, rate["peak_tflops"])}
@@ -122,7 +119,6 @@ def _smoke_family(records: dict, model: str) -> dict | None:
 
 
 def _line_bytes(records: dict) -> tuple[float, str]:
-    """Bytes per run.trec line as the smoke's evaluate jobs wrote them, else an assumed line."""
     smoke = records.get("smoke") or {}
     collection = smoke.get("collection") or {}
     lines = collection.get("queries", 0) * min(smoke.get("evaluation", {}).get("top_k", 0), collection.get("documents", 0))
@@ -154,8 +150,6 @@ def _disk(config: dict, params: int, jobs: dict, sizes: dict, records: dict, voc
 
 
 def _local_entry(config: dict, backbone: str) -> dict:
-    """The backbone's entry with ``model`` the folder its jobs would load on this machine, where there is one.
-    """
     from lsrbench.model.checkpoint import local_model_folder
 
     entry = config["backbones"][backbone]

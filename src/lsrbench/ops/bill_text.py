@@ -16,7 +16,6 @@ def _h(value) -> str:
 
 
 def _hours(hours: dict | None) -> str:
-    """'bound / at share / ...' as the columns' header says."""
     return " / ".join(_h(v) for v in hours.values()) if hours else "-"
 
 
@@ -54,7 +53,6 @@ def _row(name: str, b: dict) -> dict:
 
 
 def _header(plan: dict) -> str:
-    """What the hours columns hold: the bound, then the measured share or the assumed bracket."""
     rates = [b["rate"] for b in plan["bill"].values() if b.get("rate")]
     measured = sorted({stage for r in rates for stage in r["measured_shares"]})
     shares = " / ".join(f"at {s:.0%}" for s in SHARES)
@@ -135,7 +133,6 @@ def _spread(plan: dict) -> str:
 
 
 def _smoke_batch(note: dict | None) -> str:
-    """The smoke's batches and how its values are scaled to the paper's batch."""
     if not note:
         return "Measured at the paper's batch, or extrapolated linearly from the smaller batches the record ran."
     if "why" not in note:

@@ -109,7 +109,6 @@ def calibration_texts(config: dict, n: int, full_folder=None) -> tuple[list[str]
 
 
 def _spread(path: Path, n: int) -> list[dict]:
-    """``n`` records of a JSON-lines file at an even stride (only those are parsed)."""
     with open(path, "rb") as fh:
         lines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
     stride, out = max(1, lines // max(1, n)), []
@@ -200,8 +199,6 @@ def _load_per_core() -> float | None:
 
 
 def _time_index(model_dir: Path, device: str, docs: list[str], queries: list[str], evaluation: dict) -> dict:
-    """The index stage's encode of ``docs`` and ``queries``: seconds per text, fixed seconds per call, the
-    vectors."""
     from sentence_transformers import SparseEncoder
 
     from lsrbench.model.encoder import set_encode_lengths
@@ -280,7 +277,6 @@ def _step_timer():
 
 
 def _time_training(path: str, entry: dict, recipe: dict, docs: list[str], tmp: Path, steps: int, batch: int):
-    """Seconds of each optimiser step after the first, on triplets made from the passages."""
     from lsrbench.model.train import train_splade
 
     need = steps * batch
@@ -296,8 +292,6 @@ def _time_training(path: str, entry: dict, recipe: dict, docs: list[str], tmp: P
 
 
 def _time_encode(model, texts: list[str], kind: str, evaluation: dict):
-    """Seconds per text of the index stage's encode and the fixed seconds per call, after a warm-up batch; and
-    the vectors."""
     from lsrbench.index.encode import EncodePlan, encode_texts
     from lsrbench.model.encoder import encode_autocast
 
@@ -315,7 +309,6 @@ def _time_encode(model, texts: list[str], kind: str, evaluation: dict):
 
 
 def _time_search(queries, docs, top_k: int):
-    """Seconds per posting of the exact search after a warm-up search, and its results."""
     from lsrbench.evaluate.flops import flops
     from lsrbench.evaluate.retrieval import search
 
@@ -331,7 +324,6 @@ def _time_search(queries, docs, top_k: int):
 
 
 def _time_results(results: dict, measures: list[str], tmp: Path) -> float | None:
-    """Seconds per retrieved line of the work after the search (ir_measures and the TREC run file)."""
     from lsrbench.evaluate.metrics import evaluate_run
     from lsrbench.evaluate.trec import write_trec_run
 

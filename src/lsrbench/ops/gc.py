@@ -63,8 +63,6 @@ def _read_report_record(path: Path) -> dict:
 
 
 def _named_by_reports(results: Path) -> list[Path]:
-    """The files the reports of ``results`` name directly (their manifests and metrics.sources.json), resolved.
-    """
     from lsrbench.names import MANIFESTS
 
     named = []
@@ -78,7 +76,6 @@ def _named_by_reports(results: Path) -> list[Path]:
 
 
 def _manifest_inputs(folder: Path, workdir: Path) -> list[Path]:
-    """The inputs the manifests directly in ``folder`` record."""
     found = []
     for path in folder.glob("*.json"):
         try:
@@ -110,7 +107,6 @@ def report_folders(results: str | os.PathLike) -> set[Path]:
 
 
 def _addressed_folder_of(path: Path, root: Path) -> Path | None:
-    """The innermost addressed folder holding ``path`` (itself when it is one), below ``root``."""
     for candidate in [path, *path.parents]:
         if candidate == root or root not in candidate.parents:
             return None

@@ -73,7 +73,6 @@ def check_publishable(plan: dict, plan_file: str) -> None:
 
 
 def _stage_jobs(jobs: list, backbone: str) -> dict:
-    """One backbone's train, index (and index_queries) and evaluate jobs of the dry run."""
     mine = [(rule, w) for rule, w in jobs if "run" in w and split_run_name(w["run"])[0] == backbone]
     return {"train": [w for rule, w in mine if rule in TRAIN_RULES], "index": [(r, w) for r, w in mine if r in INDEX_RULES],
             "evaluate": [w for rule, w in mine if rule in EVALUATE_RULES]}
@@ -88,7 +87,6 @@ def default_records() -> str | None:
 
 
 def _totals(backbones: dict) -> dict:
-    """Hours per stage summed over the calibrated backbones (None when none is)."""
     total = {}
     for key in ("train", "index", "evaluate"):
         hours = [b[f"{key}_hours"] for b in backbones.values() if b[f"{key}_hours"] is not None]
@@ -116,7 +114,6 @@ def _datasets(layout) -> dict:
 
 
 def _calibrations(config: dict, config_file: str, steps: int, passages: int, batch, layout, threads=None) -> dict:
-    """Backbone -> calibration dict, or ``{"error": why}``; one calibration per model folder."""
     from lsrbench.ops.calibrate import calibrate, calibration_texts, find_local_model
 
     def folders(name):  # what the index jobs encode (the pooled subset), then the whole collection
@@ -173,7 +170,6 @@ def estimate_jobs(config: dict, backbone: str, jobs: list, datasets: dict, calib
 
 
 def _startups(calibration: dict) -> dict:
-    """Seconds of one job's start-up per stage (0 where the calibration has none: a plan of an older version)."""
     return {stage: calibration.get(f"{stage}_startup_seconds") or 0.0 for stage in ("train", "index", "evaluate")}
 
 

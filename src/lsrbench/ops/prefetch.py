@@ -184,7 +184,6 @@ def missing(config: dict, mirror: str | os.PathLike) -> list[dict]:
 
 
 def _remote_refs(folder: Path) -> bool:
-    """Whether a checkpoint folder's ``auto_map`` still points at code in another repository."""
     from lsrbench.model.remote_code import CONFIG_FILES
 
     for name in CONFIG_FILES:

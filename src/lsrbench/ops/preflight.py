@@ -196,7 +196,6 @@ def _mirror_gaps(config: dict) -> set:
 
 
 def _hub_answer(ref: str, revision: str | None) -> str | None:
-    """None when the hub has ``ref`` at ``revision``; else what it (or the network) answered."""
     if os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0"):
         return "is not asked (HF_HUB_OFFLINE is set)"
     from huggingface_hub import HfApi

@@ -49,7 +49,6 @@ def probe_command(configfiles: list[str] | None, command_line: dict | None, core
 
 
 def _as_read_here(path: str, directory: str) -> str:
-    """A command-line path as Snakemake running in ``directory`` reads it."""
     return path if Path(directory).resolve() == Path.cwd().resolve() else str(Path(path).resolve())
 
 

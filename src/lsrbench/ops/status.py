@@ -67,7 +67,6 @@ def _decode_marker(parts: tuple[str, ...]) -> str | None:
 
 
 def _records(folder: Path) -> dict[str, Path]:
-    """Output path -> record file of one of Snakemake's record folders (``incomplete``, ``metadata``)."""
     out = {}
     for root, _, files in os.walk(folder):
         for name in files:
@@ -111,7 +110,6 @@ def _last_lines(log: Path) -> tuple[ProgressLine | None, str]:
 
 
 def _all_jobs(layout) -> list[Job]:
-    """Every addressed output of the config as a job, stage by stage in declaration order."""
     jobs = []
     for stage in layout.stages.values():
         for item in layout.of_stage(stage.name):
@@ -130,7 +128,6 @@ def _paths(value) -> list[str]:
 
 
 def _report_inputs(layout) -> list[str]:
-    """What the config's reports read (the default target's report rules, lsrbench.dag.reports)."""
     from lsrbench.dag.reports import ReportRules, used_reports
 
     rules = ReportRules(layout)
@@ -194,7 +191,6 @@ def read_status(layout, workdir: str | os.PathLike, config_files: list[str], rep
 
 
 def _report_configs(layout, workdir: Path) -> dict[str, dict]:
-    """Report file -> the config record it was made with."""
     from lsrbench.dag.folder_state import report_config
     from lsrbench.dag.reports import ReportRules
 
@@ -218,7 +214,6 @@ def _per_job_plan(plan: dict, rule: str, backbone: str | None) -> float | None:
 
 
 def _per_job(status: Status, config: dict, plan: dict, rule: str, backbone: str | None) -> tuple[float | None, str]:
-    """Seconds one job of ``rule`` (of ``backbone``) takes, and where that number comes from."""
     done = [j for j in status.jobs if j.rule == rule and j.seconds is not None]
     for jobs, what in (([j for j in done if j.backbone == backbone], f"measured ({rule}, {backbone})"),
                        (done, f"measured ({rule})")):

@@ -12,7 +12,6 @@ __all__ = ["STAGE", "index", "index_grid", "index_identity", "index_inputs", "in
 
 
 def _encoding(config: dict) -> dict:
-    """The index stage's settings (``evaluation`` keys that decide the vectors)."""
     ev = config["evaluation"]
     return {"batch_size": ev["encode_batch_size"], "precision": ev["encode_precision"],
             "query_max_length": ev["query_max_length"], "document_max_length": ev["document_max_length"]}

@@ -67,7 +67,6 @@ def refit_inputs(layout, item) -> dict:
 
 
 def _runtime(layout, item) -> dict:
-    """The source checkpoint's entry as written (where it is read from, where errors point)."""
     return {"entry": source_entry(layout.config, item.fields["refit"]), "backbone": item.fields["refit"],
             **job_location(layout)}
 

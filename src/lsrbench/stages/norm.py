@@ -22,7 +22,6 @@ def refit_input(layout, backbone: str) -> dict:
 
 
 def _match_norms(layout, backbone: str):
-    """The norm output of the backbone a matched ``head_scale`` reads (lsrbench.model.head_match), else None."""
     match = match_of(layout.config["backbones"][backbone])
     return layout.get("norms", backbone=match) if match else None
 

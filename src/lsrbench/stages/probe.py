@@ -29,8 +29,6 @@ def _probe_sources(layout, backbone: str) -> dict:
 
 
 def _identity(layout, key: dict) -> dict:
-    """One backbone's probe: the backbone as loaded, its norms' id, the triplet sample, the recipe keys read,
-    the ``[mode, k]`` pairs and its k auto's source."""
     b, config = key["backbone"], layout.config
     settings = probe_settings(config)
     # the recipe of the first training seed (recipe.seeds): the probe samples once, whatever the seeds
@@ -50,7 +48,6 @@ def _inputs(layout, item) -> dict:
 
 
 def _runtime(layout, item) -> dict:
-    """The backbone entry as written (``evaluate_only`` kept: a released checkpoint loads as such)."""
     released = {"evaluate_only": True} if item.identity.get("released") else {}
     return {"entry": {**loaded_entry(layout, item.fields["backbone"]), **released}, **job_location(layout)}
 

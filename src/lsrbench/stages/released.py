@@ -20,7 +20,6 @@ __all__ = ["STAGE", "released"]
 
 
 def _identity(layout, key: dict) -> dict:
-    """A released checkpoint as it is: no triplets, only the max lengths it is built with."""
     base, _ = split_run_name(key["run"])
     recipe = layout.config["recipe"]
     return {"run": key["run"], "k": key["k"], "load": load_identity(layout, base), "released": True,

@@ -36,7 +36,6 @@ def _identity(layout, key: dict) -> dict:
 
 
 def _inputs(layout, item) -> dict:
-    """Its backbone's norms and the triplets (plus what a symbolic k is read from)."""
     base, _ = split_run_name(item.fields["run"])
     inputs = {"norms_json": layout.get("norms", backbone=base).path("norms.json"),
               "triplets_jsonl": layout.get("triplets").path("triplets.jsonl"), **match_input(layout, base)}
@@ -44,7 +43,6 @@ def _inputs(layout, item) -> dict:
 
 
 def _runtime(layout, item) -> dict:
-    """The entry as written, checkpoints and processes: how the job runs, not what it computes."""
     return {"entry": loaded_entry(layout, split_run_name(item.fields["run"])[0]),
             "checkpoint_dir": item.path("checkpoints"), "checkpoint_steps": layout.config["recipe"]["checkpoint_steps"],
             "report_to": layout.config["recipe"].get("report_to", []),

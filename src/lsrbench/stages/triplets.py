@@ -20,7 +20,6 @@ def _identity(layout, key: dict) -> dict:
 
 
 def _inputs(layout, item) -> dict:
-    """The corpus folder for pseudo-queries, nothing for hf / ir_datasets."""
     td = layout.config["training_data"]
     return {"full_dir": layout.get("data", dataset=td["dataset"]).path("full")} if td["source"] == "pseudo_queries" else {}
 
