@@ -83,8 +83,7 @@ def atomic_dir(path: str | os.PathLike):
     try:
         yield tmp
         _as_plain_writes(tmp)
-        # Move the old folder aside before swapping in the new one, so the final name never
-        # holds a half-deleted folder.
+        # The old folder moves aside first, so the final name never holds a half-deleted one.
         old = None
         if path.exists():
             old = _temporary(path.parent, f".{path.name}.old-", os.mkdir)

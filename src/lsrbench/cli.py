@@ -108,8 +108,7 @@ def _prefetch(args) -> int:
 
     files = config_files(args)
     command_line = command_line_config(args)
-    command_line.pop("mirror")  # not a folder the config reads: the one prefetch writes
-    # not the folders: the mirror is what prefetch writes (a broken copy there is fetched again with --force)
+    command_line.pop("mirror")  # the folder prefetch writes, not one the config reads (a broken copy is fetched again with --force)
     config = load_config(files, check_files=False, command_line=command_line)[0]
     if args.dry_run:
         from lsrbench.ops.prefetch import missing
@@ -246,7 +245,7 @@ def _add_run_parser(parser, sub) -> None:
     p.add_argument("--report", metavar="FILE", help="write the HTML report of the finished run instead")
     p.epilog = "Anything after -- goes to snakemake as it is."
     p.set_defaults(func=_run, snakemake_args=[])
-    parser.run_parser = p  # main() parses run's arguments intermixed (see _parse)
+    parser.run_parser = p
 
 
 def _add_plan_parser(sub) -> None:
@@ -394,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     args = _parse(parser := build_parser(), argv)
-    if args.command is None:  # no subcommand: the help, with argparse's usage-error status
+    if args.command is None:
         parser.print_help()
         return 2
     getattr(args, "extra", None) and require_extra(args.extra, args.extra, args.command)  # before any work

@@ -43,7 +43,7 @@ def path_argument(option: str) -> Callable[[str], str]:
         if not text.strip():
             raise InputError("command line", option, f"'{text}' is empty: give a path")
         return text
-    check.__name__ = option.lstrip("-")  # argparse names the type in its own messages
+    check.__name__ = option.lstrip("-")
     return check
 
 
@@ -81,7 +81,7 @@ def run_one_line(command: Callable[[], int]) -> int:
              "again to go on")
         return INTERRUPTED_STATUS
     except BrokenPipeError:  # the reader has what it wanted: no line (stderr may be the same pipe)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit finds no pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return BROKEN_PIPE_STATUS
     except OSError as exc:
         full = out_of_space_line(exc, None)

@@ -16,8 +16,7 @@ __all__ = ["DEVICE_ENV", "DRIVER_BRANCH_FOR_CUDA", "model_device", "select_job_d
            "driver_version", "driver_problem"]
 
 DEVICE_ENV = "LSRBENCH_DEVICE"
-# The oldest NVIDIA driver branch each CUDA major release runs on (NVIDIA's CUDA compatibility
-# table: 12.x from R525, 13.x from R580); the CUDA lock's torch wheels are CUDA 13 builds.
+# The oldest NVIDIA driver branch per CUDA major (12.x: R525, 13.x: R580); the lock's torch wheels are CUDA 13.
 DRIVER_BRANCH_FOR_CUDA = {"12": 525, "13": 580}
 LOCK = "envs/requirements-cuda.lock"
 

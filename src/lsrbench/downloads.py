@@ -13,9 +13,7 @@ __all__ = ["WAYS_OUT", "FetchFailed", "network_reason"]
 WAYS_OUT = ("without a network, give a folder that holds it with --config mirror=DIR (laid out DIR/models/<model>/, "
             "DIR/data/<dataset>/), written by `lsrbench prefetch --mirror DIR` (same --configfile) on a connected machine")
 
-# Exception classes (by name, anywhere in the class's MRO: none of these libraries need be
-# imported) that mean the connection failed, not that the server answered "no such thing": a
-# mistyped hub id keeps the hub's own "not a valid model identifier" line.
+# Exception class names (anywhere in the MRO, nothing imported) that mean the connection failed, not "no such thing".
 NETWORK_ERRORS = frozenset({
     "ConnectionError", "Timeout", "ProxyError",  # requests (ConnectTimeout and ReadTimeout are Timeouts)
     "NetworkError", "TimeoutException",  # httpx (huggingface_hub): ConnectError, ReadError, timeouts, ProxyError

@@ -35,9 +35,7 @@ class InputError(OneLineError):
 INTERRUPTED_STATUS = 128 + signal.SIGINT
 
 
-# A full disk (ENOSPC) or a spent quota (EDQUOT): the operating system refused a write, the input
-# was fine. Every output is written under a temporary name and renamed once whole (lsrbench.atomic),
-# so nothing finished was changed: what to do is free space and run again.
+# A full disk or spent quota: the input was fine, and atomic writes left everything finished as it was.
 OUT_OF_SPACE = frozenset(e for e in (getattr(errno, "ENOSPC", None), getattr(errno, "EDQUOT", None)) if e)
 
 

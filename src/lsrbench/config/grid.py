@@ -8,8 +8,7 @@ from lsrbench.names import AUTO_K, DEFAULT_MODE, NO_SEED, PROBE_K, SEED, format_
 __all__ = ["k_lists", "backbone_modes", "runs", "grid_lines", "n_triplets", "training_seeds", "several_seeds",
            "is_released", "run_keys", "seed_recipe", "PROBE_TRIPLETS", "probe_settings", "probed_ks"]
 
-# Triplets the probe measures on by default: two batches of the tiny default's recipe, one of the
-# paper's (benchmark/README.md: what a probe costs per triplet on one CPU core).
+# Triplets the probe measures on by default: two batches of the tiny recipe, one of the paper's.
 PROBE_TRIPLETS = 32
 
 

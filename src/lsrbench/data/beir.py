@@ -299,8 +299,7 @@ def load_beir_folder(path: str | os.PathLike, split: str = "test", name: str | N
     return ds
 
 
-# Up to this size a folder's corpus and queries are read whole before a run (exactly as the jobs
-# will); beyond it only their first lines (the jobs read the rest, with the same one-line errors).
+# Up to this size corpus and queries are checked whole before a run; beyond it their first lines.
 FULL_CHECK_BYTES = 64 * 2**20
 HEAD_LINES = 1000
 

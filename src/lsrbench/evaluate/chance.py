@@ -13,8 +13,7 @@ import numpy as np
 
 __all__ = ["SUPPORTED", "ChanceLevel", "query_chance", "chance_levels", "AT_CHANCE_Z"]
 
-# The one-sided 95 % point of the normal: a run whose mean is within AT_CHANCE_Z standard
-# deviations of a random ranking's expected mean (over the same queries) is at chance.
+# One-sided 95 % normal point: a run within AT_CHANCE_Z sds of a random ranking's mean is at chance.
 AT_CHANCE_Z = 1.6448536269514722
 SUPPORTED = ("nDCG", "RR", "R", "P")
 

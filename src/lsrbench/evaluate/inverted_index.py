@@ -68,8 +68,7 @@ class InvertedIndex:
         n_docs, vocab = csr.shape
         dtype = csr.data.dtype if csr.data.dtype in (np.float32, np.float64) else np.dtype(np.float64)
         idx_dtype = np.int32 if n_docs <= np.iinfo(np.int32).max else np.int64
-        # Document frequencies chunk by chunk: bincount of all indices at once would convert them
-        # to int64 first, a temporary as large as the postings.
+        # Document frequencies chunk by chunk: one bincount would make an int64 copy of all postings.
         df = np.zeros(vocab, dtype=np.int64)
         for lo in range(0, csr.nnz, 1 << 24):
             df += np.bincount(csr.indices[lo : lo + (1 << 24)], minlength=vocab)

@@ -24,8 +24,7 @@ MTEB_KEYS = {"nDCG": "ndcg_at", "RR": "mrr_at", "R": "recall_at", "P": "precisio
 _MEASURE = re.compile(r"^(?P<name>[A-Za-z]+)@(?P<k>\d+)$")
 # mteb's default retrieval cutoffs; the deepest is its top-k depth.
 DEFAULT_K_VALUES = (1, 3, 5, 10, 20, 100, 1000)
-# mteb rounds its means to 5 decimals (at most 5e-6 off); float32 against float64 scores moves a
-# mean by less on real collections (docs/independent-checks.md: 4.8e-6 on the whole of Vaswani).
+# mteb rounds means to 5 decimals; float32 scoring moves a mean by less (docs/independent-checks.md).
 TOLERANCE = 1e-4
 
 

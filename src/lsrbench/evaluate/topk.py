@@ -21,8 +21,7 @@ def select_topk(cand: np.ndarray, scores: np.ndarray, top_k: int) -> tuple[np.nd
         cut = cand.shape[0] - top_k
         kth = np.partition(scores, cut)[cut]  # the k-th largest score
         above = np.flatnonzero(scores > kth)
-        # argpartition alone would pick an arbitrary subset of the documents tied at the
-        # boundary; taking them in candidate order keeps the lowest doc indices.
+        # Ties at the boundary are taken in candidate order, keeping the lowest doc indices (argpartition would not).
         tied = np.flatnonzero(scores == kth)[: top_k - above.shape[0]]
         keep = np.concatenate([above, tied])
         cand, scores = cand[keep], scores[keep]

@@ -53,12 +53,10 @@ class EncodePlan:
         n = len(self.texts)
         if self._fast is not None:
             self.path, self.unit, self.vocab = "fast", batch_size, self._fast.vocab
-            # The order sentence-transformers uses (``SparseEncoder._inference``) over the whole
-            # corpus, so the batches, and hence the backbone's inputs, are those of one call.
+            # sentence-transformers' order over the whole corpus, so the batches are those of one call.
             self.order = np.argsort([-model._input_length(s) for s in self.texts]).astype(np.int64, copy=False)
         else:
-            # sentence-transformers is called on consecutive chunks of ``chunk`` texts (each sorted
-            # by length inside the call): a run of whole chunks reproduces them.
+            # consecutive chunks of ``chunk`` texts, as sentence-transformers is called: whole chunks reproduce them.
             self.path, self.unit, self.vocab = "plain", chunk, None
             self.order = np.arange(n, dtype=np.int64)
 
@@ -109,8 +107,7 @@ def _encode_plain(model, texts: list[str], kind: str, batch_size: int, chunk: in
     import torch
 
     encode = model.encode_query if kind == "query" else model.encode_document
-    # The width comes from the encoded tensors: before its first forward pass a SparseEncoder
-    # reports the transformer's hidden size, not the vocabulary size.
+    # The width from the encoded tensors: before a first forward a SparseEncoder reports the hidden size.
     parts = []
     with torch.inference_mode():
         for start in range(0, len(texts), chunk):

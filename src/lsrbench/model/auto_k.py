@@ -13,12 +13,10 @@ from lsrbench.model.probe_names import LOGIT_STATISTICS
 __all__ = ["NORM_STATISTICS", "HEAD_STATISTICS", "REPORTED_HEAD_STATISTICS", "head_statistics", "probe_at_k1", "auto_k_ratio",
            "read_head_statistic", "auto_k_from_files"]
 
-# The head's norms (lsrbench.model.rescale.head_norms: norms.json, a probe result's "head"), and
-# all the statistics k auto and the claims may use.
+# The head's norms (norms.json), and every statistic k auto and the claims may use.
 NORM_STATISTICS = ("frobenius_norm", "mean_row_norm", "max_row_norm")
 HEAD_STATISTICS = NORM_STATISTICS + LOGIT_STATISTICS
-# The head statistics the reports show per backbone (norms.png's panels, norms.md's rankings): two
-# of the norms and the probe's initial logit scale at k = 1.
+# The head statistics the reports show per backbone.
 REPORTED_HEAD_STATISTICS = ("frobenius_norm", "mean_row_norm", "max_logit")
 
 

@@ -61,8 +61,7 @@ def build_sparse_encoder(
         document_length=document_length,
     )
     apply_rescale(transformer.auto_model, head_scale, k, mode, head_scale_mode)
-    # SPLADE scores by the unnormalised dot product; said here, not left to the first access during
-    # training (a run resumed from its final checkpoint takes no step, and would save it as null)
+    # Said here, not at first access during training (a run resumed at its final checkpoint would save null).
     return SparseEncoder(modules=[transformer, SpladePooling("max")], device=device,
                          similarity_fn_name="dot")
 

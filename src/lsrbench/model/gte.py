@@ -14,8 +14,7 @@ GTE_HUB_MODEL_TYPE = "new"
 # new-impl's commit whose code the equivalence was shown against (benchmark/gte_equivalence.py).
 NEW_IMPL_CODE_REVISION = "40ced75c3017eb27626c9d4ea981bde21a2662f4"
 
-# new-impl config keys transformers' gte does not take: read into rope_parameters, checked (refused
-# unless the one value gte computes), or choosing only a kernel or memory layout (the same numbers).
+# new-impl config keys gte does not take: read into rope_parameters, refused unless gte computes them, or kernel-only.
 _NEW_IMPL_KEYS = ("pack_qkv", "unpad_inputs", "use_memory_efficient_attention", "logn_attention_clip1", "auto_map",
                 "rope_theta", "rope_scaling", "position_embedding_type", "layer_norm_type", "logn_attention_scale")
 _registered = False

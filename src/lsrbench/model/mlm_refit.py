@@ -23,8 +23,7 @@ __all__ = ["split_texts", "reinit_head", "head_parameters", "masked_lm_loss", "h
 
 # Texts per held-out batch (a fixed split, fixed masks: the same numbers before and after).
 _HELD_OUT_BATCH = 64
-# The masking seed of the held-out texts, apart from the training seed: every re-fit of a text set
-# is measured on the same masked tokens.
+# The held-out masking seed, apart from the training seed: every re-fit is measured on the same masked tokens.
 _HELD_OUT_MASK_SEED = 0
 
 

@@ -56,9 +56,7 @@ _MODERNBERT_BASE = {
     "tie_word_embeddings": True, "vocab_size": 50368,
 }
 
-# ModernBERT's architecture and tokenizer at ModernBERT-base's widths (the Ettin suite's 150M
-# encoder), with the rotary bases and context of the Ettin configs (they do not change the compute
-# at the paper's 256 tokens).
+# ModernBERT at ModernBERT-base's widths (Ettin's 150M encoder), with Ettin's rotary bases and context.
 _ETTIN_ENCODER_150M = {
     **{k: v for k, v in _MODERNBERT_BASE.items() if k not in ("classifier_pooling",)},
     "local_rope_theta": 160000.0, "max_position_embeddings": 7999,

@@ -19,11 +19,8 @@ log = logging.getLogger(__name__)
 __all__ = ["CHECKPOINT_LOG", "CHECKPOINT_KEY", "CHECKPOINT_RE", "training_key", "prepare_checkpoints",
            "complete_checkpoints", "checkpoint_step", "discard_checkpoints", "checkpoint_problem"]
 
-# Written into ``checkpoint-N/`` (atomically) once the trainer has finished saving everything of
-# that checkpoint: the per-step log up to step N. A checkpoint folder without it was cut short
-# (a job killed mid-save) and is never resumed from.
+# Written last into ``checkpoint-N/``: a checkpoint without it was cut short and is never resumed from.
 CHECKPOINT_LOG = "lsrbench_train_log.jsonl"
-# In the checkpoint folder: the key of the training run the checkpoints belong to.
 CHECKPOINT_KEY = "lsrbench_run.json"
 CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
 

@@ -68,8 +68,7 @@ def train_log_callback(splade_loss, rows: list[dict], live_path: Path | None):
                 self.live.flush()
 
         def on_save(self, args, state, control, **kwargs):
-            # Called once the trainer has written the whole checkpoint (weights, optimiser,
-            # scheduler, RNG states, trainer state): mark it complete, then drop older ones.
+            # Once the trainer has written the whole checkpoint: mark it complete, then drop older ones.
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             if not state.is_world_process_zero or not folder.is_dir():
                 return

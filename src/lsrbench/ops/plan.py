@@ -17,9 +17,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["make_plan", "plan_text", "estimate_jobs", "DEFAULT_FLOPS", "default_records", "check_publishable"]
 
-# FLOPs (expected multiplications per query-document pair) assumed for a trained run's evaluate:
-# trained SPLADE models sit around 1-4 on MS MARCO (SPLADE v2, Formal et al. 2021); an untrained
-# head activates far more terms, so the calibration's own FLOPs would overstate the search.
+# FLOPs assumed for a trained run's evaluate (SPLADE v2: about 1-4 on MS MARCO); an untrained head's would overstate the search.
 DEFAULT_FLOPS = 4.0
 TRAIN_RULES, INDEX_RULES, EVALUATE_RULES = ("train",), ("index", "index_queries"), ("evaluate",)
 

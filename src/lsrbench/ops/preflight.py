@@ -15,8 +15,7 @@ __all__ = ["preflight", "gpu_findings", "memory_findings", "step_peak_bytes", "d
            "dataset_findings", "GIB"]
 
 GIB = 2 ** 30
-# The share of a GPU's free memory a training step may be measured to need: the rest is the
-# allocator's fragmentation and what the trainer holds besides (its buffers, a checkpoint's copy).
+# The share of free GPU memory a measured step may need: the rest is fragmentation and the trainer's other buffers.
 MEMORY_SHARE = 0.9
 HUB_TIMEOUT_S = 10
 

@@ -44,8 +44,7 @@ def config_snapshot(config: dict, backbone_order: list[str], config_yaml: str, f
 STAGE = Stage(
     name="config_snapshot", kind="configs", job=config_snapshot,
     grid=lambda c: [{}],
-    # the backbones' order too: it is the tables' row order, which no hash of a mapping keeps; the
-    # files it is read from are no part of it (a copy of a config elsewhere is the same config)
+    # the backbones' order too (the tables' row order); not the files it was read from
     identity=lambda layout, key: {"config": results_config(layout.config),
                                   "backbone_order": list(layout.config["backbones"])},
     runtime=lambda layout, item: {"files": layout.config_files},

@@ -36,8 +36,7 @@ def dataset(dataset: str, split: str, entry: dict, mirror, datasets_file: str, c
     from lsrbench.data.store import write_beir_folder
 
     ds = resolve_dataset(dataset, entry, mirror, datasets_file, cache_dir)
-    # One copy of each distinct corpus file in ``corpus_store``, hard-linked into every dataset
-    # folder that has it (MS MARCO dev and DL19, a pooled subset without pooling).
+    # One hard-linked copy of each distinct corpus file in ``corpus_store``.
     write_beir_folder(ds, full_dir, split=split, corpus_store=corpus_store)
     counts = dataset_counts(dataset, ds)
     log.info("dataset %s: %d documents, %d queries, %d judgments", dataset, counts["documents"], counts["queries"],

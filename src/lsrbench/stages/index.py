@@ -67,9 +67,8 @@ STAGE = Stage(
     identity=index_identity,
     inputs=index_inputs,
     outputs={"docs_npz": "docs.npz", "queries_npz": "queries.npz"},
-    # shards live beside the outputs but are no outputs (a restarted job resumes from them), and
-    # docs.npz does not depend on the shard size; the collapse check's band decides whether it is
-    # written, not what it holds
+    # shards are no outputs (a restarted job resumes from them); neither the shard size nor the
+    # collapse band changes what docs.npz holds
     runtime=lambda layout, item: {"shard_dir": item.path("doc_shards"),
                                   "shard_size": layout.config["evaluation"]["encode_shard_size"] or 0,
                                   "collapse_check": collapse_check(layout.config)},
