@@ -214,11 +214,11 @@ def bill_totals(bills: dict) -> dict:
             for at, h in hours.items():
                 total["gpu_hours"].setdefault(stage, {}).setdefault(at, 0.0)
                 total["gpu_hours"][stage][at] += h
-        for stage, n in b["disk"].items():
-            if stage == "index_one_run_every_term" and n:
-                total["disk"][stage] = max(total["disk"].get(stage, 0), n)
-            elif stage not in ("train_checkpoint", "index_one_run_every_term"):
-                total["disk"][stage] = total["disk"].get(stage, 0) + n
+        for part, n in b["disk"].items():
+            if part == "index_one_run_every_term" and n:
+                total["disk"][part] = max(total["disk"].get(part, 0), n)
+            elif part not in ("train_checkpoint", "index_one_run_every_term"):
+                total["disk"][part] = total["disk"].get(part, 0) + n
     cpu = [b["evaluate_cpu_hours"] for b in sized if b["evaluate_cpu_hours"] is not None]
     total["evaluate_cpu_hours"] = sum(cpu) if cpu else None
     return total

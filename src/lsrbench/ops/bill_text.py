@@ -90,7 +90,7 @@ def total_line(plan: dict) -> str | None:
         return None
     low, high, how = band
     disk = plan["bill_totals"]["disk"]
-    kept = sum(n for stage, n in disk.items() if stage != "index_one_run_every_term")
+    kept = sum(n for part, n in disk.items() if part != "index_one_run_every_term")
     gpus = plan.get("gpus") or 1
     line = (f"total: {_h(low)}-{_h(high)} GPU-hours ({plan['gpu']}), {kept / 1e12:.3g} TB disk, about "
             f"{high / gpus / 24:.2g} days on {gpus} GPUs (the band: {how}; days at its high end")
