@@ -108,7 +108,8 @@ def _prefetch(args) -> int:
 
     files = config_files(args)
     command_line = command_line_config(args)
-    command_line.pop("mirror")  # the folder prefetch writes, not one the config reads (a broken copy is fetched again with --force)
+    # the mirror is the folder prefetch writes, not one the config reads (a broken copy is fetched again with --force)
+    command_line.pop("mirror")
     config = load_config(files, check_files=False, command_line=command_line)[0]
     if args.dry_run:
         from lsrbench.ops.prefetch import missing

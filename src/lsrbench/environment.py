@@ -82,8 +82,8 @@ def version_lines() -> list[str]:
 
 
 def raising_module(exc: BaseException) -> str | None:
-    """The installed distribution's module whose code raised ``exc`` (innermost site-packages frame), or None.
-    """
+    """The installed distribution's module whose code raised ``exc`` (innermost site-packages frame), or
+    None."""
     tb, module = exc.__traceback__, None
     while tb is not None:
         name = tb.tb_frame.f_globals.get("__name__", "")

@@ -62,8 +62,8 @@ def run_keys(config: dict) -> list[dict]:
 
 
 def seed_recipe(recipe: dict, seed: int) -> dict:
-    """The recipe one seed trains with (``seeds`` dropped, ``seed`` its own); a one-seed config's is unchanged.
-    """
+    """The recipe one seed trains with (``seeds`` dropped, ``seed`` its own); a one-seed config's is
+    unchanged."""
     return {**{k: v for k, v in recipe.items() if k != "seeds"}, "seed": seed}
 
 

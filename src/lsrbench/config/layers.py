@@ -38,7 +38,8 @@ def locate_config_paths(config: dict, basedir: str | Path) -> dict:
     return config
 
 
-# ``base: <file>`` is loaded first, this file merged on top: mappings key by key, lists and scalars replace, ``null`` over a mapping removes it.
+# ``base: <file>`` is loaded first, this file merged on top: mappings key by key, lists and scalars
+# replace, ``null`` over a mapping removes it.
 BASE_KEY = "base"
 COMMAND_LINE = "command line (--config)"
 # ``like: <backbone>``: that backbone's entry but its label, with the given keys replacing whole values.

@@ -149,8 +149,8 @@ def _read_queries_jsonl(path: Path, limit: int | None = None,
 
 def collect_queries(rows: Iterable[tuple[str, str, str]], file, empty_queries: str,
                     none_field: str | None = None) -> tuple[dict[str, str], set[str]]:
-    """``{id: text}`` of the rows with text and the ids of those without; ids unique, at least one query left.
-    """
+    """``{id: text}`` of the rows with text and the ids of those without; ids unique, at least one query
+    left."""
     queries: dict[str, str] = {}
     empty: set[str] = set()
     first: dict[str, str] = {}

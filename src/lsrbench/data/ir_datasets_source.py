@@ -31,8 +31,8 @@ def record_text(record, kind: str) -> str:
 
 @contextlib.contextmanager
 def downloads_of(dataset_id: str):
-    """A failed ir_datasets download while reading becomes :class:`FetchFailed` naming the id, URLs and reason.
-    """
+    """A failed ir_datasets download while reading becomes :class:`FetchFailed` naming the id, URLs and
+    reason."""
     try:
         yield
     except InputError:

@@ -166,7 +166,8 @@ class HfSource(Source):
                                empty_queries=empty_queries)
 
     def identity(self, entry, folder, fingerprint):
-        # A local repository by its bytes, a hub one by its revision, with the reader's version (titles dropped since 2).
+        # A local repository by its bytes, a hub one by its revision, with the reader's version
+        # (titles dropped since 2).
         if entry.revision is None and Path(entry.repo).is_dir():
             found = {"source": self.name, "hf_split": entry.hf_split, "subsets": entry.subsets, **fingerprint(entry.repo)}
         else:

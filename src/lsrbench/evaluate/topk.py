@@ -39,8 +39,8 @@ def query_terms(q: sp.csr_matrix, i: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 class BlockTerms:
-    """A block of queries' terms split into dense rows (``d_slot``) and postings (``s_term``), float32 weights.
-    """
+    """A block of queries' terms split into dense rows (``d_slot``) and postings (``s_term``), float32
+    weights."""
 
     def __init__(self, qb: sp.csr_matrix, index):
         m = qb.shape[0]

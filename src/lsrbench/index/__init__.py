@@ -1,2 +1,2 @@
-"""Encoding a corpus and its queries into SPLADE vectors, in resumable shards, stored as sparse ``.npz`` files.
-"""
+"""Encoding a corpus and its queries into SPLADE vectors, in resumable shards, stored as sparse ``.npz``
+files."""

@@ -28,8 +28,8 @@ def sample_rows(n: int, size: int) -> np.ndarray:
 
 
 def density(matrix) -> dict:
-    """The sample's documents, terms, mean non-zeros, active share and empty share, as docs.npz will hold them.
-    """
+    """The sample's documents, terms, mean non-zeros, active share and empty share, as docs.npz will hold
+    them."""
     rows, terms = matrix.shape
     row_of = np.repeat(np.arange(rows), np.diff(matrix.indptr))
     # a stored zero is no term, nor a NaN/inf (set to 0 before docs.npz is written: zero_non_finite)

@@ -17,7 +17,8 @@ log = logging.getLogger(__name__)
 
 __all__ = ["FastSplade"]
 
-# Logit elements per torch thread per vocabulary chunk: about a core's cache; fewer parallel regions when cores are shared.
+# Logit elements per torch thread per vocabulary chunk: about a core's cache; more threads, fewer
+# parallel regions (which matters when cores are shared).
 _CHUNK_ELEMENTS = 1 << 20
 _PROBE_TOL = 1e-4
 
@@ -146,8 +147,8 @@ class FastSplade:
         return self._pool(hidden, mask)
 
     def encode(self, texts: list[str], progress=None) -> sp.csr_matrix:
-        """Encode ``texts`` in this order in consecutive batches (no sorting); ``progress`` advances per batch.
-        """
+        """Encode ``texts`` in this order in consecutive batches (no sorting); ``progress`` advances per
+        batch."""
         import torch
         from sentence_transformers.util import batch_to_device
 

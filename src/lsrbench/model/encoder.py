@@ -40,8 +40,8 @@ def build_sparse_encoder(
     document_length: int | None = None,
     device: str | None = None,
 ):
-    """A SPLADE SparseEncoder from a checkpoint, its head multiplied by ``head_scale`` and then divided by ``k``.
-    """
+    """A SPLADE SparseEncoder from a checkpoint, its head multiplied by ``head_scale`` and then divided by
+    ``k``."""
     import transformers
     from sentence_transformers import SparseEncoder
     from sentence_transformers.base.modules import Transformer

@@ -127,8 +127,8 @@ class Roberta(Family):
 
 
 class ModernBert(Family):
-    """ModernBERT and Ettin: rotary positions, no table; ``head`` and ``decoder`` sit at the top of the model.
-    """
+    """ModernBERT and Ettin: rotary positions, no table; ``head`` and ``decoder`` sit at the top of the
+    model."""
 
     name, masked_lm, config_class = "modernbert", "ModernBertForMaskedLM", "ModernBertConfig"
     decoder_path, transform_path = "decoder", "head"

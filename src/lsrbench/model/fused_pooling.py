@@ -52,7 +52,8 @@ def _function():
         def backward(ctx, grad):
             hidden, weight, arg = ctx.saved_tensors
             b, t, h = hidden.shape
-            # Under autocast the input may be bf16 and the weight fp32: accumulate in fp32, return each gradient in its input's dtype.
+            # Under autocast the input may be bf16 and the weight fp32: accumulate in fp32, return each
+            # gradient in its input's dtype.
             work = torch.promote_types(torch.promote_types(hidden.dtype, weight.dtype), torch.float32)
             rows, terms = torch.nonzero(grad, as_tuple=True)
             g = grad[rows, terms].to(work).unsqueeze(-1)

@@ -18,8 +18,8 @@ def candidates_per_query(batch_size: int) -> int:
 
 
 class NonFiniteLoss(Exception):
-    """A loss part is NaN or infinite; raised before any backward, so the model holds the previous step's weights.
-    """
+    """A loss part is NaN or infinite; raised before any backward, so the model holds the previous step's
+    weights."""
 
     def __init__(self, parts: dict):
         self.parts = parts

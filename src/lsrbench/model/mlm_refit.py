@@ -52,8 +52,8 @@ def head_parameters(model) -> dict:
 
 
 def reinit_head(model, seed: int) -> list[str]:
-    """Re-initialise :func:`head_parameters` with the model's own ``_init_weights``, seeded; returns their names.
-    """
+    """Re-initialise :func:`head_parameters` with the model's own ``_init_weights``, seeded; returns their
+    names."""
     import torch
 
     decoder = _decoder(model)

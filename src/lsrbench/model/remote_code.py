@@ -16,8 +16,8 @@ CONFIG_FILES = ("config.json", "tokenizer_config.json")
 
 
 def check_remote_code(config: dict, config_file, *, prefetching: bool = False) -> None:
-    """Every ``trust_remote_code`` backbone has its code pinned (a folder, or ``code_revision`` when prefetching).
-    """
+    """Every ``trust_remote_code`` backbone has its code pinned (a folder, or ``code_revision`` when
+    prefetching)."""
     from lsrbench.model.checkpoint import local_model_folder
 
     for name, entry in config["backbones"].items():

@@ -17,7 +17,8 @@ log = logging.getLogger(__name__)
 
 __all__ = ["make_plan", "plan_text", "estimate_jobs", "DEFAULT_FLOPS", "default_records", "check_publishable"]
 
-# FLOPs assumed for a trained run's evaluate (SPLADE v2: about 1-4 on MS MARCO); an untrained head's would overstate the search.
+# FLOPs assumed for a trained run's evaluate (SPLADE v2: about 1-4 on MS MARCO); an untrained
+# head's would overstate the search.
 DEFAULT_FLOPS = 4.0
 TRAIN_RULES, INDEX_RULES, EVALUATE_RULES = ("train",), ("index", "index_queries"), ("evaluate",)
 

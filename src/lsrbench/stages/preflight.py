@@ -33,8 +33,8 @@ def preflight_input(layout, item) -> dict:
 
 
 def preflight(config: dict, config_file: str, preflight_json: str) -> None:
-    """The preflight checks but the disk's: a problem stops the grid in one line, else the summary is written.
-    """
+    """The preflight checks but the disk's: a problem stops the grid in one line, else the summary is
+    written."""
     from lsrbench.device import gpu_stack
     from lsrbench.ops.preflight import preflight as checks
     from lsrbench.provenance import write_json
