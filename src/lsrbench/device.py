@@ -1,6 +1,5 @@
-"""The one choice of the device a model runs on, and this node's GPU stack. A job that asked for a GPU gets one
-or stops in one line before loading a model (never a silent CPU fallback); one that asked for none runs on the
-CPU; outside a job a usable GPU is used."""
+"""The one choice of the device a model runs on: a job that asked for a GPU gets one or stops in one line before
+loading a model (never a silent CPU fallback); one that did not runs on the CPU."""
 
 from __future__ import annotations
 

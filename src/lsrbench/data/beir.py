@@ -1,8 +1,6 @@
-"""Datasets in one canonical on-disk form, BEIR's layout (``corpus.jsonl``, ``queries.jsonl``,
-``qrels/<split>.tsv``), and its one reader. Written here rather than taken from BEIR's ``GenericDataLoader``
-because every bad input must be one line naming file and line; values equal BEIR's loader's on valid folders.
-Titles are joined to texts, unjudged queries dropped, conflicting judgments refused; ``unknown_docs`` and
-``empty_queries`` choose what happens to judgments of absent documents and queries without text."""
+"""Datasets in one canonical on-disk form, BEIR's layout, and its one reader. Written here rather than taken
+from BEIR's ``GenericDataLoader`` because every bad input must be one line naming file and line; values equal
+BEIR's loader's on valid folders."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""BM25 through ``bm25s``: the reference row, pseudo-query hard negatives and pooled subsets. Analyzer
-``anserini`` (the reference row) is Lucene's EnglishAnalyzer as Anserini builds it with Lucene's BM25; written
-here because no Python package ships Lucene's analysis chain (checked against Lucene in
-tests/data/test_bm25.py). ``bm25s``: its tokenizer and stopwords, no stemming (the pools and triplets)."""
+"""BM25 through ``bm25s``: the reference row (analyzer ``anserini``: Lucene's EnglishAnalyzer as Anserini builds
+it, written here because no Python package ships it; checked against Lucene), pseudo-query negatives and pooled
+subsets (bm25s' own analysis)."""
 
 from __future__ import annotations
 

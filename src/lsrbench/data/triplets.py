@@ -1,7 +1,6 @@
-"""Training triplets drawn from ``pseudo_queries`` (a corpus alone: a random span of a document is the query,
-the document the positive, a BM25 hard negative; Vaswani's test queries are never trained on), ``hf`` text
-columns or ``ir_datasets`` docpairs; the same source, ``n`` and seed give the same list. Files are JSON lines
-with keys ``query``, ``positive``, ``negative``."""
+"""Training triplets from ``pseudo_queries`` (a random span of a document is the query, the document the
+positive, a BM25 hard negative: test queries never trained on), ``hf`` columns or ``ir_datasets`` docpairs;
+deterministic per source, ``n`` and seed."""
 
 from __future__ import annotations
 

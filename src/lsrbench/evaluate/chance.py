@@ -1,7 +1,6 @@
-"""What a uniformly random ranking scores, per query, exactly: the chance level beside every table, and the
-bound under which a run is at chance. Written here because ir_measures scores a given ranking; the expectation
-over all N! rankings has closed forms (hypergeometric for P and R, mean gain times summed discounts for nDCG,
-C(N - i, R - 1) / C(N, R) for RR), checked against ir_measures on every ranking of small collections."""
+"""What a uniformly random ranking scores per query, exactly: the chance level beside every table. Written here
+because ir_measures scores a given ranking; the expectation over all rankings has closed forms, checked against
+ir_measures on every ranking of small collections."""
 
 from __future__ import annotations
 

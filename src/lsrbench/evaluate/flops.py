@@ -1,7 +1,6 @@
-"""SPLADE's FLOPs (``sum_j p_q(j) p_d(j)``, p the share of rows active on term j) and mean active dims, per
-dataset and pooled over NanoBEIR as sentence-transformers' ``SparseNanoBEIREvaluator`` pools them: count vectors
-summed over datasets, divided by total queries and documents, not a mean of per-dataset FLOPs. Exact integer
-sums divided once, so correctly rounded."""
+"""SPLADE's FLOPs (``sum_j p_q(j) p_d(j)``) and mean active dims, per dataset and pooled as
+``SparseNanoBEIREvaluator`` pools them (count vectors summed, not a mean of FLOPs); exact integer sums divided
+once."""
 
 from __future__ import annotations
 

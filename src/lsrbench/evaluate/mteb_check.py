@@ -1,7 +1,5 @@
 """mteb as an independent check of lsrbench's evaluation (``lsrbench mteb-check``): mteb scores a run's model on
-the evaluated BEIR folder, offline, at the evaluation's token lengths, and the result is set beside
-``metrics.tsv``. Known differences (none moves nDCG@10 on a normal collection): zero-score documents, float32
-scoring, 5-decimal rounding, identical-id removal, RR ties."""
+the evaluated folder, offline, at the evaluation's token lengths, beside ``metrics.tsv``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The streaming first pass of the exact top-k search: candidates are documents with ``0 < s >= t``, ``t`` the
-running k-th approximate score less ``2 delta``, without a score row per query. Exact because a true top-k
-document scores at least the final cut, which is at least any earlier ``t``; queries it cannot settle go to the
-score-rows pass. Faster from about 1000 documents per result (``benchmark/peers.py``)."""
+"""The streaming first pass of the exact top-k search: candidates are documents scoring at least the running
+k-th approximate score less ``2 delta``, without a score row per query. Exact because a true top-k document
+scores at least the final cut; faster from about 1000 documents per result (``benchmark/peers.py``)."""
 
 from __future__ import annotations
 

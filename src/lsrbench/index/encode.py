@@ -1,7 +1,6 @@
-"""The index stage's encode of texts into CSR vectors with a SparseEncoder: a fast path
-(:mod:`lsrbench.index.fast_splade`, taken after a probe agrees) or sentence-transformers' plain path, the same
-vectors. A vector depends by rounding on its batch, so :class:`EncodePlan` fixes the one-shot call's batches and
-a shard is a run of whole batches: shards encoded anywhere give the one-shot result bit for bit."""
+"""The index stage's encode into CSR vectors: the fast path (:mod:`lsrbench.index.fast_splade`) or
+sentence-transformers' own, the same vectors. A vector depends by rounding on its batch, so :class:`EncodePlan`
+fixes the one-shot call's batches and shards are runs of whole batches: bit for bit the one-shot result."""
 
 from __future__ import annotations
 

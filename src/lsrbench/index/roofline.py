@@ -1,7 +1,6 @@
-"""A roofline estimate of a grid's GPU bill: FLOPs per text and per training step counted by
-``torch.utils.flop_counter`` on a meta-device model of the backbone's shape, over a bf16 peak. A training step
-is three times the forward of all but the decoder plus the decoder once (the fused pooling's backward is a
-gather/scatter)."""
+"""A roofline estimate of a grid's GPU bill: FLOPs counted by ``torch.utils.flop_counter`` on a meta-device
+model of the backbone's shape, over a bf16 peak; a training step is three forwards of all but the decoder plus
+the decoder once."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
 """Resumable encoding of a large corpus in shards of whole :class:`~lsrbench.index.encode.EncodePlan` batches,
-bit-identical to a one-shot encode. Finished shards are written atomically outside Snakemake's outputs and
-reused by a restarted job only under the same key (model bytes, texts, boundaries, settings); the output is
-assembled with one full copy at peak."""
+bit-identical to a one-shot encode; a restarted job reuses complete shards of the same key."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""GTE-MLM (``Alibaba-NLP/gte-en-mlm-base``) without remote code: a reading of new-impl's ``config.json`` for
-transformers' own ``gte`` model, so the hub checkpoint loads as ``GteHubForMaskedLM`` and nothing from the hub
-runs. Written here because new-impl's code does not run on transformers 5; equivalence:
-``benchmark/gte_equivalence.py``. Settings ``gte`` cannot compute are refused in one line."""
+"""GTE-MLM without remote code: new-impl's ``config.json`` read for transformers' own ``gte`` model, so nothing
+from the hub runs. Written here because new-impl's code does not run on transformers 5 (equivalence:
+``benchmark/gte_equivalence.py``)."""
 
 from __future__ import annotations
 

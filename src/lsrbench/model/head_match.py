@@ -1,7 +1,6 @@
-"""A backbone's MLM head scaled at load to another backbone's measured head scale (``head_scale: {match: ...,
-statistic: ...}``): the control separating the head's scale from the rest of a backbone (docs/claims.md). The
-norm stage records ``ratio = statistic(matched) / statistic(own)``, a per-term row norm (the Frobenius norm
-grows with the vocabulary). ``untie`` scales the head alone; ``shared`` the tied matrix."""
+"""A backbone's MLM head scaled at load to another backbone's measured head scale: the control separating the
+head's scale from the rest of a backbone (docs/claims.md). The ratio is of per-term row norms (the Frobenius
+norm grows with the vocabulary)."""
 
 from __future__ import annotations
 

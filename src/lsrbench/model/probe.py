@@ -1,7 +1,6 @@
-"""The probe: what ``W_head <- W_head / k`` does to a backbone at step 0, in seconds on a CPU instead of a grid of
-runs. Per ``(k, mode)`` it rescales a copy as training does and measures, on a seeded sample of training batches
-in eval mode and without an optimiser step, activations, scores, the step-0 losses, gradient norms of ranking
-and FLOPS loss at the head, and the head norms."""
+"""The probe: what ``W_head <- W_head / k`` does to a backbone at step 0, in seconds on a CPU instead of a grid
+of runs: activations, scores, losses, head gradient norms and head norms on seeded training batches, per ``(k,
+mode)``, without an optimiser step."""
 
 from __future__ import annotations
 

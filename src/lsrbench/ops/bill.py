@@ -1,7 +1,6 @@
-"""The bill of a grid before it runs (``lsrbench plan``): per backbone, GPU-hours of train and index (FLOPs on
-its real config over a measured or assumed share of the GPU's peak), evaluate CPU-hours (measured ms per query,
-linear in the collection) and disk per stage. The CPU smoke record says how well FLOPs predict each family's
-time; no CPU time is scaled to a GPU."""
+"""The bill of a grid before it runs (``lsrbench plan``): per backbone, GPU-hours of train and index (FLOPs over
+a measured or assumed share of the peak), evaluate CPU-hours and disk per stage. No CPU time is scaled to a GPU.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The calibration behind ``lsrbench plan``: on this device, seconds per training step, per encoded text and per
-retrieval posting of one backbone, timed with the stages' own code and a job's threads, plus a job's start-up in
-a fresh interpreter. Nothing is downloaded. A disturbed calibration (:func:`disturbance`) is marked ``noisy``
-and not published."""
+"""The calibration behind ``lsrbench plan``: seconds per training step, encoded text and posting of one backbone
+on this device, timed with the stages' own code, and a job's start-up. A disturbed calibration is ``noisy`` and
+not published."""
 
 from __future__ import annotations
 

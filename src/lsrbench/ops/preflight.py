@@ -1,6 +1,5 @@
-"""``lsrbench preflight``: what would stop or waste a grid, one line per problem, before its first job (also the
-first job of a ``use_gpu`` grid): the GPU stack, GPU memory of one measured step per backbone, disk against the
-plan, backbones at their pinned revisions, datasets with their MD5."""
+"""``lsrbench preflight``: what would stop or waste a grid, one line per problem, before its first job: GPU
+stack and memory, disk, pinned backbones, dataset MD5s."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""A module per pipeline stage, each holding its whole declaration (``STAGE = Stage(..., job=...)``: folder id,
-inputs, outputs, settings, priority) and its job function; rules, folder ids and ``params.json`` derive from it.
-Per (backbone, k) and seed: norm -> train -> index -> evaluate, after the data and re-fits. Earlier stages get
-higher priority so no long job runs alone at the end. A new stage is one module and one line below; a job
-imports only its own stage's module."""
+"""A module per pipeline stage holding its whole declaration (``STAGE = Stage(..., job=...)``) and its job
+function; rules, folder ids and ``params.json`` derive from it. Earlier stages get higher priority, so no long
+job runs alone at the end. A new stage is one module and one line below."""
 
 from __future__ import annotations
 

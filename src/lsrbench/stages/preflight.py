@@ -1,6 +1,5 @@
-"""The preflight stage: the first job of a ``use_gpu`` grid, on a GPU node, running ``lsrbench preflight``'s
-checks but the disk's; once per results folder. It is an input only of jobs not yet finished (or recorded as
-made after one), never by time stamp, so a finished training is never made again."""
+"""The preflight stage: the first job of a ``use_gpu`` grid, ``lsrbench preflight``'s checks but the disk's,
+once per results folder; an input only of jobs not yet finished, so a finished training is never made again."""
 
 from __future__ import annotations
 
