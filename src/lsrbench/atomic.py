@@ -1,15 +1,6 @@
-"""Atomic file output: write under a temporary name in the same folder, then rename.
-
-A process killed mid-write leaves only a ``.tmp-*`` file, never a truncated artifact that a
-later run (or Snakemake) would accept as complete.
-
-The temporaries get the permissions a plain ``open(path, "w")`` / ``mkdir`` would give: created
-with mode 0666 / 0777 less the umask (``tempfile.mkstemp`` and ``mkdtemp`` make them 0600 / 0700,
-which on a shared filesystem would hide every result from colleagues), and a file that replaces
-an existing one keeps that one's permission bits, as a plain rewrite does. What other code writes
-into an atomic folder gets the same before it appears: transformers saves ``model.safetensors``
-through a private temporary of its own (0600).
-"""
+"""Atomic file output: write under a temporary name in the same folder, then rename, so a killed process never
+leaves a truncated artifact. Temporaries get a plain ``open``/``mkdir``'s permissions under the umask (tempfile
+makes them private, hiding results on a shared file system)."""
 
 from __future__ import annotations
 
@@ -22,9 +13,8 @@ from pathlib import Path
 
 
 def _temporary(folder: Path, prefix: str, make) -> Path:
-    """A new name ``<folder>/<prefix><random>`` created by ``make(path)``, which must fail with
-    FileExistsError when the name is taken (``O_EXCL`` / ``mkdir``): tempfile's own functions
-    would create it private (0600 / 0700) whatever the umask."""
+    """A new name ``<folder>/<prefix><random>`` made by ``make(path)``, which must fail with FileExistsError
+    when taken."""
     while True:
         candidate = folder / f"{prefix}{secrets.token_hex(4)}"
         try:
@@ -39,9 +29,8 @@ def _new_file(path: Path) -> None:
 
 
 def _as_plain_writes(root: Path) -> None:
-    """Give every file and folder under ``root`` the mode a plain ``open()`` / ``mkdir`` there gives
-    now (measured on a probe of each, so the umask is the kernel's, never read or changed here);
-    files with an execute bit get the folder mode."""
+    """Give every file and folder under ``root`` the mode a plain ``open()``/``mkdir`` there gives now (measured
+    on probes, the umask never read or changed)."""
     probe = _temporary(root, ".mode-probe-", _new_file)
     file_mode = stat.S_IMODE(probe.stat().st_mode)
     probe.unlink()
@@ -61,8 +50,8 @@ def _as_plain_writes(root: Path) -> None:
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike):
-    """Yield a temporary path beside ``path``; rename it onto ``path`` if the block succeeds. The
-    file gets a new file's permissions under the umask, or those of the file it replaces."""
+    """Yield a temporary path beside ``path``, renamed onto it if the block succeeds, with a new file's
+    permissions or those of the file it replaces."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _temporary(path.parent, f".{path.name}.tmp-", _new_file)
@@ -87,16 +76,14 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs):
 
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike):
-    """Yield a temporary folder beside ``path``; replace ``path`` with it if the block succeeds. The
-    folder gets a new folder's permissions under the umask (0777 less it, as ``mkdir``)."""
+    """Yield a temporary folder beside ``path``, replacing ``path`` if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _temporary(path.parent, f".{path.name}.tmp-", os.mkdir)
     try:
         yield tmp
         _as_plain_writes(tmp)
-        # Move the old folder aside before swapping in the new one, so the final name never
-        # holds a half-deleted folder.
+        # The old folder moves aside first, so the final name never holds a half-deleted one.
         old = None
         if path.exists():
             old = _temporary(path.parent, f".{path.name}.old-", os.mkdir)
@@ -111,10 +98,8 @@ def atomic_dir(path: str | os.PathLike):
 
 @contextlib.contextmanager
 def keyed_dir(path: str | os.PathLike, key_file: str, key: str, info: dict | None = None):
-    """A folder of resumable partial work (training checkpoints, index shards) that belongs to one
-    ``key``: yields ``(folder, stale)``, ``stale`` being True when its key file names another key
-    or cannot be read (the caller then deletes what is inside); on leaving, the key file names
-    ``key`` (written atomically). Work is never resumed from a folder of another key."""
+    """A folder of resumable work belonging to ``key``: yields ``(folder, stale)``, stale when its key file
+    names another key or is unreadable; work is never resumed across keys."""
     import json
 
     root = Path(path)

@@ -1,8 +1,5 @@
-"""The lsrbench command line. The DAG itself runs through Snakemake (``snakemake --cores 2``, or
-``lsrbench run``, which builds that command with the targets first); these subcommands check a
-config, probe every backbone at step 0 before any training, inspect a checkpoint, verify finished
-results, prepare an offline mirror, plan a grid's compute, cross-check runs with mteb, and list or
-remove the outputs no current config refers to (gc)."""
+"""The lsrbench command line. The DAG runs through Snakemake (or ``lsrbench run``); the subcommands check,
+probe, inspect, verify, prefetch, plan, cross-check and gc."""
 
 from __future__ import annotations
 
@@ -111,8 +108,8 @@ def _prefetch(args) -> int:
 
     files = config_files(args)
     command_line = command_line_config(args)
-    command_line.pop("mirror")  # not a folder the config reads: the one prefetch writes
-    # not the folders: the mirror is what prefetch writes (a broken copy there is fetched again with --force)
+    # the mirror is the folder prefetch writes, not one the config reads (a broken copy is fetched again with --force)
+    command_line.pop("mirror")
     config = load_config(files, check_files=False, command_line=command_line)[0]
     if args.dry_run:
         from lsrbench.ops.prefetch import missing
@@ -249,7 +246,7 @@ def _add_run_parser(parser, sub) -> None:
     p.add_argument("--report", metavar="FILE", help="write the HTML report of the finished run instead")
     p.epilog = "Anything after -- goes to snakemake as it is."
     p.set_defaults(func=_run, snakemake_args=[])
-    parser.run_parser = p  # main() parses run's arguments intermixed (see _parse)
+    parser.run_parser = p
 
 
 def _add_plan_parser(sub) -> None:
@@ -378,8 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    """Subcommand arguments in any order; for ``run``, targets and options intermixed (argparse
-    alone would stop collecting targets at the first option) and what follows ``--`` kept apart."""
+    """Subcommand arguments in any order; for ``run``, targets and options intermixed and what follows ``--``
+    kept apart."""
     if argv[:1] != ["run"]:
         return parser.parse_args(argv)
     rest, extra = (argv[1:], []) if "--" not in argv else (argv[1:argv.index("--")], argv[argv.index("--") + 1:])
@@ -397,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     args = _parse(parser := build_parser(), argv)
-    if args.command is None:  # no subcommand: the help, with argparse's usage-error status
+    if args.command is None:
         parser.print_help()
         return 2
     getattr(args, "extra", None) and require_extra(args.extra, args.extra, args.command)  # before any work

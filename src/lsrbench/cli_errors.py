@@ -1,8 +1,6 @@
-"""The command line's one-line contract for failures that are not a bad config:
-every subcommand runs through :func:`run_one_line`, so bad input, a reader that closed the pipe
-(``lsrbench check-config | head``), an optional package that is not installed, and a file the
-operating system refuses (an unwritable folder, a file where a folder was meant, a full disk) each
-end in at most one line, ``lsrbench: error: <file>: <field>: <message>``, never a traceback."""
+"""The command line's one-line contract: every subcommand runs through :func:`run_one_line`, so bad input, a
+closed pipe, a missing optional package or a refused file ends in one ``lsrbench: error: <file>: <field>:
+<message>`` line, never a traceback."""
 
 from __future__ import annotations
 
@@ -23,9 +21,7 @@ BROKEN_PIPE_STATUS = 128 + 13
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse with its usage errors (a missing argument, a wrong type, an unknown option) as the
-    one line, naming the option, instead of a usage block and a second line of another form;
-    ``--help`` shows the usage. Its subcommands' parsers are of this class too."""
+    """argparse whose usage errors are the one line naming the option; ``--help`` still shows the usage."""
 
     def error(self, message: str):
         option, _, reason = message.partition(": ") if message.startswith("argument ") else ("", "", message)
@@ -35,27 +31,24 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def cores_argument(text: str) -> str:
-    """``--cores`` as Snakemake takes it, a positive integer or ``all``, refused here in one line
-    (argparse lets an InputError of a ``type`` through; Snakemake's own refusal is a usage block)."""
+    """``--cores`` as Snakemake takes it (a positive integer or ``all``), refused here in one line."""
     if text == "all" or (text.isdigit() and int(text) > 0):
         return text
     raise InputError("command line", "--cores", f"'{text}' is not a number of cores (a positive integer, or all)")
 
 
 def path_argument(option: str) -> Callable[[str], str]:
-    """An argparse ``type`` for the path option ``option``: a blank path is refused in one line (it
-    would silently be the working directory, or the empty name)."""
+    """An argparse ``type`` refusing a blank path for ``option`` in one line."""
     def check(text: str) -> str:
         if not text.strip():
             raise InputError("command line", option, f"'{text}' is empty: give a path")
         return text
-    check.__name__ = option.lstrip("-")  # argparse names the type in its own messages
+    check.__name__ = option.lstrip("-")
     return check
 
 
 def default_config(path: str) -> str:
-    """``path``, the default ``--configfile``, when it is here; else one line saying what to give
-    (a results folder outside the checkout has no ``config/config.yaml`` beside it)."""
+    """``path``, the default ``--configfile``, when it is here; else one line saying what to give."""
     if not Path(path).is_file():
         raise InputError("command line", "--configfile", f"not given, and the default {path} is not in {Path.cwd()}: "
                                                          "give the config the results were made with (--configfile "
@@ -88,7 +81,7 @@ def run_one_line(command: Callable[[], int]) -> int:
              "again to go on")
         return INTERRUPTED_STATUS
     except BrokenPipeError:  # the reader has what it wanted: no line (stderr may be the same pipe)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit finds no pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return BROKEN_PIPE_STATUS
     except OSError as exc:
         full = out_of_space_line(exc, None)
@@ -111,10 +104,8 @@ SNAKEMAKE_CONFIG_KEY = r"[a-zA-Z_][\w-]*\w$"
 
 
 def check_snakemake_config(configfiles: list[str], snakemake_args: list[str]) -> None:
-    """What Snakemake itself refuses before the Snakefile can say anything, said first in one line
-    (``lsrbench run``): a ``--configfile`` it cannot read as a mapping (empty, only comments: read
-    here as the Snakefile reads it, :func:`lsrbench.config.layers.load_config_files`), a ``--config``
-    key with a dot (``recipe.steps=10``), which Snakemake's parser refuses with a traceback."""
+    """What Snakemake refuses before the Snakefile speaks, said first in one line: an unreadable or empty
+    ``--configfile``, or a ``--config`` key with a dot."""
     from lsrbench.config.layers import load_config_files
 
     for path in configfiles:

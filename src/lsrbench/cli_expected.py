@@ -1,8 +1,5 @@
-"""The CLI's commands about what a config's results should be (:mod:`lsrbench.cli`): ``expected``
-checks a finished results folder against the config's expected values
-(:mod:`lsrbench.report.verify.expected`) and prints a reproduction-log entry for it
-(:mod:`lsrbench.report.verify.reproduction`); ``cells`` writes the page of one command per Table 1 row and
-claim (:mod:`lsrbench.report.verify.cells`). Apart from cli.py only for its size."""
+"""``expected`` (a results folder against the config's expected values, with a reproduction-log entry) and
+``cells`` (one command per Table 1 row and claim); apart from cli.py for its size."""
 
 from __future__ import annotations
 
@@ -46,7 +43,6 @@ def _expected(args) -> int:
 
 
 def _cells(args) -> int:
-    """``lsrbench cells``: the page of the config on stdout."""
     from lsrbench.cli_options import command_line_config, config_files, load_config
     from lsrbench.report.verify.cells import cells_page
     from lsrbench.report.verify.expected import load_expected

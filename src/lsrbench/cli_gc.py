@@ -37,8 +37,7 @@ def _gc(args) -> int:
 
 
 def _refuse_while_locked(results: str) -> None:
-    """A running snakemake may be writing into any folder no given config refers to (another
-    config's run): while one holds the folder's lock, nothing is removed."""
+    """Remove nothing while a snakemake holds the folder's lock: it may be writing another config's folders."""
     from pathlib import Path
 
     from lsrbench.ops.locks import lock_holder, lock_line

@@ -1,6 +1,4 @@
-"""The mteb commands of the CLI (:mod:`lsrbench.cli`): ``mteb-check`` scores a finished run through
-mteb beside its own metrics (:mod:`lsrbench.evaluate.mteb_check`), ``export-mteb`` writes metrics.csv
-in MTEB's result layout (:mod:`lsrbench.report.mteb_results`). Apart from cli.py only for its size."""
+"""The mteb commands: ``mteb-check`` and ``export-mteb``; apart from cli.py for its size."""
 
 from __future__ import annotations
 
@@ -46,10 +44,8 @@ def mteb_check(args, config: dict, config_file: str) -> int:
 
 
 def mteb_paths(args, config: dict, config_file: str) -> tuple[Path, Path, Path]:
-    """The trained model's folder, the evaluated data and the run's metrics.tsv: a run folder given
-    as a path (laid out ``<run>/model``, ``<run>/<dataset>/metrics.tsv``, data in
-    ``<results>/data/<dataset>/eval``), else ``<run>/k<k>`` of the config's content-addressed
-    outputs (:mod:`lsrbench.dag.layout`)."""
+    """The trained model's folder, the evaluated data and the run's metrics.tsv, from a run folder path or from
+    ``<run>/k<k>`` of the config's outputs."""
     from lsrbench.config.grid import several_seeds
     from lsrbench.dag.evaluated import eval_dir
     from lsrbench.dag.layout import Layout

@@ -1,9 +1,5 @@
-"""The options every subcommand spells one way: the results folder ``--results DIR``, the mirror
-``--mirror DIR``, the run config ``--configfile FILE`` with ``--config KEY=VALUE`` beside it wherever it
-is taken (as snakemake takes them; ``--mirror DIR`` is ``--config mirror=DIR``). Earlier spellings
-still work, each with a one-line note naming the documented form: ``verify DIR`` (positional) and
-``-d/--directory DIR`` (the folder snakemake runs in, of ``plan``, ``status`` and ``probe``: now
-``--results DIR/results``)."""
+"""The options every subcommand spells one way: ``--results DIR``, ``--mirror DIR``, ``--configfile FILE`` with
+``--config KEY=VALUE``. Earlier spellings still work with a one-line note."""
 
 from __future__ import annotations
 
@@ -95,9 +91,8 @@ def config_pairs(values: dict) -> list[str]:
 
 
 def load_config(files: list[str], check_files: bool = True, command_line: dict | None = None) -> tuple[dict, list[str]]:
-    """The checked config of ``files`` (each with its ``base:`` chain, then ``command_line`` values as
-    ``--config`` gives them), and every file read; ``check_files``: also the dataset and model
-    folders it names and the mirror, which must exist (lsrbench.dag.validate)."""
+    """The checked config of ``files`` with ``command_line`` on top, and every file read; ``check_files`` also
+    requires the folders it names."""
     from lsrbench.config.layers import load_config_files, locate_config_paths, workflow_dir
     from lsrbench.dag.validate import check_config
 
@@ -116,8 +111,8 @@ def config_files(args) -> list[str]:
 
 
 def config_overrides(pairs: list[str]) -> dict:
-    """``--config key=value`` as Snakemake reads it (an empty value is null); a key Snakemake's parser
-    would refuse with a traceback (``recipe.steps=10``) is one line here."""
+    """``--config key=value`` as Snakemake reads it (empty is null); a key Snakemake would refuse with a
+    traceback is one line here."""
     import yaml
 
     out = {}

@@ -1,5 +1,4 @@
-"""``lsrbench preflight`` (:mod:`lsrbench.cli`): what would stop or waste a grid, before its first job
-(:mod:`lsrbench.ops.preflight`). Apart from cli.py only for its size."""
+"""``lsrbench preflight`` (:mod:`lsrbench.ops.preflight`); apart from cli.py for its size."""
 
 from __future__ import annotations
 

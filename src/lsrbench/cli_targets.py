@@ -1,6 +1,5 @@
-"""What ``lsrbench run`` builds, checked before snakemake starts (:mod:`lsrbench.cli`): a mistyped report
-(``results/tabel1.md``) or Table 1 row (``--row``) is one line listing the config's, not Snakemake's
-MissingRuleException."""
+"""What ``lsrbench run`` builds, checked before snakemake starts: a mistyped report or ``--row`` is one line
+listing the valid ones."""
 
 from __future__ import annotations
 
@@ -20,8 +19,8 @@ def _report_targets(config: dict) -> list[str]:
 
 
 def check_targets(targets: list[str], config: dict, files: list[str]) -> None:
-    """Refuse a target in the results folder itself (``results/NAME``) that no report of ``config`` writes;
-    a rule name, a run's file deeper in ``results/`` or a path elsewhere go to snakemake as they are."""
+    """Refuse a ``results/NAME`` target no report of ``config`` writes; other targets go to snakemake as they
+    are."""
     reports = _report_targets(config)
     for target in targets:
         if Path(target).parent == Path("results") and target not in reports:
@@ -38,8 +37,8 @@ def table_rows(config: dict) -> list[str]:
 
 
 def row_targets_of(rows: list[str], files: list[str], command_line: dict) -> list[str]:
-    """``--row RUN/kK`` (Table 1's row): the files that row is read from, as this config and mirror address
-    them; a row the config does not have is one line listing those it has."""
+    """``--row RUN/kK``: the files that Table 1 row is read from; an unknown row is one line listing the
+    config's."""
     from lsrbench.dag.fingerprint import FileDigests
     from lsrbench.dag.reports import row_targets
     from lsrbench.names import BM25

@@ -1,14 +1,5 @@
-"""The one choice of the device a model runs on (train, index, the probe, the norm, the MLM re-fit),
-and what this node's GPU stack is.
-
-A job that asked Snakemake for a GPU (``use_gpu: true``: ``resources: gpu=1``) gets one or stops in
-one line naming the node, torch's CUDA build, the driver and what to do (:func:`require_gpu`), before
-it loads a model: never a silent fall back to the CPU, which would train a paper backbone for days
-and report success. A job that asked for none runs on the CPU, on a GPU machine too (the config
-asked for it). The job runner says which (:func:`select_job_device`, the ``LSRBENCH_DEVICE``
-variable, inherited by a data-parallel training's processes); outside a job (a library call, the
-plan's calibration) the model runs on a GPU when one is usable, else on the CPU.
-"""
+"""The one choice of the device a model runs on: a job that asked for a GPU gets one or stops in one line before
+loading a model (never a silent CPU fallback); one that did not runs on the CPU."""
 
 from __future__ import annotations
 
@@ -24,15 +15,13 @@ __all__ = ["DEVICE_ENV", "DRIVER_BRANCH_FOR_CUDA", "model_device", "select_job_d
            "driver_version", "driver_problem"]
 
 DEVICE_ENV = "LSRBENCH_DEVICE"
-# The oldest NVIDIA driver branch each CUDA major release runs on (NVIDIA's CUDA compatibility
-# table: 12.x from R525, 13.x from R580); the CUDA lock's torch wheels are CUDA 13 builds.
+# The oldest NVIDIA driver branch per CUDA major (12.x: R525, 13.x: R580); the lock's torch wheels are CUDA 13.
 DRIVER_BRANCH_FOR_CUDA = {"12": 525, "13": 580}
 LOCK = "envs/requirements-cuda.lock"
 
 
 def model_device() -> str:
-    """``cuda`` or ``cpu``: what the job runner chose (a GPU job without a usable GPU is one line),
-    else, outside a job, a GPU when one is usable."""
+    """``cuda`` or ``cpu``: the job runner's choice, else a GPU when one is usable."""
     import torch
 
     chosen = os.environ.get(DEVICE_ENV)
@@ -45,8 +34,8 @@ def model_device() -> str:
 
 
 def select_job_device(gpus: int, config_file: str | None = None) -> str:
-    """The job runner's choice for a job that requested ``gpus`` GPUs: ``cuda`` (checked now, before
-    any model is loaded) or ``cpu``; recorded for :func:`model_device` in this process and its children."""
+    """The job runner's device for a job of ``gpus`` GPUs, checked now and recorded for this process and its
+    children."""
     device = "cuda" if gpus > 0 else "cpu"
     os.environ[DEVICE_ENV] = device
     if device == "cuda":
@@ -55,8 +44,8 @@ def select_job_device(gpus: int, config_file: str | None = None) -> str:
 
 
 def require_gpu(config_file: str | None = None) -> None:
-    """Nothing when torch can use a CUDA GPU here; else an :class:`InputError` on ``use_gpu``: the
-    node, the visible devices, torch's CUDA build, the driver, and what to do."""
+    """Nothing when torch can use a CUDA GPU; else an InputError on ``use_gpu`` naming node, devices, CUDA
+    build, driver and what to do."""
     import torch
 
     if torch.cuda.is_available():

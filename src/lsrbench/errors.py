@@ -1,6 +1,5 @@
-"""The errors every entry point (the CLI, the Snakefile, a job) prints as one line, ``lsrbench:
-error: ...``, without a traceback: bad input, naming the file and the field (:class:`InputError`),
-and lsrbench's own incompatibility with an installed library (:class:`LibraryIncompatible`)."""
+"""The errors every entry point prints as one ``lsrbench: error: ...`` line without a traceback:
+:class:`InputError` and :class:`LibraryIncompatible`."""
 
 from __future__ import annotations
 
@@ -14,19 +13,12 @@ class OneLineError(Exception):
 
 
 class LibraryIncompatible(OneLineError):
-    """lsrbench's own incompatibility with an installed library release (an argument it no longer
-    takes, an API that moved), never blamed on the user's file: made by
-    :func:`lsrbench.environment.incompatibility`, which names the library, its version, the lock's
-    and what to do."""
+    """lsrbench's own incompatibility with an installed library release, never blamed on the user's file."""
 
 
 class InputError(OneLineError):
-    """Bad input (config, data, checkpoint).
-
-    The CLI prints it as one line, ``lsrbench: error: <file>: <field>: <message>``, and exits
-    non-zero without a traceback; callers raise it before writing any output, so nothing
-    already computed is touched.
-    """
+    """Bad input (config, data, checkpoint), printed as ``lsrbench: error: <file>: <field>: <message>``; raised
+    before any output is written."""
 
     def __init__(self, file: str | os.PathLike | None, field: str | None, message: str):
         self.file = str(file) if file is not None else None
@@ -43,15 +35,12 @@ class InputError(OneLineError):
 INTERRUPTED_STATUS = 128 + signal.SIGINT
 
 
-# A full disk (ENOSPC) or a spent quota (EDQUOT): the operating system refused a write, the input
-# was fine. Every output is written under a temporary name and renamed once whole (lsrbench.atomic),
-# so nothing finished was changed: what to do is free space and run again.
+# A full disk or spent quota: the input was fine, and atomic writes left everything finished as it was.
 OUT_OF_SPACE = frozenset(e for e in (getattr(errno, "ENOSPC", None), getattr(errno, "EDQUOT", None)) if e)
 
 
 def out_of_space_line(exc: OSError, folder: str | os.PathLike | None) -> str | None:
-    """The one line for ``exc`` when it is a full disk or quota (None otherwise), naming the file
-    the system names, else ``folder`` (what was being written)."""
+    """The one line for a full disk or quota naming the file (else ``folder``); None for other errors."""
     if exc.errno not in OUT_OF_SPACE:
         return None
     where = exc.filename if exc.filename is not None else folder
@@ -62,7 +51,6 @@ def out_of_space_line(exc: OSError, folder: str | os.PathLike | None) -> str | N
 
 
 def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message, its spaces squeezed (its type's name when empty):
-    what a one-line error quotes of a library's own message."""
+    """The first line of an exception's message, spaces squeezed (its type's name when empty)."""
     text = str(exc).strip()
     return " ".join(text.splitlines()[0].split()) if text else type(exc).__name__

@@ -1,8 +1,5 @@
-"""Every content hash lsrbench computes: of files, folders, id/text lists and settings.
-
-One SHA-256 each way, so that a manifest, a resume key (training checkpoints, index shards), a
-corpus store and ``lsrbench verify`` all mean the same thing by "the same bytes".
-"""
+"""Every content hash lsrbench computes (files, folders, lists, settings): one SHA-256 each way, so every record
+means the same by "the same bytes"."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Names that several stages must spell the same way: run names, k as text, reserved names,
-the columns of tidy metric files and the measure names lsrbench adds to ir_measures' own.
-
-A *run* is one (backbone, mode) variant of the grid: the backbone's own name for the paper's
-``shared`` mode, ``<backbone>+<mode>`` otherwise (``+`` is not allowed in backbone names). Its
-k is written as :func:`format_k` gives it (``1``, ``4``, ``2.5``, ``auto``, ``probe``) in every
-path, table and metrics row.
-"""
+"""Names several modules must spell the same way: run names (a backbone, or ``<backbone>+<mode>``), k as text,
+reserved names, tidy metric columns and lsrbench's own measure names."""
 
 from __future__ import annotations
 
@@ -16,39 +10,30 @@ import sys
 MODE_SEPARATOR = "+"
 DEFAULT_MODE = "shared"
 
-# The metrics column that names a row's run (run_name: a backbone and its mode, or bm25). Its
-# header says "backbone" because finished metrics files and the reports made from them keep their bytes.
+# The metrics column naming a row's run; its header stays "backbone" so finished files keep their bytes.
 RUN_COLUMN = "backbone"
-# The columns of every tidy metrics file (per-run metrics.tsv and results/metrics.csv).
 METRIC_COLUMNS = [RUN_COLUMN, "k", "dataset", "measure", "value"]
-# results/metrics.csv of a config with several training seeds (recipe.seeds): the seed of each
-# row's training after k (NO_SEED for BM25 and released checkpoints, which are not trained); with
-# one seed the column is left out, so a one-seed metrics.csv is METRIC_COLUMNS as before.
+# With several training seeds metrics.csv adds the seed after k (NO_SEED for BM25 and released checkpoints).
 SEED = "seed"
 SEEDED_METRIC_COLUMNS = [RUN_COLUMN, "k", SEED, "dataset", "measure", "value"]
 NO_SEED = "-"
-# The columns of a per-query metrics file (perquery.tsv).
 PERQUERY_COLUMNS = ["query_id", "measure", "value"]
 
-# the folder under results/ that holds each report job's manifest (results/manifests/<rule>.json)
 MANIFESTS = "manifests"
 
-# Measures lsrbench computes itself, beside the ir_measures names (nDCG@10, RR@10, ...).
+# Measures lsrbench computes itself, beside ir_measures' names.
 FLOPS = "FLOPs"
 QUERY_DIMS = "query_active_dims"
 DOC_DIMS = "doc_active_dims"
 COLLAPSED = "collapsed"
 
-# The reference row of every table and its k (it has none).
 BM25 = "BM25"
 NO_K = "-"
 AUTO_K = "auto"
-# k read off the step-0 probe (docs/probe.md): where the backbone's score scale crosses the reference's.
+# k read off the step-0 probe (docs/probe.md).
 PROBE_K = "probe"
-# The k a run is given by name instead of a number: resolved by its train job.
 SYMBOLIC_KS = (AUTO_K, PROBE_K)
-# The "dataset" of FLOPs and active dims pooled over several datasets (report.flops_datasets) the
-# way sentence-transformers' SparseNanoBEIREvaluator pools them; never a dataset's name.
+# The "dataset" of FLOPs pooled over report.flops_datasets; never a dataset's name.
 POOLED = "pooled_flops"
 
 
@@ -90,22 +75,18 @@ def k_order(k: str) -> float:
     return value
 
 
-# Names that become file or folder names (backbones, datasets, splits, BEIR downloads, triplet
-# folders), the same pattern the config schema gives backbone names.
+# Names that become file or folder names.
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 SAFE_NAME = re.compile(rf"^{NAME_PATTERN}$")
-# Longest name (or k text) that becomes one path component: file systems allow 255 bytes, and a
-# run's files sit under several such components.
+# Longest name that becomes one path component (file systems allow 255 bytes).
 MAX_NAME_LENGTH = 100
 
-# What the Snakefile's wildcards match (its wildcard_constraints are these strings): the config
-# check refuses a name or k that they would not match, instead of Snakemake failing on a missing
-# input after the config was accepted.
+# The Snakefile's wildcard constraints: the config check refuses what they would not match.
 RUN_PATTERN = rf"{NAME_PATTERN}(\{MODE_SEPARATOR}untie)?"
 K_PATTERN = r"auto|probe|[0-9]+(\.[0-9]+)?(e-?[0-9]+)?"
 DATASET_PATTERN = rf"(?!{POOLED}\b){NAME_PATTERN}"
 
-# Names lsrbench gives rows of its own in metrics.csv and the tables: no backbone may take them.
+# Row names of lsrbench's own: no backbone may take them.
 RESERVED_RUN_NAMES = (BM25,)
 
 
@@ -119,14 +100,12 @@ def name_problem(name: str, pattern: str = NAME_PATTERN) -> str | None:
 
 
 def k_text_problem(k) -> str | None:
-    """Why the rescale factor ``k`` cannot name a run (:func:`format_k` outside the wildcard
-    constraint :data:`K_PATTERN`, or longer than a path component may be), or None."""
+    """Why the rescale factor ``k`` cannot name a run (outside :data:`K_PATTERN` or too long), or None."""
     if k in SYMBOLIC_KS:
         return None
     if isinstance(k, bool) or not isinstance(k, (int, float)) or not math.isfinite(k) or k <= 0:
         return f"{k!r} is not a finite positive number"
     return name_problem(format_k(k), K_PATTERN)
-# A pinned hub revision: a full commit hash.
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 

@@ -1,12 +1,5 @@
-"""Progress lines for log files: how far a long job is (done/total, rate, ETA), written at a
-cadence that suits a file followed with ``tail -f`` rather than a terminal's progress bar.
-
-A line is logged on the first update, on the last (done == total), and otherwise when either
-``every`` units (default: 5 % of the total) or ``seconds`` (default 60) have passed since the
-previous line, whichever comes first. Written here rather than taken from tqdm: tqdm redraws one
-terminal line (carriage returns in a file) and has no "every N % or 60 s" rule. The time stamp of
-each line comes from the log format (:func:`log_format`, UTC).
-"""
+"""Progress lines for log files (done/total, rate, ETA): first, last, and every ``every`` units or ``seconds``.
+Written here rather than taken from tqdm, which redraws one terminal line and has no such rule."""
 
 from __future__ import annotations
 
@@ -33,8 +26,7 @@ def log_format() -> logging.Formatter:
 
 
 def log_to_file(path: str) -> None:
-    """Send every ``logging`` record of INFO and above to ``path`` (appended), time-stamped in UTC:
-    a job's log file (the Snakemake job runner; each process of a data-parallel training)."""
+    """Send INFO and above to ``path`` (appended), time-stamped in UTC."""
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(log_format())
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
@@ -105,14 +97,8 @@ def parse_progress(line: str) -> ProgressLine | None:
 
 
 class Progress:
-    """Reports ``done`` out of ``total`` units of one job to ``logger``.
-
-    ``update(done, **fields)`` sets the absolute count (e.g. a training step), ``advance(n)`` adds
-    to it (e.g. documents of a batch), ``skip(n)`` adds work that this process did not do (reused
-    shards, steps before a resumed checkpoint): it counts towards ``done`` but not towards the
-    rate, so the ETA reflects this process's speed. ``fields`` are shown after the count
-    (``loss=0.4213``). Returns the line when one was logged, else None.
-    """
+    """Reports ``done`` of ``total`` units to ``logger``: ``update`` sets, ``advance`` adds, ``skip`` adds work
+    done elsewhere (not in the rate). Returns the line logged, else None."""
 
     def __init__(self, what: str, total: int, unit: str, *, every: int | None = None, seconds: float = 60.0,
                  logger: logging.Logger | None = None, clock: Callable[[], float] = time.monotonic, done: int = 0):

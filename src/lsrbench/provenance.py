@@ -1,17 +1,5 @@
-"""What produced an artifact: config hash, package versions, seed, device, code revision; and the
-manifest of a stage (every input and output file with its SHA-256), which ``lsrbench verify``
-checks.
-
-A manifest is the stage's provenance JSON (``train_provenance.json``, ``<dataset>/provenance.json``)
-with an ``artifacts`` entry::
-
-    "manifest": "results/runs/b/k4/vaswani/provenance.json",       # its own path, as written
-    "artifacts": {"inputs":  {"results/runs/b/k4/vaswani/docs.npz": {"sha256": ..., "bytes": ...}, ...},
-                  "outputs": {"results/runs/b/k4/vaswani/metrics.tsv": {...}, ...}}
-
-Paths are recorded as the stage was given them (Snakemake passes paths relative to its working
-directory), and a folder is recorded file by file.
-"""
+"""What produced an artifact (config hash, versions, seed, device, code revision) and a stage's manifest: every
+input and output file with its SHA-256, as given to the stage, which ``lsrbench verify`` checks."""
 
 from __future__ import annotations
 
@@ -45,9 +33,7 @@ def package_versions() -> dict[str, str | None]:
 
 
 def device_description() -> dict:
-    """The CPU, and torch's threads and GPUs where the stage used torch. A stage that did not
-    (evaluate, BM25, pool, the reports) is not made to import it for this record: that import
-    alone costs seconds per job."""
+    """The CPU, and torch's threads and GPUs where torch is already imported (importing it costs seconds)."""
     info = {"cpu": platform.processor() or platform.machine()}
     model = cpu_model()
     if model:
@@ -105,7 +91,6 @@ def write_json(path, obj) -> None:
 
 
 def _files(path: str) -> list[str]:
-    """``path`` itself, or every regular file under a folder (sorted; hidden temporaries skipped)."""
     p = Path(path)
     if p.is_dir():
         found = []
@@ -134,21 +119,17 @@ def manifest_fields(manifest_path: str, inputs, outputs) -> dict:
 
 
 def addressed_record(identity: dict, inputs, outputs) -> dict:
-    """An addressed output's ``params.json``: what its id stands for (``identity``), the files its
-    job read (``made_from``: paths only, each has a record of its own) and every file it wrote with
-    its SHA-256 (``outputs``): the record a finished output is checked against before anything
-    reads it (:mod:`lsrbench.dag.records`)."""
+    """An addressed output's ``params.json``: its ``identity``, the files it was ``made_from`` and every output
+    with its SHA-256."""
     return {**identity, "made_from": sorted(_flat(inputs)), "outputs": artifact_hashes(outputs)}
 
 
 def report_manifest(manifest_path: str, rule: str, config: dict | None, inputs, outputs) -> dict:
-    """A report job's manifest (``results/manifests/<rule>.json``): the config snapshot it was made
-    with and every file it read and wrote with its SHA-256."""
+    """A report job's manifest: its config snapshot and every file read and written with its SHA-256."""
     return {"rule": rule, "config": config, **manifest_fields(manifest_path, _flat(inputs), _flat(outputs))}
 
 
 def _flat(paths) -> list[str]:
-    """Named files as Snakemake gives them (a name may hold a list): one list of paths."""
     return [str(q) for p in paths for q in ([p] if isinstance(p, (str, os.PathLike)) else p)]
 
 

@@ -1,11 +1,6 @@
-"""The environment of a snakemake start lsrbench makes (``lsrbench run``, ``probe``, ``plan``, ``status``):
-one that does not submit to SLURM does not wait for a SLURM controller.
-
-Snakemake imports every installed executor plugin to build its command line, and
-snakemake-executor-plugin-slurm runs ``scontrol show config`` at import (for a help text); where SLURM's
-client is installed and no controller answers, scontrol retries once a second for MessageTimeout (10 s by
-default). ``SLURM_CONF=/dev/null`` (an empty client config) makes it fail at once; a start that uses the
-slurm executor keeps the environment as it is."""
+"""The environment of a snakemake start lsrbench makes: one that does not submit to SLURM gets
+``SLURM_CONF=/dev/null``, because the SLURM plugin runs ``scontrol`` at import, which waits ~10 s for an absent
+controller."""
 
 from __future__ import annotations
 
@@ -18,7 +13,6 @@ NO_CONTROLLER = {"SLURM_CONF": os.devnull}
 
 
 def _option_values(args: list[str], names: tuple[str, ...]) -> list[str]:
-    """The values of the options ``names`` in ``args``, spelled ``--opt V`` or ``--opt=V``."""
     values = []
     for i, arg in enumerate(args):
         name, sep, value = arg.partition("=")
@@ -28,8 +22,7 @@ def _option_values(args: list[str], names: tuple[str, ...]) -> list[str]:
 
 
 def _profile_executor(profile: str) -> str | None:
-    """The ``executor:`` of a profile folder; ``"unknown"`` where it cannot be read (a profile by name
-    only, a broken file), which counts as SLURM: the environment is then left alone."""
+    """The ``executor:`` of a profile folder; ``"unknown"`` (counted as SLURM) where unreadable."""
     import yaml
 
     try:
@@ -40,8 +33,7 @@ def _profile_executor(profile: str) -> str | None:
 
 
 def uses_slurm(args: list[str], environ: dict | None = None) -> bool:
-    """Whether ``snakemake ARGS`` may submit to SLURM: an executor other than local, dryrun or touch,
-    given or named by a profile (``--profile``, ``--workflow-profile``, ``$SNAKEMAKE_PROFILE``)."""
+    """Whether ``snakemake ARGS`` may submit to SLURM: a non-local executor given or named by a profile."""
     environ = os.environ if environ is None else environ
     executors = _option_values(args, ("--executor", "-e"))
     profiles = _option_values(args, ("--profile", "--workflow-profile"))

@@ -375,13 +375,13 @@ def test_bm25_topk_ranks_obvious_document_first():
         "learned sparse retrieval models such as splade expand sparse term weights",
         "a recipe for chocolate cake",
     ]
-    idx, scores = bm25_topk(corpus, ["learned sparse retrieval splade", "chocolate", "zebra"], k=3)
+    idx, scores = bm25_topk(corpus, ["learned sparse retrieval splade", "chocolate", "zebra"], top_k=3)
     assert idx.shape == (3, 3) and scores.shape == (3, 3)
     assert idx[0, 0] == 2 and idx[0, 1] == 1 and idx[0, 2] == -1
     assert scores[0, 0] > scores[0, 1] > 0
     assert idx[1].tolist() == [3, -1, -1]
     assert idx[2].tolist() == [-1, -1, -1] and not scores[2].any()
-    big_k, _ = bm25_topk(corpus, ["sparse"], k=10)  # k beyond the corpus size is padded
+    big_k, _ = bm25_topk(corpus, ["sparse"], top_k=10)  # top_k beyond the corpus size is padded
     assert big_k.shape == (1, 10) and set(big_k[0, :2]) == {1, 2}
 
 

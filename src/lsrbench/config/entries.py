@@ -1,6 +1,5 @@
-"""A dataset entry of the registry (``config/datasets.yaml``), read once into one typed object with
-its defaults from the schema (``schemas/datasets.schema.yaml``), which every caller uses: no caller
-repeats a default (``split`` is ``test`` because the schema says so, nowhere else)."""
+"""A dataset registry entry read once into a typed object with the schema's defaults, so no caller repeats a
+default."""
 
 from __future__ import annotations
 
@@ -14,8 +13,8 @@ __all__ = ["DatasetEntry", "dataset_entry", "load_datasets_file"]
 
 @dataclass(frozen=True)
 class DatasetEntry:
-    """One dataset of the registry. ``source`` picks the :class:`lsrbench.data.sources.Source` that
-    loads, fingerprints, checks and prefetches it; the rest are its keys (None: not given)."""
+    """One dataset of the registry: ``source`` picks the :class:`lsrbench.data.sources.Source`; the rest are its
+    keys (None: not given)."""
 
     name: str
     source: str

@@ -1,5 +1,4 @@
-"""Which datasets a config reads and evaluates, and how: functions of a checked config that the
-stages, the reports and the operator commands share."""
+"""Which datasets a checked config reads and evaluates, and how."""
 
 from __future__ import annotations
 
@@ -12,8 +11,7 @@ def evaluated(config: dict) -> list[str]:
 
 
 def pooled_flops_datasets(config: dict) -> list[str]:
-    """The datasets whose FLOPs are pooled per run: report.flops_datasets when it names several
-    (one dataset's pooled FLOPs are its own, so then there is nothing to pool)."""
+    """The datasets whose FLOPs are pooled per run: report.flops_datasets when it names several."""
     names = list(config["report"].get("flops_datasets") or [])
     return names if len(names) > 1 else []
 
@@ -26,9 +24,11 @@ def used_datasets(config: dict) -> list[str]:
     return list(dict.fromkeys(evaluated(config) + extra))
 
 
-def pool_depth_of(config: dict, dataset: str):
-    """The pool depth of an evaluated dataset (None: the full collection, or not evaluated)."""
-    return config["evaluation"]["pool_depth"] if dataset in config["evaluation"]["datasets"] else None
+def pool_depth_of(config: dict, dataset: str | None = None):
+    """The evaluation's pool depth, or ``dataset``'s (None: full collections, or ``dataset`` not evaluated)."""
+    if dataset is not None and dataset not in config["evaluation"]["datasets"]:
+        return None
+    return config["evaluation"]["pool_depth"]
 
 
 def dataset_measures(config: dict, dataset: str) -> list[str]:

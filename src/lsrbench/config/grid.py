@@ -1,6 +1,5 @@
-"""The run grid of a checked config: which (backbone, mode, k) are trained, with which training
-seeds, how many training triplets are drawn, and which (mode, k) the step-0 probe measures per
-backbone (docs/probe.md). One definition each, used by the validator, the DAG and the reports."""
+"""The run grid of a checked config: which (backbone, mode, k) are trained, with which seeds and triplets, and
+what the probe measures; one definition for validator, DAG and reports."""
 
 from __future__ import annotations
 
@@ -9,15 +8,13 @@ from lsrbench.names import AUTO_K, DEFAULT_MODE, NO_SEED, PROBE_K, SEED, format_
 __all__ = ["k_lists", "backbone_modes", "runs", "grid_lines", "n_triplets", "training_seeds", "several_seeds",
            "is_released", "run_keys", "seed_recipe", "PROBE_TRIPLETS", "probe_settings", "probed_ks"]
 
-# Triplets the probe measures on by default: two batches of the tiny default's recipe, one of the
-# paper's (benchmark/README.md: what a probe costs per triplet on one CPU core).
+# Triplets the probe measures on by default: two batches of the tiny recipe, one of the paper's.
 PROBE_TRIPLETS = 32
 
 
 def k_lists(config: dict, backbone: str) -> dict[str, tuple[str, list]]:
-    """Mode -> (the field its k list is read from, the list as written) of one backbone: its own
-    ``modes`` mapping, else its ``k`` (or ``k_grid``) in each of its ``modes`` (or the config's);
-    an ``evaluate_only`` backbone (a released checkpoint) has one run, shared at k = 1."""
+    """Mode -> (the field its k list is read from, the list) of one backbone; an ``evaluate_only`` backbone has
+    one run at k = 1."""
     entry = config["backbones"][backbone]
     if entry.get("evaluate_only"):
         return {DEFAULT_MODE: (f"backbones.{backbone}", [1])}
@@ -39,8 +36,7 @@ def runs(config: dict) -> list[tuple[str, str]]:
 
 
 def training_seeds(config: dict) -> list[int]:
-    """The training seeds: ``recipe.seeds`` when given (each seed trains its own run of every
-    (backbone, mode, k)), else the one ``recipe.seed`` (docs/configuration.md)."""
+    """The training seeds: ``recipe.seeds`` when given, else ``recipe.seed``."""
     recipe = config["recipe"]
     return list(recipe["seeds"]) if recipe.get("seeds") else [recipe["seed"]]
 
@@ -56,10 +52,8 @@ def is_released(config: dict, run: str) -> bool:
 
 
 def run_keys(config: dict) -> list[dict]:
-    """The key of every model of the grid (its train folder): ``{run, k}``, in config order; with
-    several training seeds also ``seed``, innermost (:data:`lsrbench.names.NO_SEED` for a released
-    checkpoint, which is one model whatever the seeds). One seed keeps the key it always had, so
-    a one-seed config's outputs, report inputs and metrics.csv are what they were."""
+    """The key of every model of the grid, ``{run, k}`` in config order, plus ``seed`` only with several seeds
+    (a one-seed config keeps its keys)."""
     if not several_seeds(config):
         return [{"run": r, "k": k} for r, k in runs(config)]
     seeds = training_seeds(config)
@@ -68,14 +62,13 @@ def run_keys(config: dict) -> list[dict]:
 
 
 def seed_recipe(recipe: dict, seed: int) -> dict:
-    """The recipe one seed trains with: ``seeds`` left out, ``seed`` the run's own. A one-seed
-    config's recipe (``seed: s``, or ``seeds: [s]``) gives exactly the recipe it always had."""
+    """The recipe one seed trains with (``seeds`` dropped, ``seed`` its own); a one-seed config's is
+    unchanged."""
     return {**{k: v for k, v in recipe.items() if k != "seeds"}, "seed": seed}
 
 
 def grid_lines(config: dict) -> list[str]:
-    """The run grid, one line per (backbone, mode): what ``lsrbench check-config`` prints and the
-    report's landing page shows (``splade-tiny      shared  k = 1, 4, 16``)."""
+    """The run grid, one line per (backbone, mode), as ``check-config`` and the landing page show it."""
     rows = [(name, mode, ", ".join(ks)) for name in config["backbones"] for mode, ks in backbone_modes(config, name).items()]
     width = max((len(name) for name, _, _ in rows), default=0)
     return [f"{name:<{width}}  {mode:<6}  k = {ks}{_matched_note(config['backbones'][name])}" for name, mode, ks in rows]
@@ -97,8 +90,7 @@ def n_triplets(config: dict) -> int:
 
 
 def probe_settings(config: dict) -> dict:
-    """The ``probe:`` block with the schema's defaults (a config without one has them all), its
-    ``triplets`` resolved: :data:`PROBE_TRIPLETS`, or one batch where the recipe's is larger."""
+    """The ``probe:`` block with the schema's defaults and its ``triplets`` resolved."""
     from lsrbench.config.schema import with_defaults
 
     settings = with_defaults("probe", config.get("probe") or {})
@@ -107,11 +99,8 @@ def probe_settings(config: dict) -> dict:
 
 
 def probed_ks(config: dict, backbone: str) -> list[list[str]]:
-    """``[mode, k]`` of every run one backbone's probe measures: per swept mode k = 1 (the reference
-    point, and the head as loaded), the swept numeric k and ``probe.k_grid`` ascending, then ``auto``
-    when it is swept (resolved from the runs before it where its statistic is the probe's own).
-    ``probe`` is no k the probe measures: it is read off these. A released checkpoint
-    (``evaluate_only``) is probed as it is evaluated: at k = 1 only."""
+    """``[mode, k]`` of every run one backbone's probe measures: k = 1, the swept numeric k and ``probe.k_grid``
+    ascending, then ``auto``; a released checkpoint at k = 1 only."""
     released = config["backbones"][backbone].get("evaluate_only")
     extra = [] if released else [format_k(k) for k in probe_settings(config)["k_grid"]]
     out = []

@@ -1,6 +1,5 @@
-"""A run config as files: layered config files (``base: <file>`` chains, merged in order, then the
-``--config`` values on top), where each merged value was set (for errors that name the right
-file), and the relative paths a config names, located as the Snakefile reads them."""
+"""A run config as files: ``base:`` chains merged in order with ``--config`` on top, where each value was set
+(for errors naming the right file), and its relative paths located."""
 
 from __future__ import annotations
 
@@ -15,16 +14,15 @@ __all__ = ["BASE_KEY", "LIKE_KEY", "COMMAND_LINE", "ConfigOrigins", "merge_confi
 
 
 def workflow_dir() -> Path:
-    """The repository the package runs from (where the Snakefile looks for relative config files);
-    the working directory for an installed package without a checkout."""
+    """The repository the package runs from (where the Snakefile finds relative config files), else the working
+    directory."""
     repo = Path(__file__).resolve().parents[3]
     return repo if (repo / "Snakefile").is_file() else Path.cwd()
 
 
 def locate_config_paths(config: dict, basedir: str | Path) -> dict:
-    """Relative ``datasets_file`` and ``report.reference`` are read from the working directory, or,
-    when they are not there, from the workflow's folder (``snakemake -d elsewhere`` with the
-    repository's own config/ files)."""
+    """Relative ``datasets_file`` and ``report.reference``: from the working directory, else the workflow's
+    folder."""
 
     def locate(value):
         if not isinstance(value, str) or Path(value).is_absolute() or Path(value).exists():
@@ -40,24 +38,16 @@ def locate_config_paths(config: dict, basedir: str | Path) -> dict:
     return config
 
 
-# ---------------------------------------------------------------------------- layered config files
-# A config file may start with ``base: <file>`` (relative to its own folder): the base is loaded
-# first (it may have a base of its own), then this file's values are merged on top of it. Merge
-# rule: mappings are merged key by key; a list or a scalar replaces the base's value; ``null``
-# over a mapping removes it (``splade-tiny-x10: null`` drops that backbone), over anything else it
-# is the value null (``mirror: null``).
+# ``base: <file>`` is loaded first, this file merged on top: mappings key by key, lists and scalars
+# replace, ``null`` over a mapping removes it.
 BASE_KEY = "base"
 COMMAND_LINE = "command line (--config)"
-# A backbone entry may start from another one of the merged config (a base file's among them):
-# ``twin: {like: splade-tiny, head_scale: 10, label: ...}`` is splade-tiny's entry but its label (the
-# entry's own, else its name) with the keys it gives replacing that entry's (whole values: a mapping
-# it gives is not merged key by key).
+# ``like: <backbone>``: that backbone's entry but its label, with the given keys replacing whole values.
 LIKE_KEY = "like"
 
 
 class ConfigOrigins(dict):
-    """Where each value of a merged config was set: ``{field: file}`` (fields spelled as in error
-    messages, ``recipe.steps``, ``evaluation.datasets[0]``), for errors that name the right file."""
+    """Where each value of a merged config was set, ``{field: file}``, for errors that name the right file."""
 
     def __init__(self, default: str):
         super().__init__()
@@ -84,7 +74,7 @@ def merge_config(base: dict, layer: dict, origin: str, origins: ConfigOrigins, p
             merge_config(base[key], value, origin, origins, field)
             continue
         for known in [k for k in origins if k.startswith((field + ".", field + "["))]:
-            del origins[known]  # replaced as a whole: nothing below it comes from the base any more
+            del origins[known]
         if value is None and isinstance(base.get(key), dict):
             del base[key]
         else:
@@ -109,9 +99,8 @@ def _load_layers(path: Path, seen: tuple[Path, ...]) -> list[tuple[str, dict]]:
 
 
 def load_config_files(paths, command_line: dict | None = None) -> tuple[dict, ConfigOrigins, list[str]]:
-    """The run config of one or more config files (each with its ``base:`` chain), merged in order,
-    then ``command_line`` (Snakemake's ``--config`` values) on top: ``(config, origins, files read)``.
-    Every file is parsed strictly (:func:`load_yaml`)."""
+    """The config of one or more files (with ``base:`` chains) merged in order, then ``command_line`` on top:
+    ``(config, origins, files read)``."""
     paths = [Path(p) for p in paths]
     config: dict = {}
     origins = ConfigOrigins(str(paths[-1]))
@@ -126,9 +115,8 @@ def load_config_files(paths, command_line: dict | None = None) -> tuple[dict, Co
 
 
 def resolve_like(config: dict, origins: ConfigOrigins) -> dict:
-    """Every backbone entry with ``like: <backbone>`` (:data:`LIKE_KEY`) made into that backbone's
-    entry with its own keys on top (in place; chains of ``like`` resolved in order); a name that is
-    not a backbone, or a chain that leads back to the entry, is one line naming the file that set it."""
+    """Each ``like: <backbone>`` entry made into that backbone's entry with its own keys on top (in place); an
+    unknown name or a cycle is one line naming the file."""
     backbones = config.get("backbones")
     if not isinstance(backbones, dict):
         return config

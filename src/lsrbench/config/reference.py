@@ -1,6 +1,5 @@
-"""The paper's reported numbers (``config/paper_reference.yaml``, ``report.reference``): its values
-per (backbone, k, table column), shown beside ours, and its best k per backbone, which the claims
-compare with ours. Read with the strict loader like every other file of a config."""
+"""The paper's reported numbers (``report.reference``): its values per (backbone, k, column) and its best k per
+backbone."""
 
 from __future__ import annotations
 
@@ -14,9 +13,8 @@ __all__ = ["load_reference", "read_reference"]
 
 
 def load_reference(path: str | None, columns: list[str] | None = None) -> dict:
-    """The paper's reported values: {backbone: {k: {column name: value}}} (config/paper_reference.yaml:
-    ``values:``), each a finite number; with ``columns``, each column one of them (a misspelt column
-    would leave its values out of the table). Bad files raise a one-line InputError."""
+    """The paper's values ``{backbone: {k: {column: value}}}``, each finite and, with ``columns``, a known
+    column; one-line InputError otherwise."""
     if not path:
         return {}
     values = load_yaml(path).get("values", {})
@@ -40,8 +38,7 @@ def load_reference(path: str | None, columns: list[str] | None = None) -> dict:
 
 
 def read_reference(path: str | None) -> dict:
-    """The whole reference file for the claims: ``values`` (as :func:`load_reference` checks them)
-    and ``optimal_k`` ({backbone: k}, each a positive number); empty without a file."""
+    """The whole reference file for the claims: ``values`` and ``optimal_k``; empty without a file."""
     if not path:
         return {}
     data = load_yaml(path)

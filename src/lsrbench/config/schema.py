@@ -1,7 +1,5 @@
-"""The JSON schemas of ``config/schemas/`` (``workflow/schemas`` links here, as the Snakemake
-workflow template keeps them): validation with one-line errors, the only source of defaults, and
-the canonical form of a config (every mapping in the schema's order), so that two files that
-differ only in the order of their keys are one config to everything derived from it."""
+"""The JSON schemas of ``config/schemas/``: validation with one-line errors, the only source of defaults, and a
+config's canonical form (mappings in the schema's order, so key order never makes two configs)."""
 
 from __future__ import annotations
 
@@ -85,11 +83,8 @@ def _is_integer_schema(schema: dict, root: dict) -> bool:
 
 
 def integral_floats_to_ints(value, schema: dict, root: dict | None = None):
-    """``value`` with every integral float (``5.0``) where its schema asks for an integer made that
-    integer, recursively: YAML reads ``5.0`` as a float, JSON Schema's ``integer`` accepts it, and
-    everything after the loader would otherwise see two spellings of one value (``steps: 5.0`` and
-    ``5`` hashed as different runs, ``top_k: 100.0`` failing a job). Other floats stay as they are,
-    for the schema to refuse."""
+    """``value`` with every integral float made an integer where the schema asks for one (YAML's ``5.0`` and
+    ``5`` must be one value)."""
     root = root if root is not None else schema
     schema = _resolve(schema, root)
     if isinstance(value, float) and value.is_integer() and _is_integer_schema(schema, root):
@@ -124,9 +119,8 @@ def validate(data: dict, schema_name: str, file) -> dict:
 
 
 def with_defaults(section: str, values: dict) -> dict:
-    """``values`` of one section of the run config (``recipe``, ``evaluation``, ``report``, ...)
-    with the schema's defaults filled in and checked: for callers of the stage functions that do
-    not go through a whole config (tests, notebooks)."""
+    """One section of the run config with the schema's defaults filled in and checked, for callers without a
+    whole config."""
     schema = load_schema("config.schema.yaml")
     sub = {**schema["properties"][section], "definitions": schema.get("definitions", {})}
     values = integral_floats_to_ints(copy.deepcopy(values), sub)
@@ -143,9 +137,8 @@ def _resolve(schema: dict, root: dict) -> dict:
 
 
 def canonical_order(value, schema: dict, root: dict | None = None):
-    """``value`` with every mapping's keys in the order its schema declares them (keys it does not
-    declare after them, sorted; a free-form mapping sorted, unless its schema says ``x-keep-order``).
-    Lists keep their order: it is the config's meaning (datasets, claims, columns)."""
+    """``value`` with every mapping's keys in its schema's order (undeclared keys after, sorted;
+    ``x-keep-order`` kept); lists keep their order."""
     root = root if root is not None else schema
     schema = _resolve(schema, root)
     for alternative in schema.get("anyOf", []) + schema.get("oneOf", []):

@@ -1,6 +1,5 @@
-"""Strict YAML: the one reader of every file a run config consists of (config files, the dataset
-registry, the paper-reference file), bounded for hostile files, with one-line errors naming the
-line (``<file>: line 7: YAML error: ...``)."""
+"""Strict YAML: the one reader of every config file, bounded for hostile files, with one-line errors naming the
+line."""
 
 from __future__ import annotations
 
@@ -13,20 +12,16 @@ from lsrbench.errors import InputError
 __all__ = ["load_yaml", "MAX_YAML_BYTES", "MAX_YAML_DEPTH", "MAX_YAML_VALUES"]
 
 
-# Bounds on a YAML file's size and shape, so that checking a hostile file takes bounded time and
-# memory: PyYAML follows aliases without limit (a "billion laughs" file is a few hundred bytes whose
-# expansion has 10^9 values, and everything that walks the result walks all of them), and its
-# composer recurses once per nesting level (a deep enough file overflows the Python stack).
-# A real config has a few hundred values in a few kB (config/paper.yaml: 8 kB).
+# Bounds so a hostile file is checked in bounded time and memory: PyYAML expands aliases without limit
+# ("billion laughs") and recurses per nesting level. A real config has a few hundred values.
 MAX_YAML_BYTES = 2**20
 MAX_YAML_DEPTH = 64
 MAX_YAML_VALUES = 50_000  # scalars, sequences and mappings, aliases expanded
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate mapping keys (PyYAML silently keeps the last one), more
-    than :data:`MAX_YAML_DEPTH` nesting levels and more than :data:`MAX_YAML_VALUES` values once
-    aliases are expanded."""
+    """SafeLoader refusing duplicate keys, nesting deeper than :data:`MAX_YAML_DEPTH` and more than
+    :data:`MAX_YAML_VALUES` values after alias expansion."""
 
     _depth = 0
     _values = 0
@@ -35,7 +30,7 @@ class _StrictLoader(yaml.SafeLoader):
         if self._depth >= MAX_YAML_DEPTH:
             raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_YAML_DEPTH} levels deep",
                                               self.peek_event().start_mark)
-        self._values += 1  # counted as composed (the scanner is the slow part), aliases after
+        self._values += 1
         if self._values > MAX_YAML_VALUES:
             raise yaml.composer.ComposerError(None, None, f"more than {MAX_YAML_VALUES} values", self.peek_event().start_mark)
         self._depth += 1
@@ -52,8 +47,7 @@ class _StrictLoader(yaml.SafeLoader):
 
 
 def _expanded_size(node, sizes: dict) -> int:
-    """How many values ``node`` stands for once every alias is expanded (an alias is the node it
-    names, composed once and shared: memoised, so this takes time linear in the file)."""
+    """How many values ``node`` stands for once aliases are expanded (memoised: linear time)."""
     if id(node) in sizes:
         return sizes[id(node)]
     size = 1
@@ -72,8 +66,7 @@ MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 def _construct_mapping(loader, node, deep=False):
-    """A mapping whose own keys are distinct; YAML 1.1 merge keys (``<<: *anchor``, which PyYAML and
-    Snakemake read) are merged as PyYAML merges them: a key written here overrides a merged one."""
+    """A mapping with distinct keys; merge keys (``<<: *anchor``) merged as PyYAML does."""
     seen = {}
     for key_node, _ in node.value:
         if key_node.tag == MERGE_TAG:
@@ -109,9 +102,8 @@ def _decode(path: Path, raw: bytes) -> str:
 
 
 def load_yaml(path: str | Path) -> dict:
-    """Load a YAML mapping; a non-UTF-8 byte, syntax errors, duplicate keys and files too large,
-    deep or alias-expanding (see :data:`MAX_YAML_VALUES`) become one-line InputErrors naming the
-    line (``<file>: line 7: YAML error: ...``)."""
+    """Load a YAML mapping; bad bytes, syntax, duplicate keys and oversized files become one-line InputErrors
+    naming the line."""
     path = Path(path)
     if path.is_dir():
         raise InputError(path, None, "a folder, not a YAML file")
@@ -139,7 +131,6 @@ def load_yaml(path: str | Path) -> dict:
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> tuple[str, str]:
-    """(where, message) of a PyYAML error: the line it names, and where the construct began."""
     mark = getattr(exc, "problem_mark", None)
     where = f"line {mark.line + 1}" if mark is not None else "yaml"
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]

@@ -15,7 +15,7 @@ def docs_dataset(config: dict, dataset: str) -> str:
     ``evaluation.datasets`` with the same corpus (:func:`lsrbench.data.sources.corpus_key`) when
     full collections are evaluated, so MS MARCO's 8.8M passages are encoded once per run for MS
     MARCO Dev and TREC DL 2019; itself when each dataset is pooled (its own subset of documents)."""
-    if config["evaluation"]["pool_depth"] or dataset not in config["_datasets"]:
+    if pool_depth_of(config) or dataset not in config["_datasets"]:
         return dataset
     from lsrbench.data.sources import first_with_corpus
 

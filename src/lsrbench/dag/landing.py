@@ -64,10 +64,11 @@ def _scaled(entry: dict) -> str:
 def what_was_run(config: dict) -> dict:
     """The landing page's title and first lines, read from the config, before any result: the runs'
     scale, the evaluated data (pooled or full), the training seeds and the synthetic backbones."""
+    from lsrbench.config.evaluated import pool_depth_of
     from lsrbench.config.grid import runs, training_seeds
 
     recipe, evaluation, backbones = config["recipe"], config["evaluation"], config["backbones"]
-    seeds, depth = training_seeds(config), evaluation.get("pool_depth")
+    seeds, depth = training_seeds(config), pool_depth_of(config)
     twins = [name for name, entry in backbones.items() if entry.get("synthetic")]
     datasets = ", ".join(evaluation["datasets"])
     title = ", ".join([f"{recipe['steps']}-step runs", _plural(len(seeds), "training seed").replace("1 ", "one ", 1),

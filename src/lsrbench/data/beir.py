@@ -1,43 +1,6 @@
-"""Datasets in one canonical on-disk form: BEIR's layout (Thakur et al., "BEIR: A Heterogeneous
-Benchmark for Zero-shot Evaluation of Information Retrieval Models", NeurIPS 2021 Datasets and
-Benchmarks), and the one reader of it.
-
-A dataset folder holds ``corpus.jsonl`` (``{"_id", "title", "text"}`` per line),
-``queries.jsonl`` (``{"_id", "text"}``) and ``qrels/<split>.tsv`` (header
-``query-id<TAB>corpus-id<TAB>score``, integer scores, graded relevance and 0 allowed).
-
-Written here rather than taken from ``beir.datasets.data_loader.GenericDataLoader`` because
-every bad input must become one line naming the file and the line at fault, and because the
-loader validates what later stages rely on; the values returned equal BEIR's loader's on valid
-folders. Conventions follow BEIR's own loader and evaluation:
-
-* a non-empty title is joined to the text as ``title + " " + text``;
-* queries without any judgment in the split are dropped (counted in
-  ``Dataset.dropped_queries``), since BEIR evaluates only judged queries;
-* a (query, document) pair judged twice with the same score is one judgment; two different
-  scores for one pair are an error (BEIR's loader would silently keep the last).
-
-Unlike BEIR's loader (which silently accepts them) qrels that name unknown queries or documents
-are rejected by default. Real BEIR data has a few dangling document ids (ArguAna's
-``qrels/test.tsv`` names ``test-free-speech-debate-yfsdfkhbwu-con03b``, absent from its corpus),
-so loaders take ``unknown_docs``:
-
-* ``"error"`` (default): raise :class:`InputError` naming the qrels line;
-* ``"keep"``: keep the judgment, as BEIR's evaluation does (a relevant document no system
-  can retrieve; this reproduces BEIR's published numbers);
-* ``"drop"``: drop the judgment.
-
-Either way the number of such judgments is recorded in ``Dataset.unknown_doc_qrels``.
-
-A query without text (empty or only whitespace) would be scored 0 on every document and still
-count in every mean, silently. Loaders take ``empty_queries``: ``"error"`` (default) names its
-line; ``"drop"`` drops it with its judgments, counted in ``Dataset.empty_queries``. Valid JSON
-can still hold what is not text: a lone surrogate escape (``"\\ud800"``) decodes to a string
-that has no UTF-8 form, which every tokenizer refuses; it is an error naming the line and field
-(:func:`text_problem`), in ids too (:func:`id_problem`). Other
-sources (ir_datasets, Hugging Face) are read by :mod:`lsrbench.data.sources` into the same
-:class:`Dataset` through :func:`assemble`.
-"""
+"""Datasets in one canonical on-disk form, BEIR's layout, and its one reader. Written here rather than taken
+from BEIR's ``GenericDataLoader`` because every bad input must be one line naming file and line; values equal
+BEIR's loader's on valid folders."""
 
 from __future__ import annotations
 
@@ -61,13 +24,8 @@ EMPTY_QUERIES_POLICIES = ("error", "drop")
 
 @dataclass
 class Dataset:
-    """An evaluation collection held in memory.
-
-    ``corpus`` and ``queries`` keep the source order; ``qrels`` maps query id -> doc id ->
-    integer relevance and only names ids present in ``corpus`` and ``queries`` (documents
-    absent from the corpus only when loaded with ``unknown_docs="keep"``); every query in
-    ``queries`` has at least one judgment.
-    """
+    """An evaluation collection in memory, source order kept; every query has a judgment and qrels name only
+    known ids (unknown documents only with ``unknown_docs="keep"``)."""
 
     corpus: dict[str, str]
     queries: dict[str, str]
@@ -79,10 +37,7 @@ class Dataset:
 
 
 def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
-    """Yield ``(line number, object)`` for each non-blank line of a JSON-lines file.
-
-    Lines are decoded one by one so a bad byte or bad JSON is reported with its line.
-    """
+    """Yield ``(line number, object)`` per non-blank line, decoded line by line so a bad line is named."""
     path = Path(path)
     if not path.is_file():
         raise InputError(path, None, "file not found")
@@ -122,9 +77,7 @@ def _get_id(record: dict, path: Path, lineno: int) -> str:
 
 
 def id_problem(value: str) -> str | None:
-    """Why ``value`` cannot be a query or document id, or None: TREC run and qrels files (read by
-    trec_eval, ir_measures and every IR toolkit) are whitespace-separated, so an id cannot be empty
-    or hold a space, tab or line break."""
+    """Why ``value`` cannot be an id (empty, or whitespace: TREC files are whitespace-separated), or None."""
     if not value.strip():
         return "is empty"
     if any(c.isspace() for c in value):
@@ -133,9 +86,7 @@ def id_problem(value: str) -> str | None:
 
 
 def text_problem(value: str) -> str | None:
-    """Why a string that came out of valid JSON (or a dataset library) is not text, or None: a
-    lone surrogate (JSON's ``"\\ud800"`` escape decodes to one) has no UTF-8 form, so the tokenizer
-    of a later job, or any file it is written to, fails on it."""
+    """Why a decoded string is not text (a lone surrogate has no UTF-8 form), or None."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as e:
@@ -171,7 +122,6 @@ def join_title(title: str, text: str) -> str:
 
 
 def _read_corpus_jsonl(path: Path, limit: int | None = None) -> dict[str, str]:
-    """The documents of corpus.jsonl (its first ``limit`` records when given)."""
     corpus: dict[str, str] = {}
     first_line: dict[str, int] = {}
     for lineno, record in itertools.islice(iter_jsonl(path), limit):
@@ -190,8 +140,6 @@ def _read_corpus_jsonl(path: Path, limit: int | None = None) -> dict[str, str]:
 
 def _read_queries_jsonl(path: Path, limit: int | None = None,
                         empty_queries: str = "error") -> tuple[dict[str, str], set[str]]:
-    """The queries of queries.jsonl (its first ``limit`` records when given) with text, and the
-    ids of those without (only with ``empty_queries="drop"``; else the first is an error)."""
     rows = ((f"line {lineno}", _get_id(record, path, lineno), _get_str(record, "text", path, lineno, required=True))
             for lineno, record in itertools.islice(iter_jsonl(path), limit))
     return collect_queries(rows, path, empty_queries)
@@ -199,9 +147,8 @@ def _read_queries_jsonl(path: Path, limit: int | None = None,
 
 def collect_queries(rows: Iterable[tuple[str, str, str]], file, empty_queries: str,
                     none_field: str | None = None) -> tuple[dict[str, str], set[str]]:
-    """``{id: text}`` of ``(where, query id, text)`` rows (ids and texts already checked) that have
-    text, and the ids of those without (``empty_queries="drop"``; else the first is an error
-    naming its ``where``). Ids must be unique; no query with text left is an error."""
+    """``{id: text}`` of the rows with text and the ids of those without; ids unique, at least one query
+    left."""
     queries: dict[str, str] = {}
     empty: set[str] = set()
     first: dict[str, str] = {}
@@ -226,8 +173,7 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def _relevance(text: str) -> int | None:
-    """The grade a qrels score column holds: plain ASCII digits (not ``1.0``, ``1_0`` or other
-    scripts' digits, which Python's ``int`` would take) within :data:`RELEVANCE_RANGE`; else None."""
+    """The grade in a qrels score column: ASCII digits within :data:`RELEVANCE_RANGE`, else None."""
     if not _INTEGER.fullmatch(text):
         return None
     value = int(text)
@@ -235,8 +181,7 @@ def _relevance(text: str) -> int | None:
 
 
 def _is_header(cols: list[str]) -> bool:
-    """The first line is a header (``query-id, corpus-id, score``) when its score column is not a
-    number at all; ``1.5`` there is a bad judgment, not a header to skip."""
+    """Whether the first line is a header: its score column is no number at all."""
     try:
         float(cols[2])
     except ValueError:
@@ -245,8 +190,7 @@ def _is_header(cols: list[str]) -> bool:
 
 
 def read_qrels_tsv(path: str | os.PathLike) -> Iterator[tuple[str, str, int, str]]:
-    """Yield ``(query id, doc id, relevance, "line N")`` of a BEIR ``qrels/<split>.tsv``; the header
-    line is skipped. Judgments are checked against queries and documents by :func:`assemble`."""
+    """Yield ``(query id, doc id, relevance, "line N")`` of a qrels file, header skipped."""
     with open(path, "rb") as fh:
         seen_first = False
         for lineno, raw in enumerate(fh, 1):
@@ -320,7 +264,6 @@ def assemble(
 
 
 def _beir_files(path: str | os.PathLike, split: str) -> tuple[Path, Path, Path]:
-    """corpus.jsonl, queries.jsonl and qrels/<split>.tsv of a BEIR folder, each checked to exist."""
     folder = Path(path)
     if not folder.is_dir():
         raise InputError(folder, None, "dataset folder not found")
@@ -354,17 +297,13 @@ def load_beir_folder(path: str | os.PathLike, split: str = "test", name: str | N
     return ds
 
 
-# Up to this size a folder's corpus and queries are read whole before a run (exactly as the jobs
-# will); beyond it only their first lines (the jobs read the rest, with the same one-line errors).
+# Up to this size corpus and queries are checked whole before a run; beyond it their first lines.
 FULL_CHECK_BYTES = 64 * 2**20
 HEAD_LINES = 1000
 
 
 def read_written_folder(path: str | os.PathLike, name: str | None = None) -> Dataset:
-    """A BEIR folder this pipeline wrote (the dataset and pool stages, :mod:`lsrbench.data.store`):
-    it holds the one qrels split it was written with, and the entry's policy for judgments of
-    unknown documents was applied when it was written (refused, dropped, or kept, as here), so it
-    reads the same whatever the entry says."""
+    """A BEIR folder this pipeline wrote: its one split, its unknown-document policy already applied."""
     return load_beir_folder(path, split=written_split(path), name=name, unknown_docs="keep")
 
 
@@ -379,11 +318,8 @@ def written_split(path: str | os.PathLike) -> str:
 
 def check_beir_folder(path: str | os.PathLike, split: str = "test", *, unknown_docs: str = "error",
                       empty_queries: str = "error", max_bytes: int = FULL_CHECK_BYTES) -> bool:
-    """The check of a BEIR folder made before a run starts, in bounded time: its files exist, the
-    qrels are read whole (they are small), and corpus and queries whole when both are at most
-    ``max_bytes`` (then this is :func:`load_beir_folder`: every id, judgment and reference), else
-    their first :data:`HEAD_LINES` records and the qrels' query ids against the queries when
-    those were read whole. Returns whether the whole folder was checked."""
+    """Check a BEIR folder before a run, in bounded time: whole when corpus and queries fit ``max_bytes``, else
+    their first :data:`HEAD_LINES` records. Returns whether it was checked whole."""
     corpus_path, queries_path, qrels_path = _beir_files(path, split)
     small = [p.stat().st_size <= max_bytes for p in (corpus_path, queries_path)]
     if all(small):

@@ -1,6 +1,5 @@
-"""BEIR's public zip archives (``{source: beir, name: scifact, md5: ...}``): downloaded once into the
-cache folder, checked against the MD5 ir_datasets publishes for them (the zips have been replaced in
-place upstream before: webis-touche2020 v1 -> v2), unpacked safely, then read as a BEIR folder."""
+"""BEIR's public zips: downloaded once, checked against ir_datasets' published MD5 (zips have been replaced
+upstream before), unpacked safely, read as a BEIR folder."""
 
 from __future__ import annotations
 
@@ -24,11 +23,8 @@ BEIR_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/{
 
 
 def extract_beir_zip(zip_path: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
-    """Unpack a BEIR zip so that ``out_dir`` becomes the dataset folder; return ``out_dir``.
-
-    BEIR's archives hold one top-level folder (``scifact/corpus.jsonl``, ...); an archive
-    with the files at its root is accepted too. The folder appears atomically.
-    """
+    """Unpack a BEIR zip (one top folder, or files at the root) so ``out_dir`` appears atomically as the dataset
+    folder."""
     zip_path, out_dir = Path(zip_path), Path(out_dir)
     try:
         zf = zipfile.ZipFile(zip_path)
@@ -74,8 +70,8 @@ def md5_file(path: Path) -> str:
 
 
 def check_md5(name: str, zip_path: Path, expected: str | None) -> None:
-    """Refuse a zip whose MD5 is not ``expected`` (None: nothing to check), in one line naming the
-    dataset, both digests and where the refused zip was set aside (``<zip>.rejected``, not unpacked)."""
+    """Refuse a zip whose MD5 is not ``expected`` in one line naming both digests; the zip is set aside as
+    ``<zip>.rejected``."""
     if expected is None:
         return
     found = md5_file(zip_path)
@@ -88,11 +84,8 @@ def check_md5(name: str, zip_path: Path, expected: str | None) -> None:
 
 def load_beir_download(name: str, cache_dir: str | os.PathLike, split: str = "test", *,
                        unknown_docs: str = "error", empty_queries: str = "error", md5: str | None = None) -> Dataset:
-    """Fetch BEIR's public zip for ``name`` into ``cache_dir`` (once), check its ``md5``, unzip it,
-    load it.
-
-    The dataset lands in ``<cache_dir>/<name>/``; a folder already there is reused.
-    """
+    """Fetch, check and unzip BEIR's zip for ``name`` into ``<cache_dir>/<name>/`` (reused when there) and load
+    it."""
     if not SAFE_NAME.match(name or ""):
         raise InputError(BEIR_URL.format(name=name), None, f"'{name}' is not a valid BEIR dataset name")
     cache_dir = Path(cache_dir)

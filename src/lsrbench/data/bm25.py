@@ -1,20 +1,6 @@
-"""BM25 (Robertson and Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond", 2009)
-through ``bm25s``: the reference row of every table, the hard negatives of pseudo-query triplets,
-and the NanoBEIR-style pooled evaluation subsets (judged documents plus each query's BM25 top
-candidates, as the NanoBEIR collections were built).
-
-Two analyzers. ``anserini`` (the reference row's default) is what published BM25 baselines use
-(Anserini/Pyserini, Lin et al., SIGIR 2021): Lucene's EnglishAnalyzer as Anserini's
-DefaultEnglishAnalyzer builds it: StandardTokenizer (Unicode UAX#29 word boundaries, here through
-the ``regex`` module's Unicode word boundaries), EnglishPossessiveFilter, lower-casing, Lucene's
-33-word English stop set, and the Porter stemmer (Porter 1980 as in Porter's reference
-implementation, which Lucene's PorterStemmer is: nltk's ``MARTIN_EXTENSIONS`` mode), scored with
-Lucene's BM25 (k1=0.9, b=0.4, no (k1+1) factor: bm25s' ``lucene`` method). Written here because
-no Python package ships Lucene's analysis chain; it is checked token for token against Lucene in
-``tests/data/test_bm25.py`` where a Java runtime and Anserini's jar are available. ``bm25s``
-(pooled subsets and pseudo-query negatives, unchanged so that the tiny default's pool and
-training data stay what they were): bm25s' own tokenizer, its English stopwords, no stemming.
-"""
+"""BM25 through ``bm25s``: the reference row (analyzer ``anserini``: Lucene's EnglishAnalyzer as Anserini builds
+it, written here because no Python package ships it; checked against Lucene), pseudo-query negatives and pooled
+subsets (bm25s' own analysis)."""
 
 from __future__ import annotations
 
@@ -97,28 +83,21 @@ def _tokenize(texts: list[str], analyzer: str) -> list[list[str]]:
     return bm25s.tokenize(texts, lower=True, stopwords="en", stemmer=None, return_ids=False, show_progress=False)
 
 
-def bm25_topk(corpus_texts: Sequence[str], query_texts: Sequence[str], k: int,
+def bm25_topk(corpus_texts: Sequence[str], query_texts: Sequence[str], top_k: int,
               k1: float = 0.9, b: float = 0.4, analyzer: str = "bm25s") -> tuple[np.ndarray, np.ndarray]:
-    """Top-``k`` BM25 documents for each query, via ``bm25s``.
-
-    Analysis: ``analyzer`` (module docstring; ``bm25s``: lower-casing, bm25s' default token
-    pattern, bm25s' English stopwords, no stemming); scoring is bm25s' ``lucene`` variant with
-    the given ``k1``/``b``. Returns ``(indices, scores)`` of shape ``(len(query_texts), k)``: corpus
-    positions (int64) and scores (float32), best first, ties broken by lower corpus
-    position, so the result is deterministic. Only documents with a positive score are
-    returned: rows with fewer matches are padded with index ``-1`` and score ``0``.
-    """
+    """Top-``top_k`` BM25 documents per query (``bm25s`` ``lucene`` scoring): ``(indices, scores)``, best first,
+    ties by corpus position, padded with -1 and 0 past the positive scores."""
     import bm25s
     import scipy.sparse as sp
 
     corpus_texts = list(corpus_texts)
     query_texts = list(query_texts)
-    if k < 0:
-        raise ValueError(f"k must be >= 0, got {k}")
+    if top_k < 0:
+        raise ValueError(f"top_k must be >= 0, got {top_k}")
     n_docs, n_queries = len(corpus_texts), len(query_texts)
-    indices = np.full((n_queries, k), -1, dtype=np.int64)
-    scores = np.zeros((n_queries, k), dtype=np.float32)
-    if n_docs == 0 or n_queries == 0 or k == 0:
+    indices = np.full((n_queries, top_k), -1, dtype=np.int64)
+    scores = np.zeros((n_queries, top_k), dtype=np.float32)
+    if n_docs == 0 or n_queries == 0 or top_k == 0:
         return indices, scores
 
     corpus_tokens = _tokenize(corpus_texts, analyzer)
@@ -145,14 +124,14 @@ def bm25_topk(corpus_texts: Sequence[str], query_texts: Sequence[str], k: int,
         shape=(n_queries, term_doc.shape[0]),
     )  # duplicate query terms sum up, as in bm25s' own scoring
 
-    kk = min(k, n_docs)
+    depth = min(top_k, n_docs)
     chunk = max(1, min(512, (1 << 25) // n_docs))
     for start in range(0, n_queries, chunk):
         dense = (query_term[start:start + chunk] @ term_doc).toarray()
-        kth = np.partition(dense, n_docs - kk, axis=1)[:, n_docs - kk]
+        kth = np.partition(dense, n_docs - depth, axis=1)[:, n_docs - depth]
         for r, row in enumerate(dense):
             cand = np.flatnonzero((row >= kth[r]) & (row > 0))
-            order = np.lexsort((cand, -row[cand]))[:kk]
+            order = np.lexsort((cand, -row[cand]))[:depth]
             chosen = cand[order]
             indices[start + r, :len(chosen)] = chosen
             scores[start + r, :len(chosen)] = row[chosen]
@@ -160,13 +139,8 @@ def bm25_topk(corpus_texts: Sequence[str], query_texts: Sequence[str], k: int,
 
 
 def pooled_subset(dataset: Dataset, depth: int, seed: int = 0) -> Dataset:
-    """Shrink the corpus the way NanoBEIR does: judged documents plus BM25 top-``depth``.
-
-    Keeps every document named in the qrels (any relevance, 0 included) and each query's
-    top-``depth`` BM25 documents over the full corpus (:func:`bm25_topk`, k1=0.9, b=0.4),
-    in original corpus order. Queries and qrels are unchanged. The result is fully
-    deterministic; ``seed`` is accepted for interface stability and does not affect it.
-    """
+    """The corpus shrunk as NanoBEIR does: every judged document plus each query's top-``depth`` BM25 documents,
+    in corpus order; deterministic (``seed`` is unused)."""
     del seed
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
@@ -181,9 +155,8 @@ def pooled_subset(dataset: Dataset, depth: int, seed: int = 0) -> Dataset:
 
 def bm25_run(dataset: Dataset, top_k: int, skip_identical_ids: bool = False, k1: float = 0.9, b: float = 0.4,
              analyzer: str = "anserini") -> dict[str, list[tuple[str, float]]]:
-    """The BM25 reference run of a dataset: ``{query id: [(doc id, score), ...]}``, best first, at
-    most ``top_k`` documents each; with ``skip_identical_ids`` a document whose id equals the query
-    id is never returned and the list is still filled to ``top_k``. Defaults: Anserini's."""
+    """The BM25 reference run: ``{query id: [(doc id, score), ...]}``, at most ``top_k`` each;
+    ``skip_identical_ids`` as in the search. Defaults: Anserini's."""
     doc_ids, query_ids = list(dataset.corpus), list(dataset.queries)
     idx, scores = bm25_topk([dataset.corpus[d] for d in doc_ids], [dataset.queries[q] for q in query_ids], top_k + 1,
                             k1=k1, b=b, analyzer=analyzer)

@@ -1,6 +1,5 @@
-"""Hugging Face datasets repositories as evaluation collections (the NanoBEIR layout of
-sentence-transformers' ``NanoBEIREvaluator`` and mteb's ``Nano*Retrieval`` tasks), and the one
-way lsrbench calls ``datasets.load_dataset`` (also used for training triplets)."""
+"""Hugging Face datasets repositories in the NanoBEIR layout as evaluation collections, and lsrbench's one call
+of ``datasets.load_dataset``."""
 
 from __future__ import annotations
 
@@ -45,8 +44,6 @@ def load_hf_split(repo: str, subset: str | None, split: str, revision: str | Non
 
 
 def _first_lines(exc: BaseException) -> str:
-    """The first line of an error, and of its innermost cause when that says something else
-    (``DatasetGenerationError`` hides the parser's own message, e.g. the row of a bad JSON line)."""
     def first(e: BaseException) -> str:
         return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
@@ -58,7 +55,6 @@ def _first_lines(exc: BaseException) -> str:
 
 def _load_hf_subset(repo: str, subset: str, split: str, revision: str | None, cache_dir, label: str,
                     required: Sequence[str]):
-    """One config/split of a datasets repository, with the columns ``required`` checked."""
     ds = load_hf_split(repo, subset, split, revision, cache_dir, label, f"{subset}[{split}]")
     missing = [c for c in required if c not in ds.column_names]
     if missing:
@@ -79,25 +75,10 @@ def _hf_id(value, label: str, where: str, column: str) -> str:
 def load_hf_dataset(repo: str, *, revision: str | None, hf_split: str = "train", name: str | None = None,
                     subsets: dict[str, str] | None = None, unknown_docs: str = "error",
                     cache_dir: str | os.PathLike | None = None, empty_queries: str = "error") -> Dataset:
-    """Load a Hugging Face datasets repository in the NanoBEIR layout.
-
-    ``datasets.load_dataset(repo, <subset>, split=hf_split, revision=revision)`` for the
-    subsets ``corpus`` (``_id``, ``text``; a ``title`` is not read), ``queries`` (``_id``, ``text``)
-    and ``qrels`` (``query-id``, ``corpus-id``, optional integer ``score``, default 1 as in
-    mteb's Nano tasks; a list of corpus ids is expanded as sentence-transformers does).
-    ``subsets`` renames the configs (``{"corpus": "docs"}``). ``repo`` may be a local folder in
-    the same layout (a ``README.md`` with ``configs:`` and the data files), as the tests use.
-
-    Conventions of sentence-transformers' ``NanoBEIREvaluator`` / ``SparseNanoBEIREvaluator`` (to
-    compare with its numbers; ``_load_dataset`` in sentence_transformer/evaluation/nano_beir.py,
-    sentence-transformers 6.2): a document is its ``text`` column alone, a ``title`` column is
-    ignored (the evaluator builds ``{_id: text}``); documents with empty text are dropped, whatever
-    their title (judgments naming a dropped document follow ``unknown_docs``). Queries without text
-    follow ``empty_queries`` like every source: an error by default, ``"drop"`` (the evaluator's
-    way, which the NanoBEIR entries of config/datasets.yaml set) drops them with their judgments,
-    counted in ``empty_queries``. A lone surrogate in a text is an error (:func:`text_problem`).
-    Errors name ``hf:<repo>@<revision>`` as the file and ``<subset>[<split>] row N``.
-    """
+    """Load a datasets repository (or local folder) in the NanoBEIR layout, as sentence-transformers'
+    ``NanoBEIREvaluator`` reads it: a document is its ``text`` alone, empty documents dropped, ``score`` default
+    1. Queries without text follow ``empty_queries``. Errors name ``hf:<repo>@<revision>`` and
+    ``<subset>[<split>] row N``."""
     if empty_queries not in EMPTY_QUERIES_POLICIES:
         raise ValueError(f"empty_queries must be one of {EMPTY_QUERIES_POLICIES}, got {empty_queries!r}")
     label = hf_label(repo, revision)

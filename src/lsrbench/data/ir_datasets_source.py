@@ -1,6 +1,4 @@
-"""``ir_datasets`` collections (MacAvaney et al., "Simplified Data Wrangling with ir_datasets",
-SIGIR 2021) as evaluation datasets: MS MARCO Dev, TREC DL 2019, Vaswani, any id with docs,
-queries and qrels."""
+"""``ir_datasets`` collections as evaluation datasets: any id with docs, queries and qrels."""
 
 from __future__ import annotations
 
@@ -33,9 +31,8 @@ def record_text(record, kind: str) -> str:
 
 @contextlib.contextmanager
 def downloads_of(dataset_id: str):
-    """ir_datasets downloads a collection the first time its records are read: a failed download
-    there (its "All download sources failed", or a requests error) becomes :class:`FetchFailed`
-    naming the id, the URLs it tried and the reason."""
+    """A failed ir_datasets download while reading becomes :class:`FetchFailed` naming the id, URLs and
+    reason."""
     try:
         yield
     except InputError:
@@ -49,8 +46,7 @@ def downloads_of(dataset_id: str):
 
 
 def _download_error(exc: BaseException) -> str | None:
-    """A download ir_datasets gave up on for another reason than the connection (an HTTP error
-    status, a checksum that does not match): the first line of the last source's error."""
+    """The first line of a download ir_datasets gave up on for another reason than the connection."""
     errors = [pair[1] for arg in exc.args[1:] if isinstance(arg, list) for pair in arg if isinstance(pair, tuple)]
     if exc.args[:1] == ("All download sources failed",) and errors:
         exc = errors[-1]
@@ -60,7 +56,6 @@ def _download_error(exc: BaseException) -> str | None:
 
 
 def _urls(exc: BaseException) -> list[str]:
-    """The URLs a failed ir_datasets download tried: its mirrors, or the request's own."""
     urls = [getattr(pair[0], "url", None) for arg in exc.args if isinstance(arg, list)
             for pair in arg if isinstance(pair, tuple) and pair]
     urls = urls or [getattr(getattr(exc, "request", None), "url", None)]
@@ -69,16 +64,8 @@ def _urls(exc: BaseException) -> list[str]:
 
 def load_ir_datasets(dataset_id: str, name: str | None = None, *, unknown_docs: str = "error",
                      corpus: dict[str, str] | None = None, empty_queries: str = "error") -> Dataset:
-    """Load an ``ir_datasets`` collection (docs, queries, qrels), validated like a BEIR folder.
-
-    Errors name ``ir_datasets:<id>`` as the file and ``doc #N`` / ``query #N`` / ``qrel #N``
-    (1-based record numbers) as the field. ``corpus``: the documents already loaded for another
-    id with the same docs (``ir_datasets.docs_parent_id``, see :func:`corpus_key`), e.g. the
-    8.8M MS MARCO passages shared by ``msmarco-passage/dev/small`` and
-    ``msmarco-passage/trec-dl-2019/judged``; they are used as they are instead of re-reading.
-    Texts that are not text (a lone surrogate) are errors; queries without text follow
-    ``empty_queries`` (:mod:`lsrbench.data.beir`).
-    """
+    """Load an ``ir_datasets`` collection validated like a BEIR folder (errors name ``ir_datasets:<id>`` and
+    ``doc #N``); ``corpus`` reuses documents already loaded for the same docs."""
     if empty_queries not in EMPTY_QUERIES_POLICIES:
         raise ValueError(f"empty_queries must be one of {EMPTY_QUERIES_POLICIES}, got {empty_queries!r}")
     with downloads_of(dataset_id):
@@ -120,7 +107,6 @@ def _load(dataset_id: str, name: str | None, unknown_docs: str, corpus: dict[str
 
 
 def _queries(ds, source: str, empty_queries: str) -> tuple[dict[str, str], set[str]]:
-    """The queries with text, and the ids of those without (dropped, or the first an error)."""
     rows = ((f"query #{n}", _checked_id(query.query_id, source, f"query #{n}"),
              _checked_text(record_text(query, "query"), source, f"query #{n}"))
             for n, query in enumerate(ds.queries_iter(), 1))

@@ -1,23 +1,6 @@
-"""How big each dataset of ``config/datasets.yaml`` is, for planning (``lsrbench plan``) before any
-of it is downloaded: the exact counts of a finished dataset or pool job (its ``info.json`` / ``eval.json``)
-or of a mirror's copy when present, else the published sizes below.
-
-Published sizes (documents in the corpus, test queries):
-
-* BEIR: Thakur et al., "BEIR: A Heterogeneous Benchmark for Zero-shot Evaluation of Information
-  Retrieval Models", NeurIPS 2021 Datasets and Benchmarks, Table 1 (Touché-2020: the v2 corpus).
-* MS MARCO passage: 8,841,823 passages; dev/small 6,980 queries (ir_datasets ``msmarco-passage``,
-  ``msmarco-passage/dev/small``); TREC DL 2019: the 43 judged queries
-  (``msmarco-passage/trec-dl-2019/judged``).
-* NanoBEIR (Zeta Alpha, ``zeta-alpha-ai/Nano*`` on the Hugging Face hub): the corpus and queries
-  row counts of each dataset card (``dataset_info``), 50 queries each, 49 for NanoTouche2020.
-* Vaswani: 11,429 documents, 93 queries (ir_datasets ``vaswani``).
-
-Published mean lengths in words (:data:`PUBLISHED_MEAN_WORDS`, for the roofline estimate of the
-encode bill, :mod:`lsrbench.index.roofline`): BEIR's Table 1 (average query and document word
-lengths; MS MARCO's for MS MARCO Dev and TREC DL 2019); a NanoBEIR dataset is a sample of its BEIR
-parent's corpus and queries and takes the parent's.
-"""
+"""How big each dataset is, for ``lsrbench plan`` before any download: a finished job's or the mirror's exact
+counts, else the published sizes (BEIR Table 1, MS MARCO, NanoBEIR dataset cards, Vaswani) and published mean
+lengths."""
 
 from __future__ import annotations
 
@@ -82,11 +65,8 @@ PUBLISHED_MEAN_WORDS: dict[str, tuple[float, float]] = {
 
 
 def dataset_size(name: str, mirror: str | os.PathLike | None = None, info_file: str | os.PathLike | None = None) -> dict:
-    """``{"documents", "queries", "evaluated_documents", "source"}`` of dataset ``name`` (None where
-    unknown): from ``info_file``, the record of a finished dataset or pool job (the dataset's
-    ``info.json``, its pooled subset's ``eval.json``: the only source of ``evaluated_documents``,
-    the pooled subset's size), the mirror's ``corpus.jsonl`` / ``queries.jsonl`` (lines counted),
-    or :data:`PUBLISHED_SIZES`."""
+    """``{"documents", "queries", "evaluated_documents", "source"}`` of ``name`` from a finished job's record,
+    the mirror, or :data:`PUBLISHED_SIZES` (None where unknown)."""
     info = Path(info_file) if info_file else None
     if info is not None and info.is_file():
         record = json.loads(info.read_text(encoding="utf-8"))

@@ -1,19 +1,6 @@
-"""Where a dataset of ``config/datasets.yaml`` comes from: one small :class:`Source` per
-``source:`` value, in the manner of ir_measures' providers (one interface, declared keys).
-
-Entries: ``{source: beir, path: DIR}`` (a local BEIR folder; relative paths are taken from the
-working directory), ``{source: beir, name: scifact}`` (BEIR's public zip, into ``cache_dir``),
-``{source: ir_datasets, id: vaswani}`` or ``{source: hf, repo: ..., revision: <commit>}``
-(:func:`lsrbench.data.hf.load_hf_dataset`; ``hf_split`` default ``train``, ``subsets`` optional;
-the datasets cache is ``<cache_dir>/hf-datasets``; ``revision: null`` only for a local folder).
-Optional ``split`` (default ``test``): the qrels split of a BEIR folder, and the name the qrels
-get in the canonical layout for the other sources (ignored when reading ir_datasets, whose id
-names the split, and hf, whose split is ``hf_split``); ``skip_identical_ids`` and ``measures``
-are evaluation settings, not read here.
-
-:func:`resolve_dataset` validates an entry, then loads ``<mirror>/data/<name>/`` (a BEIR folder
-written by ``lsrbench prefetch``) when it exists, the source otherwise.
-"""
+"""Where a dataset of ``config/datasets.yaml`` comes from: one :class:`Source` per ``source:`` value (``beir``
+folder or zip, ``ir_datasets``, ``hf``). :func:`resolve_dataset` loads the mirror's copy when there is one, else
+the source."""
 
 from __future__ import annotations
 
@@ -35,17 +22,15 @@ __all__ = ["Source", "SOURCES", "check_entry", "typed_entry", "corpus_key", "fir
            "source_identity", "data_folder_on_disk"]
 
 Bad = Callable[[str | None, str], InputError]
-# A local folder's content fingerprint, ``{"folder_sha256": ...}`` (lsrbench.dag.fingerprint), for identities.
 Fingerprint = Callable[..., dict]
 
 
 class Source:
-    """One ``source:`` of the dataset registry: how an entry is checked, identified, found on disk
-    and loaded. A new source is one subclass and one line in :data:`SOURCES` (and its keys in
-    ``config/schemas/datasets.schema.yaml``)."""
+    """One ``source:`` of the registry: how an entry is checked, identified, found and loaded. A new source is
+    one subclass, one line in :data:`SOURCES` and its schema keys."""
 
     name: str = ""
-    keys: tuple[str, ...] = ()  # the entry keys this source reads (besides source, split, ...)
+    keys: tuple[str, ...] = ()
 
     def check(self, entry: dict, bad: Bad) -> None:
         """Raise ``bad(key, message)`` for an entry this source cannot load."""
@@ -55,7 +40,7 @@ class Source:
         raise NotImplementedError
 
     def load(self, entry: DatasetEntry, *, cache_dir, unknown_docs: str, corpus=None,
-             empty_queries: str = "error") -> Dataset:
+             empty_queries: str) -> Dataset:
         """The dataset itself, validated (see :mod:`lsrbench.data.beir`)."""
         raise NotImplementedError
 
@@ -64,9 +49,8 @@ class Source:
         return None
 
     def identity(self, entry: DatasetEntry, folder: Path | None, fingerprint: Fingerprint) -> dict:
-        """What the entry's data is, for the dataset stage's id: the bytes of ``folder`` (the BEIR
-        folder the dataset job reads, the mirror's copy first) when there is one, else the
-        source's own name for it (its keys)."""
+        """What the entry's data is for the dataset stage's id: the bytes of ``folder`` when there is one, else
+        the source's keys."""
         return {"source": self.name, **self.describe(entry)}
 
     def describe(self, entry: DatasetEntry) -> dict:
@@ -103,7 +87,7 @@ class BeirSource(Source):
     def corpus_key(self, entry):
         return ("beir", "path", str(Path(entry.path).resolve())) if entry.path else ("beir", "name", entry.download)
 
-    def load(self, entry, *, cache_dir, unknown_docs, corpus=None, empty_queries="error"):
+    def load(self, entry, *, cache_dir, unknown_docs, corpus=None, empty_queries):
         if entry.path:
             return load_beir_folder(entry.path, split=entry.split, name=entry.name, unknown_docs=unknown_docs,
                                     empty_queries=empty_queries)
@@ -130,20 +114,18 @@ class IrDatasetsSource(Source):
         _required_str(entry, "id", self.name, bad)
 
     def corpus_key(self, entry):
-        # every msmarco-passage/... id has the docs of msmarco-passage
         from lsrbench.data.ir_datasets_source import docs_parent_id
 
         return ("ir_datasets", docs_parent_id(entry.id))
 
-    def load(self, entry, *, cache_dir, unknown_docs, corpus=None, empty_queries="error"):
+    def load(self, entry, *, cache_dir, unknown_docs, corpus=None, empty_queries):
         from lsrbench.data.ir_datasets_source import load_ir_datasets
 
         return load_ir_datasets(entry.id, name=entry.name, unknown_docs=unknown_docs, corpus=corpus,
                                 empty_queries=empty_queries)
 
 
-# The hf reader's version in the ids of its datasets (a folder written by an earlier reader, with
-# titles joined to the text, is another dataset).
+# The hf reader's version, in its datasets' ids: an earlier reader's output is another dataset.
 READER_VERSION = 2
 
 
@@ -176,7 +158,7 @@ class HfSource(Source):
     def corpus_key(self, entry):
         return ("hf", entry.repo, entry.revision, entry.hf_split, (entry.subsets or {}).get("corpus", "corpus"))
 
-    def load(self, entry, *, cache_dir, unknown_docs, corpus=None, empty_queries="error"):
+    def load(self, entry, *, cache_dir, unknown_docs, corpus=None, empty_queries):
         from lsrbench.data.hf import load_hf_dataset
 
         return load_hf_dataset(entry.repo, revision=entry.revision, hf_split=entry.hf_split, name=entry.name,
@@ -184,9 +166,8 @@ class HfSource(Source):
                                empty_queries=empty_queries)
 
     def identity(self, entry, folder, fingerprint):
-        # a local repository folder (revision null) by its bytes; a hub repository by its pinned revision;
-        # either with the reader's version: its documents are the text alone, titles dropped, as
-        # sentence-transformers' NanoBEIR loader reads them (docs/evaluation.md), since version 2
+        # A local repository by its bytes, a hub one by its revision, with the reader's version
+        # (titles dropped since 2).
         if entry.revision is None and Path(entry.repo).is_dir():
             found = {"source": self.name, "hf_split": entry.hf_split, "subsets": entry.subsets, **fingerprint(entry.repo)}
         else:
@@ -231,10 +212,8 @@ def corpus_key(entry: DatasetEntry | dict, name: str = "") -> tuple:
 
 
 def first_with_corpus(registry: dict, names: list[str], name: str) -> str:
-    """The first of ``names`` whose documents are ``name``'s (:func:`corpus_key`), else ``name``.
-    The DAG asks several times per index and evaluate job (21,000 times for the paper grid): worked
-    out once per registry object (a checked config's, never edited after the check) and once per
-    content of the registry entries it compares."""
+    """The first of ``names`` whose documents are ``name``'s, else ``name``; cached, since the DAG asks
+    thousands of times."""
     return _first_in_registry(_Same(registry), tuple(names), name)
 
 
@@ -275,10 +254,8 @@ def mirrored_folder(mirror: str | os.PathLike | None, name: str) -> Path | None:
 
 
 def dataset_origin(name: str, entry: dict, mirror, datasets_file) -> dict:
-    """Where the dataset job reads dataset ``name`` from, as it does (:func:`resolve_dataset`): the
-    mirror's copy, a local BEIR folder, or the source itself (``source`` and its keys). The dataset
-    job records it (``info.json``), so that the report says how a run was made: the mirror is a
-    runtime setting, in no id or config snapshot."""
+    """Where the dataset job reads ``name`` from (mirror, local folder or source), recorded in ``info.json`` for
+    the report."""
     typed = typed_entry(name, entry, datasets_file)
     folder = mirrored_folder(mirror, name)
     if folder is not None:
@@ -288,8 +265,8 @@ def dataset_origin(name: str, entry: dict, mirror, datasets_file) -> dict:
 
 
 def data_folder_on_disk(entry: DatasetEntry, mirror, datasets_file) -> Path | None:
-    """The BEIR folder the dataset job reads when it is on disk (the mirror's copy first), else None;
-    a local folder the entry names that does not exist is an error."""
+    """The BEIR folder the dataset job reads when on disk (mirror first), else None; a missing local folder is
+    an error."""
     folder = mirrored_folder(mirror, entry.name)
     if folder is not None:
         return folder
@@ -301,8 +278,6 @@ def data_folder_on_disk(entry: DatasetEntry, mirror, datasets_file) -> Path | No
 
 def source_identity(entry: DatasetEntry, mirror, fingerprint: Fingerprint) -> dict:
     """What an entry's data is (:meth:`Source.identity`), as the dataset stage's id records it."""
-    # a local dataset by the bytes the job reads (the mirror's copy first); a named one by its name,
-    # wherever it is read from
     local = SOURCES[entry.source].local_folder(entry)
     folder = (mirrored_folder(mirror, entry.name) or local) if local is not None else None
     return SOURCES[entry.source].identity(entry, folder, fingerprint)
@@ -311,10 +286,8 @@ def source_identity(entry: DatasetEntry, mirror, fingerprint: Fingerprint) -> di
 def resolve_dataset(name: str, entry: dict, mirror: str | os.PathLike | None, datasets_file: str | os.PathLike,
                     cache_dir: str | os.PathLike, *, unknown_docs: str | None = None,
                     corpus: dict[str, str] | None = None, empty_queries: str | None = None) -> Dataset:
-    """Load dataset ``name`` described by one entry of ``config/datasets.yaml``: from the mirror
-    when it has it (offline machines), else from its source. ``unknown_docs`` and ``empty_queries``
-    override the entry's policies; ``corpus``: documents already loaded for an entry with the same
-    :func:`corpus_key` (ir_datasets only; others ignore it)."""
+    """Load dataset ``name``: the mirror's copy, else its source. ``unknown_docs`` and ``empty_queries``
+    override the entry's; ``corpus`` reuses documents loaded for the same corpus."""
     from lsrbench.data.ir_datasets_source import UnknownDatasetId
 
     typed = typed_entry(name, entry, datasets_file)

@@ -1,9 +1,4 @@
-"""Writing datasets in BEIR's layout, and the corpus store that keeps one copy of each corpus.
-
-Corpora shared between datasets (MS MARCO's 8.8M passages serve both the dev set and TREC DL
-2019) are written once: :func:`write_beir_folder` with a ``corpus_store`` keeps one copy of each
-distinct ``corpus.jsonl`` (by content hash) and hard-links it into every dataset folder.
-"""
+"""Writing BEIR folders, with a corpus store that keeps one hard-linked copy of each distinct corpus."""
 
 from __future__ import annotations
 
@@ -31,13 +26,8 @@ def corpus_sha256(corpus: dict[str, str]) -> str:
 
 
 def _write_corpus(corpus: dict[str, str], dest: Path, store: Path | None) -> None:
-    """Write ``corpus.jsonl`` to ``dest``; with a ``store``, as a hard link to its one stored copy.
-
-    The store holds ``<sha256>.jsonl`` per distinct corpus file. The content hash is computed
-    first (serialising without writing), so a corpus already stored is linked, never written
-    again. Stored copies no dataset folder links to any more (link count 1) are removed. Where
-    hard links are impossible (another file system), the file is written as usual.
-    """
+    """Write ``corpus.jsonl`` to ``dest``, with a ``store`` as a hard link to its one copy (hashed first;
+    unlinked copies removed; a plain file across file systems)."""
     if store is None:
         with open(dest, "wb") as fh:
             fh.writelines(_corpus_lines(corpus))
@@ -69,15 +59,8 @@ def prune_corpus_store(store: str | os.PathLike) -> list[Path]:
 
 def write_beir_folder(dataset: Dataset, out_dir: str | os.PathLike, split: str = "test", *,
                       corpus_store: str | os.PathLike | None = None) -> Path:
-    """Write ``dataset`` as a BEIR folder, atomically (the whole folder appears at once).
-
-    Corpus and queries keep their order (titles are already joined, so ``title`` is "");
-    qrels are sorted by query id, then document id. The output is byte-for-byte
-    deterministic for a given dataset. ``corpus_store``: a folder keeping one copy of each
-    distinct ``corpus.jsonl``, hard-linked into every dataset folder that has it (the 8.8M
-    MS MARCO passages of the dev set and TREC DL 2019 take the disk space once); see
-    :func:`_write_corpus`.
-    """
+    """Write ``dataset`` as a BEIR folder atomically and byte-for-byte deterministically; ``corpus_store``
+    shares corpora by hard link."""
     out_dir = Path(out_dir)
     for query_id, judged in dataset.qrels.items():
         for doc_id in judged:

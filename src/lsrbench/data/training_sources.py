@@ -1,13 +1,5 @@
-"""The sources of ``training_data`` (a run config's training triplets), one class each in
-:data:`TRAINING_SOURCES`, in the manner of the dataset sources (:mod:`lsrbench.data.sources`): how
-its settings are checked, what identifies them, its folder in a mirror, and how triplets are drawn
-(:mod:`lsrbench.data.triplets` has the drawing itself and the triplet file format).
-
-With a mirror (``lsrbench prefetch``), ``<mirror>/data/<name>/triplets.jsonl`` holds the drawn
-triplets and ``source.json`` what they were drawn from; the triplets stage reads them instead of
-the source when ``source.json`` matches the run's ``training_data``, ``n`` and seed
-(:func:`mirrored_triplets`).
-"""
+"""The sources of ``training_data``, one class each in :data:`TRAINING_SOURCES`: checks, identity, mirror folder
+and drawing. A mirror's ``triplets.jsonl`` is used when its ``source.json`` matches."""
 
 from __future__ import annotations
 
@@ -68,10 +60,8 @@ def _source_record(td: dict, n: int, seed: int) -> dict:
 
 
 def mirrored_triplets(td: dict, n: int, seed: int, mirror: str | os.PathLike | None) -> list[dict] | None:
-    """The prefetched triplets of ``<mirror>/data/<training_name>/``, or None when there are none.
-
-    A folder whose ``source.json`` names another source, ``n`` or seed is an error (a stale
-    mirror silently training on other data would be worse): re-run ``lsrbench prefetch``."""
+    """The prefetched triplets of ``<mirror>/data/<training_name>/``, or None; a mismatching ``source.json`` is
+    an error (re-run ``lsrbench prefetch``)."""
     if not mirror:
         return None
     folder = Path(mirror) / "data" / training_name(td)
@@ -115,12 +105,8 @@ def draw_source_triplets(td: dict, n: int, seed: int, cache_dir: str | os.PathLi
 def build_triplets(training_data: dict, n: int, seed: int, out: str | os.PathLike, *,
                    mirror: str | os.PathLike | None = None, cache_dir: str | os.PathLike = "cache",
                    config_file: str | os.PathLike = "config", full_dir: str | os.PathLike | None = None) -> Path:
-    """The triplets stage: write ``n`` triplets (``seed``) of ``training_data`` to ``out``.
-
-    ``pseudo_queries`` crops them from the dataset folder ``full_dir`` (as the dataset stage wrote
-    it); the other sources read the mirror when it holds them (:func:`mirrored_triplets`), their
-    source otherwise.
-    """
+    """The triplets stage: write ``n`` triplets of ``training_data`` to ``out`` (pseudo-queries from
+    ``full_dir``; others from the mirror, else the source)."""
     check_training_data(training_data, config_file)
     source = TRAINING_SOURCES[training_data["source"]]
     if source.needs_corpus:
@@ -141,9 +127,8 @@ def build_triplets(training_data: dict, n: int, seed: int, out: str | os.PathLik
 
 
 class TrainingSource:
-    """One ``training_data.source``: its keys, how it is checked, identified and named in a mirror,
-    and how triplets are drawn from it. A new source is one subclass and one line in
-    :data:`TRAINING_SOURCES` (and its keys in the config schema)."""
+    """One ``training_data.source``. A new source is one subclass, one line in :data:`TRAINING_SOURCES` and its
+    schema keys."""
 
     name: str = ""
     keys: tuple[str, ...] = ()  # training_data keys that decide which triplets are drawn (besides n, seed)

@@ -1,33 +1,6 @@
-"""Training triplets: how they are drawn from each source of ``training_data`` and the triplet
-file format (the sources themselves, as a registry: :mod:`lsrbench.data.training_sources`).
-
-Sources (``training_data.source`` of a run config):
-
-* ``pseudo_queries`` (the tiny default): cropped pseudo-queries from a corpus, below;
-* ``hf``: (query, positive, negative) text columns of a Hugging Face dataset
-  (:func:`hf_triplets`), e.g. ``sentence-transformers/msmarco-bm25``, subset ``triplet``
-  (columns ``query``, ``positive``, ``negative``; 502,931 rows, split ``train``), or any of the
-  ``sentence-transformers/msmarco-<model>`` hard-negative sets with the same ``triplet``
-  subset. ``columns`` maps other column names. Sets that hold ids only (the ``triplet-ids``
-  subsets, ``sentence-transformers/msmarco``'s ``query_id``/``positive_id``/``negative_id``) are
-  not supported: they need a corpus lookup;
-* ``ir_datasets``: the docpairs of an ``ir_datasets`` id (:func:`ir_datasets_triplets`), e.g.
-  ``msmarco-passage/train/triples-small``: ``(query_id, doc_id_a, doc_id_b)`` resolved to text
-  through the id's queries and docs store.
-
-``n`` triplets are drawn with ``seed``: the same source, ``n`` and seed give the same list, in
-the same order.
-
-Pseudo-queries
---------------
-The tiny default setup trains on Vaswani, which has only test queries; those must never be
-trained on. Instead each triplet is built from the corpus alone (a cropping scheme in the
-spirit of Contriever's "random cropping"): a random contiguous span of a document's words
-is the pseudo-query, the document is the positive, and a BM25 hard negative for the
-pseudo-query is the negative.
-
-Triplet files are JSON lines with exactly the keys ``query``, ``positive``, ``negative``.
-"""
+"""Training triplets from ``pseudo_queries`` (a random span of a document is the query, the document the
+positive, a BM25 hard negative: test queries never trained on), ``hf`` columns or ``ir_datasets`` docpairs;
+deterministic per source, ``n`` and seed."""
 
 from __future__ import annotations
 
@@ -59,22 +32,9 @@ def pseudo_query_triplets(
     span_words: tuple[int, int] = (4, 12),
     negative_depth: tuple[int, int] = (5, 50),
 ) -> list[dict]:
-    """Build ``n`` (pseudo-query, positive, negative) text triplets from ``corpus`` alone.
-
-    * ``n`` documents are drawn uniformly (without replacement unless ``n`` exceeds the
-      number of usable documents: those with at least ``span_words[0]`` words, or any
-      non-empty document when none has that many);
-    * the pseudo-query is a contiguous span of the document's whitespace-separated words,
-      its length uniform in ``span_words`` (inclusive, capped at the document's length),
-      its start uniform over the valid positions;
-    * the negative is drawn uniformly from BM25 ranks ``negative_depth`` (1-based,
-      inclusive; :func:`lsrbench.data.bm25.bm25_topk`, k1=0.9, b=0.4) of the pseudo-query over
-      the whole corpus, after removing the positive and any document with the same text;
-      when BM25 yields none in that range, a uniformly random other document is used.
-
-    All randomness comes from ``numpy.random.default_rng(seed)``: the same corpus, ``n``
-    and seed give the same list. BM25 retrieval is batched over all pseudo-queries.
-    """
+    """``n`` (pseudo-query, positive, negative) triplets from ``corpus``: a span of ``span_words`` words of a
+    drawn document, and a negative drawn from BM25 ranks ``negative_depth`` (a random document when there is
+    none), all from ``default_rng(seed)``."""
     span_lo, span_hi = (int(x) for x in span_words)
     neg_lo, neg_hi = (int(x) for x in negative_depth)
     if n < 0:
@@ -167,10 +127,8 @@ def sample_indices(total: int, n: int, seed: int) -> np.ndarray:
 def hf_triplets(repo: str, *, subset: str | None, split: str = "train", revision: str | None,
                 columns: dict[str, str] | None = None, n: int, seed: int,
                 cache_dir: str | os.PathLike | None = None) -> list[dict]:
-    """``n`` triplets from a Hugging Face dataset: ``load_dataset(repo, subset, split=split,
-    revision=revision)``, rows :func:`sample_indices` ``(len, n, seed)``, text columns
-    ``columns`` (default ``query``/``positive``/``negative``). Errors name ``hf:<repo>@<revision>``
-    and ``<subset>[<split>]`` (``row N``: 1-based row of the dataset)."""
+    """``n`` triplets from the text columns of a Hugging Face dataset (rows :func:`sample_indices`); errors name
+    ``hf:<repo>@<revision>`` and the row."""
     from lsrbench.data.hf import hf_label, load_hf_split
 
     label = hf_label(repo, revision)
@@ -200,8 +158,7 @@ def hf_triplets(repo: str, *, subset: str | None, split: str = "train", revision
 
 
 def _reservoir(items, n: int, rng: np.random.Generator) -> list[tuple[int, object]]:
-    """A uniform sample of ``n`` ``(position, item)`` from an iterable in one pass (Algorithm L:
-    random skips, so the random draws are O(n log(N/n)), not one per item)."""
+    """A uniform sample of ``n`` ``(position, item)`` in one pass (Algorithm L)."""
     it = iter(items)
     sample = list(itertools.islice(enumerate(it), n))
     if len(sample) < n or n == 0:
@@ -219,10 +176,8 @@ def _reservoir(items, n: int, rng: np.random.Generator) -> list[tuple[int, objec
 
 
 def ir_datasets_triplets(dataset_id: str, *, n: int, seed: int) -> list[dict]:
-    """``n`` triplets from the docpairs of an ``ir_datasets`` id (``query_id, doc_id_a, doc_id_b``:
-    query, positive, negative), drawn uniformly in one pass over the pairs with
-    ``numpy.random.default_rng(seed)`` (reservoir sampling, then shuffled), texts looked up in
-    the id's queries and docs store. Errors name ``ir_datasets:<id>`` and ``docpair #N``."""
+    """``n`` triplets from an ``ir_datasets`` id's docpairs, reservoir-sampled with ``seed`` then shuffled;
+    errors name ``docpair #N``."""
     import ir_datasets
 
     from lsrbench.data.ir_datasets_source import record_text

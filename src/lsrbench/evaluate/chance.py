@@ -1,19 +1,6 @@
-"""What a random ranking scores: the expected value of a measure, and its variance, when the
-evaluated documents are put in uniformly random order, per query, exactly (no sampling). The chance
-level every table and claims page shows beside the runs (on a pooled subset it is far above the
-full collection's: fewer distractors), and the bound under which a run is at chance.
-
-Written here, not with ir_measures: its measures score a given ranking, and the expectation over
-all N! rankings has closed forms for these families (checked against ir_measures on every
-ranking of small collections, tests/evaluate/test_chance.py). With R of the N documents relevant:
-
-* ``P@k`` and ``R(rel=r)@k``: the relevant documents among the first m = min(k, N) are
-  hypergeometric (mean m R / N);
-* ``nDCG@k``: each of the first m places holds a document drawn without replacement, so the
-  expected DCG is the mean gain times the sum of the discounts 1 / log2(i + 1), over the IDCG of
-  the judgments (trec_eval's, as pytrec_eval computes it);
-* ``RR@k``: the first relevant document is at place i with probability C(N - i, R - 1) / C(N, R).
-"""
+"""What a uniformly random ranking scores per query, exactly: the chance level beside every table. Written here
+because ir_measures scores a given ranking; the expectation over all rankings has closed forms, checked against
+ir_measures on every ranking of small collections."""
 
 from __future__ import annotations
 
@@ -25,17 +12,15 @@ import numpy as np
 
 __all__ = ["SUPPORTED", "ChanceLevel", "query_chance", "chance_levels", "AT_CHANCE_Z"]
 
-# The one-sided 95 % point of the normal: a run whose mean is within AT_CHANCE_Z standard
-# deviations of a random ranking's expected mean (over the same queries) is at chance.
+# One-sided 95 % normal point: a run within AT_CHANCE_Z sds of a random ranking's mean is at chance.
 AT_CHANCE_Z = 1.6448536269514722
 SUPPORTED = ("nDCG", "RR", "R", "P")
 
 
 @dataclass(frozen=True)
 class ChanceLevel:
-    """A random ranking's mean of one measure over a dataset's queries: its expectation, the
-    standard deviation of that mean (queries independent), and the bound under which a run's
-    mean is at chance (one-sided 95 %, normal approximation over the queries)."""
+    """A random ranking's mean of one measure over a dataset's queries, the sd of that mean, and the one-sided
+    95 % bound under which a run is at chance."""
 
     expected: float
     sd: float
@@ -49,7 +34,6 @@ class ChanceLevel:
 
 
 def _parse(name: str) -> tuple[str, int | None, int]:
-    """(family, cutoff, rel) of a measure name; ValueError for what has no closed form here."""
     measure = ir_measures.parse_measure(name)
     params = dict(measure.params)
     if measure.NAME not in SUPPORTED or set(params) - {"cutoff", "rel"}:
@@ -58,7 +42,6 @@ def _parse(name: str) -> tuple[str, int | None, int]:
 
 
 def _hypergeometric(n: int, relevant: int, drawn: int) -> tuple[float, float]:
-    """Mean and variance of the relevant documents among ``drawn`` of ``n``."""
     if n <= 1:
         return float(relevant * drawn / max(n, 1)), 0.0
     p = relevant / n
@@ -78,9 +61,8 @@ def _first_relevant(n: int, relevant: int, places: int) -> np.ndarray:
 
 
 def query_chance(name: str, n_docs: int, gains: list[int], judged_gains: list[int]) -> tuple[float, float]:
-    """Mean and variance of one query's ``name`` under a random ranking of ``n_docs`` documents,
-    ``gains`` the relevance of the query's judged documents in the collection (those not listed
-    are 0), ``judged_gains`` of all its judgments (the normaliser: IDCG, recall's denominator)."""
+    """Mean and variance of one query's ``name`` under a random ranking of ``n_docs`` documents (``gains`` in
+    the collection, ``judged_gains`` for the normaliser)."""
     family, cutoff, rel = _parse(name)
     places = min(cutoff or n_docs, n_docs)
     hits = sum(g >= rel for g in gains)
@@ -108,9 +90,7 @@ def query_chance(name: str, n_docs: int, gains: list[int], judged_gains: list[in
 
 def chance_levels(measures: list[str], n_docs: int, qrels: dict[str, dict[str, int]],
                   in_corpus=None) -> dict[str, ChanceLevel | None]:
-    """Each measure's :class:`ChanceLevel` over every judged query (the queries the evaluation
-    averages over), or None where it has no closed form. ``in_corpus(doc_id)``: whether a judged
-    document is in the evaluated collection (default: every one is)."""
+    """Each measure's :class:`ChanceLevel` over every judged query, or None where it has no closed form."""
     out: dict[str, ChanceLevel | None] = {}
     for name in measures:
         try:

@@ -1,7 +1,5 @@
-"""Collapse as a result, not a crash: a run whose training loss became NaN/inf, whose vectors are
-all zero, or whose documents activate more than a set share of the vocabulary (the failure modes
-the head-rescaling paper reports for large-norm and over-rescaled heads) is recorded as
-``collapsed`` with its reasons, and still evaluated."""
+"""Collapse as a result, not a crash: a non-finite training loss, all-zero vectors or documents activating too
+much of the vocabulary mark a run ``collapsed`` with its reasons; it is still evaluated."""
 
 from __future__ import annotations
 
@@ -12,8 +10,8 @@ __all__ = ["collapse_status"]
 
 
 def collapse_status(train_status: str | None, docs, queries, max_active_share: float | None) -> dict:
-    """``{"status": "ok" | "collapsed: <reasons>", "collapsed": bool, "reasons": [...], ...}`` for one
-    evaluated run: the training status (NaN/inf loss) plus what its vectors show."""
+    """``{"status", "collapsed", "reasons", ...}`` of one evaluated run from its training status and its
+    vectors."""
     reasons = []
     info: dict = {}
     if train_status:

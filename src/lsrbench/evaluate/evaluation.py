@@ -1,6 +1,5 @@
-"""The evaluate stage's work for one (run, dataset): exact top-k retrieval of every query over the
-documents' inverted index, effectiveness through ir_measures, efficiency (FLOPs, active dims)
-and the collapse status, as tidy rows."""
+"""The evaluate stage's work for one (run, dataset): exact retrieval, ir_measures, FLOPs and active dims, the
+collapse status, as tidy rows."""
 
 from __future__ import annotations
 
@@ -14,9 +13,7 @@ __all__ = ["load_vectors", "evaluate_vectors", "checked_rows"]
 
 
 def load_vectors(docs_npz: str, queries_npz: str, dataset, data_dir: str):
-    """The run's document and query vectors, checked against ``dataset``: the documents
-    memory-mapped (the inverted index built from them is then the only copy of the postings in
-    memory) and exactly this corpus's (docs.npz may be another dataset's with the same corpus)."""
+    """The run's document (memory-mapped) and query vectors, checked to be exactly ``dataset``'s."""
     from lsrbench.index.sparse import load_sparse
 
     docs, doc_ids = load_sparse(docs_npz, mmap=True)
@@ -30,11 +27,8 @@ def load_vectors(docs_npz: str, queries_npz: str, dataset, data_dir: str):
 
 def evaluate_vectors(dataset, docs, doc_ids, queries, query_ids, *, top_k: int, measures: list[str],
                      skip_identical_ids: bool, empty_results: str = "zero") -> dict:
-    """Retrieve, score and measure. Returns ``{"results": {qid: [(docid, score), ...]},
-    "rows": [(measure, value), ...], "per_query": [(qid, measure, value), ...], "search_seconds"}``
-    (rows: the ir_measures measures, then FLOPs and active dims). ``results`` (the run file) holds
-    the retrieved documents only; ``empty_results`` (the dataset's toolchain,
-    :data:`lsrbench.evaluate.metrics.EMPTY_RESULTS`) decides what short lists count for."""
+    """Retrieve, score and measure: ``{"results", "rows", "per_query", "search_seconds"}``; ``empty_results``
+    decides what short lists count for."""
     from lsrbench.evaluate.flops import flops, mean_active_dims
     from lsrbench.evaluate.metrics import evaluate_run
     from lsrbench.evaluate.retrieval import search

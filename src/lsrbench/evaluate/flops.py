@@ -1,41 +1,6 @@
-"""Efficiency measures of sparse vectors: SPLADE's FLOPs (Formal et al., "SPLADE: Sparse Lexical and
-Expansion Model for First Stage Ranking", SIGIR 2021; the FLOPS regulariser's quantity, Paria et
-al., ICLR 2020) and mean active dimensions, per dataset and pooled over the NanoBEIR datasets as
-sentence-transformers' ``SparseNanoBEIREvaluator`` pools them.
-
-FLOPs: ``sum_j p_q(j) p_d(j)``, p = fraction of rows with a non-zero weight on term j: the mean,
-over all query-document pairs, of the number of terms both have active. Stored zeros do not
-count. Every number here is an exact integer sum divided once, so it is correctly rounded.
-
-How ``SparseNanoBEIREvaluator`` (sentence-transformers 6.2,
-``sparse_encoder/evaluation/sparse_nano_beir.py``) reports FLOPs
------------------------------------------------------------------------------------------------
-Per dataset, its ``SparseInformationRetrievalEvaluator`` keeps, for queries and for the corpus,
-a *count vector* (``util.compute_count_vector``: for each vocabulary term, the number of encoded
-rows with a non-zero weight on it) and the number of rows encoded (``count_lengths``). Its
-``avg_flops`` is ``dot(count_query / n_query, count_corpus / n_corpus)``: ``sum_j p_q(j) p_d(j)``,
-the same number as :func:`lsrbench.metrics.flops`.
-
-Across the datasets, ``SparseNanoBEIREvaluator.__call__`` does **not** average the 13 per-dataset
-FLOPs ("a weighted mean would not be accurate", its comment says). It sums the count vectors
-of all datasets (``total_query_count``, ``total_corpus_count``), divides them by the total
-number of queries and the total number of documents over all datasets
-(``sum(len(evaluator.queries))``, ``sum(len(evaluator.corpus))``), and takes the dot product::
-
-    pooled = sum_j (sum_i cq_i(j) / sum_i nq_i) * (sum_i cd_i(j) / sum_i nd_i)
-
-i.e. the FLOPs of one collection made of all 13 query sets and all 13 corpora, where every query
-is scored against every document of every dataset. The queries counted are the evaluator's
-(only judged queries with non-empty text, which is what lsrbench's datasets hold), the
-documents its corpus (non-empty text). Query and document vectors of all datasets must share one
-vocabulary (one model). sentence-transformers computes this in float32 (int32 counts divided
-by a Python int, then ``torch.dot``); :func:`pooled_flops` computes the same quantity exactly
-(integer sums, one division), so the two agree to float32 rounding.
-
-The other pooled sparsity statistics (``query_active_dims``, ``corpus_active_dims`` and the
-sparsity ratios) are the per-dataset values weighted by the number of queries / documents,
-which equals the mean active dims over all rows pooled: :func:`pooled_active_dims`.
-"""
+"""SPLADE's FLOPs (``sum_j p_q(j) p_d(j)``) and mean active dims, per dataset and pooled as
+``SparseNanoBEIREvaluator`` pools them (count vectors summed, not a mean of FLOPs); exact integer sums divided
+once."""
 
 from __future__ import annotations
 
@@ -58,10 +23,8 @@ _CHUNK = 1 << 24
 
 
 def active_counts(matrix) -> tuple[np.ndarray, int]:
-    """``(count vector, rows)``: per column, the number of rows with a non-zero value, as
-    sentence-transformers' ``compute_count_vector`` (int64). Duplicates in a non-canonical matrix
-    count once (summed on a copy, never in the caller's matrix); stored zeros do not count. Chunk
-    by chunk: no temporary as large as the matrix."""
+    """``(count vector, rows)``: per column the rows with a non-zero value (duplicates once, stored zeros not),
+    chunk by chunk."""
     if not sp.issparse(matrix):
         raise ValueError(f"expected a scipy sparse matrix, got {type(matrix).__name__}")
     csr = sp.csr_matrix(matrix)  # no copy of a CSR matrix: it is only read
@@ -93,13 +56,8 @@ def _pooled_counts(matrices: Sequence, what: str) -> tuple[np.ndarray, int]:
 
 
 def pooled_flops(per_dataset: Sequence[tuple[sp.spmatrix, sp.spmatrix]]) -> float:
-    """FLOPs pooled across datasets exactly as ``SparseNanoBEIREvaluator`` pools them.
-
-    ``per_dataset``: one ``(queries_csr, docs_csr)`` per dataset (rows = encoded queries /
-    documents, columns = vocabulary). Returns ``sum_j (CQ(j) / NQ) * (CD(j) / ND)`` with ``CQ``,
-    ``CD`` the count vectors summed over all datasets and ``NQ``, ``ND`` the total numbers of
-    queries and documents: not the mean of the per-dataset FLOPs. A side with no rows at all gives 0.0.
-    """
+    """FLOPs pooled across datasets as ``SparseNanoBEIREvaluator`` pools them: ``sum_j (CQ(j) / NQ) * (CD(j) /
+    ND)`` over all ``(queries_csr, docs_csr)`` pairs; 0.0 for an empty side."""
     per_dataset = list(per_dataset)
     cq, nq = _pooled_counts([q for q, _ in per_dataset], "queries")
     cd, nd = _pooled_counts([d for _, d in per_dataset], "documents")

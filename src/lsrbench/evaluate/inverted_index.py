@@ -1,5 +1,5 @@
-"""The inverted index of a documents matrix (term -> postings), with the most frequent terms kept as
-dense rows, built chunk by chunk so that it is the only copy of the postings in memory."""
+"""The inverted index of a documents matrix, frequent terms kept as dense rows, built chunk by chunk so it is
+the only copy of the postings in memory."""
 
 from __future__ import annotations
 
@@ -12,14 +12,8 @@ __all__ = ["InvertedIndex"]
 
 
 class InvertedIndex:
-    """Term -> postings (document indices ascending, weights), i.e. the CSC form of a docs matrix.
-
-    Optionally the most frequent terms are stored as dense rows instead (``dense_terms``, one
-    row of ``dense_weights`` per term, 0 where a document lacks the term) and their postings
-    ranges in ``indptr`` are empty: a term found in a large share of the documents costs less
-    as a dense row (4 bytes per document) than as postings (8 bytes per posting), and dense rows
-    let a block of queries score them with one matrix product. :meth:`from_csr` chooses them.
-    """
+    """Term -> postings (CSC form of a docs matrix); the most frequent terms optionally as dense rows (cheaper
+    than postings, and scored for a block of queries by one matrix product)."""
 
     def __init__(
         self,
@@ -62,19 +56,9 @@ class InvertedIndex:
     @classmethod
     def from_csr(cls, docs: sp.spmatrix | sp.sparray, dense: str | Sequence[int] | None = "auto",
                  chunk_postings: int | None = None) -> "InvertedIndex":
-        """Build from a (n_docs x vocab) sparse matrix; duplicates are summed, postings sorted by doc.
-
-        ``dense="auto"`` stores as dense rows the terms found in at least 1/16 of the documents,
-        most frequent first, while the extra memory stays within a fifth of the postings' bytes
-        (none below 1,024 documents); a list of term ids stores exactly those; ``None`` none.
-
-        Built chunk by chunk of documents (about ``chunk_postings`` postings each; by default a
-        64th of the collection, between 64Ki and 4Mi) straight into the final arrays, so the build
-        needs little more memory than the index itself (the chunk's temporaries take about 60
-        bytes per posting). ``docs`` is only read, a chunk of rows at a time: given a matrix whose
-        arrays are memory maps of its file (``load_sparse(path, mmap=True)``, as the evaluate
-        stage does), the process holds one copy of the postings, the index's, not two.
-        """
+        """Build from a (n_docs x vocab) sparse matrix (duplicates summed), chunk by chunk into the final
+        arrays; ``docs`` is only read, so a memory-mapped matrix is never copied. ``dense="auto"``: terms in at
+        least 1/16 of the documents while the extra memory stays within a fifth of the postings."""
         if not sp.issparse(docs):
             raise ValueError(f"InvertedIndex.from_csr: expected a scipy sparse matrix, got {type(docs).__name__}")
         csr = sp.csr_matrix(docs)  # no copy when docs already is a CSR matrix
@@ -84,8 +68,7 @@ class InvertedIndex:
         n_docs, vocab = csr.shape
         dtype = csr.data.dtype if csr.data.dtype in (np.float32, np.float64) else np.dtype(np.float64)
         idx_dtype = np.int32 if n_docs <= np.iinfo(np.int32).max else np.int64
-        # Document frequencies chunk by chunk: bincount of all indices at once would convert them
-        # to int64 first, a temporary as large as the postings.
+        # Document frequencies chunk by chunk: one bincount would make an int64 copy of all postings.
         df = np.zeros(vocab, dtype=np.int64)
         for lo in range(0, csr.nnz, 1 << 24):
             df += np.bincount(csr.indices[lo : lo + (1 << 24)], minlength=vocab)
@@ -151,7 +134,7 @@ class InvertedIndex:
                    + self.dense_slot.nbytes + self.term_absmax.nbytes
                    + (self._dense32.nbytes if self._dense32 is not None and self._dense32 is not self.dense_weights else 0))
 
-    def _dense_f32(self) -> np.ndarray:
+    def dense_f32(self) -> np.ndarray:
         """The dense rows as float32 (the first pass's matrix product); shared when already float32."""
         if self._dense32 is None:
             self._dense32 = (self.dense_weights if self.dense_weights.dtype == np.float32

@@ -1,7 +1,5 @@
-"""The compiled kernels of the exact top-k search (:mod:`lsrbench.evaluate.retrieval`), through numba
-when it is installed (:mod:`lsrbench.evaluate.numba_kernels`): the same arithmetic as the numpy code
-they replace, in the same order, one pass instead of several array temporaries, so the results are
-identical with or without numba. Set ``LSRBENCH_NUMBA=0`` to use numpy only."""
+"""The exact search's compiled kernels through numba when installed: the numpy code's arithmetic in the same
+order, so results are identical either way (``LSRBENCH_NUMBA=0``: numpy only)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Effectiveness measures through ir_measures (MacAvaney et al., "Streamlining Evaluation with
-ir-measures", ECIR 2022): every metric lsrbench reports is computed by it, per query and averaged
-over the judged queries; what a query that retrieved nothing counts for follows the dataset's
-toolchain (``empty_results``, docs/evaluation.md)."""
+"""Effectiveness through ir_measures (MacAvaney et al. 2022), per query and averaged over judged queries; what
+an empty result counts for follows the dataset's ``empty_results``."""
 
 from __future__ import annotations
 
@@ -12,24 +10,16 @@ from lsrbench.errors import InputError
 
 __all__ = ["EMPTY_RESULTS", "evaluate_run", "fill_ranking", "parse_measures"]
 
-# What a judged query with fewer than top_k retrieved documents (none, for an all-zero query
-# vector) counts for, by the toolchain each value reproduces (docs/evaluation.md):
-#   zero  scored as its list stands, an empty list 0, counted in the mean (the MS MARCO official
-#         MRR script, trec_eval -c; pytrec_eval and BEIR's evaluate given the empty list)
-#   skip  left out of the mean when it retrieved nothing (naver/splade's SparseRetrieval writes no
-#         entry for it, and BEIR's EvaluateRetrieval.evaluate averages over the queries in the run)
-#   fill  the list completed to top_k with the unretrieved documents at score 0, ties by document
-#         id (sentence-transformers' InformationRetrievalEvaluator scores every document and ranks
-#         by (-score, corpus_id); BEIR's exact search and mteb also return zero-score documents)
+# What a judged query with fewer than top_k results counts for, per the toolchain reproduced (docs/evaluation.md).
+#   zero  scored as it stands, counted (MS MARCO's MRR script, trec_eval -c)
+#   skip  left out of the mean when it retrieved nothing (naver/splade, BEIR's evaluate)
+#   fill  completed with zero-score documents by id (sentence-transformers, BEIR's exact search, mteb)
 EMPTY_RESULTS = ("zero", "skip", "fill")
 
 
 def parse_measures(names: Sequence[str]) -> list[ir_measures.Measure]:
-    """Parse measure names with ir_measures; unknown or invalid ones raise ``InputError(None, "measures", ...)``.
-
-    Parameters (cutoff, rel, ...) are only validated when an evaluator is built, so each measure
-    is also tried on a one-query toy qrels here, to fail before any real work.
-    """
+    """Parse measure names with ir_measures, each tried on a toy qrels so a bad parameter fails before any work;
+    InputError on ``measures``."""
     measures: list[ir_measures.Measure] = []
     for name in names:
         try:
@@ -53,22 +43,9 @@ def evaluate_run(
     depth: int | None = None,
     skip_identical_ids: bool = False,
 ) -> tuple[dict[str, float], list[tuple[str, str, float]]]:
-    """Evaluate ``run`` against ``qrels`` with ir_measures.
-
-    Returns ``(aggregate, per_query)``: ``aggregate`` maps each measure name (as ir_measures
-    prints it, e.g. ``"nDCG@10"``) to its value; ``per_query`` lists ``(qid, measure, value)``
-    sorted by qid then measure order. Run queries without judgments are ignored. A judged query
-    that is absent from the run or retrieved nothing follows ``empty_results``
-    (:data:`EMPTY_RESULTS`): ``zero`` scores it the measure's default (0) and counts it, whatever
-    the provider does with missing queries; ``skip`` leaves it out (no per-query row; every
-    measure 0 when no judged query retrieved anything, where BEIR's evaluate divides by zero);
-    ``fill`` ranks as :func:`fill_ranking` (needs ``corpus_ids`` and ``depth``). Each measure is
-    aggregated by its own aggregator (mean for all the usual ones).
-
-    Note that the providers re-sort each query by score and ignore ranks, and break score ties
-    differently (pytrec_eval: doc id descending; msmarco, used for RR@k: doc id ascending);
-    ``fill`` hands them strictly decreasing scores, so its order is the one evaluated.
-    """
+    """Evaluate ``run`` against ``qrels`` with ir_measures: ``(aggregate, per_query)``. A judged query that
+    retrieved nothing follows ``empty_results`` (``zero``, ``skip``, ``fill``); ``fill`` hands strictly
+    decreasing scores, since providers re-sort by score and break ties differently."""
     parsed = parse_measures(measures)
     if not qrels:
         raise ValueError("evaluate_run: qrels is empty")
@@ -100,12 +77,9 @@ def evaluate_run(
 
 def fill_ranking(run: Mapping[str, Mapping[str, float]], query_ids: Sequence[str], corpus_ids: Sequence[str],
                  depth: int, skip_identical_ids: bool = False) -> dict[str, dict[str, float]]:
-    """Each query's ranking as sentence-transformers' ``InformationRetrievalEvaluator`` makes it
-    from scores of every document: its retrieved documents by (-score, document id), then every
-    document it did not retrieve (all score 0 for it) by document id, to ``depth`` documents
-    (its own id left out with ``skip_identical_ids``). Returned with strictly decreasing scores
-    ``depth - rank``, so an evaluator that re-sorts by score keeps this order."""
-    by_id: list[str] | None = None  # sorted once, only when some query needs filling
+    """Each query's ranking as sentence-transformers' evaluator makes it (retrieved by (-score, id), then the
+    rest by id, to ``depth``), with strictly decreasing scores."""
+    by_id: list[str] | None = None
     filled: dict[str, dict[str, float]] = {}
     for qid in query_ids:
         hits = [d for d, _ in sorted(run.get(qid, {}).items(), key=lambda kv: (-kv[1], kv[0]))][:depth]

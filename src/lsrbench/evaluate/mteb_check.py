@@ -1,34 +1,5 @@
-"""mteb as an independent check of lsrbench's evaluation (``lsrbench mteb-check RUN DATASET``).
-
-MTEB (Muennighoff et al., "MTEB: Massive Text Embedding Benchmark", EACL 2023; mteb 2.x) scores a
-run's trained model (``results/runs/<run>/k<k>/model``, SparseEncoder format) on the BEIR folder
-the evaluate stage scored (``results/data/<dataset>/eval``), and the result is set beside the
-run's ``metrics.tsv``. Nothing of lsrbench is on mteb's path: beir's ``GenericDataLoader`` reads
-the folder (Thakur et al., "BEIR", NeurIPS 2021 Datasets and Benchmarks), mteb encodes through
-its ``SparseEncoderWrapper`` (``encode_query`` / ``encode_document``), scores (sparse dot product,
-torch top-k) and computes its measures (pytrec_eval; its own MRR). Offline: a custom
-``AbsTaskRetrieval`` loads the local folder, the model is read with ``local_files_only``.
-
-Both encode at the same token lengths: the evaluation's (``evaluation.query_max_length`` /
-``document_max_length``, which the index stage applies), not the training lengths that the
-trained model folder saves in its ``sentence_bert_config.json`` (and that a plain
-``SparseEncoder(path)`` or mteb would use). The model folder is a finished, content-addressed
-training output shared by every evaluation of it, so it keeps them; :func:`mteb_scores` sets the
-evaluation's on the loaded model (:func:`lsrbench.model.encoder.set_encode_lengths`, as the index
-stage does) and the report says which it used.
-
-Where the two may differ (none moves nDCG@10 on a normal collection):
-
-* mteb returns the top ``max(k_values)`` documents including zero-score ones; lsrbench's search
-  only score > 0, so a query with fewer positive-score documents than a cutoff differs there,
-  unless the dataset's ``empty_results`` is ``fill`` (zero-score documents ranked by id, where
-  mteb takes torch's tie order);
-* mteb scores in float32, lsrbench accumulates in float64 (near-ties can swap);
-* mteb rounds its means to 5 decimals;
-* ``ignore_identical_ids`` (a dataset's ``skip_identical_ids``): mteb removes the document after
-  the search (k-1 results), lsrbench skips it during the search (k results);
-* RR@10 at exact score ties: ir_measures breaks them by document id ascending, mteb descending.
-"""
+"""mteb as an independent check of lsrbench's evaluation (``lsrbench mteb-check``): mteb scores a run's model on
+the evaluated folder, offline, at the evaluation's token lengths, beside ``metrics.tsv``."""
 
 from __future__ import annotations
 
@@ -51,8 +22,7 @@ MTEB_KEYS = {"nDCG": "ndcg_at", "RR": "mrr_at", "R": "recall_at", "P": "precisio
 _MEASURE = re.compile(r"^(?P<name>[A-Za-z]+)@(?P<k>\d+)$")
 # mteb's default retrieval cutoffs; the deepest is its top-k depth.
 DEFAULT_K_VALUES = (1, 3, 5, 10, 20, 100, 1000)
-# mteb rounds its means to 5 decimals (at most 5e-6 off); float32 against float64 scores moves a
-# mean by less on real collections (docs/independent-checks.md: 4.8e-6 on the whole of Vaswani).
+# mteb rounds means to 5 decimals; float32 scoring moves a mean by less (docs/independent-checks.md).
 TOLERANCE = 1e-4
 
 
@@ -89,9 +59,8 @@ def task_metadata(name: str, description: str, path: str, revision: str, split: 
 
 def beir_folder_task(folder: str | os.PathLike, split: str = "test", *, name: str | None = None,
                      ignore_identical_ids: bool = False, k_values: Sequence[int] = DEFAULT_K_VALUES):
-    """An mteb retrieval task over a local BEIR folder, read by beir's ``GenericDataLoader``
-    (nothing is fetched). The metadata is a class attribute of a subclass made per call, because
-    mteb's ``unload_data`` deletes an instance's own."""
+    """An mteb retrieval task over a local BEIR folder (a subclass per call: mteb's ``unload_data`` deletes an
+    instance's metadata)."""
     from datasets import Dataset
     from mteb.abstasks.retrieval import AbsTaskRetrieval
 
@@ -126,12 +95,8 @@ def mteb_scores(model_dir: str | os.PathLike, beir_folder: str | os.PathLike, sp
                 model_name: str, model_revision: str, task_name: str | None = None, ignore_identical_ids: bool = False,
                 batch_size: int = 32, device: str = "cpu", results_root: str | os.PathLike | None = None,
                 query_length: int | None = None, document_length: int | None = None) -> dict[str, Any]:
-    """Score the SparseEncoder in ``model_dir`` on ``beir_folder`` through mteb, offline, with
-    queries and documents truncated at ``query_length`` / ``document_length`` tokens (None: the
-    lengths saved with the model). Returns ``{"scores": mteb's scores of the split,
-    "task_result", "seconds", "task_name", "lengths": the lengths applied, "saved_lengths": the
-    model folder's}``; with ``results_root``, mteb also files its own result there
-    (``ResultCache`` layout). ``model_name`` must read ``org/name`` (mteb's rule)."""
+    """Score the SparseEncoder in ``model_dir`` on ``beir_folder`` through mteb, offline, at the given token
+    lengths; returns the scores, lengths applied and saved, seconds."""
     for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
         os.environ.setdefault(var, "1")  # before huggingface_hub reads its constants
     import mteb
@@ -161,8 +126,8 @@ def mteb_scores(model_dir: str | os.PathLike, beir_folder: str | os.PathLike, sp
 
 def compare_scores(ours: Mapping[str, float], theirs: Mapping[str, float], measures: Sequence[str],
                    tol: float = TOLERANCE) -> list[dict[str, Any]]:
-    """One row per measure: ``{measure, mteb_key, lsrbench, mteb, diff (mteb - lsrbench), ok}``;
-    ``ok`` is ``|diff| <= tol``, None when a side has no value."""
+    """One row per measure: lsrbench's and mteb's value, their difference, ``ok`` within ``tol`` (None when a
+    side is missing)."""
     rows = []
     for m in measures:
         key = mteb_key(m)
@@ -194,12 +159,8 @@ def check_run(run_dir: str | os.PathLike, dataset: str, data_dir: str | os.PathL
               device: str = "cpu", results_root: str | os.PathLike | None = None,
               metrics_tsv: str | os.PathLike | None = None, query_length: int | None = None,
               document_length: int | None = None) -> dict[str, Any]:
-    """Score ``<run_dir>/model`` on ``data_dir`` through mteb and compare every measure of
-    ``metrics_tsv`` (default ``<run_dir>/<dataset>/metrics.tsv``) that mteb also computes. ``ok`` is
-    True when all agree within ``tol``. The mteb model is named ``lsrbench/<run>-k<k>``, its
-    revision the run's training config hash (train_provenance.json). ``query_length`` /
-    ``document_length``: the token lengths ``metrics_tsv`` was computed at (the evaluation's),
-    applied to the model for mteb; the report records them beside those saved with the model."""
+    """Score ``<run_dir>/model`` through mteb and compare every measure of ``metrics_tsv`` mteb also computes;
+    ``ok`` when all agree within ``tol``."""
     import json
 
     run_dir = Path(run_dir)
@@ -226,8 +187,7 @@ def check_run(run_dir: str | os.PathLike, dataset: str, data_dir: str | os.PathL
 
 
 def summary_line(report: Mapping[str, Any], where: str) -> str:
-    """The verdict of a check in words that cannot be misread: ``AGREE`` (every measure within the
-    tolerance, with the largest difference) or ``DISAGREE`` (which measures, by how much)."""
+    """The verdict: ``AGREE`` with the largest difference, or ``DISAGREE`` naming the measures."""
     rows = [r for r in report["rows"] if r["ok"] is not None]
     lengths = report.get("encode_lengths") or {}
     at = (f"encoded at {lengths.get('query_length')} query / {lengths.get('document_length')} document tokens"

@@ -1,14 +1,5 @@
-"""The compiled (numba) kernels of the exact top-k search: the score-rows first pass
-(:func:`block_scores`, :func:`candidates`), exact scoring (:func:`exact`, :func:`exhaustive`) and
-the streaming first pass (:func:`stream_scan`, :mod:`lsrbench.evaluate.stream`). Imported only by
-:func:`lsrbench.evaluate.kernels.kernels` when numba is present and enabled; the numpy code of
-:mod:`lsrbench.evaluate.retrieval` does the same arithmetic in the same order where they are not
-(the streaming pass has no numpy twin: without numba the score rows run, with the same results).
-
-``contract``: a*b+c may become one FMA in the approximate first passes only (their rounding bound,
-:func:`lsrbench.evaluate.topk.rounding_bound`, holds for any order of the sum); the exact kernels
-keep IEEE order.
-"""
+"""The numba kernels of the exact top-k search, the numpy code's arithmetic in the same order. ``contract``
+(FMA) only in the approximate first passes, whose rounding bound holds for any order."""
 
 from __future__ import annotations
 
@@ -49,16 +40,8 @@ def dense_rows(r, c0, c1, lo, hi, d_slot, d_w, dense):  # pragma: no cover - com
 @_fast
 def block_scores(rows, maxima, size, d_ptr, d_slot, d_w, s_ptr, s_term, s_w, dense, indptr, docs, weights,
                  chunk, chunk2):  # pragma: no cover - compiled
-    """rows[i, d] = float32 approximate score of document d for query i; maxima[i, b] = max of block b.
-
-    Query i's dense terms are ``d_slot[d_ptr[i]:d_ptr[i+1]]`` (rows of ``dense``), its other terms
-    ``s_term[s_ptr[i]:s_ptr[i+1]]`` (postings), with float32 weights ``d_w`` / ``s_w``.
-    Dense pass: per chunk of ``chunk`` documents (the dense rows' chunk stays in the core's cache
-    for the whole block of queries) each query adds its own dense rows, four at a time. Postings
-    pass: per query and per ``chunk2`` documents (a multiple of ``size``; the row's chunk stays in
-    cache), the postings of each of its terms that fall in the chunk, then that chunk's block
-    maxima (blocks of ``size`` documents; a last partial block is left out).
-    """
+    """``rows[i, d]``: float32 approximate score of document d for query i; ``maxima[i, b]``: max of block b.
+    Dense rows and postings are added chunk by chunk so each chunk stays in cache."""
     n_docs = rows.shape[1]
     for c0 in range(0, n_docs, chunk):
         c1 = min(n_docs, c0 + chunk)
@@ -224,9 +207,8 @@ def compact(cand_doc, cand_score, i, n, t):  # pragma: no cover - compiled
 @_jit
 def scan_chunk(r, n, c0, i, top_k, slack, heap, heap_n, cand_doc, cand_score, cand_n,  # pragma: no cover - compiled
                thr):
-    """Append query i's documents of the chunk with ``0 < s >= t`` to its candidates, where ``t`` =
-    (the k-th largest approximate score so far) - ``slack[i]`` rises as the heap fills; False when
-    its candidates no longer fit (even after compaction)."""
+    """Append query i's documents of the chunk with ``0 < s >= t`` (``t`` the heap's k-th score less
+    ``slack[i]``) to its candidates; False when they no longer fit."""
     cap = cand_doc.shape[1]
     t, hn, cn, h = thr[i], heap_n[i], cand_n[i], heap[i]
     ok = True
@@ -259,12 +241,9 @@ def scan_chunk(r, n, c0, i, top_k, slack, heap, heap_n, cand_doc, cand_score, ca
 @_fast
 def stream_scan(n_docs, d_ptr, d_slot, d_w, s_ptr, s_term, s_w, dense, indptr, docs, weights, ex_ptr, ex_doc,
                 chunk, top_k, slack, heap, heap_n, cand_doc, cand_score, cand_n, overflow):  # pragma: no cover - compiled
-    """One pass over the documents, chunk by chunk, for a block of queries (terms as in
-    :class:`lsrbench.evaluate.topk.BlockTerms`): each query's chunk scores are computed in a
-    cache-resident buffer, its excluded documents (``ex_doc[ex_ptr[i]:ex_ptr[i+1]]``, ascending)
-    set to -inf, and the chunk scanned (:func:`scan_chunk`). ``heap[i]`` ends with the k largest
-    approximate scores (``heap_n[i]`` of them), ``cand_*[i, :cand_n[i]]`` with the candidates in
-    ascending document order; ``overflow[i]`` marks a query whose candidates did not fit."""
+    """One pass over the documents for a block of queries: chunk scores in a cache-resident buffer, excluded
+    documents at -inf, each chunk scanned into a top-k heap and candidates; ``overflow[i]`` when they did not
+    fit."""
     r = np.empty(chunk, dtype=np.float32)
     cursor = np.empty(s_term.shape[0], dtype=np.int64)
     for j in range(s_term.shape[0]):

@@ -1,13 +1,6 @@
-"""Exact top-k retrieval by unnormalised dot product over an inverted index: SPLADE's scoring
-(Formal et al., "SPLADE v2", 2021), with ties broken by document index.
-
-Written here rather than borrowed (PISA, Anserini, torch) because it is exact (float64 scores
-summed in a fixed order, only provably safe pruning), deterministic (ties broken by document
-index), needs only numpy/scipy (numba, when installed, compiles the inner loops; the results are
-the same without it), and can run shard by shard later: per-shard top-k lists merged by the same
-(score, index) order give the same result as one pass. ``benchmark/retrieval.py`` measures it
-against scipy's ``Q @ D.T``.
-"""
+"""Exact top-k retrieval by dot product over an inverted index, ties broken by document index. Written here
+rather than borrowed (PISA, Anserini) because it must be exact and deterministic with numpy/scipy alone;
+``benchmark/retrieval.py`` measures it."""
 
 from __future__ import annotations
 
@@ -24,8 +17,8 @@ from lsrbench.evaluate.topk import EMPTY, BlockTerms, query_terms, rounding_boun
 __all__ = ["InvertedIndex", "exact_topk", "search", "FIRST_PASSES"]
 
 
-_SCORE_CHUNK = 1024  # documents per chunk of the compiled dense pass (the dense rows' chunk stays in cache)
-_POSTINGS_CHUNK = 1 << 17  # documents per chunk of the compiled postings pass (the row's chunk stays in cache)
+_SCORE_CHUNK = 1024  # documents per chunk of the compiled dense pass (stays in cache)
+_POSTINGS_CHUNK = 1 << 17  # documents per chunk of the compiled postings pass
 FIRST_PASSES = ("rows", "stream", "auto")
 
 
@@ -39,37 +32,10 @@ def exact_topk(
     query_block: int | None = None,
     first_pass: str = "rows",
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The exact top ``top_k`` documents of each query row by dot product.
-
-    Returns one ``(doc_indices int64, scores float64)`` pair per query row, ordered by score
-    descending then doc index ascending. A query gets at most ``top_k`` results and only documents
-    with score > 0: an inverted index never visits documents that share no term with the query,
-    so fewer than ``top_k`` (none for an empty query) is normal. Scores are accumulated in float64
-    from float32 products, which float64 represents exactly, term by term in ascending term id
-    (the order of ``scipy``'s sparse product), so results do not depend on how the postings are
-    stored. ``exclude[i]`` holds document indices never returned for query ``i``.
-
-    How (the result is the same as scoring every document): queries go in blocks of
-    ``query_block``. A first pass scores every document approximately in float32 (the query's
-    dense rows, then its postings; with numba in cache-sized chunks of documents, without it
-    a matrix product for the block's dense rows and ``np.add.at`` for the postings); a lower
-    bound ``L`` of the k-th best score is the k-th largest of the maxima of >= 4k blocks of
-    documents (k distinct documents reach it); every document whose approximate score is within
-    twice a rigorous rounding-error bound of ``L`` is then scored exactly, and the exact top-k is
-    taken among those. When that bound is not positive
-    (fewer than about k matching documents) the query is scored exactly everywhere instead.
-    ``threads`` > 1 runs query blocks in parallel threads (numpy, BLAS and the compiled kernels
-    release the GIL). ``query_block`` defaults to the largest block (at most 64) whose float32
-    scores, one block per thread, take at most a fifth of the index's bytes.
-
-    ``first_pass`` chooses how the approximate pass finds the candidates; every choice returns
-    the same lists. ``"rows"``: as above, one float32 score row per query of the block.
-    ``"stream"`` (compiled kernels only; else ``"rows"``): cache-sized chunks of documents are
-    scored and scanned at once against a rising threshold, without score rows
-    (:mod:`lsrbench.evaluate.stream`); faster and smaller where the collection holds many
-    documents per result. ``"auto"``: ``"stream"`` from ``STREAM_DOCS_PER_RESULT`` documents per
-    result (``n_docs >= 1000 * k``) on, else ``"rows"``.
-    """
+    """The exact top ``top_k`` documents (score > 0) of each query row: ``(doc_indices, scores)`` by score
+    descending then index, float64 sums in ascending term order. A float32 first pass bounds the k-th score, and
+    every document within twice a rigorous rounding bound of it is scored exactly, so the result equals scoring
+    every document. ``first_pass``: ``rows``, ``stream`` or ``auto``, same results."""
     if first_pass not in FIRST_PASSES:
         raise ValueError(f"exact_topk: first_pass must be one of {', '.join(FIRST_PASSES)}, got {first_pass!r}")
     if not sp.issparse(queries):
@@ -109,7 +75,6 @@ def exact_topk(
 
 
 def _excluded(exclude, n_q: int, n_docs: int) -> list:
-    """``exclude`` checked, as one int64 array (or None) per query."""
     if exclude is not None and len(exclude) != n_q:
         raise ValueError(f"exact_topk: {len(exclude)} exclude sets for {n_q} queries")
     excluded = [None] * n_q
@@ -123,15 +88,12 @@ def _excluded(exclude, n_q: int, n_docs: int) -> list:
 
 
 def _use_stream(first_pass: str, n_docs: int, top_k: int) -> bool:
-    """Whether the streaming first pass runs: asked for (or ``auto`` past the crossover), compiled
-    kernels present, and a pruned search (at least 4k documents)."""
     if first_pass == "rows" or top_k <= 0 or n_docs < 4 * top_k or compiled_kernels() is None:
         return False
     return first_pass == "stream" or n_docs >= STREAM_DOCS_PER_RESULT * top_k
 
 
 def _runs(indices) -> list[tuple[int, int]]:
-    """Ascending query indices as ``(lo, hi)`` runs of consecutive ones."""
     out: list[tuple[int, int]] = []
     for i in indices:
         if out and out[-1][1] == i:
@@ -165,7 +127,6 @@ def _search_block(q, index: InvertedIndex, top_k: int, excluded, lo: int, hi: in
     prune = top_k > 0 and n_docs >= 4 * top_k  # at least 4k blocks (of one document or more)
     rows = None
     if prune:
-        # First pass: approximate float32 scores of every document for the whole block.
         qb = q[lo:hi]
         kernels = compiled_kernels()
         size = max(1, n_docs // (16 * top_k))  # >= 4k blocks whose maxima bound the k-th best score
@@ -174,12 +135,12 @@ def _search_block(q, index: InvertedIndex, top_k: int, excluded, lo: int, hi: in
             rows = np.empty((hi - lo, n_docs), dtype=np.float32)
             bt = BlockTerms(qb, index)
             kernels.block_scores(rows, maxima, size, bt.d_ptr, bt.d_slot, bt.d_w, bt.s_ptr, bt.s_term, bt.s_w,
-                                 index._dense_f32(), index.indptr, index.doc_indices, index.weights,
+                                 index.dense_f32(), index.indptr, index.doc_indices, index.weights,
                                  _SCORE_CHUNK, max(size, _POSTINGS_CHUNK // size * size))
             n_sum = bt.n_sum
         else:
             if index.dense_terms.size:
-                rows = qb[:, index.dense_terms].toarray().astype(np.float32) @ index._dense_f32()
+                rows = qb[:, index.dense_terms].toarray().astype(np.float32) @ index.dense_f32()
             else:
                 rows = np.zeros((hi - lo, n_docs), dtype=np.float32)
             for i in range(lo, hi):
@@ -207,7 +168,6 @@ def _search_block(q, index: InvertedIndex, top_k: int, excluded, lo: int, hi: in
 
 
 def _exhaustive(index: InvertedIndex, terms, q_w, top_k, ex) -> tuple[np.ndarray, np.ndarray]:
-    """Score every document exactly (float64, ascending term order), then select."""
     acc = np.zeros(index.n_docs, dtype=np.float64)
     kernels = compiled_kernels()
     if kernels is not None:
@@ -224,7 +184,6 @@ def _exhaustive(index: InvertedIndex, terms, q_w, top_k, ex) -> tuple[np.ndarray
             lo, hi = index.indptr[t], index.indptr[t + 1]
             if hi > lo:
                 docs = index.doc_indices[lo:hi]
-                # Documents are unique within one term's postings, so this is one add per document.
                 acc[docs] += index.weights[lo:hi].astype(np.float64) * w
     if ex is not None:
         acc[ex] = 0.0
@@ -234,9 +193,8 @@ def _exhaustive(index: InvertedIndex, terms, q_w, top_k, ex) -> tuple[np.ndarray
 
 def _pruned(index: InvertedIndex, terms, q_w, top_k, ex, row, maxima, size,
             n_sum) -> tuple[np.ndarray, np.ndarray] | None:
-    """Candidates from the approximate ``row`` (float32 sums of at most ``n_sum`` terms) and its block
-    ``maxima`` (blocks of ``size`` documents), exact scores, top k; None when the candidates' bound
-    is not positive (then score exhaustively)."""
+    """Candidates from the approximate ``row`` and block ``maxima``, scored exactly, top k; None when the bound
+    is not positive."""
     kernels = compiled_kernels()
     m = maxima.shape[0]
     if ex is not None:
@@ -293,13 +251,8 @@ def search(
     threads: int = 1,
     first_pass: str = "rows",
 ) -> dict[str, list[tuple[str, float]]]:
-    """Retrieve the top ``top_k`` documents of every query; return ``{qid: [(docid, score), ...]}``.
-
-    Every query id is a key, with an empty list when nothing scored > 0. With
-    ``skip_identical_ids`` a document whose id equals the query id is never returned and the
-    list is still filled to ``top_k`` (BEIR's behaviour on ArguAna and Quora). ``threads`` and
-    ``first_pass`` as in :func:`exact_topk`.
-    """
+    """The top ``top_k`` documents of every query as ``{qid: [(docid, score), ...]}`` (empty when nothing
+    scored); ``skip_identical_ids`` skips a document with the query's id and still fills ``top_k``."""
     if len(query_ids) != queries.shape[0]:
         raise ValueError(f"search: {len(query_ids)} query ids for {queries.shape[0]} query rows")
     if len(doc_ids) != docs.shape[0]:

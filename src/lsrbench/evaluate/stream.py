@@ -1,26 +1,6 @@
-"""The streaming first pass of the exact top-k search (``exact_topk(first_pass="stream")``): the same
-candidates bound as the score-rows pass, without a float32 score row per query.
-
-For each cache-sized chunk of documents and each query of a block, the chunk's approximate
-float32 scores are computed in a buffer that stays in cache (:mod:`lsrbench.evaluate.numba_kernels`),
-then scanned: every document with ``0 < s >= t`` becomes a candidate, where ``t`` is the k-th
-largest approximate score so far (a k-element min-heap of distinct documents, so it only rises)
-less ``2 delta`` (:func:`lsrbench.evaluate.topk.rounding_bound`). After the pass the cut is the
-final heap minimum less ``2 delta``; the candidates above it are scored exactly and the top k taken
-(:func:`lsrbench.evaluate.topk.select_topk`), as the score-rows pass does.
-
-Why it is exact: a document of the exact top k (ties included) has an exact score >= the exact
-k-th score >= (the final k-th approximate score) - delta, since k documents have approximate
-scores at least that large and exact ones within delta of them; so its approximate score is >=
-the final cut >= the ``t`` in force when its chunk was scanned: it is a candidate. A query whose
-heap never fills, whose cut is not positive, or whose candidates overflow their buffer (ties at
-the top by the thousand) is handed back to the score-rows pass.
-
-Measured in ``benchmark/peers.py`` (system ``lsrbench-stream``): faster than the score rows from
-about 1000 documents per result on, and no ``block x n_docs`` score rows (a fifth of the index's
-bytes at most); slower when k is a large share of the collection (until the heap holds k
-documents, most documents are candidates), hence ``first_pass="auto"``'s crossover.
-"""
+"""The streaming first pass of the exact top-k search: candidates are documents scoring at least the running
+k-th approximate score less ``2 delta``, without a score row per query. Exact because a true top-k document
+scores at least the final cut; faster from about 1000 documents per result (``benchmark/peers.py``)."""
 
 from __future__ import annotations
 
@@ -39,9 +19,8 @@ _DENSE_CHUNK_BYTES = 1 << 20  # bytes of the dense rows' chunk (L2-resident acro
 
 
 def stream_block(q: sp.csr_matrix, index, top_k: int, excluded, lo: int, hi: int, results) -> list[int]:
-    """Fill ``results[i]`` for the queries ``lo <= i < hi`` of ``q`` (``excluded[i]``: int64 document
-    indices or None) that the streaming pass settles; return the others' indices, ascending (for
-    the score-rows pass). Needs the compiled kernels, ``k > 0`` and ``index.n_docs >= 4 k``."""
+    """Fill ``results[i]`` for the queries of ``lo <= i < hi`` the streaming pass settles; return the others'
+    indices."""
     kern = compiled_kernels()
     m = hi - lo
     bt = BlockTerms(q[lo:hi], index)
@@ -60,7 +39,7 @@ def stream_block(q: sp.csr_matrix, index, top_k: int, excluded, lo: int, hi: int
     cand_score = np.empty((m, cap), dtype=np.float32)
     cand_n = np.zeros(m, dtype=np.int64)
     overflow = np.zeros(m, dtype=np.bool_)
-    kern.stream(index.n_docs, bt.d_ptr, bt.d_slot, bt.d_w, bt.s_ptr, bt.s_term, bt.s_w, index._dense_f32(),
+    kern.stream(index.n_docs, bt.d_ptr, bt.d_slot, bt.d_w, bt.s_ptr, bt.s_term, bt.s_w, index.dense_f32(),
                 index.indptr, index.doc_indices, index.weights, ex_ptr, ex_doc, chunk, top_k, slack,
                 heap, heap_n, cand_doc, cand_score, cand_n, overflow)
     left = []

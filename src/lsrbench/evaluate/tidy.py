@@ -1,7 +1,5 @@
-"""Tidy metric files: one row per (run, k, dataset, measure) in ``metrics.tsv`` (the columns of
-:data:`lsrbench.names.METRIC_COLUMNS`; ``results/metrics.csv`` concatenates them) and one row per
-(query, measure) in ``perquery.tsv``. Values are written with ``repr``: they read back as the
-identical float64."""
+"""Tidy metric files: ``metrics.tsv`` (one row per run, k, dataset, measure) and ``perquery.tsv``, values
+written with ``repr`` so they read back identical."""
 
 from __future__ import annotations
 
@@ -16,8 +14,7 @@ __all__ = ["write_metric_rows", "read_metrics_tsv"]
 
 def write_metric_rows(metrics_out: str | os.PathLike, perquery_out: str | os.PathLike | None, run: str, k: str,
                       dataset: str, rows, per_query=None) -> None:
-    """``rows``: ``(measure, value)`` of one run on one dataset; ``per_query``: ``(query id,
-    measure, value)`` (written when ``perquery_out`` is given). Both files atomically."""
+    """Write ``rows`` (and ``per_query`` when ``perquery_out`` is given), atomically."""
     with atomic_open(metrics_out, "w", encoding="utf-8") as fh:
         fh.write("\t".join(METRIC_COLUMNS) + "\n")
         for measure, value in rows:
@@ -31,8 +28,7 @@ def write_metric_rows(metrics_out: str | os.PathLike, perquery_out: str | os.Pat
 
 
 def read_metrics_tsv(path: str | os.PathLike) -> tuple[dict[tuple[str, str, str, str], float], list[str]]:
-    """The rows of a ``metrics.tsv`` as ``{(run, k, dataset, measure): value}``, and one line per
-    problem found (wrong header, a value that is not a number, a file that is not UTF-8)."""
+    """A ``metrics.tsv`` as ``{(run, k, dataset, measure): value}`` and one line per problem found."""
     rows: dict[tuple[str, str, str, str], float] = {}
     problems: list[str] = []
     try:

@@ -1,7 +1,5 @@
-"""What both first passes of the exact top-k search share (:mod:`lsrbench.evaluate.retrieval`'s score
-rows and :mod:`lsrbench.evaluate.stream`): the final selection with its tie rule, a query's terms,
-the split of a block's terms into dense rows and postings, and the rounding-error bound that makes
-the float32 first pass safe."""
+"""What both first passes of the exact search share: the final selection and its tie rule, a query's terms, and
+the rounding bound that makes the float32 pass safe."""
 
 from __future__ import annotations
 
@@ -23,8 +21,7 @@ def select_topk(cand: np.ndarray, scores: np.ndarray, top_k: int) -> tuple[np.nd
         cut = cand.shape[0] - top_k
         kth = np.partition(scores, cut)[cut]  # the k-th largest score
         above = np.flatnonzero(scores > kth)
-        # argpartition alone would pick an arbitrary subset of the documents tied at the
-        # boundary; taking them in candidate order keeps the lowest doc indices.
+        # Ties at the boundary are taken in candidate order, keeping the lowest doc indices (argpartition would not).
         tied = np.flatnonzero(scores == kth)[: top_k - above.shape[0]]
         keep = np.concatenate([above, tied])
         cand, scores = cand[keep], scores[keep]
@@ -42,9 +39,8 @@ def query_terms(q: sp.csr_matrix, i: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 class BlockTerms:
-    """A block of query rows' terms split as the compiled first passes read them: query ``i``'s
-    dense terms are ``d_slot[d_ptr[i]:d_ptr[i+1]]`` (rows of the index's dense matrix), its other
-    terms ``s_term[s_ptr[i]:s_ptr[i+1]]`` (postings), with float32 weights ``d_w`` / ``s_w``."""
+    """A block of queries' terms split into dense rows (``d_slot``) and postings (``s_term``), float32
+    weights."""
 
     def __init__(self, qb: sp.csr_matrix, index):
         m = qb.shape[0]
@@ -64,10 +60,8 @@ class BlockTerms:
 
 
 def rounding_bound(index, terms: np.ndarray, q_w: np.ndarray, n_sum: int) -> float:
-    """``delta``: the float32 first pass (sums of at most ``n_sum`` products of float32 numbers, the
-    weights and the query weight each rounded to float32 once) is within ``gamma_n * sum_t |q_t|
-    max|w_t|`` of the real score, the exact float64 sum within ``gamma_m`` (u64) of the same; twice
-    their sum bounds ``|approximate - exact|`` with room to spare."""
+    """``delta``: the float32 first pass is within ``gamma_n * sum_t |q_t| max|w_t|`` of the real score and the
+    float64 sum within ``gamma_m``; twice their sum bounds ``|approximate - exact|``."""
     bound = float(np.dot(np.abs(q_w), index.term_absmax[terms]))
     return 2.0 * (_gamma(n_sum, _U32) + _gamma(terms.shape[0] + 1, _U64)) * bound
 

@@ -1,5 +1,4 @@
-"""TREC run files (``qid Q0 docid rank score tag``), the canonical on-disk form of a retrieval run,
-read by trec_eval, ir_measures and every IR toolkit."""
+"""TREC run files (``qid Q0 docid rank score tag``), read by trec_eval, ir_measures and every IR toolkit."""
 
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ __all__ = ["write_trec_run", "read_trec_run"]
 
 
 def _check_token(value: str, what: str) -> str:
-    """Return ``value`` as str; raise ValueError if it would break the whitespace-separated format."""
     value = str(value)
     if not value or any(c.isspace() for c in value):
         raise ValueError(f"write_trec_run: {what} {value!r} is empty or contains whitespace")
@@ -22,13 +20,8 @@ def _check_token(value: str, what: str) -> str:
 
 
 def write_trec_run(path: str | os.PathLike, results: Mapping[str, Sequence[tuple[str, float]]], tag: str) -> None:
-    """Write a 6-column TREC run (``qid Q0 docid rank score tag``) atomically.
-
-    Each query's documents are stably sorted by score descending (given order kept among ties)
-    and ranked from 1, so the rank column agrees with what trec_eval re-derives from scores.
-    Scores are written with ``repr`` (shortest round-trip form), so reading them back gives the
-    identical float64. Non-finite scores and whitespace in ids or tag raise ``ValueError``.
-    """
+    """Write a TREC run atomically, each query stably sorted by score and ranked from 1, scores by ``repr``;
+    ValueError for non-finite scores or whitespace in ids."""
     tag = _check_token(tag, "tag")
     with atomic_open(path, "w", encoding="utf-8", newline="\n") as fh:
         for qid, docs in results.items():
@@ -46,12 +39,8 @@ def write_trec_run(path: str | os.PathLike, results: Mapping[str, Sequence[tuple
 
 
 def read_trec_run(path: str | os.PathLike) -> dict[str, dict[str, float]]:
-    """Read a 6-column TREC run into ``{qid: {docid: score}}``.
-
-    Blank lines are skipped; anything else that is not ``qid Q0 docid rank score tag`` with an
-    integer rank and a finite score, or repeats a (qid, docid) pair, raises
-    ``InputError(path, "line N", ...)``.
-    """
+    """Read a TREC run into ``{qid: {docid: score}}``; a malformed line or repeated pair is ``InputError(path,
+    "line N", ...)``."""
     path = str(path)
     if not os.path.exists(path):
         raise InputError(path, None, "file not found")

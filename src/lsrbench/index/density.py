@@ -1,8 +1,5 @@
-"""Collapse caught early: the index stage encodes a sample of its corpus first (evenly spread over it,
-the whole corpus when smaller), measures the mean non-zeros of its vectors and the share of empty
-ones, and stops in one line when they fall outside the declared band
-(``evaluation.index_max_active_share`` / ``index_max_empty_share``), before the rest is encoded;
-the sample's density also sizes the index's ``docs.npz`` (:func:`npz_bytes`, used by the plan's bill too)."""
+"""Collapse caught early: the index stage encodes an even sample of its corpus first and stops in one line when
+its density is outside the declared band; the sample also sizes ``docs.npz``."""
 
 from __future__ import annotations
 
@@ -31,9 +28,8 @@ def sample_rows(n: int, size: int) -> np.ndarray:
 
 
 def density(matrix) -> dict:
-    """The sample's ``documents``, ``terms`` (vocabulary), ``mean_nonzeros``, ``active_share`` (mean
-    non-zeros over the vocabulary) and ``empty_share`` (rows without a non-zero), as docs.npz will
-    hold them (a training collapsed to NaN weights gives empty vectors, the report's collapsed cell)."""
+    """The sample's documents, terms, mean non-zeros, active share and empty share, as docs.npz will hold
+    them."""
     rows, terms = matrix.shape
     row_of = np.repeat(np.arange(rows), np.diff(matrix.indptr))
     # a stored zero is no term, nor a NaN/inf (set to 0 before docs.npz is written: zero_non_finite)
@@ -52,9 +48,8 @@ def density_line(found: dict, corpus: int) -> str:
 
 
 def check_density(found: dict, corpus: int, max_active_share: float, max_empty_share: float, model_dir: str) -> None:
-    """Raise the one-line :class:`InputError` when the sample is outside the band: more than
-    ``max_active_share`` of the vocabulary active on average, or more than ``max_empty_share`` of its
-    documents empty (a collapsed model: its index would be all vocabulary, or nothing)."""
+    """One-line InputError when the sample activates more than ``max_active_share`` of the vocabulary or has
+    more than ``max_empty_share`` empty documents."""
     if found["active_share"] > max_active_share:
         field, why = "evaluation.index_max_active_share", f"above index_max_active_share {max_active_share:g}"
     elif found["empty_share"] > max_empty_share:

@@ -1,14 +1,7 @@
-"""The index stage's fast SPLADE encoder: the backbone run to the *input of the MLM decoder*
-(captured generically, for any ``*ForMaskedLM`` family, by temporarily replacing
-``get_output_embeddings().forward``), then the decoder applied in vocabulary chunks with padding
-masked and the max over tokens taken *before* the monotone ``log1p(relu(.))`` (SPLADE v2's
-pooling, Formal et al. 2021). The full ``[batch, tokens, vocab]`` logits are never materialised
-and ``log1p`` runs on ``[batch, vocab]`` only.
-
-Written here because sentence-transformers' pooling materialises the vocabulary-sized logits,
-which dominates CPU encoding; the vectors are the same (checked on a probe batch before use, see
-:func:`lsrbench.model.fused_pooling.probe`; :mod:`lsrbench.index.encode` falls back otherwise).
-"""
+"""The fast SPLADE encoder: the backbone run to the MLM decoder's input, the decoder applied in vocabulary
+chunks and the max taken before ``log1p(relu(.))``, never the full logits. Written here because
+sentence-transformers' pooling materialises the vocabulary-sized logits, most of CPU encoding; the vectors are
+the same (probed before use)."""
 
 from __future__ import annotations
 
@@ -24,10 +17,8 @@ log = logging.getLogger(__name__)
 
 __all__ = ["FastSplade"]
 
-# Logits of one vocabulary chunk are [tokens, chunk]: about this many elements (4 MiB float32) per
-# torch thread keeps each core's share near its cache (fastest on 2-core AVX-512: 0.5-1M per
-# core single-threaded); more threads get a larger chunk, i.e. fewer parallel regions, which
-# matters when the cores are shared with other processes.
+# Logit elements per torch thread per vocabulary chunk: about a core's cache; more threads, fewer
+# parallel regions (which matters when cores are shared).
 _CHUNK_ELEMENTS = 1 << 20
 _PROBE_TOL = 1e-4
 
@@ -47,7 +38,6 @@ class FastSplade:
         self.bias = family_of(transformer.auto_model).decoder_bias(decoder)
         self.vocab = int(self.weight.shape[0])
 
-    # -- recognition -------------------------------------------------------------------------
     @classmethod
     def build(cls, model, kind: str, batch_size: int):
         reason = splade_layout_problem(model)
@@ -75,7 +65,6 @@ class FastSplade:
             return "query" if "query" in prompts else None
         return next((p for p in ("document", "passage", "corpus") if p in prompts), None)
 
-    # -- the computation ---------------------------------------------------------------------
     def _tokenize(self, batch: list[str]):
         return self.model.preprocess(batch, prompt=self.prompt, task=self.kind)
 
@@ -85,7 +74,6 @@ class FastSplade:
         return batch_to_device(self._tokenize(batch), self.model.device)
 
     def _decoder_input(self, features):
-        """Run the transformer with the decoder replaced by a capture; return its input."""
         captured = []
         decoder = self.decoder
 
@@ -99,21 +87,12 @@ class FastSplade:
             raise FusedUnsupported(f"the MLM decoder was called {len(captured)} times in one forward pass")
         return captured[0]
 
-    segmented: bool = False  # tests switch layouts; see _pool
+    segmented: bool = False
 
     def _pool(self, hidden, attention_mask):
-        """max over real tokens of hidden @ W.T + b, then log1p(relu(.)): [batch, vocab].
-
-        Default layout: every padding position gets a copy of a real token of its own sequence
-        (one gather), so the padded ``[batch, tokens, chunk]`` logits need no mask and each
-        vocabulary chunk costs two large ops (``F.linear``, ``amax``): few parallel regions, which
-        keeps multi-threaded CPU runs fast when the cores are shared. ``segmented``: only the real
-        tokens go through the decoder and each sequence's max is taken over its rows (no padding
-        FLOPs, but one small op per sequence and chunk). Both give sentence-transformers' numbers:
-        the same ``F.linear`` per token, a duplicated token cannot change a max, and the max
-        commutes with the monotone ``log1p(relu(.))`` (padding is 0 there, which relu makes
-        irrelevant).
-        """
+        """``max`` over real tokens of ``hidden @ W.T + b``, then ``log1p(relu(.))``: [batch, vocab]. Padding
+        positions get a copy of a real token (a duplicate cannot change a max), so each chunk is two large ops;
+        ``segmented`` sends only real tokens through the decoder."""
         import torch
         import torch.nn.functional as F
 
@@ -123,7 +102,7 @@ class FastSplade:
         empty = lengths == 0  # no real token at all: nothing is active
         out = torch.empty((b, self.vocab), dtype=hidden.dtype, device=hidden.device)
         if self.segmented:
-            tokens = hidden[keep]  # [n_real, hidden], row-major: each sequence's tokens contiguous
+            tokens = hidden[keep]
             bounds = [0]
             for n in lengths.tolist():
                 bounds.append(bounds[-1] + n)
@@ -168,9 +147,8 @@ class FastSplade:
         return self._pool(hidden, mask)
 
     def encode(self, texts: list[str], progress=None) -> sp.csr_matrix:
-        """Encode ``texts`` in this order, in consecutive batches of ``batch_size`` (no sorting:
-        :class:`EncodePlan` gives them in the length order); rows in the given order. ``progress``
-        (a :class:`lsrbench.progress.Progress`) advances after every batch."""
+        """Encode ``texts`` in this order in consecutive batches (no sorting); ``progress`` advances per
+        batch."""
         import torch
         from sentence_transformers.util import batch_to_device
 
@@ -197,11 +175,7 @@ class FastSplade:
         data = np.concatenate([v for _, v in cols]) if cols else np.zeros(0, np.float32)
         return sp.csr_matrix((data, indices, indptr), shape=(n, self.vocab))
 
-    # Host-side costs of a GPU encode, moved off the GPU's critical path; the bytes are the same
-    # either way (tests/index/test_encode.py): the next batch is tokenised in a thread while the
-    # device runs this one, and a pooled batch's non-zeros are found on the device, so only they
-    # cross to the host (~0.2 MB instead of 15.6 MB of dense [128, 30522] floats per batch).
-    # None: on a GPU only (on a CPU they would compete with torch's threads for the same cores).
+    # GPU only: tokenise the next batch in a thread and copy only the non-zeros to the host (same bytes either way).
     prefetch: bool | None = None
     nonzero_on_device: bool | None = None
 
@@ -209,7 +183,6 @@ class FastSplade:
         return self.prefetch if self.prefetch is not None else self.model.device.type != "cpu"
 
     def _nonzeros(self, pooled):
-        """A pooled [batch, vocab] tensor's non-zeros, row-major: (rows int64, columns int32, values float32)."""
         import torch
 
         pooled = pooled.float()
@@ -224,9 +197,8 @@ class FastSplade:
         return r, c.astype(np.int32), dense.ravel()[flat]
 
     def _probe(self) -> str | None:
-        """:func:`lsrbench.model.fused_pooling.probe` of this path: on a few texts, the captured
-        decoder input gives sentence-transformers' vectors (and the decoder is the linear map
-        the fast path applies)."""
+        """The fused-pooling probe of this path on a few texts: the captured decoder input gives
+        sentence-transformers' vectors."""
         import torch
         import torch.nn.functional as F
 
@@ -262,8 +234,8 @@ class FastSplade:
 
 
 class _Prefetch:
-    """Iterate ``fn(item)`` over ``items``, computing the next one in a worker thread while the caller
-    uses this one (``on``), or inline (not ``on``)."""
+    """Iterate ``fn(item)`` over ``items``, computing the next in a worker thread while the caller uses this one
+    (when ``on``)."""
 
     def __init__(self, fn, items: list, on: bool):
         self.fn, self.items, self.on, self.pool = fn, items, on, None

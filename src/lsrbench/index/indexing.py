@@ -1,5 +1,5 @@
-"""The index stage's work for one (run, dataset): a trained model's vectors of the evaluated
-corpus and its queries, as CSR ``.npz`` files with their ids (:mod:`lsrbench.index.sparse`)."""
+"""The index stage's work for one (run, dataset): the vectors of the evaluated corpus and its queries as
+``.npz`` files."""
 
 from __future__ import annotations
 
@@ -17,25 +17,9 @@ def index_dataset(model_dir: str, dataset, batch_size: int, queries_out: str, do
                   shard_size: int | None = None, shard_dir: str | None = None, precision: str = "fp32",
                   query_max_length: int | None = None, document_max_length: int | None = None,
                   name: str | None = None, collapse_check: dict | None = None) -> dict:
-    """Encode ``dataset`` (a :class:`lsrbench.data.beir.Dataset`) with the SparseEncoder in
-    ``model_dir``. Without ``docs_out`` only the queries (a dataset scored against another
-    dataset's documents).
-
-    With ``shard_size`` (documents per shard; None or 0: one shot) the corpus is encoded in
-    resumable shards kept in ``shard_dir`` (default: ``doc_shards/`` beside ``docs_out``; not an
-    output, so it survives a failed job): a restarted job encodes only the shards that are
-    missing, and ``docs_out`` is the same file, byte for byte, as a one-shot encode's
-    (:mod:`lsrbench.index.shards`). The shards are removed once both outputs are written. Queries
-    are encoded in one shot. ``precision``: ``fp32``, ``bf16`` or ``auto``
-    (:func:`lsrbench.model.encoder.encode_autocast`; bf16 vectors differ from fp32 ones at bf16
-    rounding). ``query_max_length`` / ``document_max_length``: the evaluation's token lengths
-    (:func:`lsrbench.model.encoder.set_encode_lengths`), not the training lengths saved with the
-    model; None keeps those. ``name``: the dataset's name in the progress lines. ``collapse_check``
-    (``documents``, ``max_active_share``, ``max_empty_share``; None: none): the sample checked before
-    the rest of the corpus is encoded (:mod:`lsrbench.index.density`). Returns
-    ``{"documents": {"shards", "shard_rows", "reused", "encoded"},
-    "precision": <resolved>, "lengths": {"query_length", "document_length"}}``.
-    """
+    """Encode ``dataset`` with the model in ``model_dir`` (queries only without ``docs_out``), the corpus in
+    resumable shards with ``shard_size``, at the evaluation's token lengths and ``precision``, after the density
+    check of a sample. Returns the shard counts, resolved precision and lengths."""
     from lsrbench.index.encode import EncodePlan, encode_texts
     from lsrbench.index.shards import discard_shards, encode_to_npz
     from lsrbench.index.sparse import save_sparse
@@ -84,7 +68,6 @@ def index_dataset(model_dir: str, dataset, batch_size: int, queries_out: str, do
 
 
 def _check_sample(model, texts: list[str], batch_size: int, autocast, check: dict, model_dir: str) -> None:
-    """Encode the sample of ``texts`` (:func:`lsrbench.index.density.sample_rows`) on its own and check it."""
     from lsrbench.index.density import sample_rows
     from lsrbench.index.encode import encode_texts
 
@@ -95,7 +78,6 @@ def _check_sample(model, texts: list[str], batch_size: int, autocast, check: dic
 
 
 def _check(sample, corpus: int, check: dict, model_dir: str) -> None:
-    """Log the sample's density and the docs.npz it sizes; stop (one line) outside the band."""
     from lsrbench.index.density import check_density, density, density_line
 
     found = density(sample)
@@ -104,9 +86,8 @@ def _check(sample, corpus: int, check: dict, model_dir: str) -> None:
 
 
 def zero_non_finite(matrix, path: str):
-    """A collapsed run's model can emit NaN/inf weights; the train stage has already recorded it as
-    collapsed (its status.json, read by evaluate), so those weights are zeroed rather than failing
-    the DAG, and the count is logged."""
+    """Zero the NaN/inf weights of a collapsed run's vectors (already recorded as collapsed) instead of failing
+    the DAG; the count is logged."""
     import numpy as np
 
     bad = ~np.isfinite(matrix.data)

@@ -1,18 +1,6 @@
-"""A roofline estimate of the GPU bill of a grid: FLOPs per encoded text and per training
-step of each backbone, counted by ``torch.utils.flop_counter`` on a model of its published shape
-built on the meta device (no weights, no compute, no download), over a bf16 matmul peak (measured
-on the GPU, or a vendor's datasheet figure). FLOPs / peak is a lower bound of the time (100% of
-the peak); :func:`stage_hours` also gives it at a stated share of the peak.
-
-What is counted: every matrix product of the ``*ForMaskedLM`` forward (eager attention, so the
-``T^2`` products are counted as executed; sliding-window layers compute full products under a
-mask there), i.e. backbone, head transform and the decoder over every token. A training step
-(SpladeLoss on (query, positive, negative) triplets, lsrbench's fused pooling) is three times the
-forward of everything but the decoder (backward of a matmul = two matmuls of its size) plus the
-decoder's forward once: the fused pooling's backward is a gather/scatter over the active
-(text, term) pairs, not a matmul (``fused=False``, sentence-transformers' ``SpladePooling``:
-three times the decoder too).
-"""
+"""A roofline estimate of a grid's GPU bill: FLOPs counted by ``torch.utils.flop_counter`` on a meta-device
+model of the backbone's shape, over a bf16 peak; a training step is three forwards of all but the decoder plus
+the decoder once."""
 
 from __future__ import annotations
 
@@ -38,8 +26,7 @@ DATASHEET_BF16_TFLOPS = {
 
 
 def shape_of(model: str) -> tuple[dict, str]:
-    """The config.json a FLOP count of ``model`` (a paper backbone's name, a hub id or a local
-    folder) is made from, and where it comes from."""
+    """The config.json a FLOP count of ``model`` is made from, and its source."""
     from lsrbench.model.public_configs import backbone_config
 
     config, where = backbone_config({"model": BACKBONE_SHAPES.get(model, model)})
@@ -67,8 +54,7 @@ def parameters(model: str) -> int:
 
 
 def forward_flops(backbone: str, tokens: int) -> dict:
-    """FLOPs of one text of ``tokens`` tokens through ``backbone``'s MLM model: ``total`` and the
-    ``decoder``'s share (the vocabulary projection of every token)."""
+    """FLOPs of one text of ``tokens`` tokens through the MLM model: ``total`` and the ``decoder``'s share."""
     total, decoder = _count(backbone, int(tokens))
     return {"total": total, "decoder": decoder}
 
@@ -97,8 +83,7 @@ def train_step_flops(backbone: str, batch: int, query_tokens: int, document_toke
 
 
 def document_tokens(words: float, cap: int, tokens_per_word: float = 1.3) -> int:
-    """Estimated tokens of a text of ``words`` words: subword tokens (about 1.3 per English word for
-    WordPiece and the BPE vocabularies here) plus the two special tokens, at most ``cap``."""
+    """Estimated tokens of ``words`` words (about 1.3 per word plus two special tokens), at most ``cap``."""
     return int(min(cap, round(words * tokens_per_word) + 2))
 
 

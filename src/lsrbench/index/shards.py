@@ -1,21 +1,5 @@
-"""Resumable encoding of a large corpus in shards (the index stage on MS MARCO's 8.8M passages).
-
-The corpus is cut into shards of whole batches of :class:`~lsrbench.index.encode.EncodePlan` (the
-batches one :func:`~lsrbench.index.encode.encode_texts` call would use, so the result is bit-identical
-to a one-shot encode whatever the shard size). Each finished shard is written atomically
-(temporary name, then rename) as ``shard-NNNNNN.npz`` into a shard folder that is not a Snakemake
-output (Snakemake deletes the outputs of a failed job, not this folder). A restarted job keeps
-every complete shard of the same key and encodes only the missing ones. The key (in
-``lsrbench_shards.json``) covers the model files' bytes, the ids and texts encoded, the shard
-boundaries and the encoder's settings (kind, batch size, path, device, library versions): shards
-of another key are deleted, never reused, and so is any shard file that does not read back as
-exactly the rows expected (cut short, corrupted, another layout).
-
-Once every shard exists the output is assembled straight into its final arrays: the row lengths
-from every shard's ``indptr`` first, then ``indices`` / ``data`` preallocated and filled shard by
-shard, and written without a copy (:func:`~lsrbench.index.sparse.save_csr_arrays`): the peak is one
-full copy of the vectors plus one shard.
-"""
+"""Resumable encoding of a large corpus in shards of whole :class:`~lsrbench.index.encode.EncodePlan` batches,
+bit-identical to a one-shot encode; a restarted job reuses complete shards of the same key."""
 
 from __future__ import annotations
 
@@ -66,8 +50,7 @@ def _versions() -> dict:
 
 
 def prepare_shard_dir(shard_dir: str | os.PathLike, key: str, info: dict) -> None:
-    """Make ``shard_dir`` hold only shards of ``key``: shards of another key (or of an unreadable
-    key file) and leftovers of killed writers are deleted."""
+    """Make ``shard_dir`` hold only shards of ``key`` (others and killed writers' leftovers deleted)."""
     with keyed_dir(shard_dir, SHARD_KEY, key, info) as (root, stale):
         for child in root.iterdir():
             if not child.is_file() or not _OURS_RE.match(child.name):
@@ -90,8 +73,7 @@ def write_shard(path: Path, rows: np.ndarray, matrix: sp.csr_matrix) -> None:
 
 def read_shard(path: Path, rows: np.ndarray, n_cols: int | None = None,
                keys=("rows", "shape", "indptr", "indices", "data")) -> dict | None:
-    """The arrays of a shard file if it holds exactly ``rows`` as a valid canonical CSR (of
-    ``n_cols`` columns when given), else None (the reason is logged)."""
+    """A shard's arrays when it holds exactly ``rows`` as a valid canonical CSR, else None (reason logged)."""
     try:
         with np.load(path, allow_pickle=False) as npz:
             a = {k: npz[k] for k in keys}
@@ -132,14 +114,8 @@ def _shard_problem(a: dict, rows: np.ndarray, n_cols: int | None) -> str | None:
 
 def encode_to_npz(plan, ids: list[str], out_path: str | os.PathLike, shard_size: int, shard_dir: str | os.PathLike,
                   key_parts: dict, fix=None, progress=None) -> dict:
-    """Encode ``plan``'s texts shard by shard into ``shard_dir`` (reusing complete shards of the
-    same key), then assemble ``out_path`` in :func:`~lsrbench.sparse.save_sparse`'s format.
-
-    ``fix(matrix)`` is applied to each shard before it is written (e.g. zeroing non-finite
-    weights; it must act row by row). ``progress`` (a :class:`lsrbench.progress.Progress` of the
-    documents) counts reused shards as done by another job and advances batch by batch. Returns ``{"shards", "shard_rows", "reused", "encoded"}``.
-    The shard folder is left in place (see :func:`discard_shards`).
-    """
+    """Encode ``plan``'s texts shard by shard into ``shard_dir`` (reusing complete ones), ``fix`` applied row by
+    row, then assemble ``out_path``; returns the shard counts."""
     shards = plan.shards(shard_size)
     shard_rows = plan.shard_rows(shard_size)
     info = {"documents": len(plan.texts), "shard_rows": shard_rows, "shards": len(shards), "path": plan.path,
@@ -174,7 +150,6 @@ def encode_to_npz(plan, ids: list[str], out_path: str | os.PathLike, shard_size:
 
 
 def _assemble(root: Path, shards: list[np.ndarray], n_rows: int, n_cols: int, ids: list[str], out_path) -> None:
-    """Row lengths from every shard's ``indptr``, then the final arrays filled shard by shard."""
     indptr = np.zeros(n_rows + 1, dtype=np.int64)
     for j, rows in enumerate(shards):
         a = _must_read(root / shard_name(j), rows, n_cols, keys=("rows", "shape", "indptr"))

@@ -1,14 +1,5 @@
-"""Canonical on-disk format for sparse vectors: one ``.npz`` holding a CSR matrix and its row ids.
-
-The keys are the ones ``scipy.sparse.load_npz`` reads (``format``, ``shape``, ``data``,
-``indices``, ``indptr``) plus ``ids``, a numpy unicode array with one id per row. Nothing is
-pickled, so a file can be loaded without trusting it, and scipy alone can read the matrix.
-
-The archive is ``np.savez``'s (uncompressed zip64 members ``<key>.npy``, dated 1980, so equal
-arrays give equal bytes) except that each member's data starts at a multiple of 64 bytes of the
-file (padding in the zip extra field, which zip readers skip): :func:`load_sparse` with
-``mmap=True`` maps the arrays from the file instead of reading them into memory.
-"""
+"""The on-disk format for sparse vectors: one ``.npz`` with a CSR matrix (scipy's keys) and its row ``ids``,
+nothing pickled, byte-deterministic, members 64-byte aligned so they can be memory-mapped."""
 
 from __future__ import annotations
 
@@ -28,35 +19,27 @@ __all__ = ["save_sparse", "save_csr_arrays", "load_sparse", "scatter_rows"]
 
 _KEYS = ("format", "shape", "data", "indices", "indptr", "ids")
 _ALIGN = 64  # data offset of every member in the file (a multiple of any dtype's alignment)
-_PAD_EXTRA_ID = 0xD935  # the zip extra-field id Android's zipalign uses for alignment padding
-_CHUNK = 1 << 24  # elements per chunk of the whole-array checks (no nnz-sized temporaries)
+_PAD_EXTRA_ID = 0xD935  # zipalign's extra-field id for alignment padding
+_CHUNK = 1 << 24
 
 
 def save_sparse(path: str | os.PathLike, matrix: sp.spmatrix | sp.sparray, ids: list[str]) -> None:
-    """Write ``matrix`` (as CSR, float32, sorted indices) and its row ``ids`` to ``path`` atomically.
-
-    Duplicate entries are summed and indices sorted within rows, so one matrix always gives
-    the same arrays; explicit zeros are kept as stored. The file is written under exactly
-    ``path`` (no ``.npz`` is appended). Raises ``ValueError`` for a matrix or id list that
-    could not be loaded back (wrong id count, non-finite values, too many columns). A float32
-    CSR already in canonical form is written as it is (no copy); ``matrix`` is never modified.
-    """
+    """Write ``matrix`` (canonical float32 CSR) and its row ``ids`` to exactly ``path`` atomically; ValueError
+    for what could not be loaded back."""
     if not sp.issparse(matrix):
         raise ValueError(f"save_sparse: expected a scipy sparse matrix, got {type(matrix).__name__}")
     # Overflow to inf is reported below as non-finite, not as a numpy warning.
     with np.errstate(over="ignore"):
-        csr = sp.csr_matrix(matrix, dtype=np.float32)  # shares the arrays of a float32 CSR
+        csr = sp.csr_matrix(matrix, dtype=np.float32)
     if not csr.has_canonical_format:
-        csr = csr.copy()  # never sort or sum in the caller's arrays
-        csr.sum_duplicates()  # sums duplicates, sorts indices within each row
+        csr = csr.copy()
+        csr.sum_duplicates()
     save_csr_arrays(path, csr.shape, csr.indptr, csr.indices, csr.data, ids)
 
 
 def save_csr_arrays(path: str | os.PathLike, shape: tuple[int, int], indptr: np.ndarray, indices: np.ndarray,
                     data: np.ndarray, ids: list[str]) -> None:
-    """Write a canonical CSR given as its arrays (float32 ``data``, sorted duplicate-free
-    ``indices`` within each row) and its row ``ids`` to ``path`` atomically, in the format of
-    :func:`save_sparse`, without copying the arrays. Raises ``ValueError`` as save_sparse does."""
+    """Write a canonical CSR given as arrays, as :func:`save_sparse` does, without copying them."""
     n_rows, n_cols = int(shape[0]), int(shape[1])
     ids = [str(i) for i in ids]
     if len(ids) != n_rows:
@@ -69,7 +52,6 @@ def save_csr_arrays(path: str | os.PathLike, shape: tuple[int, int], indptr: np.
     # Check after the float32 cast: a finite float64 beyond float32's range becomes inf.
     if not _all_finite(data):
         raise ValueError("save_sparse: matrix has non-finite values")
-    # dtype=str on an empty list would give '<U1' anyway; be explicit so it is never object.
     ids_arr = np.array(ids, dtype=np.str_) if ids else np.zeros(0, dtype="<U1")
     arrays = {
         "format": np.array(b"csr"),
@@ -95,8 +77,7 @@ def _write_npz(fh, arrays: dict[str, np.ndarray]) -> None:
             info.compress_type = zipfile.ZIP_STORED
             header = io.BytesIO()
             np.lib.format.write_array_header_1_0(header, np.lib.format.header_data_from_array_1_0(arr))
-            # Local header: 30 bytes, the name, the extra field (our padding, then the 20-byte
-            # zip64 field zipfile appends), then the .npy header, then the data.
+            # Local header: 30 bytes, name, extra field (padding, then zip64), .npy header, data.
             used = fh.tell() + 30 + len(info.filename.encode("ascii")) + 20 + len(header.getvalue())
             pad = -used % _ALIGN
             if pad < 4:
@@ -107,11 +88,8 @@ def _write_npz(fh, arrays: dict[str, np.ndarray]) -> None:
 
 
 def _read_arrays(path: str, mmap: bool = False) -> dict[str, np.ndarray]:
-    """Read every expected key of the npz at ``path``, turning any I/O or zip failure into InputError.
-
-    With ``mmap`` the large members (``data``, ``indices``, ``indptr``), when stored uncompressed
-    at an aligned offset (every file :func:`save_sparse` writes), are read-only memory maps of the
-    file; anything else is read into memory."""
+    """Read every expected key of the npz (large members memory-mapped with ``mmap``); I/O or zip failures
+    become InputError."""
     if not os.path.exists(path):
         raise InputError(path, None, "file not found")
     try:
@@ -135,8 +113,6 @@ def _read_arrays(path: str, mmap: bool = False) -> dict[str, np.ndarray]:
 
 
 def _map_member(path: str, info: zipfile.ZipInfo) -> np.ndarray | None:
-    """A read-only memory map of one stored ``.npy`` member, or None when it cannot be mapped
-    (compressed, misaligned, Fortran order, object dtype)."""
     if info.compress_type != zipfile.ZIP_STORED:
         return None
     with open(path, "rb") as fh:
@@ -165,23 +141,12 @@ def _map_member(path: str, info: zipfile.ZipInfo) -> np.ndarray | None:
 
 
 def _one_line(exc: BaseException) -> str:
-    """An exception's message squeezed onto one line (InputError messages must be one line)."""
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def load_sparse(path: str | os.PathLike, mmap: bool = False) -> tuple[sp.csr_matrix, list[str]]:
-    """Load a file written by :func:`save_sparse`; return ``(csr_matrix float32, ids)``.
-
-    Every structural problem (missing or truncated file, missing key, wrong dtypes, ``ids``
-    not matching the rows, inconsistent ``indptr``, out-of-range ``indices``, NaN/inf in
-    ``data``) raises :class:`InputError` naming the file and the key. A valid file whose rows
-    are not in canonical form (written by other tools) is canonicalised on load.
-
-    ``mmap=True``: the matrix's ``data`` and ``indices`` are read-only memory maps of the file
-    (page cache the kernel can drop, not process memory), so a caller that builds another
-    structure from them (an inverted index) does not hold two copies of the postings. The
-    checks read the arrays chunk by chunk, without nnz-sized temporaries.
-    """
+    """Load a :func:`save_sparse` file as ``(csr_matrix float32, ids)``; every structural problem is an
+    InputError naming file and key. ``mmap=True`` maps ``data`` and ``indices`` from the file."""
     path = str(path)
     a = _read_arrays(path, mmap=mmap)
 
@@ -247,9 +212,7 @@ def load_sparse(path: str | os.PathLike, mmap: bool = False) -> tuple[sp.csr_mat
 
 def scatter_rows(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, positions: np.ndarray,
                  part: sp.csr_matrix) -> None:
-    """Copy the rows of ``part`` into a preallocated CSR (``indptr`` final, ``indices`` and
-    ``data`` to fill): row ``j`` of ``part`` becomes row ``positions[j]``, whose length
-    ``indptr`` already reserves. Temporaries are the size of ``part``."""
+    """Copy the rows of ``part`` into a preallocated CSR at ``positions``."""
     lengths = np.diff(part.indptr)
     if part.nnz == 0:
         return

@@ -1,12 +1,5 @@
-"""``k: auto``: the rescale factor read off the head norms instead of swept, the backbone's head norm
-over a reference backbone's (a head ``c`` times larger than the reference's gets ``k = c``, which
-makes its rescaled head the reference's size). One definition for training and the reports.
-
-Which "norm": the paper's "MLM-head L2 norm" is read here as one of the
-:data:`HEAD_STATISTICS`: the norm stage's Frobenius, mean and max row norms (``norms.json``) or the
-initial logit scale the probe measures at k = 1 (:data:`lsrbench.model.probe.LOGIT_STATISTICS`:
-mean over texts of the largest logit, mean activation of active terms); :func:`head_statistics`
-joins them per backbone for ``auto_k.statistic`` and the norm/best-k correlation claim."""
+"""``k: auto``: the rescale factor read off the head norms, the backbone's head statistic over a reference
+backbone's (:data:`HEAD_STATISTICS`: the norm stage's row norms or the probe's logit scale at k = 1)."""
 
 from __future__ import annotations
 
@@ -20,12 +13,10 @@ from lsrbench.model.probe_names import LOGIT_STATISTICS
 __all__ = ["NORM_STATISTICS", "HEAD_STATISTICS", "REPORTED_HEAD_STATISTICS", "head_statistics", "probe_at_k1", "auto_k_ratio",
            "read_head_statistic", "auto_k_from_files"]
 
-# The head's norms (lsrbench.model.rescale.head_norms: norms.json, a probe result's "head"), and
-# all the statistics k auto and the claims may use.
+# The head's norms (norms.json), and every statistic k auto and the claims may use.
 NORM_STATISTICS = ("frobenius_norm", "mean_row_norm", "max_row_norm")
 HEAD_STATISTICS = NORM_STATISTICS + LOGIT_STATISTICS
-# The head statistics the reports show per backbone (norms.png's panels, norms.md's rankings): two
-# of the norms and the probe's initial logit scale at k = 1.
+# The head statistics the reports show per backbone.
 REPORTED_HEAD_STATISTICS = ("frobenius_norm", "mean_row_norm", "max_logit")
 
 
@@ -36,9 +27,8 @@ def probe_at_k1(probes: list[dict], backbone: str) -> dict | None:
 
 
 def head_statistics(norms: dict, probe: dict | None = None) -> dict:
-    """One backbone's head statistics: its ``norms.json`` fields, with the probe's logit-scale
-    statistics at k = 1 added when there is a probe (``norms.json`` itself is never rewritten:
-    train jobs read and checksum it)."""
+    """One backbone's head statistics: its ``norms.json`` fields plus the probe's logit-scale statistics at k = 1
+    (``norms.json`` itself is never rewritten)."""
     return {**norms, **{s: probe[s] for s in LOGIT_STATISTICS if probe and probe.get(s) is not None}}
 
 
@@ -52,8 +42,6 @@ def auto_k_ratio(norms: dict, reference_norms: dict, statistic: str) -> float:
 
 
 def _statistic_record(norms_json: str, probe_json: str | None, statistic: str) -> tuple[str, dict]:
-    """The file a statistic is read from and its record: ``norms.json``, or for a logit-scale
-    statistic the probe file's (a JSON list of probe results) run at k = 1."""
     path = probe_json if statistic in LOGIT_STATISTICS else norms_json
     if path is None:
         raise InputError(norms_json, statistic, "a logit-scale statistic comes from the probe at k = 1, and no probe "
@@ -69,8 +57,8 @@ def _statistic_record(norms_json: str, probe_json: str | None, statistic: str) -
 
 
 def read_head_statistic(path: str, statistic: str, probe_json: str | None = None) -> float:
-    """One statistic of a norm file (or of a probe file at k = 1, for a logit-scale statistic),
-    which ``k: auto`` needs finite and positive: else a one-line InputError naming the file."""
+    """One statistic of a norm or probe file, finite and positive, else a one-line InputError naming the
+    file."""
     path, record = _statistic_record(path, probe_json, statistic)
     try:
         value = record.get(statistic)
@@ -84,9 +72,8 @@ def read_head_statistic(path: str, statistic: str, probe_json: str | None = None
 
 def auto_k_from_files(norms_json: str, reference_norms_json: str, auto_cfg: dict, probe_json: str | None = None,
                       reference_probe_json: str | None = None) -> float:
-    """:func:`auto_k_ratio` of two norm files, with the config's ``auto_k.statistic``; a norm that
-    is missing, zero or not finite is a one-line InputError naming its file and the statistic.
-    A logit-scale statistic (:data:`LOGIT_STATISTICS`) is read from the two probe files instead."""
+    """:func:`auto_k_ratio` of two norm (or probe) files with ``auto_k.statistic``; a bad norm is a one-line
+    InputError naming its file."""
     statistic = auto_cfg["statistic"]
     mine = read_head_statistic(norms_json, statistic, probe_json)
     ref = read_head_statistic(reference_norms_json, statistic, reference_probe_json)

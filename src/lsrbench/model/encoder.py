@@ -1,7 +1,5 @@
-"""SPLADE encoders (Formal et al., "SPLADE v2: Sparse Lexical and Expansion Model for Information
-Retrieval", 2021): a fill-mask ``Transformer`` followed by sentence-transformers' ``SpladePooling``
-(max over tokens of ``log(1 + relu(h_t . W_head + b))``), built from a ``*ForMaskedLM`` checkpoint
-with the paper's rescale applied, and the device and precision they encode with."""
+"""SPLADE encoders (Formal et al. 2021): a fill-mask Transformer plus ``SpladePooling`` built from a
+``*ForMaskedLM`` checkpoint with the rescale applied, and how they encode."""
 
 from __future__ import annotations
 
@@ -19,11 +17,8 @@ __all__ = ["apply_rescale", "build_sparse_encoder", "released_sparse_encoder", "
 
 
 def apply_rescale(mlm, head_scale: float = 1.0, k: float = 1.0, mode: str = "shared", head_scale_mode: str = "shared"):
-    """What training does to a loaded ``*ForMaskedLM`` head, in this order: its ``head_scale`` (the
-    head multiplied at load: a synthetic twin's tied matrix, or a matched head alone in
-    ``head_scale_mode`` ``untie``, :mod:`lsrbench.model.head_match`), then the paper's
-    ``W_head <- W_head / k``. The one definition the train stage (:func:`build_sparse_encoder`) and
-    the probe (:mod:`lsrbench.model.probe`, on a copy of the loaded model) share."""
+    """What training does to a loaded head, in order: ``head_scale`` (twin or matched head), then ``W_head <-
+    W_head / k``; shared by training and the probe."""
     if head_scale != 1.0 or head_scale_mode == "untie":
         rescale_mlm_head(mlm, 1.0 / head_scale, head_scale_mode)
     if k != 1.0 or mode == "untie":
@@ -45,12 +40,8 @@ def build_sparse_encoder(
     document_length: int | None = None,
     device: str | None = None,
 ):
-    """A SPLADE ``SparseEncoder`` (MLM transformer + max pooling of log(1+relu)) from a checkpoint.
-
-    ``head_scale`` multiplies the head at load (in ``head_scale_mode``): it makes the synthetic
-    large-norm twins declared in the config and the matched-scale control. ``k`` then applies the
-    paper's rescale ``W_head <- W_head / k``.
-    """
+    """A SPLADE SparseEncoder from a checkpoint, its head multiplied by ``head_scale`` and then divided by
+    ``k``."""
     import transformers
     from sentence_transformers import SparseEncoder
     from sentence_transformers.base.modules import Transformer
@@ -70,8 +61,7 @@ def build_sparse_encoder(
         document_length=document_length,
     )
     apply_rescale(transformer.auto_model, head_scale, k, mode, head_scale_mode)
-    # SPLADE scores by the unnormalised dot product; said here, not left to the first access during
-    # training (a run resumed from its final checkpoint takes no step, and would save it as null)
+    # Said here, not at first access during training (a run resumed at its final checkpoint would save null).
     return SparseEncoder(modules=[transformer, SpladePooling("max")], device=device,
                          similarity_fn_name="dot")
 
@@ -101,10 +91,8 @@ def is_sparse_encoder(path: str, revision: str | None = None) -> bool:
 
 def released_sparse_encoder(path: str, query_length: int, document_length: int, *, trust_remote_code: bool = False,
                             revision: str | None = None):
-    """A released, already trained sparse encoder, as it is: a SparseEncoder (``modules.json``) with
-    its own modules, prompts and max lengths; a SPLADE-trained ``*ForMaskedLM`` checkpoint (e.g.
-    SPLADE-tiny) as :func:`build_sparse_encoder` makes it at k = 1 (head untouched) with the given
-    query/document max lengths. Returns ``(model, "sparse_encoder" | "mlm")``."""
+    """A released sparse encoder as it is (its own modules), or a SPLADE-trained MLM checkpoint built at k = 1.
+    Returns ``(model, "sparse_encoder" | "mlm")``."""
     from sentence_transformers import SparseEncoder
 
     if is_sparse_encoder(path, revision):
@@ -117,9 +105,7 @@ def released_sparse_encoder(path: str, query_length: int, document_length: int, 
 
 
 def load_trained_encoder(model_dir: str, device: str, **kwargs):
-    """A finished run's SparseEncoder (its ``model/`` folder), or one line naming the damaged file:
-    a truncated ``model.safetensors`` (a disk that filled up under another tool, a partial copy)
-    makes safetensors raise ``SafetensorError``, transformers ``OSError`` / ``ValueError``."""
+    """A finished run's SparseEncoder, or one line naming the damaged file."""
     from sentence_transformers import SparseEncoder
 
     from lsrbench.model.checkpoint import library_failure
@@ -146,11 +132,8 @@ def position_limit(transformer) -> int | None:
 
 
 def set_encode_lengths(model, query_length: int | None, document_length: int | None) -> dict:
-    """Make ``model`` (a SPLADE SparseEncoder) truncate queries and documents at these token
-    lengths, as ``encode_query`` / ``encode_document`` then do (the Transformer's per-task
-    ``query_length`` / ``document_length``), instead of the training lengths saved with it. Each
-    is capped at the backbone's :func:`position_limit`. None keeps the saved one. Returns the
-    lengths applied."""
+    """Set the query and document truncation lengths (each capped at the position limit; None keeps the saved one);
+    returns the lengths applied."""
     transformer = model[0]
     limit = position_limit(transformer)
     applied = {}
@@ -165,10 +148,8 @@ def set_encode_lengths(model, query_length: int | None, document_length: int | N
 
 
 def encode_autocast(device: str, precision: str = "fp32"):
-    """The context the index stage encodes in: ``fp32`` (none), ``bf16`` (``torch.autocast`` in
-    bfloat16 on ``device``), or ``auto`` (bf16 on a CUDA GPU that supports it, else fp32).
-    Returns ``(context, resolved precision)``. Autocast keeps the weights in fp32 and runs the
-    matmuls (backbone and MLM decoder) in bf16; the pooled vectors come back as fp32."""
+    """The context the index stage encodes in (``fp32``, ``bf16``, or ``auto``: bf16 where the GPU supports it) and
+    the resolved precision."""
     import contextlib
 
     import torch

@@ -1,17 +1,6 @@
-"""Backbone families: one small :class:`Family` per ``*ForMaskedLM`` architecture lsrbench knows by
-name, saying where its MLM head (``W_head``, ``b``: the vocabulary projection SPLADE reads and
-the paper's rescale divides, "Rescaling MLM-Head for Neural Sparse Retrieval", arXiv 2606.18811)
-lives, how it is tied, what the rescale must copy besides the weight when it unties the head,
-what the fused pooling and the fast encoder capture (the decoder's input), and how many tokens
-its position table takes. A new family is one subclass and one line in :data:`FAMILIES`
-(the manner of :mod:`lsrbench.data.sources`).
-
-Every mechanism goes through transformers' own accessors (``get_output_embeddings``,
-``get_input_embeddings``), which know each family's head; a model of no registered family
-(XLM-R, ...) gets :class:`Family`'s generic answers. What a registered
-family states about its layout (attribute paths, tying, bias sharing) is data, checked against
-the real classes by tests/model/test_families.py.
-"""
+"""Backbone families: per ``*ForMaskedLM`` architecture, where its MLM head is, how it is tied, what untying
+copies, what the fused pooling captures and its position table. A new family is one subclass and one line in
+:data:`FAMILIES`; unregistered models get :class:`Family`'s generic answers through transformers' accessors."""
 
 from __future__ import annotations
 
@@ -24,20 +13,18 @@ class Family:
     """Any ``*ForMaskedLM`` model: its head through transformers' accessors, nothing assumed."""
 
     name = "generic"
-    masked_lm = ""  # the transformers class of the family's MLM model (what :func:`family_of` matches)
-    aliases: tuple[str, ...] = ()  # other class names of the same architecture
-    config_class = ""  # its config class
-    decoder_path = ""  # where ``get_output_embeddings()`` finds the vocabulary projection
-    transform_path = ""  # the head transform whose output is the decoder's input (what is captured)
-    embeddings_path = ""  # the word embeddings the decoder weight is tied to by default
-    head_keys: tuple[str, ...] = ()  # parts of the state-dict keys of the head's parameters
-    # Whether a head-level ``bias`` and the decoder's bias are one parameter only through transformers'
-    # tying (``_tied_weights_keys``); None: not known, so untying copies any bias.
+    masked_lm = ""  # the transformers class :func:`family_of` matches
+    aliases: tuple[str, ...] = ()
+    config_class = ""
+    decoder_path = ""
+    transform_path = ""  # the head transform whose output is captured
+    embeddings_path = ""
+    head_keys: tuple[str, ...] = ()
+    # Whether the head's bias and the decoder's are one only through tying; None: unknown, untying copies any bias.
     bias_shared: bool | None = None
-    position_table = True  # learned absolute positions added to the word embeddings (False: rotary)
-    offset: int | None = None  # rows of the position table before the first position; None: looked for
+    position_table = True  # False: rotary
+    offset: int | None = None  # None: looked for
 
-    # -- the head ------------------------------------------------------------------------------
     def decoder(self, model):
         """The vocabulary projection (``W_head``, ``b``) of ``model``, or None where it has none."""
         find = getattr(model, "get_output_embeddings", None)
@@ -49,28 +36,24 @@ class Family:
         return bias if bias is not None and bias.ndim == 1 else None
 
     def capture(self, decoder, forward):
-        """Within the block (a context manager), the decoder's forward is ``forward``: how the
-        fused pooling and the fast encoder get the decoder's input (the output of
-        :attr:`transform_path`) from the model's own forward pass, without the vocabulary-sized
-        logits."""
+        """Within the block, the decoder's forward is ``forward``: how the fused pooling gets the decoder's input
+        without the vocabulary-sized logits."""
         return replaced_forward(decoder, forward)
 
-    # -- tying and the rescale -----------------------------------------------------------------
     def is_tied(self, model, decoder) -> bool:
         """True when the head's weight is the very tensor of the input embeddings."""
         inp = model.get_input_embeddings()
         return inp is not None and decoder.weight.data_ptr() == inp.weight.data_ptr()
 
     def untie(self, model, decoder) -> None:
-        """Give the head its own weight (and bias, where it is shared through tying) and mark the
-        config untied, so that saving and reloading keeps it untied."""
+        """Give the head its own weight (and a shared bias) and mark the config untied, so a reload keeps it
+        untied."""
         from torch import nn
 
         if self.is_tied(model, decoder):
             decoder.weight = nn.Parameter(decoder.weight.detach().clone())
         if self.bias_shared is not False and getattr(decoder, "bias", None) is not None:
-            # A head-level ``bias`` shared with the decoder's only through the tying machinery would be
-            # reloaded as freshly initialised once untied: an own copy is saved under both names.
+            # A bias shared only through tying would reload freshly initialised once untied: save an own copy.
             decoder.bias = nn.Parameter(decoder.bias.detach().clone())
         # transformers re-ties on load (and in tie_weights()) unless the config says otherwise.
         config = model.config
@@ -78,7 +61,6 @@ class Family:
             if cfg is not None:
                 cfg.tie_word_embeddings = False
 
-    # -- positions -----------------------------------------------------------------------------
     def position_limit(self, model) -> int | None:
         """The most tokens the backbone takes (``max_position_embeddings`` less
         :meth:`position_offset`); None without such a limit in the config."""
@@ -88,9 +70,8 @@ class Family:
         return limit - self.position_offset(model)
 
     def position_offset(self, model) -> int:
-        """Rows of the position table before the first position: ``padding_idx + 1`` where an
-        embeddings module numbers positions from its padding index (RoBERTa's style), else 0;
-        :attr:`offset` where the family states it."""
+        """Rows of the position table before the first position: ``padding_idx + 1`` in RoBERTa's style, else 0,
+        unless the family states :attr:`offset`."""
         import torch
 
         if self.offset is not None:
@@ -121,9 +102,7 @@ class DistilBert(Family):
 
 
 class Albert(Family):
-    """Factorised embeddings: the word embeddings (and so the tied decoder) are ``embedding_size``
-    wide, and the head transform projects the hidden states down to that width: the decoder's
-    input is ``[batch, tokens, embedding_size]``."""
+    """Factorised embeddings: the decoder's input is ``embedding_size`` wide."""
 
     name, masked_lm, config_class = "albert", "AlbertForMaskedLM", "AlbertConfig"
     decoder_path, transform_path = "predictions.decoder", "predictions.LayerNorm"
@@ -148,9 +127,8 @@ class Roberta(Family):
 
 
 class ModernBert(Family):
-    """ModernBERT and Ettin (its architecture): rotary positions, no table; the config's
-    ``max_position_embeddings`` is the context it was trained to. The head transform ``head``
-    and the ``decoder`` sit side by side at the top of the model."""
+    """ModernBERT and Ettin: rotary positions, no table; ``head`` and ``decoder`` sit at the top of the
+    model."""
 
     name, masked_lm, config_class = "modernbert", "ModernBertForMaskedLM", "ModernBertConfig"
     decoder_path, transform_path = "decoder", "head"
@@ -162,10 +140,8 @@ class ModernBert(Family):
 
 
 class Gte(Family):
-    """GTE-MLM: transformers' ``gte`` architecture (new-impl's encoder: rotary positions, gated MLP,
-    post-norm layers), loaded from the hub's new-impl checkpoints as ``GteHubForMaskedLM``
-    (:mod:`lsrbench.model.gte`) or from transformers-format ones as ``GteForMaskedLM``. A BERT-style
-    head: dense, GELU, ``layer_norm``, then the decoder tied to the word embeddings."""
+    """GTE-MLM: transformers' ``gte`` architecture (:mod:`lsrbench.model.gte`), a BERT-style head tied to the word
+    embeddings."""
 
     name, masked_lm, config_class = "gte", "GteHubForMaskedLM", "GteHubConfig"
     aliases = ("GteForMaskedLM",)
@@ -203,6 +179,5 @@ def family_of(model) -> Family:
 
 
 def is_head_key(key: str) -> bool:
-    """Whether a state-dict key names a parameter of an MLM head, as any registered family names
-    them (matched for every model: a remote-code family such as GTE-MLM names its head alike)."""
+    """Whether a state-dict key names an MLM head parameter, as any registered family names them."""
     return any(part in key for family in FAMILIES.values() for part in family.head_keys)

@@ -1,17 +1,6 @@
-"""SPLADE max pooling (Formal et al., "SPLADE v2", 2021: ``w_j = max_t log(1 + relu(h_t . W[j] + b_j))``)
-fused with the MLM decoder for training, without ever holding the ``[batch, tokens, vocab]`` logits
-or their gradient; and what training and the index stage's fast encoder share: the recogniser of
-the SPLADE layout they reproduce (:func:`splade_layout_problem`) and the probe that checks a fused
-computation against sentence-transformers' own on a small batch (:func:`probe`).
-
-Why our own code: sentence-transformers' ``SpladePooling`` takes the full logits from the model and
-applies ``log1p(relu(.))`` to all of them before the max; on a CPU, those vocabulary-sized
-elementwise ops and their backward are most of a training step. The max commutes with the
-monotone ``log1p(relu(.))`` and its gradient reaches one token per (text, term), so the backward is
-a gather/scatter over the active (text, term) pairs instead of two vocabulary-wide matmuls. Values
-equal sentence-transformers' exactly; gradients equal them up to float summation order (the
-trainer checks this on a probe batch before using it, see :func:`fused_pooling`).
-"""
+"""SPLADE max pooling fused with the MLM decoder for training, and the probe that checks it against
+sentence-transformers'. Written here because ``SpladePooling`` applies ``log1p(relu(.))`` to the full logits,
+most of a CPU step; the max commutes with it, so the backward is a gather/scatter."""
 
 from __future__ import annotations
 
@@ -23,12 +12,8 @@ from lsrbench.model.families import family_of, replaced_forward
 
 log = logging.getLogger(__name__)
 
-# Elements of one [batch, tokens, chunk] logits block in the forward pass, by device. On a CPU a
-# block that stays in cache (1 MiB float32) makes the masked max over tokens cheap: at 16 x 64
-# tokens it cut the forward from 0.31 s to 0.20 s on one core, same values and positions bit for
-# bit (docs/miniature.md, "Time"); a GPU takes large blocks.
+# Elements of one logits block, by device: on a CPU a cache-sized block makes the masked max cheap.
 _CHUNK_ELEMENTS = {"cpu": 1 << 18, "cuda": 1 << 23}
-# Relative tolerance of the probe's gradient comparison (float32 summation order only).
 PROBE_RTOL = 1e-4
 
 
@@ -66,19 +51,15 @@ def _function():
         def backward(ctx, grad):
             hidden, weight, arg = ctx.saved_tensors
             b, t, h = hidden.shape
-            # Under autocast the decoder input may be bf16 (CPU autocast keeps LayerNorm in the
-            # input's dtype) while the weight is fp32: accumulate in at least fp32, return each
+            # Under autocast the input may be bf16 and the weight fp32: accumulate in fp32, return each
             # gradient in its input's dtype.
             work = torch.promote_types(torch.promote_types(hidden.dtype, weight.dtype), torch.float32)
-            # Only (text, term) pairs with a non-zero gradient matter: relu zeroes the rest.
             rows, terms = torch.nonzero(grad, as_tuple=True)
             g = grad[rows, terms].to(work).unsqueeze(-1)
             tokens = rows * t + arg[rows, terms]
             flat = hidden.reshape(b * t, h)
             grad_hidden = grad_weight = grad_bias = None
-            # Under autocast the decoder's input can be bf16 while the weight stays fp32 (a CPU's
-            # autocast, or a head whose last op is not autocast to fp32): each gradient in its
-            # input's dtype (a no-op when both are fp32).
+            # Each gradient in its input's dtype (bf16 input, fp32 weight under autocast).
             if ctx.needs_input_grad[0]:
                 grad_hidden = torch.zeros((b * t, h), dtype=work, device=hidden.device).index_add_(
                     0, tokens, g * weight[terms].to(work))
@@ -102,8 +83,8 @@ def splade_pool(hidden, attention_mask, weight, bias):
 
 
 def splade_layout_problem(model) -> str | None:
-    """None when ``model`` is exactly a fill-mask ``Transformer`` + ``SpladePooling('max', 'relu')``
-    SparseEncoder whose decoder is a linear map (what the fused computations reproduce), else why not."""
+    """None when ``model`` is a fill-mask Transformer + ``SpladePooling('max', 'relu')`` with a linear decoder,
+    else why not."""
     try:
         from sentence_transformers import SparseEncoder
         from sentence_transformers.base.modules import Transformer
@@ -150,37 +131,21 @@ PROBE_TEXTS = (
 )
 
 
-# Unit roundoff of the autocast dtypes training may use: 2^-(significand bits).
 UNIT_ROUNDOFF = {"bf16": 2.0**-8, "fp16": 2.0**-11}
 
 
 def precision_tolerance(precision: str) -> tuple[float, float]:
-    """``(rtol, atol)`` two SPLADE vectors of the same batch can differ by when each is computed
-    under autocast in ``precision`` (unit roundoff u): ``rtol = 2u``, ``atol = 4u``.
-
-    Why: both round the same inputs to the autocast dtype and accumulate each logit z in fp32, so
-    their logits differ by the accumulation order (fp32: about h 2^-24 sum_i |h_i W_ji|, ~1e-3 at
-    BERT-base scale) and by one final rounding each (<= u |z|). ``log1p(relu(.))`` has slope
-    1 / (1 + z), so the pooled weights w differ by at most 2u z / (1 + z) < 2u, plus the
-    accumulation slack, plus a rounding of w itself on each side where the pooling runs in the
-    autocast dtype (CPU autocast keeps relu and log1p in bf16): <= 2u w. bf16: rtol 2^-7, atol 2^-6."""
+    """``(rtol, atol) = (2u, 4u)``: how far two SPLADE vectors of one batch computed under autocast in
+    ``precision`` (unit roundoff u) may differ, since ``log1p(relu(.))`` has slope below 1 and each side rounds
+    once."""
     u = UNIT_ROUNDOFF[precision]
     return 2 * u, 4 * u
 
 
 def probe(model, reference, fused, *, gradients: bool = False, rtol: float = 1e-5, atol: float = 1e-6,
           grad_rtol: float = PROBE_RTOL, precision: str = "fp32") -> str | None:
-    """Whether ``fused()`` gives the vectors ``reference()`` gives (both: [batch, vocab] tensors of
-    the same probe batch), within ``rtol``/``atol``; with ``gradients``, in train mode (both
-    passes draw the same dropout masks) and with the same gradients of a loss touching every
-    active term plus a quadratic (FLOPS-like) part, within ``grad_rtol`` of the largest gradient.
-    With ``precision`` bf16 or fp16 (what training runs under), the same check in fp32 first, then
-    both forward passes again under autocast in that dtype: vectors within
-    :func:`precision_tolerance`, and each parameter's gradient no further from the fp32 one than
-    twice the reference's own distance from it, plus u times the largest gradient (the
-    reference's gradients in bf16 are themselves off by a few percent of the largest one; no
-    tighter a-priori bound exists). None when they agree, else the reason. Anything unexpected is
-    a reason too: the reference path is always right."""
+    """None when ``fused()`` and ``reference()`` give the same vectors (and, with ``gradients``, gradients) on a
+    probe batch, in fp32 and then under autocast in ``precision``; else the reason."""
     params = [p for p in model.parameters() if p.requires_grad] if gradients else []
     was_training = model.training
     model.train(gradients)
@@ -204,8 +169,6 @@ def probe(model, reference, fused, *, gradients: bool = False, rtol: float = 1e-
 
 
 def _probe_pass(model, forward, params, gradients: bool, precision: str = "fp32"):
-    """One probe pass: the vectors (float32) and each parameter's gradient; the forward pass
-    under autocast in ``precision`` when it is not fp32 (the backward outside it, as in training)."""
     import torch
 
     for p in params:
@@ -229,8 +192,7 @@ def _differs(got, want, got_grads, want_grads, rtol, atol, grad_rtol) -> str | N
 
     if got.shape != want.shape or not torch.allclose(got, want, rtol=rtol, atol=atol):
         return "probe vectors differ from sentence-transformers'"
-    # Absolute slack relative to the largest gradient anywhere: some parameters (a bias before a
-    # LayerNorm) have analytically zero gradients that both paths only approximate.
+    # Slack relative to the largest gradient: some gradients are analytically zero and both paths only approximate them.
     scale = max((float(a.abs().max()) for a in want_grads if a is not None), default=1.0) or 1.0
     for a, b in zip(want_grads, got_grads):
         if (a is None) != (b is None):
@@ -241,14 +203,12 @@ def _differs(got, want, got_grads, want_grads, rtol, atol, grad_rtol) -> str | N
 
 
 def fused_pooling_problem(model, probe_texts: list[str] | None = None, precision: str = "fp32") -> str | None:
-    """None when :func:`fused_pooling` reproduces ``model`` (its layout, and the same vectors and
-    gradients on a probe batch, also under autocast in ``precision``), else why not."""
+    """None when :func:`fused_pooling` reproduces ``model`` (layout, vectors and gradients on a probe batch), else
+    why not."""
     return splade_layout_problem(model) or _training_probe(model, probe_texts, precision)
 
 
 def _differs_at_precision(got, ref, exact_grads, precision: str) -> str | None:
-    """:func:`probe`'s comparison under autocast: ``got`` and ``ref`` are (vectors, gradients) of
-    the fused and the reference pass in ``precision``, ``exact_grads`` the reference's in fp32."""
     import torch
 
     rtol, atol = precision_tolerance(precision)
@@ -267,14 +227,9 @@ def _differs_at_precision(got, ref, exact_grads, precision: str) -> str | None:
 
 @contextlib.contextmanager
 def fused_pooling(model, probe_texts: list[str] | None = None, precision: str = "fp32", check: bool = True):
-    """Within the block, ``model`` (a SPLADE ``SparseEncoder``: fill-mask Transformer + max/relu
-    SpladePooling) computes its pooled vectors with :func:`splade_pool`; the model's weights, saved
-    format and outputs are unchanged. Yields True when the fused path is on, False when the model
-    is not one it reproduces (checked on a probe batch: same vectors, gradients within
-    :data:`PROBE_RTOL`; with ``precision`` bf16/fp16, the precision training runs in, also under
-    autocast in it, see :func:`probe`), in which case sentence-transformers' own pooling is used.
-    ``check=False`` skips the probe batch (the layout is still checked): for a copy of a model that
-    passed :func:`fused_pooling_problem` with only its head rescaled (the probe's k grid)."""
+    """Within the block, ``model`` pools with :func:`splade_pool` (weights and outputs unchanged); yields False,
+    keeping sentence-transformers' pooling, when the probe batch disagrees. ``check=False`` skips the probe for
+    a rescaled copy of a checked model."""
     reason = fused_pooling_problem(model, probe_texts, precision) if check else splade_layout_problem(model)
     if reason is not None:
         log.warning("training with sentence-transformers' SpladePooling (%s)", reason)
@@ -308,8 +263,6 @@ def _patched(model):
 
 
 def _training_probe(model, texts, precision: str = "fp32") -> str | None:
-    """:func:`probe` of the training-time fusion: same vectors (at 1e-5: a vocabulary chunk may go
-    through a different matmul kernel than the full head) and gradients as SpladePooling."""
     from sentence_transformers.util import batch_to_device
 
     try:

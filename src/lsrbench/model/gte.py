@@ -1,24 +1,6 @@
-"""GTE-MLM (``Alibaba-NLP/gte-en-mlm-base``) on the locked transformers, without remote code.
-
-The hub checkpoint names its architecture ``NewForMaskedLM`` (``model_type: "new"``) and ships no code:
-its ``auto_map`` points at the hub repository ``Alibaba-NLP/new-impl`` (Apache-2.0, Copyright 2024 The
-GTE Team Authors and Alibaba Group), which transformers would fetch at its ``main`` and run. That code
-does not run on transformers 5 (no ``get_extended_attention_mask``, list-form ``_tied_weights_keys``,
-rotary and position buffers left uninitialised on load). transformers 5 ships the same architecture
-as its own ``gte`` model (``GteForMaskedLM``: the new-impl encoder, RoPE, gated MLP, post-norm
-layers, the BERT-style tied MLM head), with a checkpoint conversion from new-impl's parameter names
-(``new.*``, packed ``qkv_proj``, packed ``up_gate_proj``) in ``transformers.conversion_mapping``. What
-it lacks is a reading of new-impl's ``config.json``: this module gives one (:class:`GteHubConfig`,
-registered for ``model_type: "new"``), so the hub checkpoint, its weights under their own names,
-loads as ``GteHubForMaskedLM`` through every ``AutoModelForMaskedLM`` in lsrbench and in
-sentence-transformers, and nothing from the hub is executed. Equivalence with new-impl's own code
-(run under transformers 4 on the same random weights): ``benchmark/gte_equivalence.py`` and its
-recorded result.
-
-Settings new-impl has and transformers' ``gte`` has not (absolute positions, RMSNorm, log-n attention
-scaling, a head activation other than GELU, mixed NTK scaling) are refused with one line rather than
-loaded as something else.
-"""
+"""GTE-MLM without remote code: new-impl's ``config.json`` read for transformers' own ``gte`` model, so nothing
+from the hub runs. Written here because new-impl's code does not run on transformers 5 (equivalence:
+``benchmark/gte_equivalence.py``)."""
 
 from __future__ import annotations
 
@@ -31,17 +13,15 @@ GTE_HUB_MODEL_TYPE = "new"
 # new-impl's commit whose code the equivalence was shown against (benchmark/gte_equivalence.py).
 NEW_IMPL_CODE_REVISION = "40ced75c3017eb27626c9d4ea981bde21a2662f4"
 
-# new-impl config keys transformers' gte does not take: read into rope_parameters, checked (refused
-# unless the one value gte computes), or choosing only a kernel or memory layout (the same numbers).
+# new-impl config keys gte does not take: read into rope_parameters, refused unless gte computes them, or kernel-only.
 _NEW_IMPL_KEYS = ("pack_qkv", "unpad_inputs", "use_memory_efficient_attention", "logn_attention_clip1", "auto_map",
                 "rope_theta", "rope_scaling", "position_embedding_type", "layer_norm_type", "logn_attention_scale")
 _registered = False
 
 
 def gte_config_dict(config: dict) -> dict:
-    """transformers' ``gte`` configuration for a new-impl ``config.json`` (a dict): the rotary
-    settings as ``rope_parameters``, new-impl's kernel switches dropped. Raises ``ValueError`` (one
-    line) for a setting transformers' ``gte`` cannot compute."""
+    """transformers' ``gte`` configuration for a new-impl ``config.json``; ValueError (one line) for a setting it
+    cannot compute."""
     refused = {"position_embedding_type": (config.get("position_embedding_type", "rope"), "rope"),
                "layer_norm_type": (config.get("layer_norm_type", "layer_norm"), "layer_norm"),
                "logn_attention_scale": (bool(config.get("logn_attention_scale", False)), False),
@@ -60,10 +40,8 @@ def gte_config_dict(config: dict) -> dict:
 
 
 def rope_parameters(theta: float, scaling: dict | None, head_dim: int) -> dict:
-    """new-impl's rotary frequencies as transformers ``rope_parameters``. Its fixed NTK scaling
-    (``{"type": "ntk", "factor": f}``, any ``f > 1``) builds ``inv_freq_i = (theta f)^(-2i/d) /
-    f^(2/d)``: the default frequencies of base ``theta f`` divided by ``f^(2/d)``, which is
-    transformers' ``linear`` type with that base and that factor."""
+    """new-impl's rotary frequencies as ``rope_parameters``: its fixed NTK scaling is transformers' ``linear`` type
+    with base ``theta f`` and factor ``f``."""
     if not scaling:
         return {"rope_type": "default", "rope_theta": theta}
     kind, factor = scaling.get("type"), float(scaling.get("factor", 1.0))
@@ -91,9 +69,7 @@ class GteHubForMaskedLM(GteForMaskedLM):
 
 
 def register() -> None:
-    """Teach transformers' Auto classes ``model_type: "new"`` (idempotent): its config read by
-    :func:`gte_config_dict`, its masked-LM class transformers' ``GteForMaskedLM``, its weights
-    converted from new-impl's names by transformers' own ``gte`` mapping."""
+    """Teach transformers' Auto classes ``model_type: "new"`` (idempotent)."""
     global _registered
     if _registered:
         return

@@ -1,23 +1,6 @@
-"""A backbone's MLM head scaled at load to another backbone's measured head scale: the config's
-``head_scale: {match: <backbone>, statistic: mean_row_norm}``, the control that separates the head's
-scale from the rest of a backbone (its vocabulary, its encoder). BERT's head brought to
-ModernBERT's scale asks whether scale alone reproduces ModernBERT's failure under the SPLADE recipe
-("Rescaling MLM-Head for Neural Sparse Retrieval", arXiv 2606.18811) or whether something the
-scale leaves out does, such as ModernBERT's case-sensitive BPE vocabulary (arXiv 2607.00004);
-docs/claims.md says what each outcome means.
-
-The factor is measured at run time by the norm stage, which reads the matched backbone's
-``norms.json`` (a declared input: the DAG edge) and this backbone's head as loaded:
-``ratio = statistic(matched) / statistic(own)``, recorded in this backbone's ``norms.json``
-(``head_scale``, ``head_scale_match``), where training and the probe read it. The statistic is a
-per-term one (a row norm: one vocabulary term's weight vector), never the Frobenius norm, which
-grows with the square root of the vocabulary: ModernBERT's 50,368 rows against BERT's 30,522 make
-its Frobenius norm 1.28x larger at equal row norms, a factor that no single logit
-``h . W_j + b_j`` sees.
-
-``mode``: ``untie`` (the default) scales the head alone, giving it its own weight, so that a tied
-backbone whose word embeddings are added to position embeddings before a LayerNorm (BERT's design)
-keeps its encoder input; ``shared`` scales the tied matrix, as a numeric ``head_scale`` does."""
+"""A backbone's MLM head scaled at load to another backbone's measured head scale: the control separating the
+head's scale from the rest of a backbone (docs/claims.md). The ratio is of per-term row norms (the Frobenius
+norm grows with the vocabulary)."""
 
 from __future__ import annotations
 
@@ -53,9 +36,7 @@ def numeric_head_scale(entry: dict) -> float:
 
 
 def matched_scale(own_norms: dict, match_norms_json: str, spec: dict) -> dict:
-    """The record of a matched head scale: the matched backbone's statistic (from its norm file),
-    this backbone's (its head as loaded, ``own_norms`` of :func:`lsrbench.model.rescale.head_norms`)
-    and their ratio, the factor the head is multiplied by."""
+    """The record of a matched head scale: both statistics and their ratio."""
     statistic = spec["statistic"]
     target = read_head_statistic(match_norms_json, statistic)
     own = float(own_norms[statistic])
@@ -75,10 +56,8 @@ def apply_head_scale(model, scale: float, mode: str = "shared"):
 
 
 def loaded_head_scale(entry: dict, norms_json: str | None, match_norms_json: str | None = None) -> tuple[float, str]:
-    """``(factor, mode)`` the head is multiplied by at load: a number as written (shared), or for a
-    matched ``head_scale`` the ratio the norm stage recorded in ``norms_json``; with
-    ``match_norms_json`` the ratio is checked against the matched backbone's statistic as it is
-    now (a one-line InputError naming the file when they disagree)."""
+    """``(factor, mode)`` the head is multiplied by at load: a number, or the ratio recorded in ``norms_json``,
+    checked against the matched backbone's statistic when given."""
     if not is_matched(entry):
         return numeric_head_scale(entry), "shared"
     record = json.loads(Path(norms_json).read_text(encoding="utf-8")).get("head_scale_match")
@@ -94,8 +73,8 @@ def loaded_head_scale(entry: dict, norms_json: str | None, match_norms_json: str
 
 
 def check_head_scale_matches(config: dict, file) -> None:
-    """Every matched ``head_scale`` names another backbone of the config whose own head scale is not
-    matched (one measured statistic, no chain): else a one-line InputError."""
+    """Every matched ``head_scale`` names another backbone whose own scale is not matched, else a one-line
+    InputError."""
     backbones = config["backbones"]
     for name, entry in backbones.items():
         if not is_matched(entry):

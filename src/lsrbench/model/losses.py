@@ -1,16 +1,6 @@
-"""The SPLADE training loss: sentence-transformers' ``SpladeLoss`` around
-``SparseMultipleNegativesRankingLoss`` (in-batch negatives) with the FLOPS regularisers of Paria et
-al., "Minimizing FLOPs to Learn Efficient Sparse Representations" (ICLR 2020), as SPLADE v2
-(Formal et al., 2021) uses them on queries and documents, recording every loss part exactly.
-
-A non-finite loss part stops training before that step's update (:class:`NonFiniteLoss`).
-
-Data-parallel training: the ranking loss ranks each process's queries against the documents of all
-processes (sentence-transformers' ``gather_across_devices``), and the FLOPS regularisers are
-computed on the global batch too (:func:`global_flops`): ``sum_j (mean over the batch of w_j)^2``
-of a share of the batch is a different, larger number (the square of a noisier mean), so the
-result would depend on how many GPUs the job sees.
-"""
+"""The SPLADE training loss: ``SpladeLoss`` around ``SparseMultipleNegativesRankingLoss`` with FLOPS regularisers
+(Paria et al. 2020), every part recorded; a non-finite part stops training. With several processes the FLOPS
+terms are computed on the global batch (:func:`global_flops`), so results do not depend on the GPU count."""
 
 from __future__ import annotations
 
@@ -22,16 +12,14 @@ __all__ = ["NonFiniteLoss", "recording_splade_loss", "global_flops", "candidates
 
 
 def candidates_per_query(batch_size: int) -> int:
-    """The documents the ranking loss ranks each query against: the positive and the hard negative
-    of every triplet of the (global) batch, ``2 x recipe.batch_size`` (data-parallel processes share
-    theirs, ``gather_across_devices``). A model that scores them all alike (a collapsed one: every
-    vector zero) has the ranking loss ln of this, the chance level the loss curves show."""
+    """Documents each query is ranked against, ``2 x recipe.batch_size``: ln of it is the ranking loss of a
+    collapsed model."""
     return 2 * int(batch_size)
 
 
 class NonFiniteLoss(Exception):
-    """Raised inside the loss's forward, before any backward or optimiser step, when a loss part
-    is NaN or infinite: the model then still holds the weights of the previous step."""
+    """A loss part is NaN or infinite; raised before any backward, so the model holds the previous step's
+    weights."""
 
     def __init__(self, parts: dict):
         self.parts = parts
@@ -39,13 +27,8 @@ class NonFiniteLoss(Exception):
 
 
 def global_flops(embeddings):
-    """FLOPS regulariser of the whole batch, ``sum_j (mean_i w_ij)^2``, when several processes hold
-    a share of it each: the per-term sums and the row counts are all-reduced (summed), with the
-    gradient flowing back to every process's share (``torch.distributed.nn.functional.all_reduce``
-    sums the incoming gradients in its backward). Every process gets the global value; after DDP
-    averages the gradients over the ``P`` processes, each parameter's gradient is that of the
-    global regulariser exactly (each process contributes ``P`` times its share, divided by ``P``).
-    One process: ``torch.mean`` as in sentence-transformers' ``FlopsLoss``."""
+    """The FLOPS regulariser of the whole batch across processes, its sums all-reduced so each parameter's gradient
+    is the global one after DDP averaging."""
     import torch
     import torch.distributed as dist
 
@@ -60,8 +43,6 @@ def global_flops(embeddings):
 
 
 def _mean_over_ranks(row: dict) -> dict:
-    """The recorded loss parts and active dims averaged over the processes (equal shares): the
-    ranking loss of the global batch, as one process would record it."""
     import torch
     import torch.distributed as dist
 
@@ -76,13 +57,8 @@ def _mean_over_ranks(row: dict) -> dict:
 
 def recording_splade_loss(model, lambda_q: float, lambda_d: float, gather: bool = False,
                           keep_embeddings: bool = False):
-    """SpladeLoss(SparseMultipleNegativesRankingLoss) that keep, per forward, the exact loss parts and
-    the active dims of queries and documents (the trainer's own logs round to 4 digits).
-    ``gather``: several training processes share their documents as in-batch negatives
-    (sentence-transformers' ``gather_across_devices``), so every query is ranked against the whole
-    global batch as on one device. ``keep_embeddings``: the ranking loss keeps the pooled vectors
-    of its last forward (``loss.loss.last_embeddings``: queries, positives, negatives, with their
-    autograd graph), which the probe (:mod:`lsrbench.model.probe`) measures beside the loss."""
+    """SpladeLoss that keeps each forward's exact loss parts and active dims; ``gather`` shares in-batch negatives
+    across processes, ``keep_embeddings`` keeps the last pooled vectors for the probe."""
     import torch
     from sentence_transformers.sparse_encoder.losses import FlopsLoss, SparseMultipleNegativesRankingLoss, SpladeLoss
 

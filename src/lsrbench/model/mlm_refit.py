@@ -1,20 +1,7 @@
-"""The MLM re-fit: make a masked-language-model starting point out of a checkpoint whose head was
-trained for something else (the tiny default's SPLADE-tiny, already SPLADE-fine-tuned), so that
-SPLADE training starts, as in "Rescaling MLM-Head for Neural Sparse Retrieval" (arXiv 2606.18811),
-from an MLM head that never saw retrieval (docs/miniature.md states the design).
-
-The head is re-initialised (transformers' own ``_init_weights`` of the family), except its
-vocabulary matrix ``W_head`` (tied: the input embeddings), which starts as the checkpoint's; then
-the whole model is trained as an MLM with transformers' ``Trainer`` and
-``DataCollatorForLanguageModeling`` (15 % of tokens, 80/10/10). (A fresh head on a frozen encoder
-stays at the unigram entropy for hundreds of steps: docs/miniature.md.) The MLM loss is measured
-on held-out texts before and after, with fixed masks.
-
-Why a loss of our own (:func:`masked_lm_loss`): ``*ForMaskedLM`` computes the vocabulary-sized
-logits at every position, about 13x the cost of a step of the tiny model here (9.3 s against
-0.69 s a step at 32 x 118 tokens on one core); only the masked positions carry a loss, and the
-value is the same (tests/model/test_mlm_refit.py compares the two).
-"""
+"""The MLM re-fit: a masked-LM starting point from a checkpoint whose head was trained for something else: the head
+re-initialised but ``W_head``, then the model trained as an MLM (docs/miniature.md). Written with our own loss
+(:func:`masked_lm_loss`) because ``*ForMaskedLM`` computes logits at every position, about 13x a tiny step's
+cost."""
 
 from __future__ import annotations
 
@@ -36,8 +23,7 @@ __all__ = ["split_texts", "reinit_head", "head_parameters", "masked_lm_loss", "h
 
 # Texts per held-out batch (a fixed split, fixed masks: the same numbers before and after).
 _HELD_OUT_BATCH = 64
-# The masking seed of the held-out texts, apart from the training seed: every re-fit of a text set
-# is measured on the same masked tokens.
+# The held-out masking seed, apart from the training seed: every re-fit is measured on the same masked tokens.
 _HELD_OUT_MASK_SEED = 0
 
 
@@ -56,9 +42,7 @@ def _decoder(model):
 
 
 def head_parameters(model) -> dict:
-    """The head's parameters the re-fit trains: every parameter under the family's head keys except
-    the vocabulary matrix (``W_head``, tied or not), by name. A model of no registered family has
-    no known head: ValueError."""
+    """The head parameters the re-fit trains, by name: under the family's head keys, except ``W_head``."""
     family = family_of(model)
     if family is GENERIC:
         raise ValueError(f"{type(model).__name__}: no registered backbone family, so no known MLM head to re-fit")
@@ -68,8 +52,8 @@ def head_parameters(model) -> dict:
 
 
 def reinit_head(model, seed: int) -> list[str]:
-    """Re-initialise the head's parameters (:func:`head_parameters`) with the model's own
-    ``_init_weights``, seeded; the vocabulary matrix is left as it is. Returns the names re-set."""
+    """Re-initialise :func:`head_parameters` with the model's own ``_init_weights``, seeded; returns their
+    names."""
     import torch
 
     decoder = _decoder(model)
@@ -92,10 +76,7 @@ def reinit_head(model, seed: int) -> list[str]:
 
 
 def masked_lm_loss(model, batch: dict):
-    """The MLM cross-entropy of a collated batch (``labels`` -100 where not masked), the decoder
-    applied at the masked positions only: the model's own forward up to the decoder's input
-    (captured as the fused pooling does, :meth:`lsrbench.model.families.Family.capture`), then
-    ``W_head`` and the output bias on those rows."""
+    """The MLM cross-entropy of a collated batch, the decoder applied at the masked positions only."""
     import torch
     import torch.nn.functional as F
 
@@ -124,8 +105,7 @@ def _encoded(tokenizer, texts: list[str], max_length: int) -> list[dict]:
 
 
 def held_out_loss(model, tokenizer, texts: list[str], max_length: int, mlm_probability: float) -> float | None:
-    """The mean MLM loss over held-out texts, each batch's tokens masked with the fixed
-    :data:`_HELD_OUT_MASK_SEED` (the same masks for every model of these texts)."""
+    """The mean MLM loss over held-out texts with fixed masks."""
     import torch
     from transformers import DataCollatorForLanguageModeling
 
@@ -189,12 +169,8 @@ def _train_mlm(model, tokenizer, train_texts: list[str], s: dict, rows: list) ->
 def refit_mlm(model_path: str, texts: list[str], out_dir: str | os.PathLike, settings: dict, *,
               trust_remote_code: bool = False, revision: str | None = None, log_rows: list | None = None,
               config_file: str = "config", field: str = "mlm_refit") -> dict:
-    """Re-fit ``model_path`` as an MLM on ``texts`` (docs/miniature.md): the head re-initialised but
-    for ``W_head``, then the whole model (``train: all``) or the head alone (``train: head``)
-    trained as an MLM for ``settings['steps']`` steps; the
-    ``*ForMaskedLM`` checkpoint and its tokenizer saved to ``out_dir``. Returns the summary:
-    held-out MLM loss before (the re-initialised head) and after, the parameters re-set, texts
-    used, seconds. ``log_rows`` gets one ``{step, loss, learning_rate}`` per step."""
+    """Re-fit ``model_path`` as an MLM on ``texts`` and save it to ``out_dir``; returns held-out loss before and
+    after, parameters re-set, texts and seconds."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     from lsrbench.config.schema import property_defaults

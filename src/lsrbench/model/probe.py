@@ -1,34 +1,6 @@
-"""The probe: what the paper's rescale ``W_head <- W_head / k`` ("Rescaling MLM-Head for Neural
-Sparse Retrieval", arXiv 2606.18811) does to a backbone at step 0, measured in seconds on a CPU
-instead of after a grid of training runs.
-
-The paper's mechanism is a scale mismatch that exists before training: a large head inflates the
-SPLADE activations ``w_j = max_t log(1 + relu(h_t . W_head[j] + b_j))`` (Formal et al., "SPLADE v2",
-2021) and the dot-product scores, the in-batch contrastive loss starts very high, and the FLOPS
-regulariser (Paria et al., ICLR 2020) pulls against it. The probe loads a checkpoint once and, per
-requested ``(k, mode)``, applies the rescale exactly as training does (on a copy of the loaded
-model: :func:`lsrbench.model.encoder.apply_rescale`, the function the train stage uses), then
-measures on a fixed, seeded sample of the training triplets, in batches of the recipe's size
-formed by the trainer's own no-duplicates sampler and tokenized by the trainer's own collator at
-the recipe's lengths, without any optimiser step:
-
-* activations: mean and max of ``w_j`` over active terms, active terms per query and per
-  document, the share of the vocabulary active, the max logit per text;
-* scores: mean positive and hard-negative score, their gap, the in-batch score scale (the standard
-  deviation of one query's ``2B`` scores, averaged over queries);
-* losses at step 0 through the training loss object (:func:`lsrbench.model.losses.recording_splade_loss`):
-  the ranking loss and both FLOPS terms at the recipe's full lambda (training's quadratic warm-up
-  starts them at 0), and their ratio;
-* gradients: norms of the gradients of the ranking loss and of the FLOPS loss with respect to the
-  head weight (the tensor the optimiser updates: for a tied head the embedding path is included),
-  one backward pass each, their ratio, and the norm over all parameters of the ranking loss's
-  gradient (what training logs as ``grad_norm`` at step 1, where the FLOPS weights are still 0);
-* the head's norms after the rescale (:func:`lsrbench.model.rescale.head_norms`).
-
-The model runs in eval mode (no dropout): the probe measures the checkpoint, not one dropout draw,
-so a dropout-free model's probe equals training's first step exactly. Results are plain dicts
-(non-finite values as None, named in ``non_finite``).
-"""
+"""The probe: what ``W_head <- W_head / k`` does to a backbone at step 0, in seconds on a CPU instead of a grid
+of runs: activations, scores, losses, head gradient norms and head norms on seeded training batches, per ``(k,
+mode)``, without an optimiser step."""
 
 from __future__ import annotations
 
@@ -53,17 +25,14 @@ __all__ = ["PROBE_TRIPLETS", "probe_backbone", "probe_model", "sample_triplets",
 
 
 def sample_triplets(triplets: list[dict], n: int, seed: int) -> list[dict]:
-    """``n`` triplets (all of them when there are fewer), the same for every backbone and k of a
-    config: :func:`lsrbench.data.triplets.sample_indices` with the recipe's seed."""
+    """``n`` seeded triplets, the same for every backbone and k of a config."""
     from lsrbench.data.triplets import sample_indices
 
     return [triplets[int(i)] for i in sample_indices(len(triplets), min(n, len(triplets)), seed)]
 
 
 def probe_batches(sample: list[dict], batch_size: int, seed: int, config_file=None) -> list[list[dict]]:
-    """The sample in batches of ``batch_size`` as the trainer forms them: sentence-transformers'
-    ``NoDuplicatesBatchSampler`` (no text twice in a batch: in-batch negatives), last partial
-    batch dropped; a sample that cannot fill one batch is refused as training refuses it."""
+    """The sample in batches as the trainer forms them (no duplicate texts, last partial batch dropped)."""
     import torch
     from datasets import Dataset
     from sentence_transformers.base.sampler import NoDuplicatesBatchSampler
@@ -78,9 +47,7 @@ def probe_batches(sample: list[dict], batch_size: int, seed: int, config_file=No
 
 
 def load_backbone(model_path: str, entry: dict, recipe: dict, device: str | None = None):
-    """The SparseEncoder the train stage starts from before its rescale by k: the checkpoint at the
-    recipe's lengths with a twin's ``head_scale`` applied, seeded as training seeds it; a released
-    checkpoint (``evaluate_only``) as the released stage loads it, at the recipe's lengths."""
+    """The SparseEncoder the train stage starts from before its rescale by k."""
     from lsrbench.model.encoder import build_sparse_encoder, released_sparse_encoder, set_encode_lengths
     from lsrbench.model.train import set_seed
 
@@ -108,8 +75,8 @@ def mlm_of(model):
 
 
 def rescaled_copy(model, k: float, mode: str):
-    """``model`` at rescale factor ``k`` in ``mode``: the loaded model itself where training leaves
-    the head alone (k = 1, shared), else a copy with :func:`apply_rescale` applied once."""
+    """``model`` at rescale factor ``k`` in ``mode``: itself where training leaves the head alone, else a rescaled
+    copy."""
     if k == 1.0 and mode == "shared":
         return model
     twin = copy.deepcopy(model)
@@ -120,14 +87,8 @@ def rescaled_copy(model, k: float, mode: str):
 def probe_backbone(model_path: str, entry: dict, ks_and_modes, triplets: list[dict], recipe: dict, *,
                    backbone: str | None = None, n_triplets: int = PROBE_TRIPLETS, auto_k=None,
                    gradients: bool = True, config_file=None, device: str | None = None) -> list[dict]:
-    """Probe one backbone at every ``(k, mode)`` of ``ks_and_modes``, loading the checkpoint once.
-
-    ``k`` is a number or ``"auto"`` (then ``auto_k`` is its value, as the train stage resolves it:
-    :func:`lsrbench.model.auto_k.auto_k_from_files`; or a function of the results probed before
-    it, for a statistic the probe itself measures at k = 1); ``backbone`` names the runs (default: the
-    entry's model). Returns one :func:`probe_model` dict per ``(k, mode)``, with the run name
-    (:func:`lsrbench.names.run_name`), ``k`` as text and its value, the mode and ``head_scale``.
-    The fused pooling's self-check (which training runs per run) runs once, on the loaded model."""
+    """Probe one backbone at every ``(k, mode)``, loading the checkpoint once; one :func:`probe_model` dict per
+    pair with its run name, k and mode."""
     name = backbone or str(entry["model"])
     batches = probe_batches(sample_triplets(triplets, n_triplets, recipe["seed"]), recipe["batch_size"],
                             recipe["seed"], config_file)
@@ -168,11 +129,7 @@ def _k_value(k, auto_k: float | None, config_file, name: str) -> float:
 
 def probe_model(model, batches: list[list[dict]], recipe: dict, *, gradients: bool = True,
                 check_fused: bool = True) -> dict:
-    """The probe's measures of one SparseEncoder (already rescaled) on ``batches`` of triplets, at
-    step 0: per-batch quantities (losses, scores, gradients) averaged over the batches, per-text
-    ones (activations) over every text of the sample. No weight changes. ``gradients=False``
-    leaves the gradient norms out (one forward pass per batch, without autograd graph);
-    ``check_fused=False`` skips the fused pooling's probe batch (see :func:`probe_backbone`)."""
+    """The probe's step-0 measures of one rescaled SparseEncoder on ``batches``; no weight changes."""
     import torch
 
     from lsrbench.model.losses import recording_splade_loss
@@ -204,8 +161,6 @@ def probe_model(model, batches: list[list[dict]], recipe: dict, *, gradients: bo
 
 
 def _batch_measures(model, loss, batch: list[dict], gradients: bool):
-    """One batch: the training loss's parts (full lambda), the score statistics and the gradient
-    norms; returns them and the batch's pooled vectors (detached)."""
     import torch
 
     features, labels = _features(model, batch)
@@ -224,8 +179,6 @@ def _batch_measures(model, loss, batch: list[dict], gradients: bool):
 
 
 def _features(model, batch: list[dict]):
-    """The batch as the trainer feeds it to the loss: its data collator (the training router
-    mapping: query vs document lengths) and its split into per-column features."""
     from sentence_transformers.sparse_encoder import SparseEncoderTrainer
     from sentence_transformers.sparse_encoder.data_collator import SparseEncoderDataCollator
     from sentence_transformers.util import batch_to_device
@@ -240,9 +193,8 @@ def _features(model, batch: list[dict]):
 
 
 def _gradients(model, parts: dict) -> dict:
-    """Norms of the ranking loss's and the FLOPS loss's gradients w.r.t. the head weight (one
-    backward pass each; ``torch.autograd.grad`` leaves ``.grad`` untouched), of their sum, and
-    of the ranking loss's gradient over all parameters (clip_grad_norm_'s total norm)."""
+    """Norms of the ranking and FLOPS losses' gradients at the head weight, of their sum, and of the ranking
+    gradient over all parameters."""
     import torch
 
     params = [p for p in model.parameters() if p.requires_grad]
@@ -261,9 +213,7 @@ def _gradients(model, parts: dict) -> dict:
 
 
 def score_stats(queries, positives, negatives) -> dict:
-    """Dot-product scores of one batch as the ranking loss sees them (each query against the
-    batch's ``2B`` documents): mean positive and hard-negative score, their mean gap, and the
-    in-batch score scale, the standard deviation of a query's ``2B`` scores averaged over queries."""
+    """Mean positive and hard-negative score, their gap, and the in-batch score scale of one batch."""
     import torch
 
     scores = queries.double() @ torch.cat([positives, negatives]).double().T
@@ -274,8 +224,7 @@ def score_stats(queries, positives, negatives) -> dict:
 
 
 def activation_stats(vectors, prefix: str, vocab: int) -> dict:
-    """SPLADE weights of a set of texts: active terms per text (and as a share of the vocabulary),
-    mean and max weight over the active (text, term) pairs (0 when none is active)."""
+    """Active terms per text (and share of the vocabulary), mean and max weight over active pairs."""
     active = vectors > 0
     counts = active.sum(dim=1).double()
     values = vectors[active].double()
@@ -285,9 +234,8 @@ def activation_stats(vectors, prefix: str, vocab: int) -> dict:
 
 
 def _logit_scale(documents) -> dict:
-    """The initial logit scale over the sample's documents: the mean over texts of
-    the largest logit (``expm1`` of the largest weight, exact since ``w = log1p(relu(max logit))``;
-    0 for a text with no positive logit) and the mean activation of active terms."""
+    """The mean largest logit over the sample's documents (``expm1`` of the largest weight) and the mean active
+    weight."""
     import torch
 
     values = documents[documents > 0].double()
@@ -300,6 +248,5 @@ def _ratio(a: float, b: float) -> float:
 
 
 def _finite(result: dict) -> dict:
-    """Non-finite numbers as None (plain JSON), their names listed in ``non_finite``."""
     bad = sorted(k for k, v in result.items() if isinstance(v, float) and not math.isfinite(v))
     return {**{k: (None if k in bad else v) for k, v in result.items()}, "non_finite": bad}

@@ -1,13 +1,5 @@
-"""The published ``config.json`` of the paper's backbones ("Rescaling MLM-Head for Neural Sparse
-Retrieval", arXiv 2606.18811), by hub id: what ``lsrbench plan`` sizes a backbone that is not on
-disk with (its FLOPs per step and per text, parameters, vocabulary) and what the real-size smoke
-(``benchmark/real_size_smoke.py``) builds its random checkpoints from. No hub here: each entry was
-read from public copies of the file (``source``), and the keys that decide shapes and the head
-(layers, widths, heads, vocabulary, positions, the head's tying and bias) are the hub's; a key a
-source did not show is left to the transformers config class's default, which ``source`` says.
-
-A folder on disk always wins over this table (:func:`backbone_config` reads its ``config.json``).
-"""
+"""The published ``config.json`` of the paper's backbones by hub id, read from public copies (``source``): what
+``lsrbench plan`` sizes a backbone not on disk with. A folder on disk always wins."""
 
 from __future__ import annotations
 
@@ -64,9 +56,7 @@ _MODERNBERT_BASE = {
     "tie_word_embeddings": True, "vocab_size": 50368,
 }
 
-# ModernBERT's architecture and tokenizer at ModernBERT-base's widths (the Ettin suite's 150M
-# encoder), with the rotary bases and context of the Ettin configs (they do not change the compute
-# at the paper's 256 tokens).
+# ModernBERT at ModernBERT-base's widths (Ettin's 150M encoder), with Ettin's rotary bases and context.
 _ETTIN_ENCODER_150M = {
     **{k: v for k, v in _MODERNBERT_BASE.items() if k not in ("classifier_pooling",)},
     "local_rope_theta": 160000.0, "max_position_embeddings": 7999,
@@ -142,8 +132,7 @@ PUBLIC_CONFIGS: dict[str, dict] = {
 
 
 def config_object(config: dict):
-    """The transformers config of a ``config.json`` dict, as ``from_pretrained`` reads the file (the
-    model types lsrbench loads without remote code registered first: GTE-MLM's ``new``)."""
+    """The transformers config of a ``config.json`` dict, GTE-MLM's ``new`` registered first."""
     from transformers import CONFIG_MAPPING
 
     from lsrbench.model.load_options import model_kwargs
@@ -159,8 +148,8 @@ def public_config(model: str) -> dict | None:
 
 
 def backbone_config(entry: dict) -> tuple[dict | None, str]:
-    """The config.json of a backbone entry and where it was read: its local folder's file when the
-    model is a folder, else the published one (:data:`PUBLIC_CONFIGS`); ``(None, why)`` otherwise."""
+    """A backbone's config.json and where it was read (its folder, else :data:`PUBLIC_CONFIGS`); ``(None, why)``
+    otherwise."""
     model = str(entry["model"])
     local = Path(model).expanduser() / "config.json"
     if local.is_file():

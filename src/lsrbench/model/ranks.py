@@ -23,8 +23,7 @@ def world() -> tuple[int, int]:
 
 
 def any_rank(flag: bool) -> bool:
-    """True when ``flag`` is true on any training process: a rank that stops alone would leave the
-    others waiting in the next gradient all-reduce."""
+    """True when ``flag`` is true on any training process (a rank stopping alone would hang the others)."""
     import torch
     import torch.distributed as dist
 

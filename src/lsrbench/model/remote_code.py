@@ -1,14 +1,6 @@
-"""Remote code (``trust_remote_code``) runs only pinned: from a local folder that holds it.
-
-transformers fetches a hub model's custom code from the repository its ``auto_map`` names
-(``"Org/code-repo--modeling.Class"``) at that repository's ``main``, whatever ``revision`` says,
-unless ``code_revision`` is given: code that can change between two runs of the same config. So a
-backbone with ``trust_remote_code: true`` is loaded from a folder only (a local checkpoint, or its
-copy in the mirror), and ``lsrbench prefetch`` puts the code there: each ``auto_map`` module
-downloaded from its repository at the entry's ``code_revision`` (a commit), the ``auto_map`` pointed
-at the local copy (what new-impl's maintainers advise for offline use). A hub id with remote code
-and no such folder is refused before any job starts.
-"""
+"""Remote code runs only pinned, from a local folder: transformers fetches ``auto_map`` code at the code
+repository's ``main`` whatever ``revision`` says. ``lsrbench prefetch`` puts it there at ``code_revision``; a
+hub id with remote code and no folder is refused before any job."""
 
 from __future__ import annotations
 
@@ -24,8 +16,8 @@ CONFIG_FILES = ("config.json", "tokenizer_config.json")
 
 
 def check_remote_code(config: dict, config_file, *, prefetching: bool = False) -> None:
-    """Every ``trust_remote_code`` backbone has its code pinned: a local folder or a mirror copy to
-    load, or (``prefetching``) a ``code_revision`` commit for :func:`pin_remote_code`."""
+    """Every ``trust_remote_code`` backbone has its code pinned (a folder, or ``code_revision`` when
+    prefetching)."""
     from lsrbench.model.checkpoint import local_model_folder
 
     for name, entry in config["backbones"].items():
@@ -48,9 +40,8 @@ def check_remote_code(config: dict, config_file, *, prefetching: bool = False) -
 
 
 def pin_remote_code(folder: Path, code_revision: str | None, model: str) -> list[dict]:
-    """Download every ``auto_map`` module of the checkpoint in ``folder`` that lives in another
-    repository, at ``code_revision``, into ``folder``, and point ``auto_map`` at it. Returns what
-    was fetched (repository, file, revision)."""
+    """Download each ``auto_map`` module from its repository at ``code_revision`` into ``folder`` and point
+    ``auto_map`` at it; returns what was fetched."""
     from huggingface_hub import hf_hub_download
 
     fetched = []

@@ -1,11 +1,5 @@
-"""The paper's intervention and the quantity it compensates for: divide the MLM head's weight by a
-constant k before training, ``W_head <- W_head / k`` ("Rescaling MLM-Head for Neural Sparse
-Retrieval", arXiv 2606.18811), and measure the head's norms.
-
-Written here because it is the object of study and is three lines on top of transformers'
-``get_output_embeddings()``, which finds the head for every ``*ForMaskedLM`` family; what differs
-between families (tying, a shared bias) is said once per family in :mod:`lsrbench.model.families`.
-"""
+"""The paper's intervention, ``W_head <- W_head / k`` before training (arXiv 2606.18811), and the head's norms.
+Written here because it is the object of study and three lines on transformers' ``get_output_embeddings()``."""
 
 from __future__ import annotations
 
@@ -35,16 +29,8 @@ def head_is_tied(model: nn.Module) -> bool:
 
 @torch.no_grad()
 def rescale_mlm_head(model: nn.Module, k: float, mode: RescaleMode = "shared") -> nn.Module:
-    """Divide the MLM head weight by ``k`` in place: ``W_head <- W_head / k``.
-
-    ``mode="shared"`` (the paper's choice) divides the weight tensor itself, so a head tied to the
-    input embeddings stays tied and the input embeddings shrink by ``k`` too. ``mode="untie"`` first
-    gives the head its own copy of the weight (and marks the config untied, so saving and reloading
-    keeps it untied), then scales only that copy; the input embeddings are left unchanged.
-
-    The output bias is *not* scaled: the paper rescales W only, so ``h.W/k + b``.
-    ``k == 1`` in ``shared`` mode is a no-op.
-    """
+    """Divide the MLM head weight by ``k`` in place; the bias is not scaled. ``shared`` (the paper's) divides the
+    tied tensor, input embeddings included; ``untie`` scales the head's own copy."""
     if not k > 0:
         raise ValueError(f"rescale factor k must be positive, got {k}")
     if mode not in ("shared", "untie"):
@@ -61,8 +47,7 @@ def head_norms(model: nn.Module) -> dict:
     """Frobenius norm, mean and max row L2 norm, bias norm and shapes of the MLM head."""
     head = mlm_head(model)
     weight = head.weight.detach().float()
-    # A float32 reduction over millions of entries is off by ~1e-4 relative; a row (hidden-size
-    # entries) is exact enough, so reduce the rows in float64 (no float64 copy of the whole head).
+    # Row norms reduced in float64 (a float32 reduction over millions of entries is off by ~1e-4).
     rows = weight.norm(dim=1).double()
     bias = getattr(head, "bias", None)
     return {
@@ -77,12 +62,8 @@ def head_norms(model: nn.Module) -> dict:
 
 @torch.no_grad()
 def decoder_input_change(model: nn.Module, batch: dict, k: float, mode: RescaleMode = "shared") -> float:
-    """Relative change ``||x_k - x_1|| / ||x_1||`` of the MLM decoder's input ``x`` (the hidden
-    states the head's vocabulary projection reads, over the batch's real tokens) when the head is
-    rescaled by ``k`` in ``mode`` before the forward pass: what the rescale does to the model
-    *besides* dividing the logits. In ``shared`` mode a tied head shrinks the input embeddings by
-    ``k`` too; ``untie`` leaves them, so its change is 0. ``batch``: tokenizer output (input_ids,
-    attention_mask, ...). ``model`` is not modified (a copy is rescaled)."""
+    """``||x_k - x_1|| / ||x_1||`` of the decoder's input when the head is rescaled in ``mode`` (a copy): what the
+    rescale changes besides the logits (0 for ``untie``)."""
     import copy
 
     def decoder_input(m: nn.Module) -> torch.Tensor:

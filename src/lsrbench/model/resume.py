@@ -1,6 +1,5 @@
-"""Resumable training: the full trainer state saved every ``checkpoint_steps`` steps beside a run's
-outputs (not a Snakemake output, so a failed job's checkpoints survive), keyed by everything that
-determines the training trajectory, so that a restarted job resumes only its own run."""
+"""Resumable training: the trainer state saved every ``checkpoint_steps`` beside a run's outputs, keyed by what
+determines the trajectory."""
 
 from __future__ import annotations
 
@@ -20,20 +19,15 @@ log = logging.getLogger(__name__)
 __all__ = ["CHECKPOINT_LOG", "CHECKPOINT_KEY", "CHECKPOINT_RE", "training_key", "prepare_checkpoints",
            "complete_checkpoints", "checkpoint_step", "discard_checkpoints", "checkpoint_problem"]
 
-# Written into ``checkpoint-N/`` (atomically) once the trainer has finished saving everything of
-# that checkpoint: the per-step log up to step N. A checkpoint folder without it was cut short
-# (a job killed mid-save) and is never resumed from.
+# Written last into ``checkpoint-N/``: a checkpoint without it was cut short and is never resumed from.
 CHECKPOINT_LOG = "lsrbench_train_log.jsonl"
-# In the checkpoint folder: the key of the training run the checkpoints belong to.
 CHECKPOINT_KEY = "lsrbench_run.json"
 CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
 
 
 def training_key(model_path: str, triplets: list[dict], recipe: dict, k: float, mode: str, head_scale: float,
                   revision: str | None, head_scale_mode: str = "shared") -> str:
-    """What a checkpoint must match to be resumed from: everything that determines the training
-    trajectory (``checkpoint_steps`` only says how often it is saved, ``report_to`` where the
-    trainer also reports: both are left out)."""
+    """What a checkpoint must match to be resumed from (not ``checkpoint_steps`` or ``report_to``)."""
     texts = [json.dumps([t["query"], t["positive"], t["negative"]]) for t in triplets]
     obj = {"model_path": str(model_path), "revision": revision, "k": float(k), "mode": mode,
            "head_scale": float(head_scale), "triplets_sha256": sha256_texts(range(len(texts)), texts),
@@ -44,14 +38,8 @@ def training_key(model_path: str, triplets: list[dict], recipe: dict, k: float, 
 
 
 def prepare_checkpoints(checkpoint_dir: str | os.PathLike, key: str) -> Path | None:
-    """Make ``checkpoint_dir`` hold only checkpoints of the training run ``key``; return the latest
-    complete one (or None).
-
-    Checkpoints of another run (the recipe, data or model changed) are deleted, and so is any
-    checkpoint folder without its completion mark (written last, see :data:`CHECKPOINT_LOG`). A
-    complete one that cannot be read (:func:`checkpoint_problem`) is set aside (renamed
-    ``checkpoint-N.damaged``, not deleted) and the one before it is tried.
-    """
+    """Keep only complete checkpoints of run ``key`` in ``checkpoint_dir`` and return the latest readable one; an
+    unreadable one is renamed ``.damaged``."""
     complete: list[tuple[int, Path]] = []
     with keyed_dir(checkpoint_dir, CHECKPOINT_KEY, key) as (root, stale):
         for child in root.iterdir():
@@ -73,9 +61,7 @@ def prepare_checkpoints(checkpoint_dir: str | os.PathLike, key: str) -> Path | N
 
 
 def checkpoint_problem(folder: str | os.PathLike) -> str | None:
-    """What makes a complete-looking checkpoint unreadable (a file cut short by a full disk or a
-    copy, damaged bytes), or None: every safetensors file ends where its header says, every torch
-    file is a whole zip archive (its CRCs checked), every JSON file parses."""
+    """Why a complete-looking checkpoint is unreadable (a cut safetensors or torch file, bad JSON), or None."""
     import zipfile
 
     from lsrbench.model.weights_header import safetensors_problem
@@ -121,8 +107,7 @@ def _set_aside(folder: Path, problem: str, fallback: Path | None) -> None:
 
 
 def discard_checkpoints(checkpoint_dir: str | os.PathLike) -> None:
-    """Remove a run's checkpoints once its outputs are all written (they are only for resuming);
-    a damaged one that was set aside stays, for a look."""
+    """Remove a finished run's checkpoints, keeping any set aside as damaged."""
     root = Path(checkpoint_dir)
     if not any(root.glob(f"*{DAMAGED_SUFFIX}*")):
         shutil.rmtree(root, ignore_errors=True)

@@ -1,12 +1,6 @@
-"""The train stage's driver: rescale the MLM head (``W_head <- W_head / k``, "Rescaling MLM-Head for
-Neural Sparse Retrieval", arXiv 2606.18811), then train SPLADE (Formal et al., "SPLADE v2", 2021)
-with sentence-transformers' ``SparseEncoderTrainer``: in-batch negatives, FLOPS regularisers with
-their quadratic warm-up, a fixed number of optimiser steps.
-
-Around the trainer: resumable checkpoints (:mod:`~lsrbench.model.resume`), the exact per-step
-log (:mod:`~lsrbench.model.train_log`), data-parallel processes (:mod:`~lsrbench.model.ranks`) and
-collapse as a result: a non-finite loss stops training and the last all-finite weights are kept.
-"""
+"""The train stage's driver: rescale the MLM head, then train SPLADE with sentence-transformers'
+``SparseEncoderTrainer``, with resumable checkpoints, the per-step log, data-parallel processes and collapse as
+a result."""
 
 from __future__ import annotations
 
@@ -36,11 +30,9 @@ log = logging.getLogger(__name__)
 
 __all__ = ["train_splade", "set_seed", "check_batches_possible"]
 
-# The columns of a training example; the trainer's no-duplicates sampler keeps every text of a
-# batch (query, positive and negative alike) distinct.
+# The columns of a training example (the sampler keeps every text of a batch distinct).
 TRIPLET_COLUMNS = ("query", "positive", "negative")
-# Which column is tokenized as a query and which as a document (the Transformer's query_length /
-# document_length): the trainer's data collator and the probe (lsrbench.model.probe) use it.
+# Which column is tokenized as a query and which as a document.
 ROUTER_MAPPING = {"query": "query", "positive": "document", "negative": "document"}
 
 
@@ -71,8 +63,6 @@ def _precision_flags(precision: str) -> dict:
 
 @dataclass
 class _Run:
-    """One training run's fixed inputs."""
-
     model_path: str
     triplets: list[dict]
     recipe: dict
@@ -96,8 +86,8 @@ class _Run:
         )
 
     def all_finite(self, model) -> bool:
-        """Finite weights, and finite vectors for a few training documents (huge but finite weights
-        can still overflow to inf in the forward pass)."""
+        """Finite weights, and finite vectors for a few training documents (huge weights can overflow in the
+        forward)."""
         import torch
 
         if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
@@ -131,34 +121,9 @@ def train_splade(
     callbacks: list | None = None,
     report_to: tuple[str, ...] | list[str] = (),
 ) -> dict:
-    """Rescale ``W_head <- W_head / k`` and train SPLADE for ``recipe['steps']`` steps.
-
-    Writes the model in SparseEncoder format to ``out_dir`` and one JSON line per step to
-    ``log_path``. ``steps == 0`` saves the (rescaled) checkpoint untrained: the way to evaluate a
-    published SPLADE model as it is. Returns a summary (first/last loss, steps, seconds, status).
-
-    With ``checkpoint_dir`` and ``checkpoint_steps`` (default ``recipe['checkpoint_steps']``) > 0
-    the full training state is saved there every ``checkpoint_steps`` steps, and a call that finds
-    a complete checkpoint of the same training run (same model, data, k and recipe) resumes from
-    it: same weights, optimiser, scheduler, RNG states, data position, and the per-step log
-    continues where it stopped.
-
-    A loss part that becomes NaN or infinite stops training before that step's update; the run
-    is then finished as ``collapsed`` (``summary['status']``) with the last weights that are all
-    finite (the previous step's, else the latest checkpoint's, else the initial model's).
-
-    A run never does less than asked: triplets that cannot fill a batch without repeating a text
-    are refused before training (:func:`check_batches_possible`), and a trainer that took fewer
-    than ``steps`` steps otherwise is an :class:`~lsrbench.errors.InputError` naming
-    ``recipe.batch_size`` in ``config_file``, never an ``ok`` run.
-
-    ``callbacks``: more ``transformers.TrainerCallback`` objects for the trainer (e.g. timing a few
-    steps for ``lsrbench plan``).
-
-    ``report_to`` (``recipe.report_to``): the trainer's own reporting integrations, for watching a
-    run while it trains; ``tensorboard`` writes its event files to ``tensorboard/`` beside
-    ``log_path``. They only read what the trainer logs: no number of the run changes.
-    """
+    """Rescale ``W_head <- W_head / k`` and train SPLADE for ``recipe['steps']`` steps into ``out_dir``, one log
+    line per step; returns a summary. Resumes from a checkpoint of the same run; a non-finite loss ends as
+    ``collapsed`` with the last finite weights; fewer steps than asked is an InputError."""
     steps = int(recipe["steps"])
     every = int((recipe["checkpoint_steps"] if checkpoint_steps is None else checkpoint_steps) or 0)
     if steps > 0:
@@ -186,10 +151,7 @@ def train_splade(
                   "step": steps, "model_step": steps, "model_finite": False}
     if world()[0] == 0:  # one writer of the outputs when several processes trained
         write_train_log(log_path, rows)
-        # The model card would state this process's wall time of training (sentence-transformers
-        # times it from the trainer's start), which differs from run to run and is shorter in a
-        # resumed one: left out, so that a run writes the same bytes however it ran (the time is in
-        # train_provenance.json).
+        # The card's training time differs run to run: left out so a run writes the same bytes.
         model.model_card_data._training_start_time = None
         with atomic_dir(out_dir) as tmp_dir:
             model.save(str(tmp_dir))
@@ -212,8 +174,7 @@ def train_splade(
 
 
 def _check_lengths(model, recipe: dict, config_file, model_path) -> None:
-    """The recipe's token lengths within the backbone's positions (a hub checkpoint is first read
-    here; a local one was checked before the DAG: lsrbench.dag.validate_files)."""
+    """The recipe's token lengths within the backbone's positions (a hub checkpoint is first read here)."""
     from lsrbench.model.checkpoint import check_lengths_fit
 
     lengths = {f"recipe.{name}": recipe[name] for name in ("query_max_length", "document_max_length")}
@@ -221,9 +182,8 @@ def _check_lengths(model, recipe: dict, config_file, model_path) -> None:
 
 
 def check_batches_possible(triplets: list[dict], batch_size: int, config_file=None) -> None:
-    """Refuse, before any step, triplets from which the no-duplicates sampler cannot fill one
-    batch: its rows share no text, so a batch of ``batch_size`` rows needs that many distinct
-    queries, positives and negatives (with fewer, the trainer silently takes 0 steps)."""
+    """Refuse triplets from which the no-duplicates sampler cannot fill one batch (the trainer would silently take
+    0 steps)."""
     distinct = {column: len({t[column] for t in triplets}) for column in TRIPLET_COLUMNS}
     column, fewest = min(distinct.items(), key=lambda item: item[1])
     if fewest < batch_size:
@@ -249,9 +209,6 @@ def _last_finite(rows: list[dict]) -> dict:
 
 @contextlib.contextmanager
 def _reporting(report_to, folder: Path, config_file):
-    """The trainer's ``report_to`` list, with TensorBoard's event files in ``<folder>/tensorboard``
-    (its documented setting, ``TENSORBOARD_LOGGING_DIR``, read when the trainer starts; restored
-    after, so nothing else in the process writes there)."""
     report_to = list(report_to or [])
     if "tensorboard" not in report_to:
         yield report_to
@@ -273,8 +230,6 @@ def _reporting(report_to, folder: Path, config_file):
 
 
 def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callbacks: list, report_to: list[str]):
-    """Train ``model`` in place (resuming from a checkpoint of the same run when there is one);
-    returns the model to save (the last all-finite one after a collapse) and the outcome."""
     from datasets import Dataset
 
     recipe = run.recipe
@@ -287,7 +242,6 @@ def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callb
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(checkpoint_dir) if checkpoint_dir is not None else Path(tmp)
         key = run.key() if checkpoint_dir is not None else None
-        # The main process clears stale checkpoints; the others look once it has (below).
         latest = prepare_checkpoints(out, key) if key and rank == 0 else None
         args = _training_args(recipe, out, size, every if key else 0, report_to)
         if size > 1:
@@ -296,7 +250,7 @@ def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callb
             _ = args.device  # sets up the process group
             dist.barrier()
             if rank != 0 and key:
-                latest = prepare_checkpoints(out, key)  # nothing stale is left: only finds the latest
+                latest = prepare_checkpoints(out, key)
         if latest is not None:
             rows.extend(read_train_log(latest / CHECKPOINT_LOG))
             outcome["resumed_from"] = str(latest)
@@ -322,9 +276,7 @@ def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callb
             outcome["status"] = _collapsed(exc, trainer.state.global_step, rows)
             model = _roll_back(run, trainer, model, out, outcome["status"])
         outcome["steps_taken"] = trainer.state.global_step
-        # The model card's table of training losses, from the trainer's whole history (a resumed run
-        # restores it from its checkpoint), not only the steps this process took: a resumed run's
-        # card is a straight run's. The rows are those sentence-transformers' own callback writes.
+        # The card's loss table from the whole history, so a resumed run's card is a straight run's.
         model.model_card_data.training_logs = [{"Epoch": e["epoch"], "Step": e["step"], "Training Loss": e["loss"]}
                                                for e in trainer.state.log_history if "loss" in e]
     return model, outcome
@@ -349,7 +301,6 @@ def _training_args(recipe: dict, out: Path, processes: int, every: int, report_t
     return SparseEncoderTrainingArguments(
         output_dir=str(out),
         max_steps=int(recipe["steps"]),
-        # The recipe's batch is the global one: each of `processes` processes takes its share.
         per_device_train_batch_size=recipe["batch_size"] // processes,
         learning_rate=recipe["learning_rate"],
         warmup_steps=recipe["warmup_steps"],
@@ -362,8 +313,7 @@ def _training_args(recipe: dict, out: Path, processes: int, every: int, report_t
         dataloader_drop_last=True,
         batch_sampler=BatchSamplers.NO_DUPLICATES,
         router_mapping=ROUTER_MAPPING,
-        # The job's device (lsrbench.device), never the trainer's own pick of any visible GPU; several
-        # CPU processes are counted by accelerate only when told they are on CPU (else no DDP, no sharding).
+        # The job's device, never the trainer's pick; accelerate counts CPU processes only when told.
         use_cpu=model_device() == "cpu",
         **save,
         **_precision_flags(recipe["precision"]),
@@ -386,14 +336,12 @@ def _trainer(model, args, dataset, loss, recipe: dict, rows: list[dict], live: P
             *callbacks,
         ],
     )
-    # Without progress bars the trainer prints every step's logs dict to stdout; the job's log file
-    # gets progress lines instead (train_progress_callback).
+    # Progress lines instead of the trainer's per-step stdout.
     trainer.remove_callback(PrinterCallback)
     return trainer
 
 
 def _collapsed(exc: NonFiniteLoss, global_step: int, rows: list[dict]) -> dict:
-    """The status of a run whose loss became non-finite at the step after ``global_step``."""
     bad = {name: v for name, v in exc.parts.items() if not math.isfinite(v)}
     step = global_step + 1
     status = {"status": "collapsed: non-finite training loss",
@@ -404,8 +352,8 @@ def _collapsed(exc: NonFiniteLoss, global_step: int, rows: list[dict]) -> dict:
 
 
 def _roll_back(run: _Run, trainer, model, out: Path, status: dict):
-    """The model to keep after a collapse: the current weights if all finite, else the latest
-    checkpoint's that are, else the initial model; ``status`` gets which step that is."""
+    """The model to keep after a collapse: current weights if finite, else the latest finite checkpoint's, else the
+    initial model."""
     model_step = trainer.state.global_step
     if not run.all_finite(model):
         model_step = None

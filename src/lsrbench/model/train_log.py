@@ -1,8 +1,5 @@
-"""The per-step training log (``train_log.jsonl``): one JSON object per optimiser step with the
-loss, its exact parts (ranking loss, both FLOPS terms), the regulariser weights, active dims,
-learning rate and gradient norm. Written by the trainer callback, saved with every checkpoint,
-and read by the reports and claims through :func:`read_train_log` only. Beside it, the job's log
-file gets progress lines (:func:`train_progress_callback`: step/total, loss, steps/s, ETA)."""
+"""The per-step training log (``train_log.jsonl``): loss and its parts, regulariser weights, active dims, learning
+rate, gradient norm; read only through :func:`read_train_log`. Progress lines go to the job's log."""
 
 from __future__ import annotations
 
@@ -21,8 +18,7 @@ __all__ = ["train_log_callback", "train_progress_callback", "write_train_log", "
 
 
 def train_log_callback(splade_loss, rows: list[dict], live_path: Path | None):
-    """The per-step log, kept in ``rows`` (which may already hold the steps of a resumed checkpoint),
-    mirrored line by line to ``live_path`` for watching a job, and saved with every checkpoint."""
+    """The per-step log in ``rows``, mirrored to ``live_path`` and saved with every checkpoint."""
     from transformers import TrainerCallback
 
     class TrainLog(TrainerCallback):
@@ -72,8 +68,7 @@ def train_log_callback(splade_loss, rows: list[dict], live_path: Path | None):
                 self.live.flush()
 
         def on_save(self, args, state, control, **kwargs):
-            # Called once the trainer has written the whole checkpoint (weights, optimiser,
-            # scheduler, RNG states, trainer state): mark it complete, then drop older ones.
+            # Once the trainer has written the whole checkpoint: mark it complete, then drop older ones.
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             if not state.is_world_process_zero or not folder.is_dir():
                 return
@@ -87,10 +82,8 @@ def train_log_callback(splade_loss, rows: list[dict], live_path: Path | None):
 
 
 def train_progress_callback(rows: list[dict], every: int | None = None, seconds: float = 60.0):
-    """Progress lines of a training run in the job's log (:class:`lsrbench.progress.Progress`):
-    step/total, the step's loss, steps/s and ETA, every 5 % of the steps or 60 s, first and last
-    step always; a resumed run counts from its checkpoint's step. Reads the loss from ``rows``
-    (filled by :func:`train_log_callback`, which must come first in the trainer's callbacks)."""
+    """Progress lines of a training run in the job's log (step, loss, steps/s, ETA); must follow
+    :func:`train_log_callback`."""
     from transformers import TrainerCallback
 
     from lsrbench.progress import Progress

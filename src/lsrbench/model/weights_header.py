@@ -1,9 +1,6 @@
-"""A safetensors file checked without reading its tensors or importing torch: the 8-byte header
-length, the JSON header, and the end of its last tensor against the file's size (a truncated file
-is shorter than its header says). Written here because safetensors' own reader only says "incomplete
-metadata" and needs the whole file mapped; this names what is wrong in a few kB read. Used before
-the DAG runs (:mod:`lsrbench.dag.freshness`) and where a job loads a trained model
-(:func:`lsrbench.model.encoder.load_trained_encoder`)."""
+"""A safetensors file checked without reading tensors or importing torch: header length, JSON header, and the last
+tensor's end against the file size. Written here because safetensors only says "incomplete metadata" and maps
+the whole file."""
 
 from __future__ import annotations
 

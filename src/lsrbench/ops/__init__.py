@@ -1,2 +1,2 @@
-"""Operations on a config or a results folder that are not stages of the DAG: plan (the bill),
-prefetch (the offline mirror), gc, status and the probe command."""
+"""Commands on a config or a results folder that are not pipeline stages: plan, prefetch, gc, status, preflight
+and the probe command."""

@@ -1,26 +1,5 @@
-"""The bill of a grid before it runs (``lsrbench plan``): per backbone, on disk or not, the GPU-hours
-of its train and index jobs, the CPU-hours of its evaluate jobs and the disk each stage writes,
-from the backbone's real config (its local ``config.json``, else the published one,
-:mod:`lsrbench.model.public_configs`) and the calibration records there are.
-
-* FLOPs: :mod:`lsrbench.index.roofline` on the backbone's shape (meta device): a training step at
-  the recipe's batch and maximum lengths, a text at its dataset's published mean length.
-* GPU-hours: FLOPs / (a GPU's bf16 peak x the share of it the jobs reach). A GPU record of
-  ``benchmark/gpu.sh`` (``gpu-cuda.json``) gives the measured peak and shares; without one the
-  datasheet peak, and the hours at 100 % (the floor) and at the assumed bracket :data:`SHARES`.
-* The CPU smoke record (``real_size_smoke.json``, ``benchmark/real_size_smoke.py``) is real-size
-  calibration on a CPU: it tells how well FLOPs predict each family's time (its achieved FLOP/s
-  per family: their spread is the relative uncertainty of one family's bill against another's),
-  the peak memory of a training job at the paper's batch, and the bytes a run's files take.
-  CPU seconds are not GPU seconds: no CPU time is scaled to a GPU here.
-* Evaluate: queries x the exact search's measured CPU milliseconds per query (``peers-1m.json``,
-  a realistic 1M-document collection, top 1000), linear in the collection's size.
-* Disk: a run's model (parameters x 4 bytes, fp32) and, while it trains, one resumable checkpoint
-  (model, AdamW's two moments: 3 x); docs.npz and queries.npz (:func:`lsrbench.index.density.npz_bytes`:
-  8 bytes per non-zero, plus row pointer and id), with :data:`DOC_TERMS` / :data:`QUERY_TERMS` non-zeros
-  assumed for a trained model, and beside it one run's documents were it collapsed to every vocabulary
-  term (the index stage stops such a run on its sample); run.trec lines at the bytes per line the
-  smoke's run files took.
+"""The bill of a grid before it runs (``lsrbench plan``): per backbone, GPU-hours of train and index (FLOPs over
+a measured or assumed share of the peak), evaluate CPU-hours and disk per stage. No CPU time is scaled to a GPU.
 """
 
 from __future__ import annotations
@@ -33,12 +12,9 @@ log = logging.getLogger(__name__)
 
 __all__ = ["SHARES", "DOC_TERMS", "QUERY_TERMS", "read_records", "backbone_bill", "bill_totals"]
 
-# Shares of the bf16 peak assumed where no GPU record measured one: a bracket, not a measurement
-# (BERT-base-size encoders leave tensor cores idle in their normalisations, softmax, the
-# vocabulary-wide decoder's memory traffic and the host work between batches).
+# Shares of the bf16 peak assumed where no GPU record measured one: a bracket, not a measurement.
 SHARES = (0.5, 0.25)
-# Non-zero terms of a trained SPLADE model's vectors, assumed for disk (a finished docs.npz has the
-# real count): a few hundred per passage and a few tens per query, with a factor-2 bracket.
+# Non-zeros per trained passage and query, assumed for disk, with a factor-2 bracket.
 DOC_TERMS, QUERY_TERMS = 200, 30
 RUN_LINE_BYTES = 45  # a TREC run line ("q Q0 d rank score tag") where no smoke record measured it
 
@@ -63,8 +39,8 @@ def read_records(folder: str | Path | None) -> dict:
 
 
 def _search_ms(records: dict, documents: int) -> float | None:
-    """CPU ms per query of the exact top-1000 search over ``documents``: the measured realistic rate
-    at 1M, linear in N, never below the measured 100k rate (its fixed cost per query)."""
+    """CPU ms per query of the exact top-1000 search over ``documents``: the 1M rate, linear in N, never below
+    the 100k rate."""
     def rate(record):
         row = next((r for r in record["rows"] if r["collection"] == "realistic"), None) if record else None
         return row["k"]["1000"]["systems"]["lsrbench"]["ms_per_query"] if row else None
@@ -76,7 +52,6 @@ def _search_ms(records: dict, documents: int) -> float | None:
 
 
 def _tokens(config: dict, dataset: str) -> tuple[int, int]:
-    """(query, document) tokens of a dataset at evaluation: published mean words x 1.3, capped."""
     from lsrbench.data.sizes import PUBLISHED_MEAN_WORDS
     from lsrbench.index.roofline import document_tokens
 
@@ -88,7 +63,6 @@ def _tokens(config: dict, dataset: str) -> tuple[int, int]:
 
 
 def _flops(config: dict, model: str, train_jobs: int, index: list, sizes: dict) -> dict:
-    """Train and index FLOPs of one backbone's jobs (``index``: the dry run's (rule, wildcards))."""
     from lsrbench.dag.evaluated import docs_dataset
     from lsrbench.index.roofline import forward_flops, train_step_flops
 
@@ -105,8 +79,8 @@ def _flops(config: dict, model: str, train_jobs: int, index: list, sizes: dict) 
 
 
 def _rate(records: dict, family_of_model: str, gpu: str) -> dict:
-    """The GPU rate the hours are made with: a GPU record's measured peak and, for its measured
-    families, the shares reached; else the datasheet peak and the assumed bracket."""
+    """The GPU rate the hours use: a GPU record's peak and shares, else the datasheet peak and the assumed
+    bracket."""
     from lsrbench.index.roofline import DATASHEET_BF16_TFLOPS
 
     record = records.get("gpu")
@@ -129,7 +103,6 @@ def _rate(records: dict, family_of_model: str, gpu: str) -> dict:
 
 
 def _hours(flops: float, rate: dict, stage: str) -> dict:
-    """Hours of ``flops`` at the bound (100 % of the peak) and at the measured share, else at each assumed share."""
     from lsrbench.index.roofline import stage_hours
 
     out = {"bound": stage_hours(flops, rate["peak_tflops"])}
@@ -145,7 +118,6 @@ def _smoke_family(records: dict, model: str) -> dict | None:
 
 
 def _line_bytes(records: dict) -> tuple[float, str]:
-    """Bytes per run.trec line as the smoke's evaluate jobs wrote them, else an assumed line."""
     smoke = records.get("smoke") or {}
     collection = smoke.get("collection") or {}
     lines = collection.get("queries", 0) * min(smoke.get("evaluation", {}).get("top_k", 0), collection.get("documents", 0))
@@ -156,8 +128,8 @@ def _line_bytes(records: dict) -> tuple[float, str]:
 
 
 def _disk(config: dict, params: int, jobs: dict, sizes: dict, records: dict, vocab: int | None = None) -> dict:
-    """Bytes each stage of one backbone writes (kept), one training's transient checkpoint, and
-    (``vocab`` given) one run's documents' index were it collapsed to every vocabulary term."""
+    """Bytes each stage of one backbone keeps, one training's checkpoint, and one collapsed run's document index
+    (``vocab`` given)."""
     from lsrbench.index.density import npz_bytes
 
     model = params * 4
@@ -177,8 +149,6 @@ def _disk(config: dict, params: int, jobs: dict, sizes: dict, records: dict, voc
 
 
 def _local_entry(config: dict, backbone: str) -> dict:
-    """The backbone's entry with ``model`` the folder its jobs would load (the mirror's copy, a
-    verified extract) where there is one on this machine, so that its own config.json sizes it."""
     from lsrbench.model.checkpoint import local_model_folder
 
     entry = config["backbones"][backbone]
@@ -190,9 +160,8 @@ def _local_entry(config: dict, backbone: str) -> dict:
 
 
 def backbone_bill(config: dict, backbone: str, jobs: dict, datasets: dict, records: dict, gpu: str = "H100") -> dict:
-    """The bill of one backbone: its shape and where it was read, FLOPs, GPU-hours (train, index),
-    evaluate CPU-hours, disk per stage, and the CPU smoke's record of its family. ``jobs``: the dry
-    run's ``(rule, wildcards)`` of this backbone by stage (``train``, ``index``, ``evaluate``)."""
+    """The bill of one backbone: shape, FLOPs, GPU-hours, evaluate CPU-hours, disk per stage and its family's
+    smoke record; ``jobs``: the dry run's jobs by stage."""
     from lsrbench.index import roofline
     from lsrbench.model.public_configs import backbone_config
 
@@ -222,9 +191,8 @@ def backbone_bill(config: dict, backbone: str, jobs: dict, datasets: dict, recor
 
 
 def _smoke_summary(family: dict | None) -> dict | None:
-    """What the plan shows of a family's CPU smoke: peak memory and step seconds at the paper's batch
-    (measured or extrapolated), the FLOP/s its largest measured batch reached per second of CPU its
-    job got (on shared cores a job's wall seconds also count the others' work), else per wall second."""
+    """A family's CPU smoke as the plan shows it: peak memory and step seconds at the paper's batch, FLOP/s per
+    CPU second the job got."""
     if not family:
         return None
     train = family["stages"]["train"]
@@ -245,11 +213,11 @@ def bill_totals(bills: dict) -> dict:
             for at, h in hours.items():
                 total["gpu_hours"].setdefault(stage, {}).setdefault(at, 0.0)
                 total["gpu_hours"][stage][at] += h
-        for stage, n in b["disk"].items():
-            if stage == "index_one_run_every_term" and n:  # one run's: the largest of the grid's
-                total["disk"][stage] = max(total["disk"].get(stage, 0), n)
-            elif stage not in ("train_checkpoint", "index_one_run_every_term"):  # one job's, while it trains
-                total["disk"][stage] = total["disk"].get(stage, 0) + n
+        for part, n in b["disk"].items():
+            if part == "index_one_run_every_term" and n:
+                total["disk"][part] = max(total["disk"].get(part, 0), n)
+            elif part not in ("train_checkpoint", "index_one_run_every_term"):
+                total["disk"][part] = total["disk"].get(part, 0) + n
     cpu = [b["evaluate_cpu_hours"] for b in sized if b["evaluate_cpu_hours"] is not None]
     total["evaluate_cpu_hours"] = sum(cpu) if cpu else None
     return total

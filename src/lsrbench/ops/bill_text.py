@@ -1,6 +1,4 @@
-"""The bill of ``lsrbench plan`` as Markdown (:mod:`lsrbench.ops.bill` makes it): one row per
-backbone with its GPU-hours, evaluate CPU-hours and disk per stage, the totals, and the
-assumptions with their uncertainty."""
+"""The bill of ``lsrbench plan`` as Markdown: a row per backbone, the totals and the assumptions."""
 
 from __future__ import annotations
 
@@ -18,7 +16,6 @@ def _h(value) -> str:
 
 
 def _hours(hours: dict | None) -> str:
-    """'bound / at share / ...' as the columns' header says."""
     return " / ".join(_h(v) for v in hours.values()) if hours else "-"
 
 
@@ -56,7 +53,6 @@ def _row(name: str, b: dict) -> dict:
 
 
 def _header(plan: dict) -> str:
-    """What the hours columns hold: the bound, then the measured share or the assumed bracket."""
     rates = [b["rate"] for b in plan["bill"].values() if b.get("rate")]
     measured = sorted({stage for r in rates for stage in r["measured_shares"]})
     shares = " / ".join(f"at {s:.0%}" for s in SHARES)
@@ -65,9 +61,8 @@ def _header(plan: dict) -> str:
 
 
 def gpu_hours_band(plan: dict) -> tuple[float, float, str] | None:
-    """Train and index GPU-hours of every sized backbone summed, low and high, and where the band comes
-    from: a measured share of the peak (a gpu.sh record) down to half of it (host work between batches,
-    checkpoints, data loading: assumed), else the assumed bracket :data:`SHARES`."""
+    """Summed train and index GPU-hours, low and high, and the band's source (a measured share down to half of
+    it, else :data:`SHARES`)."""
     low = high = 0.0
     measured = assumed = False
     for b in plan["bill"].values():
@@ -88,14 +83,14 @@ def gpu_hours_band(plan: dict) -> tuple[float, float, str] | None:
 
 
 def total_line(plan: dict) -> str | None:
-    """The plan's first line: ``total: A-B GPU-hours (GPU), C TB disk, about D days on N GPUs``, then
-    where the band comes from and what one collapsed run's index would take."""
+    """The plan's first line (total GPU-hours, disk, days on N GPUs), then the band's source and one collapsed
+    run's index."""
     band = gpu_hours_band(plan)
     if band is None:
         return None
     low, high, how = band
     disk = plan["bill_totals"]["disk"]
-    kept = sum(n for stage, n in disk.items() if stage != "index_one_run_every_term")
+    kept = sum(n for part, n in disk.items() if part != "index_one_run_every_term")
     gpus = plan.get("gpus") or 1
     line = (f"total: {_h(low)}-{_h(high)} GPU-hours ({plan['gpu']}), {kept / 1e12:.3g} TB disk, about "
             f"{high / gpus / 24:.2g} days on {gpus} GPUs (the band: {how}; days at its high end")
@@ -138,8 +133,6 @@ def _spread(plan: dict) -> str:
 
 
 def _smoke_batch(note: dict | None) -> str:
-    """The batches the smoke trained at, why, how its values are scaled to the paper's batch and the
-    uncertainty that adds (its record's ``paper_batch``)."""
     if not note:
         return "Measured at the paper's batch, or extrapolated linearly from the smaller batches the record ran."
     if "why" not in note:

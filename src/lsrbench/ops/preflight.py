@@ -1,18 +1,5 @@
-"""``lsrbench preflight``: what would stop or waste a grid, found before its first job, one line per
-problem. Also the first job of a ``use_gpu: true`` grid (:mod:`lsrbench.stages.preflight`), run on a
-GPU node as the trainings are.
-
-* The GPU stack (``use_gpu: true`` only): a CUDA device torch can use, torch's CUDA build against
-  the NVIDIA driver (:mod:`lsrbench.device`; the CUDA lock's wheels are CUDA 13 builds: R580+).
-* GPU memory: one measured forward + backward of the SPLADE loss per backbone at the recipe's batch
-  (per training process) and maximum lengths, plus AdamW's two moments, against the GPU's free memory.
-* Disk: the free space of the working directory against the plan's estimate of what the grid
-  writes (:func:`lsrbench.ops.plan.make_plan`, its bill's disk per stage).
-* Backbones: each in the mirror at its pinned revision (with its own code, for remote code), in the
-  local hub cache at it, or the revision answered by the hub.
-* Datasets: each in the mirror, else a BEIR download with its registry MD5 (a zip already in the
-  cache is checked now; the dataset job checks a download).
-"""
+"""``lsrbench preflight``: what would stop or waste a grid, one line per problem, before its first job: GPU
+stack and memory, disk, pinned backbones, dataset MD5s."""
 
 from __future__ import annotations
 
@@ -27,8 +14,7 @@ __all__ = ["preflight", "gpu_findings", "memory_findings", "step_peak_bytes", "d
            "dataset_findings", "GIB"]
 
 GIB = 2 ** 30
-# The share of a GPU's free memory a training step may be measured to need: the rest is the
-# allocator's fragmentation and what the trainer holds besides (its buffers, a checkpoint's copy).
+# The share of free GPU memory a measured step may need: the rest is fragmentation and the trainer's other buffers.
 MEMORY_SHARE = 0.9
 HUB_TIMEOUT_S = 10
 
@@ -101,8 +87,7 @@ def memory_findings(config: dict, config_file: str) -> tuple[list, list]:
 
 
 def step_peak_bytes(path: str, entry: dict, recipe: dict, batch: int, device: str) -> tuple[int | None, int]:
-    """One forward + backward of the SPLADE training loss on ``batch`` triplets of texts that fill
-    the recipe's maximum lengths: ``(peak bytes allocated on the CUDA device or None elsewhere,
+    """One forward + backward of the SPLADE loss on ``batch`` full-length triplets: ``(peak CUDA bytes or None,
     parameters)``."""
     import torch
     from sentence_transformers.sparse_encoder import SparseEncoderTrainer
@@ -209,7 +194,6 @@ def _mirror_gaps(config: dict) -> set:
 
 
 def _hub_answer(ref: str, revision: str | None) -> str | None:
-    """None when the hub has ``ref`` at ``revision``; else what it (or the network) answered."""
     if os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0"):
         return "is not asked (HF_HUB_OFFLINE is set)"
     from huggingface_hub import HfApi

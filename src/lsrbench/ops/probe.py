@@ -1,7 +1,5 @@
-"""``lsrbench probe``: the step-0 probe of every backbone of a config (docs/probe.md; "Rescaling
-MLM-Head for Neural Sparse Retrieval", arXiv 2606.18811), the first thing to run for a new backbone:
-only the probe jobs and their report (``results/probe.md``, ``probe.json``, ``probe.png``) through
-Snakemake, which never trains anything for these targets, then the probe's table on stdout."""
+"""``lsrbench probe``: the step-0 probe of every backbone of a config (docs/probe.md) through Snakemake, which
+trains nothing for these targets, then its table on stdout."""
 
 from __future__ import annotations
 
@@ -36,9 +34,8 @@ def probe_targets(results: str = "results") -> list[str]:
 
 def probe_command(configfiles: list[str] | None, command_line: dict | None, cores: str | None,
                   snakefile: str | None = None, directory: str = ".") -> list[str]:
-    """The snakemake arguments: the probe's targets first (no option taking several values may
-    swallow one), then the Snakefile (:func:`lsrbench.dag.dryrun.find_snakefile`), the working
-    directory, the cores, the config files and the ``--config`` values (``command_line``)."""
+    """The snakemake arguments: the probe's targets first, then Snakefile, directory, cores, config files and
+    ``--config`` values."""
     from lsrbench.cli_options import config_pairs
     from lsrbench.dag.dryrun import find_snakefile
 
@@ -52,16 +49,13 @@ def probe_command(configfiles: list[str] | None, command_line: dict | None, core
 
 
 def _as_read_here(path: str, directory: str) -> str:
-    """A path given on the command line as this folder reads it (the config was checked from here),
-    for Snakemake running in ``directory``: as written where that is this folder, else absolute."""
     return path if Path(directory).resolve() == Path.cwd().resolve() else str(Path(path).resolve())
 
 
 def run_probe(configfiles: list[str] | None, command_line: dict | None, cores: str | None, backbones: dict,
               snakefile: str | None = None, directory: str = ".", dry_run: bool = False) -> int:
-    """Run the probe's jobs through Snakemake in ``directory``, then print its table (per run the
-    crossed statistic, the losses at step 0, the largest logit) and the recommended k per run;
-    ``backbones``: the checked config's, for their labels. ``dry_run``: only list the jobs."""
+    """Run the probe's jobs in ``directory``, then print its table and the recommended k per run (``dry_run``:
+    only list the jobs)."""
     from lsrbench.report.probe.report import probe_summary
 
     cmd = probe_command(configfiles, command_line, cores, snakefile, directory) + (["--dry-run"] if dry_run else [])

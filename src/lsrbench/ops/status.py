@@ -1,25 +1,6 @@
-"""``lsrbench status``: where a running grid stands, from the terminal, locally or on SLURM.
-
-It reads files only (it starts nothing, locks nothing, writes nothing), so it works the same for a
-local run and for a SLURM run (run it where the working directory is mounted, e.g. the login node):
-
-* every job of the config's grid comes from its :class:`~lsrbench.dag.layout.Layout` and the stage
-  declarations (:mod:`lsrbench.stages`): a job is *done* when all its declared outputs
-  exist and none is marked incomplete;
-* *running* jobs are those whose outputs Snakemake has marked incomplete: Snakemake 9's file
-  persistence (``snakemake.persistence.file``) writes ``.snakemake/incomplete/<urlsafe base64 of
-  the output path>`` (split into ``@``-prefixed parts of at most NAME_MAX characters) when a job
-  starts, holding ``{"external_jobid": ...}`` (the SLURM job id on SLURM), and removes it when the
-  job finished or failed. A marker without a lock in ``.snakemake/locks/`` is left by a Snakemake
-  that was stopped (an interrupted job, re-run by ``--rerun-incomplete``);
-* each job's last progress line comes from its log (``train.log`` etc. in its folder,
-  :mod:`lsrbench.progress`), the measured time of each finished job from Snakemake's metadata
-  record of its output (``.snakemake/metadata/``: ``starttime``, ``endtime``);
-* the ETA: for each job not done, its own progress line's ETA where it has one, else the mean
-  measured time of the finished jobs of its rule (and backbone), else the training steps over a
-  running training's rate, else ``lsrbench plan --json``'s estimate per job (``plan``); summed,
-  then divided by the number of jobs running now.
-"""
+"""``lsrbench status``: where a running grid stands, locally or on SLURM, from files only (it starts, locks and
+writes nothing): jobs from the Layout, running ones from Snakemake's incomplete markers, progress from the jobs'
+logs, times from Snakemake's metadata, and an ETA."""
 
 from __future__ import annotations
 
@@ -35,15 +16,14 @@ from lsrbench.progress import ProgressLine, format_duration, parse_progress
 
 __all__ = ["Job", "Status", "show_status", "incomplete_markers", "snakemake_locked", "read_status", "status_text"]
 
-# The plan's stage of each rule (lsrbench.ops.plan: TRAIN_RULES, INDEX_RULES, EVALUATE_RULES)
-PLAN_STAGE = {"train": "train", "index": "index", "index_queries": "index", "evaluate": "evaluate"}
+# The plan's cost column of each rule (lsrbench.ops.plan: TRAIN_RULES, INDEX_RULES, EVALUATE_RULES)
+PLAN_COLUMN = {"train": "train", "index": "index", "index_queries": "index", "evaluate": "evaluate"}
 
 
 @dataclass
 class Job:
-    """One job of the grid: its rule, key, outputs and state (``done``, ``running``,
-    ``interrupted``: marked incomplete with no Snakemake running, ``stopped``: a log but not done
-    and not marked, i.e. failed or killed, ``pending``)."""
+    """One job of the grid: rule, key, outputs and state (``done``, ``running``, ``interrupted``, ``stopped``,
+    ``pending``)."""
 
     rule: str
     key: dict
@@ -87,7 +67,6 @@ def _decode_marker(parts: tuple[str, ...]) -> str | None:
 
 
 def _records(folder: Path) -> dict[str, Path]:
-    """Output path -> record file of one of Snakemake's record folders (``incomplete``, ``metadata``)."""
     out = {}
     for root, _, files in os.walk(folder):
         for name in files:
@@ -131,7 +110,6 @@ def _last_lines(log: Path) -> tuple[ProgressLine | None, str]:
 
 
 def _all_jobs(layout) -> list[Job]:
-    """Every addressed output of the config as a job, stage by stage in declaration order."""
     jobs = []
     for stage in layout.stages.values():
         for item in layout.of_stage(stage.name):
@@ -150,7 +128,6 @@ def _paths(value) -> list[str]:
 
 
 def _report_inputs(layout) -> list[str]:
-    """What the config's reports read (the default target's report rules, lsrbench.dag.reports)."""
     from lsrbench.dag.reports import ReportRules, used_reports
 
     rules = ReportRules(layout)
@@ -158,8 +135,7 @@ def _report_inputs(layout) -> list[str]:
 
 
 def _jobs(layout) -> list[Job]:
-    """The jobs the default target runs: the addressed outputs the reports read, and what those
-    read, transitively (a stage's outputs the config does not need, e.g. the probe, are no job)."""
+    """The jobs the default target runs: what the reports read, transitively."""
     jobs = _all_jobs(layout)
     owner = {os.path.normpath(o): job for job in jobs for o in job.outputs}
     needed, todo = set(), [os.path.normpath(p) for p in _report_inputs(layout)]
@@ -194,8 +170,7 @@ def _classify(job: Job, workdir: Path, markers: dict, metadata: dict, locked: bo
 
 def read_status(layout, workdir: str | os.PathLike, config_files: list[str], report_files: list[str],
                 plan: dict | None = None, now: float | None = None) -> Status:
-    """The status of every job of ``layout`` (results paths relative to ``workdir``, as Snakemake
-    spells them) and of the ``report_files``, with the ETA of each job not done."""
+    """The status of every job of ``layout`` and of ``report_files``, with the ETA of each job not done."""
     workdir = Path(workdir)
     markers, locked = incomplete_markers(workdir), snakemake_locked(workdir)
     metadata = _records(workdir / ".snakemake" / "metadata")
@@ -216,8 +191,6 @@ def read_status(layout, workdir: str | os.PathLike, config_files: list[str], rep
 
 
 def _report_configs(layout, workdir: Path) -> dict[str, dict]:
-    """Report file -> the config record its rule's manifest (or, made before manifests, the file
-    itself) says it was made with (:func:`lsrbench.dag.folder_state.report_config`)."""
     from lsrbench.dag.folder_state import report_config
     from lsrbench.dag.reports import ReportRules
 
@@ -234,14 +207,13 @@ def _mean(values: list[float]) -> float | None:
 
 
 def _per_job_plan(plan: dict, rule: str, backbone: str | None) -> float | None:
-    stage, entry = PLAN_STAGE.get(rule), (plan.get("backbones") or {}).get(backbone or "")
-    if not stage or not entry or entry.get(f"{stage}_hours") is None or not entry.get(f"{stage}_jobs"):
+    column, entry = PLAN_COLUMN.get(rule), (plan.get("backbones") or {}).get(backbone or "")
+    if not column or not entry or entry.get(f"{column}_hours") is None or not entry.get(f"{column}_jobs"):
         return None
-    return entry[f"{stage}_hours"] * 3600 / entry[f"{stage}_jobs"]
+    return entry[f"{column}_hours"] * 3600 / entry[f"{column}_jobs"]
 
 
 def _per_job(status: Status, config: dict, plan: dict, rule: str, backbone: str | None) -> tuple[float | None, str]:
-    """Seconds one job of ``rule`` (of ``backbone``) takes, and where that number comes from."""
     done = [j for j in status.jobs if j.rule == rule and j.seconds is not None]
     for jobs, what in (([j for j in done if j.backbone == backbone], f"measured ({rule}, {backbone})"),
                        (done, f"measured ({rule})")):
@@ -368,8 +340,7 @@ def _read_plan(path: str | None) -> dict:
 
 def show_status(config_files: list[str], overrides: dict | None, directory: str, plan_file: str | None = None,
                 watch: float | None = None) -> int:
-    """Print the status of the grid of ``config_files`` run in ``directory``; with ``watch``, again
-    every ``watch`` seconds until every job and report is done (or Ctrl-C)."""
+    """Print the grid's status; with ``watch``, again every ``watch`` seconds until all is done."""
     import sys
 
     from lsrbench.dag.fingerprint import FileDigests

@@ -1,18 +1,6 @@
-"""A module per addressed stage of the DAG, each holding the stage's whole declaration
-(:class:`lsrbench.dag.stage.Stage`: what decides its folder id, its inputs, outputs, runtime settings
-and priority) and its job function. The rule files, folder ids, ``params.json`` and the job's call
-derive from it (:class:`lsrbench.dag.stage.StageRules`, :class:`lsrbench.dag.layout.Layout`).
-
-Per (backbone, k) and training seed, as the paper's experiment runs: norm -> train -> index ->
-evaluate; before them the datasets, their pooled subsets, the triplets and a backbone's MLM re-fit;
-beside them BM25, the FLOPs pooled over NanoBEIR and the step-0 probe. Priorities: among ready jobs
-a stage earlier in the chain goes first (5 a GPU grid's preflight; 4 data, norms and re-fits; 3 trainings and the probe;
-2 index; 1 evaluations; reports and the config snapshot 0), so that no long job runs alone at the
-end and a job that fails leaves every report as it was.
-
-A new stage is one module here with ``STAGE = Stage(..., job=...)`` and one line below. The
-registry is read lazily: a job process imports its own stage's module only (:func:`stage`).
-"""
+"""A module per pipeline stage holding its whole declaration (``STAGE = Stage(..., job=...)``) and its job
+function; rules, folder ids and ``params.json`` derive from it. Earlier stages get higher priority, so no long
+job runs alone at the end. A new stage is one module and one line below."""
 
 from __future__ import annotations
 

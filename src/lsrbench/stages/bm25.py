@@ -1,5 +1,4 @@
-"""The bm25 stage: the BM25 reference row on one evaluated dataset (bm25s with Anserini's defaults
-unless ``report.bm25_settings`` says otherwise), scored as the runs are."""
+"""The bm25 stage: the BM25 reference row on one evaluated dataset, scored as the runs are."""
 
 from __future__ import annotations
 
@@ -19,8 +18,8 @@ __all__ = ["STAGE", "bm25"]
 
 def bm25(dataset: str, top_k: int, measures: list[str], skip_identical_ids: bool, settings: dict, data_dir: str,
          run_trec: str, metrics_tsv: str, perquery_tsv: str, provenance_json: str, empty_results: str = "zero") -> None:
-    """The BM25 reference row on one evaluated dataset, as tidy rows: ``settings`` (report.bm25_settings:
-    k1, b, analyzer; Anserini's defaults: k1=0.9, b=0.4, Lucene's English analyzer)."""
+    """The BM25 reference row on one evaluated dataset as tidy rows, with ``settings`` (report.bm25_settings;
+    Anserini's defaults)."""
     from lsrbench.data.beir import read_written_folder
     from lsrbench.data.bm25 import bm25_run
     from lsrbench.evaluate.metrics import evaluate_run

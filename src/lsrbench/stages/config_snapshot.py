@@ -1,7 +1,5 @@
-"""The config snapshot: the config every report of the results folder was made with, in its
-canonical form (results/configs/<id>/config.yaml). An input of every report rule, so that a
-settings change re-runs the reports (and only that: a config whose keys are merely written in
-another order is the same folder), and the folder every report names as its config."""
+"""The config snapshot: the canonical config the reports were made with (results/configs/<id>/config.yaml), an
+input of every report rule, so a settings change re-runs the reports and only that."""
 
 from __future__ import annotations
 
@@ -18,8 +16,8 @@ RUNTIME_EVALUATION_KEYS = ("encode_shard_size", "index_sample_documents", "index
 
 
 def results_config(config: dict) -> dict:
-    """The config as it decides results (every report's settings among them): its runtime-only
-    settings left out, the dataset registry reduced to the entries it uses."""
+    """The config as it decides results: runtime-only settings left out, the dataset registry reduced to the
+    entries used."""
     out = {key: v for key, v in config.items() if key not in RUNTIME_CONFIG_KEYS and not key.startswith("_")}
     out["recipe"] = results_recipe(config)
     out["training_data"] = {key: v for key, v in config["training_data"].items() if key != "name"}  # a mirror folder name
@@ -29,9 +27,8 @@ def results_config(config: dict) -> dict:
 
 
 def config_snapshot(config: dict, backbone_order: list[str], config_yaml: str, files: list[str] = ()) -> None:
-    """The config the reports of this results folder are made with, readable (its id is the hash
-    of exactly this: the settings that decide results and the backbones' order). ``files``: those
-    it was first read from, information in its first line (the same content elsewhere is this id)."""
+    """The config the reports are made with, readable; its id hashes exactly this, and ``files`` (where it was
+    read) is information on its first line."""
     import yaml
 
     from lsrbench.atomic import atomic_open
@@ -47,8 +44,7 @@ def config_snapshot(config: dict, backbone_order: list[str], config_yaml: str, f
 STAGE = Stage(
     name="config_snapshot", kind="configs", job=config_snapshot,
     grid=lambda c: [{}],
-    # the backbones' order too: it is the tables' row order, which no hash of a mapping keeps; the
-    # files it is read from are no part of it (a copy of a config elsewhere is the same config)
+    # the backbones' order too (the tables' row order); not the files it was read from
     identity=lambda layout, key: {"config": results_config(layout.config),
                                   "backbone_order": list(layout.config["backbones"])},
     runtime=lambda layout, item: {"files": layout.config_files},

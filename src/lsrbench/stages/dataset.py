@@ -1,6 +1,5 @@
-"""The dataset stage: a dataset of the registry in the canonical BEIR layout (``full/``) with its
-counts, in a folder named by what its source holds (a local folder's bytes, else the source's own
-name), never by where it is read from."""
+"""The dataset stage: a registry dataset in the canonical BEIR layout (``full/``) with its counts, in a folder
+named by what its source holds, never where it is read from."""
 
 from __future__ import annotations
 
@@ -31,14 +30,13 @@ def corpus_store(layout) -> str:
 
 def dataset(dataset: str, split: str, entry: dict, mirror, datasets_file: str, cache_dir: str, full_dir: str,
             info: str, corpus_store: str | None = None) -> None:
-    """Bring a dataset into the canonical BEIR layout (``full_dir``, qrels as ``split``); ``info``:
-    its counts. ``entry``: its registry entry as written (its policy for unknown documents in it)."""
+    """Bring a dataset into the canonical BEIR layout in ``full_dir`` (qrels as ``split``), its counts in
+    ``info``."""
     from lsrbench.data.sources import dataset_origin, resolve_dataset
     from lsrbench.data.store import write_beir_folder
 
     ds = resolve_dataset(dataset, entry, mirror, datasets_file, cache_dir)
-    # One copy of each distinct corpus file in ``corpus_store``, hard-linked into every dataset
-    # folder that has it (MS MARCO dev and DL19, a pooled subset without pooling).
+    # One hard-linked copy of each distinct corpus file in ``corpus_store``.
     write_beir_folder(ds, full_dir, split=split, corpus_store=corpus_store)
     counts = dataset_counts(dataset, ds)
     log.info("dataset %s: %d documents, %d queries, %d judgments", dataset, counts["documents"], counts["queries"],

@@ -1,10 +1,5 @@
-"""Data-parallel training of one run: the train stage re-runs itself in ``n`` processes under
-torchrun (one per GPU; gloo on CPU), and this module is each process's entry point::
-
-    python -m torch.distributed.run --standalone --nproc_per_node=N -m lsrbench.stages.distributed CALL.json
-
-``CALL.json`` names the stage function (``module:function``) and its arguments.
-"""
+"""Data-parallel training of one run: the train stage re-runs itself in ``n`` torchrun processes, each entering
+here with ``CALL.json`` (the stage function and its arguments)."""
 
 from __future__ import annotations
 
@@ -21,8 +16,8 @@ __all__ = ["run_distributed", "main"]
 
 
 def run_distributed(n: int, function: str, kwargs: dict, status_path: str) -> dict:
-    """Run ``function(**kwargs)`` in ``n`` processes under torchrun and return the status the main
-    process wrote to ``status_path``. Each process gets its share of this job's threads."""
+    """Run ``function(**kwargs)`` in ``n`` torchrun processes, each with its share of the job's threads; returns
+    the status the main process wrote."""
     from lsrbench.progress import log_file
 
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as fh:

@@ -1,5 +1,5 @@
-"""The evaluate stage: exact top-k retrieval of one model on one evaluated dataset, its TREC run,
-ir_measures metrics, FLOPs and active dims as tidy rows, and whether the run collapsed."""
+"""The evaluate stage: exact retrieval of one model on one evaluated dataset, its TREC run, metrics, FLOPs and
+collapse status."""
 
 from __future__ import annotations
 
@@ -47,15 +47,9 @@ def evaluate(run: str, k: str, dataset: str, top_k: int, measures: list[str], sk
              collapse_max_active_share: float, config_hash: str, data_dir: str, docs_npz: str, queries_npz: str,
              train_status: str, run_trec: str, metrics_tsv: str, perquery_tsv: str, status_json: str,
              provenance_json: str, empty_results: str = "zero") -> dict:
-    """Exact top-k retrieval, TREC run, ir_measures metrics, FLOPs and active dims as tidy rows.
-
-    ``empty_results`` (the dataset's: ``zero``, ``skip`` or ``fill``) says how a judged query that
-    retrieved nothing counts (:func:`lsrbench.evaluate.metrics.evaluate_run`).
-
-    A collapsed run (training stopped on a NaN/inf loss, all-zero vectors, or documents activating
-    more than ``collapse_max_active_share`` of the vocabulary on average) is still evaluated: its
-    metrics are written with a ``collapsed`` row of 1.0 (0.0 otherwise), and ``status_json`` says why.
-    """
+    """Exact top-k retrieval, TREC run, ir_measures metrics, FLOPs and active dims as tidy rows;
+    ``empty_results`` says what an empty result counts for. A collapsed run is still evaluated, with a
+    ``collapsed`` row of 1.0 and ``status_json`` saying why."""
     from lsrbench.data.beir import read_written_folder
     from lsrbench.evaluate.collapse import collapse_status
     from lsrbench.evaluate.evaluation import checked_rows, evaluate_vectors, load_vectors

@@ -1,6 +1,5 @@
-"""The index stage: a trained model's vectors of one evaluated dataset, its corpus and its queries as
-CSR ``.npz`` files with their ids, encoded at the evaluation's token lengths (resumable: the
-documents in shards beside the outputs)."""
+"""The index stage: a trained model's vectors of one evaluated dataset's corpus and queries, at the evaluation's
+token lengths, the documents in resumable shards."""
 
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ __all__ = ["STAGE", "index", "index_grid", "index_identity", "index_inputs", "in
 
 
 def _encoding(config: dict) -> dict:
-    """The index stage's settings (``evaluation`` keys that decide the vectors)."""
     ev = config["evaluation"]
     return {"batch_size": ev["encode_batch_size"], "precision": ev["encode_precision"],
             "query_max_length": ev["query_max_length"], "document_max_length": ev["document_max_length"]}
@@ -49,11 +47,8 @@ def collapse_check(config: dict) -> dict:
 def index(dataset: str, model_dir: str, data_dir: str, batch_size: int, precision: str, query_max_length: int,
           document_max_length: int, queries_npz: str, docs_npz: str | None = None, shard_size: int | None = None,
           shard_dir: str | None = None, collapse_check: dict | None = None) -> dict:
-    """Encode the evaluated corpus and its queries to CSR ``.npz`` files with their ids
-    (:func:`lsrbench.index.indexing.index_dataset`), truncated at the evaluation's token lengths
-    (``evaluation.query_max_length`` / ``document_max_length``), not the training ones. Without
-    ``docs_npz`` only the queries (a dataset scored against another dataset's documents).
-    ``collapse_check``: the sample checked for collapse before the rest of the corpus is encoded."""
+    """Encode the evaluated corpus and its queries at the evaluation's token lengths (queries only without
+    ``docs_npz``); ``collapse_check``: the sample checked first."""
     from lsrbench.data.beir import read_written_folder
     from lsrbench.index.indexing import index_dataset
 
@@ -72,9 +67,8 @@ STAGE = Stage(
     identity=index_identity,
     inputs=index_inputs,
     outputs={"docs_npz": "docs.npz", "queries_npz": "queries.npz"},
-    # shards live beside the outputs but are no outputs (a restarted job resumes from them), and
-    # docs.npz does not depend on the shard size; the collapse check's band decides whether it is
-    # written, not what it holds
+    # shards are no outputs (a restarted job resumes from them); neither the shard size nor the
+    # collapse band changes what docs.npz holds
     runtime=lambda layout, item: {"shard_dir": item.path("doc_shards"),
                                   "shard_size": layout.config["evaluation"]["encode_shard_size"] or 0,
                                   "collapse_check": collapse_check(layout.config)},

@@ -1,5 +1,5 @@
-"""The index_queries stage: a dataset sharing another's corpus (MS MARCO Dev and TREC DL 2019 on
-full collections) gets its queries encoded only, scored against the other's ``docs.npz``."""
+"""The index_queries stage: a dataset sharing another's corpus gets its queries encoded only, scored against the
+other's ``docs.npz``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What a symbolic k of a training (or of the probe's own k auto) is read from: ``k: auto`` by a
-head statistic, ``k: probe`` by the probe's crossing (docs/probe.md), as addressed outputs whose
-ids enter the identity and whose files are the job's named inputs."""
+"""What a symbolic k is read from (``auto``: a head statistic; ``probe``: the probe's crossing) as addressed
+outputs, in the identity and the job's inputs."""
 
 from __future__ import annotations
 
@@ -18,11 +17,8 @@ SOURCE_SETTINGS = ("auto_k", "k_from_probe")
 
 
 def k_sources(layout, base: str, k: str, own_probe: bool = True) -> dict:
-    """What a symbolic k of backbone ``base`` is read from: ``auto``, the reference's head norms
-    with the ``auto_k`` settings (for a logit-scale statistic both backbones' probes too);
-    ``probe``, both backbones' probes with the statistic crossed (``k_from_probe``). Values:
-    addressed outputs, or the settings (:data:`SOURCE_SETTINGS`). ``own_probe=False``: for the
-    backbone's probe itself, which measures its own k = 1 before its k auto."""
+    """What a symbolic k of backbone ``base`` is read from: ``auto`` the reference's head norms (and probes for
+    a logit-scale statistic), ``probe`` both probes; ``own_probe=False`` for the backbone's own probe."""
     if k not in SYMBOLIC_KS:
         return {}
     auto = layout.config["auto_k"]

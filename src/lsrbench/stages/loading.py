@@ -1,6 +1,5 @@
-"""What a backbone loads, as the norm, probe, train and re-fit stages declare it: the entry keys
-that decide the checkpoint, their identity (a local folder's bytes), the MLM re-fit a backbone
-loads instead, and where jobs read from (never part of a result)."""
+"""What a backbone loads, as the norm, probe, train and re-fit stages declare it: the deciding entry keys, their
+identity, the re-fit loaded instead, and where jobs read from."""
 
 from __future__ import annotations
 
@@ -41,9 +40,8 @@ def source_identity(layout, backbone: str) -> dict:
 
 
 def refit_of(config: dict, backbone: str) -> dict:
-    """``{"refit": <name>}``, the key of the MLM re-fit a backbone loads (docs/miniature.md): the
-    first backbone entry with the same source checkpoint and ``mlm_refit`` settings, so that twins
-    share one re-fit job; ``{}`` for a backbone without ``mlm_refit``."""
+    """``{"refit": <name>}``: the first backbone with the same checkpoint and ``mlm_refit`` settings, so twins
+    share one re-fit; ``{}`` without ``mlm_refit``."""
     entry = config["backbones"][backbone]
     if not entry.get("mlm_refit"):
         return {}
@@ -54,8 +52,8 @@ def refit_of(config: dict, backbone: str) -> dict:
 
 
 def load_identity(layout, backbone: str) -> dict:
-    """What a backbone loads: a local checkpoint folder's bytes, else the hub id / wheel digests;
-    for a backbone with ``mlm_refit``, the re-fit's id (which holds its source) and ``head_scale``."""
+    """What a backbone loads: a local folder's bytes, else the hub id or wheel digests; with ``mlm_refit`` the
+    re-fit's id and ``head_scale``."""
     refit = refit_of(layout.config, backbone)
     if refit:
         entry = layout.config["backbones"][backbone]
@@ -67,9 +65,7 @@ def load_identity(layout, backbone: str) -> dict:
 
 
 def loaded_entry(layout, backbone: str) -> dict:
-    """The load keys a job gets (its runtime ``entry``): as written, or for a backbone with
-    ``mlm_refit`` the re-fit checkpoint's folder as its ``model`` (with its ``head_scale`` and
-    ``trust_remote_code``)."""
+    """The load keys a job gets: as written, or with ``mlm_refit`` the re-fit's folder as ``model``."""
     entry = load_entry(layout.config, backbone)
     refit = refit_of(layout.config, backbone)
     if not refit:

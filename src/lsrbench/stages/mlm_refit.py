@@ -1,10 +1,6 @@
-"""The MLM re-fit stage (docs/miniature.md): a backbone entry with ``mlm_refit: {...}`` starts from
-its checkpoint made into an MLM that never trained for retrieval, as "Rescaling MLM-Head for Neural
-Sparse Retrieval" (arXiv 2606.18811) starts from pretrained MLMs. One job per distinct (source
-checkpoint, re-fit settings): twins share it. Its folder, ``results/mlm_refit/<id>/``, is named by
-the source checkpoint, the settings and the id of the dataset folder whose documents it reads; the
-norm, probe and train stages of the backbones that name it load ``model/`` from there
-(:func:`lsrbench.stages.loading.loaded_entry`)."""
+"""The MLM re-fit stage (docs/miniature.md): a backbone with ``mlm_refit`` starts from its checkpoint with the
+MLM head re-fit (encoder and ``W_head`` are the checkpoint's). One job per (source checkpoint, settings), shared
+by twins, in ``results/mlm_refit/<id>/``."""
 
 from __future__ import annotations
 
@@ -32,9 +28,8 @@ def refit_grid(config: dict) -> list[dict]:
 
 
 def unshared_refits(layout) -> list[str]:
-    """One line per backbone whose MLM re-fit looks like an earlier backbone's (the same model and
-    re-fit settings) but is a job and a folder of its own, because its entry differs in what else
-    says which checkpoint it starts from (a ``fetch`` block not copied, another ``revision``)."""
+    """One line per backbone whose re-fit looks like an earlier one's but is its own job, because its entry
+    differs in what picks the checkpoint (``fetch``, ``revision``)."""
     config, lines = layout.config, []
     backbones = config["backbones"]
     owners = [b for b in backbones if refit_of(config, b).get("refit") == b]  # the first backbone of each re-fit
@@ -72,7 +67,6 @@ def refit_inputs(layout, item) -> dict:
 
 
 def _runtime(layout, item) -> dict:
-    """The source checkpoint's entry as written (where it is read from, where errors point)."""
     return {"entry": source_entry(layout.config, item.fields["refit"]), "backbone": item.fields["refit"],
             **job_location(layout)}
 
@@ -80,10 +74,8 @@ def _runtime(layout, item) -> dict:
 def mlm_refit(settings: dict, config_hash: str, entry: dict, backbone: str,
               mirror, cache_dir: str, config_file: str, full_dir: str, model_dir: str, refit_json: str, refit_log: str,
               provenance_json: str, preflight_json: str | None = None) -> dict:
-    """Re-fit the source checkpoint of ``entry`` (as written; ``backbone``: the first entry naming
-    this re-fit, where errors point) as an MLM on the documents of the dataset folder ``full_dir``
-    (:func:`lsrbench.model.mlm_refit.refit_mlm`), and write the checkpoint, its per-step log, the
-    summary (held-out MLM loss before and after) and the provenance."""
+    """Re-fit the source checkpoint of ``entry`` as an MLM on the documents of ``full_dir`` and write the
+    checkpoint, log, summary and provenance."""
     from lsrbench.data.beir import read_written_folder
     from lsrbench.model.checkpoint import resolve_model
     from lsrbench.model.mlm_refit import refit_mlm

@@ -1,6 +1,5 @@
-"""The norm stage: load a backbone (checking it really has an MLM head and a tokenizer) and write
-its head norms after its ``head_scale``: a number, or one matched to another backbone's head
-(:mod:`lsrbench.model.head_match`). The first job that reads a checkpoint."""
+"""The norm stage: load a backbone (checking its MLM head and tokenizer) and write its head norms after
+``head_scale``; the first job to read a checkpoint."""
 
 from __future__ import annotations
 
@@ -23,7 +22,6 @@ def refit_input(layout, backbone: str) -> dict:
 
 
 def _match_norms(layout, backbone: str):
-    """The norm output of the backbone a matched ``head_scale`` reads (lsrbench.model.head_match), else None."""
     match = match_of(layout.config["backbones"][backbone])
     return layout.get("norms", backbone=match) if match else None
 
@@ -35,18 +33,16 @@ def match_identity(layout, backbone: str) -> dict:
 
 
 def match_input(layout, backbone: str) -> dict:
-    """The matched backbone's norms.json: an input of the norm job that measures the ratio and of
-    the train jobs that load with it (the DAG edge of the scale control)."""
+    """The matched backbone's norms.json: an input of the norm and train jobs of a matched head (the control's
+    DAG edge)."""
     match = _match_norms(layout, backbone)
     return {"match_norms_json": match.path("norms.json")} if match else {}
 
 
 def norm(backbone: str, entry: dict, mirror, cache_dir: str, config_file: str, norms_json: str,
          refit_model: str | None = None, match_norms_json: str | None = None) -> dict:
-    """Load the backbone (checking it really has an MLM head) and write its head norms, after its
-    ``head_scale``: a number, or one matched to the backbone whose ``match_norms_json`` this job
-    reads (:mod:`lsrbench.model.head_match`: the ratio is measured here and recorded). With
-    ``refit_model`` (a backbone with ``mlm_refit``) ``entry['model']`` is that folder."""
+    """Load the backbone (checking its MLM head) and write its head norms after ``head_scale``, measuring and
+    recording a matched ratio against ``match_norms_json``."""
     from lsrbench.model.checkpoint import check_tokenizer, load_mlm, model_origin, resolve_model, transformer_folder
     from lsrbench.model.head_match import apply_head_scale, is_matched, matched_scale, numeric_head_scale
     from lsrbench.model.rescale import head_norms

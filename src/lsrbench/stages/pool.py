@@ -1,6 +1,5 @@
-"""The pool stage: the evaluated subset of a dataset with ``evaluation.pool_depth`` (every judged
-document plus each query's top ``pool_depth`` BM25 candidates), its own folder ``pool<depth>``
-inside the dataset's, so a new depth never re-writes the full folder the triplets are cropped from."""
+"""The pool stage: the evaluated subset with ``evaluation.pool_depth`` (judged documents plus each query's BM25
+top), in its own ``pool<depth>`` folder."""
 
 from __future__ import annotations
 
@@ -18,8 +17,8 @@ __all__ = ["STAGE", "pool"]
 
 def pool(dataset: str, full_dir: str, pool_depth: int, eval_dir: str, eval_info: str,
          corpus_store: str | None = None) -> None:
-    """The evaluated subset of a dataset: every judged document plus each query's top ``pool_depth``
-    BM25 candidates (:func:`lsrbench.data.bm25.pooled_subset`), in BEIR layout (the full folder's split)."""
+    """The evaluated subset of a dataset (every judged document plus each query's top ``pool_depth`` BM25
+    candidates) in BEIR layout."""
     from lsrbench.data.beir import read_written_folder, written_split
     from lsrbench.data.bm25 import pooled_subset
     from lsrbench.data.store import write_beir_folder

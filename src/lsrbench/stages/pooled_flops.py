@@ -1,6 +1,5 @@
-"""The pooled_flops stage: FLOPs and active dims of one run pooled over report.flops_datasets
-(NanoBEIR) exactly as sentence-transformers' SparseNanoBEIREvaluator pools them; only when it names
-several datasets."""
+"""The pooled_flops stage: one run's FLOPs and active dims pooled over report.flops_datasets as
+SparseNanoBEIREvaluator pools them."""
 
 from __future__ import annotations
 
@@ -32,9 +31,8 @@ def _inputs(layout, item) -> dict:
 
 def pooled_flops(run: str, k: str, datasets: list[str], docs_npz, queries_npz, metrics_tsv: str,
                  provenance_json: str) -> dict:
-    """FLOPs and mean active dims of one run pooled over ``datasets`` (one ``docs_npz`` and
-    ``queries_npz`` each, in that order) exactly as sentence-transformers' SparseNanoBEIREvaluator
-    pools them (:mod:`lsrbench.evaluate.flops`), as tidy rows of the dataset :data:`lsrbench.names.POOLED`."""
+    """FLOPs and active dims of one run pooled over ``datasets`` (a ``docs_npz`` and ``queries_npz`` each), as
+    tidy rows of :data:`lsrbench.names.POOLED`."""
     from lsrbench.evaluate.flops import pooled_active_dims, pooled_flops as pool
     from lsrbench.evaluate.tidy import write_metric_rows
     from lsrbench.index.sparse import load_sparse

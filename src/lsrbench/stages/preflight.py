@@ -1,14 +1,5 @@
-"""The preflight stage: the first job of a ``use_gpu: true`` grid (none in a CPU config), which every
-training, MLM re-fit and probe not yet finished waits for: on a GPU node as they are, the checks of
-``lsrbench preflight`` (:mod:`lsrbench.ops.preflight`) but the disk's (a dry run of the DAG inside the
-running DAG). Once per results folder (its folder id is constant): delete ``results/preflight/`` to
-have the next run check again; ``lsrbench preflight`` checks the current config any time.
-
-Snakemake re-runs a finished job whose set of inputs changed or whose input is newer than its
-outputs, deleting it first. So the preflight is an input only of the jobs not yet finished, and of a
-finished one only where its record (``params.json``: ``made_from``) says it was one; never by its
-time stamp (``ancient``): a training finished on the CPU, or before a new preflight, is never made again.
-"""
+"""The preflight stage: the first job of a ``use_gpu`` grid, ``lsrbench preflight``'s checks but the disk's,
+once per results folder; an input only of jobs not yet finished, so a finished training is never made again."""
 
 from __future__ import annotations
 
@@ -24,8 +15,7 @@ PREFLIGHT_JSON = "preflight.json"
 
 
 def preflight_input(layout, item) -> dict:
-    """``{"preflight_json": ...}`` for a job of a GPU grid that is not finished, or that was made after
-    a preflight; else nothing (see the module doc)."""
+    """``{"preflight_json": ...}`` for a GPU-grid job not finished or made after a preflight; else nothing."""
     from snakemake.io import ancient
 
     record = Path(item.path("params.json"))
@@ -42,8 +32,8 @@ def preflight_input(layout, item) -> dict:
 
 
 def preflight(config: dict, config_file: str, preflight_json: str) -> None:
-    """The checks of ``lsrbench preflight`` but the disk's; a problem stops the grid in one line (the
-    first, with the count of the others), else the summary is written."""
+    """The preflight checks but the disk's: a problem stops the grid in one line, else the summary is
+    written."""
     from lsrbench.device import gpu_stack
     from lsrbench.ops.preflight import preflight as checks
     from lsrbench.provenance import write_json

@@ -1,7 +1,5 @@
-"""The probe stage (docs/probe.md; "Rescaling MLM-Head for Neural Sparse Retrieval", arXiv
-2606.18811): every backbone at step 0, per ``[mode, k]`` it measures, its checkpoint loaded once
-(the norm job reads it first: its download, its tokenizer check). Upstream only of ``k: probe`` and
-of ``k: auto`` by a logit-scale statistic."""
+"""The probe stage (docs/probe.md): every backbone at step 0 per ``[mode, k]``, its checkpoint loaded once;
+upstream only of ``k: probe`` and a logit-scale ``k: auto``."""
 
 from __future__ import annotations
 
@@ -31,9 +29,6 @@ def _probe_sources(layout, backbone: str) -> dict:
 
 
 def _identity(layout, key: dict) -> dict:
-    """One backbone's probe: the backbone as loaded (as released, for ``evaluate_only``), its head
-    norms' id (the norm job reads the checkpoint first), the sample of the triplets and the recipe
-    keys the probe reads, every ``[mode, k]`` it measures and what its k auto is read from."""
     b, config = key["backbone"], layout.config
     settings = probe_settings(config)
     # the recipe of the first training seed (recipe.seeds): the probe samples once, whatever the seeds
@@ -53,7 +48,6 @@ def _inputs(layout, item) -> dict:
 
 
 def _runtime(layout, item) -> dict:
-    """The backbone entry as written (``evaluate_only`` kept: a released checkpoint loads as such)."""
     released = {"evaluate_only": True} if item.identity.get("released") else {}
     return {"entry": {**loaded_entry(layout, item.fields["backbone"]), **released}, **job_location(layout)}
 
@@ -62,10 +56,8 @@ def probe(backbone: str, ks: list, recipe: dict, n_triplets: int, gradients: boo
           mirror, cache_dir: str, config_file: str, triplets_jsonl: str, norms_json: str, probe_json: str,
           provenance_json: str, auto_k: dict | None = None, reference_norms_json: str | None = None,
           reference_probe_json: str | None = None, preflight_json: str | None = None) -> list[dict]:
-    """The step-0 probe of one backbone at every ``[mode, k]`` of ``ks``, its checkpoint loaded once
-    (:func:`lsrbench.model.probe.probe_backbone`; docs/probe.md), written as a JSON list of results.
-    A k auto is resolved as training resolves it: from the norm files, or for a logit-scale
-    statistic from this probe's own k = 1 and the reference's probe file."""
+    """The step-0 probe of one backbone at every ``[mode, k]`` of ``ks``, written as a JSON list; a k auto is
+    resolved as training resolves it."""
     from lsrbench.data.triplets import read_triplets
     from lsrbench.model.checkpoint import resolve_model
     from lsrbench.model.probe import probe_backbone
@@ -89,8 +81,8 @@ def probe(backbone: str, ks: list, recipe: dict, n_triplets: int, gradients: boo
 
 def _probe_auto_k(backbone: str, auto_k: dict | None, norms_json: str, reference_norms_json: str | None,
                   reference_probe_json: str | None, config_file: str):
-    """The probe's k auto: the number training uses (the norm files), or, for a logit-scale
-    statistic, a function of the results probed before it (its own k = 1 over the reference's)."""
+    """The probe's k auto: training's number, or for a logit-scale statistic a function of the results probed
+    before it."""
     if auto_k is None:
         return None
     from lsrbench.model.auto_k import auto_k_from_files, auto_k_ratio, read_head_statistic

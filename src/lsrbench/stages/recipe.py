@@ -18,10 +18,8 @@ def late_recipe_settings(prefix: str) -> tuple:
 
 
 def results_recipe(config: dict, seed: int | None = None) -> dict:
-    """The recipe as it determines results (``checkpoint_steps`` only says how often to save,
-    ``report_to`` where the trainer also reports): of one training seed
-    (:func:`lsrbench.config.grid.seed_recipe`: what a train identity holds), else of the whole
-    config (its seeds as one ``seed``, or as ``seeds`` when there are several: the config snapshot's)."""
+    """The recipe as it determines results (no ``checkpoint_steps`` or ``report_to``): of one training seed,
+    else of the whole config with its seeds."""
     from lsrbench.config.grid import seed_recipe, several_seeds, training_seeds
 
     recipe = {key: v for key, v in config["recipe"].items() if key not in RUNTIME_RECIPE_KEYS}

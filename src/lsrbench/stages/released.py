@@ -1,6 +1,5 @@
-"""The released stage: a backbone with ``evaluate_only: true`` (a released, already trained sparse
-encoder) gets the train stage's outputs from its checkpoint as released (no training, no triplets,
-k = 1), so index, evaluate and every report treat it like a trained run."""
+"""The released stage: an ``evaluate_only`` backbone gets the train stage's outputs from its released checkpoint
+(no training, k = 1), so the rest treats it like a run."""
 
 from __future__ import annotations
 
@@ -21,8 +20,6 @@ __all__ = ["STAGE", "released"]
 
 
 def _identity(layout, key: dict) -> dict:
-    """A released checkpoint as it is: no triplets, no recipe but the max lengths an MLM checkpoint
-    is made into a SparseEncoder with."""
     base, _ = split_run_name(key["run"])
     recipe = layout.config["recipe"]
     return {"run": key["run"], "k": key["k"], "load": load_identity(layout, base), "released": True,
@@ -33,9 +30,8 @@ def _identity(layout, key: dict) -> dict:
 def released(run: str, query_max_length: int, document_max_length: int, config_hash: str, entry: dict, mirror,
              cache_dir: str, config_file: str, norms_json: str, model_dir: str, train_log: str, provenance_json: str,
              status_json: str) -> dict:
-    """The train stage's outputs for an ``evaluate_only`` backbone, without training: its released
-    checkpoint as a SparseEncoder (:func:`lsrbench.model.encoder.released_sparse_encoder`: as it is,
-    k = 1), an empty per-step log, status ``ok`` and provenance saying it was released, not trained."""
+    """The train stage's outputs for an ``evaluate_only`` backbone without training: the checkpoint as a
+    SparseEncoder at k = 1, an empty log, status ``ok``, provenance saying released."""
     from lsrbench.atomic import atomic_dir
     from lsrbench.model.checkpoint import resolve_model, resolved_revision
     from lsrbench.model.encoder import released_sparse_encoder

@@ -1,7 +1,5 @@
-"""The train stage: a backbone's head rescaled by ``k`` (``auto`` and ``probe`` read off the norm
-and probe outputs, :mod:`lsrbench.stages.k_sources`), trained with the recipe on the triplets, saved
-as a SentenceTransformers SparseEncoder with its per-step log, status and provenance. One folder per
-(run, k) and training seed (``recipe.seeds``)."""
+"""The train stage: a backbone's head rescaled by ``k``, trained with the recipe on the triplets, saved as a
+SparseEncoder with its log, status and provenance; one folder per (run, k, seed)."""
 
 from __future__ import annotations
 
@@ -38,7 +36,6 @@ def _identity(layout, key: dict) -> dict:
 
 
 def _inputs(layout, item) -> dict:
-    """Its backbone's norms and the triplets (plus what a symbolic k is read from)."""
     base, _ = split_run_name(item.fields["run"])
     inputs = {"norms_json": layout.get("norms", backbone=base).path("norms.json"),
               "triplets_jsonl": layout.get("triplets").path("triplets.jsonl"), **match_input(layout, base)}
@@ -46,9 +43,6 @@ def _inputs(layout, item) -> dict:
 
 
 def _runtime(layout, item) -> dict:
-    """The backbone entry as written, checkpoints and processes: where the job reads and how it
-    runs, not what it computes (a restarted job must find its checkpoints, which are no outputs:
-    Snakemake's clean-up of a failed job's outputs would delete them)."""
     return {"entry": loaded_entry(layout, split_run_name(item.fields["run"])[0]),
             "checkpoint_dir": item.path("checkpoints"), "checkpoint_steps": layout.config["recipe"]["checkpoint_steps"],
             "report_to": layout.config["recipe"].get("report_to", []),
@@ -62,19 +56,9 @@ def train(run: str, k: str, mode: str, recipe: dict, config_hash: str, entry: di
           k_from_probe: dict | None = None, checkpoint_dir: str | None = None, checkpoint_steps: int | None = None,
           processes: int | str = 1, report_to: list | None = None, match_norms_json: str | None = None,
           preflight_json: str | None = None) -> dict:
-    """Rescale by ``k`` and train; writes the SparseEncoder model, the per-step log, the status and
-    provenance (which records the head norms of the backbone as loaded, from the norm stage).
-
-    ``run`` is the run name (``<backbone>+untie`` for the untie ``mode``, see
-    :func:`lsrbench.names.run_name`); ``entry`` the backbone's load keys as written; ``k == "auto"``
-    is resolved from the head norms (:mod:`lsrbench.model.auto_k`; a logit-scale statistic from
-    the probes), ``k == "probe"`` from the probes (:func:`k_from_probes`). A matched ``head_scale``
-    loads with the ratio its norm job recorded, checked against ``match_norms_json`` (the matched
-    backbone's norms, :mod:`lsrbench.model.head_match`). Resumable through
-    ``checkpoint_dir`` and collapse-tolerant (:func:`lsrbench.model.train.train_splade`).
-    ``processes`` (``auto``: one per visible CUDA GPU): more than one trains data-parallel through
-    torchrun (:mod:`lsrbench.stages.distributed`); the recipe's batch is the global batch.
-    ``preflight_json``: a GPU grid's preflight (:mod:`lsrbench.stages.preflight`), only waited for."""
+    """Rescale by ``k`` (``auto``/``probe`` resolved from norms and probes, a matched ``head_scale`` from its
+    recorded ratio) and train, resumably and collapse-tolerant; writes the model, log, status and provenance.
+    ``processes`` > 1 trains data-parallel (the recipe's batch is global)."""
     from lsrbench.model.ranks import training_processes, world
 
     n = training_processes(processes)
@@ -108,8 +92,7 @@ def train(run: str, k: str, mode: str, recipe: dict, config_hash: str, entry: di
 
 
 def resolved_head_scale(entry: dict, norms_json: str, match_norms_json: str | None = None) -> dict:
-    """The entry with its ``head_scale`` as the number the head is multiplied by at load (a matched
-    one: the ratio its norm job recorded) and ``head_scale_mode``."""
+    """The entry with ``head_scale`` as the number the head is multiplied by at load, and its mode."""
     from lsrbench.model.head_match import loaded_head_scale
 
     scale, mode = loaded_head_scale(entry, norms_json, match_norms_json)
@@ -117,8 +100,7 @@ def resolved_head_scale(entry: dict, norms_json: str, match_norms_json: str | No
 
 
 def _k_value(run: str, k: str, config_file: str, files: dict, auto_k: dict | None, k_from_probe: dict | None) -> float:
-    """The number a run's k stands for: itself, or what ``auto`` / ``probe`` read off the norm and
-    probe ``files`` (the train job's inputs of those names)."""
+    """The number a run's k stands for: itself, or what ``auto``/``probe`` read off ``files``."""
     from lsrbench.model.auto_k import auto_k_from_files
 
     if k == AUTO_K:
@@ -130,10 +112,8 @@ def _k_value(run: str, k: str, config_file: str, files: dict, auto_k: dict | Non
 
 
 def k_from_probes(run: str, probe_files: list[str], k_from_probe: dict, config_file: str) -> float:
-    """``k: probe``: the k at which the run's statistic at step 0 crosses the reference backbone's at
-    k = 1 (:func:`lsrbench.report.probe.report.recommend_k`, the heuristic docs/probe.md states),
-    from the run's and the reference's probe files; a crossing the probed k do not bracket is a
-    one-line InputError saying which way to probe further."""
+    """``k: probe``: the k where the run's step-0 statistic crosses the reference's at k = 1 (docs/probe.md); an
+    unbracketed crossing is a one-line InputError saying which way to probe."""
     from lsrbench.report.probe.report import recommend_k
 
     results = []

@@ -1,5 +1,4 @@
-"""The triplets stage: the training triplets of ``training_data`` (pseudo-queries cropped from a
-corpus, never its test queries; an hf dataset; ir_datasets docpairs)."""
+"""The triplets stage: the training triplets of ``training_data``."""
 
 from __future__ import annotations
 
@@ -21,7 +20,6 @@ def _identity(layout, key: dict) -> dict:
 
 
 def _inputs(layout, item) -> dict:
-    """The corpus folder for pseudo-queries, nothing for hf / ir_datasets."""
     td = layout.config["training_data"]
     return {"full_dir": layout.get("data", dataset=td["dataset"]).path("full")} if td["source"] == "pseudo_queries" else {}
 
