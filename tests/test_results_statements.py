@@ -1,7 +1,7 @@
 """Every statement of a result in the README and docs agrees with the result (issue 37 item 6): the
 numbers are read from the recorded results files here, not typed twice. The pool and its chance
-levels (computed again from ../shared's Vaswani judgments), the claims calibration table of
-docs/claims.md, the default's verdicts in the README, the confirmation on new seeds, the
+levels (computed again from ../shared's Vaswani judgments), the claims calibration table
+(benchmark/results/claims_calibration.md) and docs/claims.md's summary of it, the default's verdicts in the README, the confirmation on new seeds, the
 full-corpus record, and the previous default's numbers docs/claims.md quotes."""
 
 from __future__ import annotations
@@ -75,7 +75,14 @@ def test_the_calibration_table_is_the_recorded_one():
     from lsrbench.report.claims.calibration import load_config
 
     record = _json("claims_calibration.json")
-    assert bench.markdown(record) in (REPO / "docs" / "claims.md").read_text(encoding="utf-8")
+    assert (RESULTS / "claims_calibration.md").read_text(encoding="utf-8") == bench.markdown(record)
+    # docs/claims.md's summary: the most false verdicts of one claim under no effect, per config
+    worst = {name: max(r["false"] for s in record["sections"] if s["config"] == name and s["scenario"] == "no_effect"
+                       for r in s["rows"] if r.get("false") is not None) for name in ("config/config.yaml", "config/paper.yaml")}
+    draws = [s["draws"] for s in record["sections"] if s["config"] == "config/paper.yaml" and s["scenario"] == "no_effect"]
+    summary = _text("docs/claims.md")
+    assert f"the tiny default at most {worst['config/config.yaml']}/200 false verdicts per claim" in summary
+    assert f"the paper config at most {worst['config/paper.yaml']} per claim in {'/'.join(map(str, draws))} draws" in summary
     ids = {name: {spec["id"] for spec in load_config(str(REPO / name))["claims"]["list"]}
            for name in ("config/config.yaml", "config/paper.yaml")}
     cells = {(s["config"], s["cap"], s["scenario"]) for s in record["sections"]}
