@@ -2,7 +2,7 @@
 numbers are read from the recorded results files here, not typed twice. The pool and its chance
 levels (computed again from ../shared's Vaswani judgments), the claims calibration table
 (benchmark/results/claims_calibration.md) and docs/claims.md's summary of it, the default's verdicts in the README, the confirmation on new seeds, the
-full-corpus record, and the previous default's numbers docs/claims.md quotes."""
+full-corpus record, and the previous default's numbers and engine benchmark/README.md quotes."""
 
 from __future__ import annotations
 
@@ -53,12 +53,12 @@ def test_the_pool_and_its_chance_levels_where_readers_look(vaswani_qrels):
     assert pool["measures"]["nDCG@10"]["expected"] == pytest.approx(on_pool["nDCG@10"].expected)
 
 
-def test_docs_claims_quotes_the_previous_default_as_recorded():
+def test_the_benchmark_notes_quote_the_previous_default_as_recorded():
     """Before: 0.394, 0.003, 0.282 where the record says 0.404, 0.0034, 0.268."""
     outcomes = {(r["backbone"], r["k"]): r["outcome"] for r in _json("probe-tiny-default.json")["outcomes"]["runs"]}
     quoted = (f"{outcomes[('splade-tiny', '1')]:.3f}, {outcomes[('splade-tiny', '16')]:.4f}, "
               f"{outcomes[('splade-tiny+untie', '16')]:.3f}")
-    assert quoted == "0.404, 0.0034, 0.268" and quoted in _text("docs/claims.md")
+    assert quoted == "0.404, 0.0034, 0.268" and quoted in _text("benchmark/README.md")
 
 
 # claims added after the record was made (the controls of issue 48): bounded at 10 % by the fast
@@ -131,7 +131,7 @@ def test_the_full_corpus_record_beside_the_pooled_numbers():
 def test_what_the_engine_said_before_is_the_recorded_comparison():
     record = _json("claims_calibration-before.json")
     before, now = record["engines"]["4e850cd"], record["engines"]["this revision"]
-    text = _text("docs/claims.md")
+    text = _text("benchmark/README.md")
     assert (f"`fails` for `rescaled_beats_k1` in {before['rescaled_beats_k1']['fails']} and for `rescaled_frontier` in "
             f"{before['rescaled_frontier']['fails']}, and `by construction` for the norm claim in all "
             f"{before['optimal_k_grows_with_norm']['by construction']}") in text
