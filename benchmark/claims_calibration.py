@@ -2,7 +2,7 @@
 (lsrbench.report.claims.calibration), for config/config.yaml and config/paper.yaml at 50, 200 and 1,000
 queries per dataset (each dataset at most its real test set), every trained model carrying its own
 training-seed offset at the measured seed sd (calibration.MEASURED_SEED_SD). Writes a record per run
-and prints the Markdown table docs/claims.md carries (tests/test_results_statements.py checks that
+and prints the Markdown table of benchmark/results/claims_calibration.md (tests/test_results_statements.py checks that
 they agree); sections are drawn until --until (UTC, HH:MM) and the record says how many draws each got.
 
     python benchmark/claims_calibration.py --config config/config.yaml --caps 50 200 1000 --draws 200 \

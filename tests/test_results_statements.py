@@ -1,8 +1,8 @@
 """Every statement of a result in the README and docs agrees with the result (issue 37 item 6): the
 numbers are read from the recorded results files here, not typed twice. The pool and its chance
-levels (computed again from ../shared's Vaswani judgments), the claims calibration table of
-docs/claims.md, the default's verdicts in the README, the confirmation on new seeds, the
-full-corpus record, and the previous default's numbers docs/claims.md quotes."""
+levels (computed again from ../shared's Vaswani judgments), the claims calibration table
+(benchmark/results/claims_calibration.md) and docs/claims.md's summary of it, the default's verdicts in the README, the confirmation on new seeds, the
+full-corpus record, and the previous default's numbers and engine benchmark/README.md quotes."""
 
 from __future__ import annotations
 
@@ -53,12 +53,12 @@ def test_the_pool_and_its_chance_levels_where_readers_look(vaswani_qrels):
     assert pool["measures"]["nDCG@10"]["expected"] == pytest.approx(on_pool["nDCG@10"].expected)
 
 
-def test_docs_claims_quotes_the_previous_default_as_recorded():
+def test_the_benchmark_notes_quote_the_previous_default_as_recorded():
     """Before: 0.394, 0.003, 0.282 where the record says 0.404, 0.0034, 0.268."""
     outcomes = {(r["backbone"], r["k"]): r["outcome"] for r in _json("probe-tiny-default.json")["outcomes"]["runs"]}
     quoted = (f"{outcomes[('splade-tiny', '1')]:.3f}, {outcomes[('splade-tiny', '16')]:.4f}, "
               f"{outcomes[('splade-tiny+untie', '16')]:.3f}")
-    assert quoted == "0.404, 0.0034, 0.268" and quoted in _text("docs/claims.md")
+    assert quoted == "0.404, 0.0034, 0.268" and quoted in _text("benchmark/README.md")
 
 
 # claims added after the record was made (the controls of issue 48): bounded at 10 % by the fast
@@ -75,7 +75,14 @@ def test_the_calibration_table_is_the_recorded_one():
     from lsrbench.report.claims.calibration import load_config
 
     record = _json("claims_calibration.json")
-    assert bench.markdown(record) in (REPO / "docs" / "claims.md").read_text(encoding="utf-8")
+    assert (RESULTS / "claims_calibration.md").read_text(encoding="utf-8") == bench.markdown(record)
+    # docs/claims.md's summary: the most false verdicts of one claim under no effect, per config
+    worst = {name: max(r["false"] for s in record["sections"] if s["config"] == name and s["scenario"] == "no_effect"
+                       for r in s["rows"] if r.get("false") is not None) for name in ("config/config.yaml", "config/paper.yaml")}
+    draws = [s["draws"] for s in record["sections"] if s["config"] == "config/paper.yaml" and s["scenario"] == "no_effect"]
+    summary = _text("docs/claims.md")
+    assert f"the tiny default at most {worst['config/config.yaml']}/200 false verdicts per claim" in summary
+    assert f"the paper config at most {worst['config/paper.yaml']} per claim in {'/'.join(map(str, draws))} draws" in summary
     ids = {name: {spec["id"] for spec in load_config(str(REPO / name))["claims"]["list"]}
            for name in ("config/config.yaml", "config/paper.yaml")}
     cells = {(s["config"], s["cap"], s["scenario"]) for s in record["sections"]}
@@ -124,7 +131,7 @@ def test_the_full_corpus_record_beside_the_pooled_numbers():
 def test_what_the_engine_said_before_is_the_recorded_comparison():
     record = _json("claims_calibration-before.json")
     before, now = record["engines"]["4e850cd"], record["engines"]["this revision"]
-    text = _text("docs/claims.md")
+    text = _text("benchmark/README.md")
     assert (f"`fails` for `rescaled_beats_k1` in {before['rescaled_beats_k1']['fails']} and for `rescaled_frontier` in "
             f"{before['rescaled_frontier']['fails']}, and `by construction` for the norm claim in all "
             f"{before['optimal_k_grows_with_norm']['by construction']}") in text

@@ -6,7 +6,7 @@ without its seed term does, on the FLOPs leg of the frontier; under the paper's 
 verdicts come out, in at least 80 % of draws where the simulated sizes give that power (the claims where
 they do not are named here, with why). Small draws here (fixed seeds); `pytest -m slow` draws 200 of the
 tiny default and 50 of the paper config; the recorded rates (at least 200 draws per cell) are
-benchmark/results/claims_calibration.json, tabulated in docs/claims.md."""
+benchmark/results/claims_calibration.json, tabulated in benchmark/results/claims_calibration.md."""
 
 from __future__ import annotations
 
