@@ -5,7 +5,7 @@ training-seed offset at the measured seed sd (calibration.MEASURED_SEED_SD). Wri
 and prints the Markdown table docs/claims.md carries (tests/test_results_statements.py checks that
 they agree); sections are drawn until --until (UTC, HH:MM) and the record says how many draws each got.
 
-    python benchmark/claims_calibration.py --config config/config.yaml --caps 50 200 1000 --draws 200 \
+    python benchmark/claims_calibration.py --config config/config.yaml --caps 50 200 1000 --draws 200 --resamples 2000 \
         --power-draws 100 --out benchmark/results/claims_calibration-tiny.json [--until 14:00]
     python benchmark/claims_calibration.py --merge A.json B.json --out benchmark/results/claims_calibration.json
 """
