@@ -5,28 +5,41 @@ training-seed offset at the measured seed sd (calibration.MEASURED_SEED_SD). Wri
 and prints the Markdown table of benchmark/results/claims_calibration.md (tests/test_results_statements.py checks that
 they agree); sections are drawn until --until (UTC, HH:MM) and the record says how many draws each got.
 
-    python benchmark/claims_calibration.py --config config/config.yaml --caps 50 200 1000 --draws 200 \
+    python benchmark/claims_calibration.py --config config/config.yaml --caps 50 200 1000 --draws 200 --resamples 2000 \
         --power-draws 100 --out benchmark/results/claims_calibration-tiny.json [--until 14:00]
     python benchmark/claims_calibration.py --merge A.json B.json --out benchmark/results/claims_calibration.json
 """
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
-import datetime as dt
-import json
 import os
-import platform
-import sys
-import time
-from collections import Counter
-from pathlib import Path
 
-from scipy import stats
+# One BLAS thread (set before numpy loads): threaded OpenBLAS spinning on a shared 2-core machine made
+# the tests' sign-flip products 50x slower; the products are the same (benchmark/results/notes/claims_calibration.md).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from lsrbench.report.claims.calibration import (COUNTED, MEASURED_SEED_SD, PAPER_SHAPED, calibrate, claim_kinds,
+import argparse  # noqa: E402
+import dataclasses  # noqa: E402
+import datetime as dt  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections import Counter  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from scipy import stats  # noqa: E402
+
+from lsrbench.report import stats as report_stats  # noqa: E402
+from lsrbench.report.claims.calibration import (COUNTED, MEASURED_SEED_SD, PAPER_SHAPED, calibrate, claim_kinds,  # noqa: E402
                                                 false_verdicts, load_config, no_effect, paper_queries)
+
+# Every draw tests the same query counts with the same claims.seed, so every test draws the same
+# sign vectors: kept for the whole run (the paper config at 1,000 queries x 2,000 resamples: 17.5M
+# entries, 140 MB) instead of drawn again per test; the same arrays, cached or not.
+report_stats.CACHED_SIGNS = 20_000_000
 
 REPO = Path(__file__).resolve().parents[1]
 CHUNK = 1  # draws per call of calibrate: the deadline is checked between them
@@ -70,13 +83,22 @@ def section(name: str, cap: int, label: str, draws: int, deadline: float | None,
         done += n
     return {"config": name, "cap": cap, "queries": sizes, "scenario": label, "draws": done, "planned": draws,
             "rows": rows(config, total, done, None if label == "no_effect" else scenario.expected),
-            "seconds": round(time.time() - t0, 1)}
+            "seconds": round(time.time() - t0, 1), "load_avg_end": os.getloadavg()}
+
+
+def git_commit() -> dict:
+    """The commit the run is made from and whether its tracked files are as committed."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+
+    return {"commit": git("rev-parse", "HEAD"), "clean": not git("status", "--porcelain", "--untracked-files=no")}
 
 
 def run(config: str, caps: list[int], draws: int, power_draws: int, out: Path, deadline: float | None,
         command: str, resamples: int, section_seconds: float | None = None) -> dict:
-    record = {"command": command, "resamples": resamples, "offsets": dataclasses.asdict(MEASURED_SEED_SD),
-              "sections": []}
+    record = {"command": command, **git_commit(), "resamples": resamples,
+              "offsets": dataclasses.asdict(MEASURED_SEED_SD), "started": dt.datetime.now(dt.timezone.utc).isoformat(
+                  timespec="seconds"), "load_avg_start": os.getloadavg(), "sections": []}
     for cap in caps:
         for label, n in (("no_effect", draws), ("paper_shaped", power_draws)):
             ends = [t for t in (deadline, section_seconds and time.time() + section_seconds) if t]
@@ -88,7 +110,9 @@ def run(config: str, caps: list[int], draws: int, power_draws: int, out: Path, d
 
 
 def _save(record: dict, out: Path) -> None:
-    record["machine"] = {"platform": platform.platform(), "cores": os.cpu_count(), "load_avg_now": os.getloadavg()}
+    record["machine"] = {"platform": platform.platform(), "cores": os.cpu_count(), "load_avg_now": os.getloadavg(),
+                         "nice": os.nice(0)}
+    record["saved"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
@@ -101,7 +125,8 @@ def merge(files: list[str], out: Path) -> dict:
         for s in part["sections"]:
             if s["draws"]:
                 cells[(s["config"], s["cap"], s["scenario"])] = {**s, "resamples": part["resamples"]}
-    record = {"commands": [p["command"] for p in parts], "offsets": parts[0]["offsets"],
+    record = {"commands": [p["command"] for p in parts], "commits": sorted({p.get("commit", "?") for p in parts}),
+              "clean": all(p.get("clean") for p in parts), "offsets": parts[0]["offsets"],
               "sections": list(cells.values()), "machine": parts[-1]["machine"]}
     out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return record

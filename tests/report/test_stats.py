@@ -63,6 +63,24 @@ def test_sign_flip_monte_carlo_is_reproducible_and_bounded_below():
     assert sign_flip_p_value(w, 999, seed=5)[0] == p1
 
 
+def test_kept_sign_vectors_give_the_p_values_drawn_fresh(monkeypatch):
+    """Tests alternating between query counts and seeds (the frontier's score and FLOPs tests) reuse
+    the kept sign vectors of each: every p equals the one drawn with nothing kept (CACHED_SIGNS 0;
+    3,001 resamples: no other test's vectors are kept)."""
+    from lsrbench.report import stats as report_stats
+
+    rng = np.random.default_rng(3)
+    calls = [(rng.normal(size=n), seed) for n, seed in ((40, 11), (13, 11), (40, 12), (13, 11), (25, 11), (40, 11))]
+
+    def p_values():
+        return [sign_flip_p_value(w, 3001, seed, run_sd=0.1 * (i % 2))[0] for i, (w, seed) in enumerate(calls)]
+
+    with monkeypatch.context() as m:
+        m.setattr(report_stats, "CACHED_SIGNS", 0)
+        fresh = p_values()
+    assert p_values() == fresh and p_values() == fresh and all(0 < p < 1 for p in fresh)
+
+
 def test_holm_by_hand():
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     assert holm([0.5, float("nan"), 0.01]) == pytest.approx([0.5, float("nan"), 0.02], nan_ok=True)

@@ -123,8 +123,9 @@ def sign_flip_p_value(weighted: np.ndarray, resamples: int, seed: int, run_sd: f
     return min(1.0, (1 + hits) / (1 + resamples)), f"{resamples} random sign vectors"
 
 
-# Sign matrices of at most this many entries are kept (float64: 32 MB): every test of a claims file
-# draws the same ones (one claims.seed, one query count), so only the first pays for them.
+# Sign matrices of at most this many entries in all are kept (float64: 32 MB): every test of a claims
+# file on one set of datasets draws the same ones (one claims.seed, one query count), so only the first
+# pays for them; several sets are kept, since the frontier alternates its score and FLOPs tests.
 CACHED_SIGNS = 4_000_000
 _SIGNS: dict[tuple[int, int, int], list[np.ndarray]] = {}
 
@@ -143,7 +144,8 @@ def _sign_batches(n: int, resamples: int, seed: int):
             kept.append(signs)
         yield signs
     if kept:
-        _SIGNS.clear()  # one entry: the last (n, resamples, seed) asked for
+        while _SIGNS and sum(b.size for v in _SIGNS.values() for b in v) + n * resamples > CACHED_SIGNS:
+            del _SIGNS[next(iter(_SIGNS))]  # the oldest first
         _SIGNS[key] = kept
 
 
