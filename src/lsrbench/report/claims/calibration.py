@@ -14,7 +14,8 @@ Per dataset a run's FLOPs are its true FLOPs times the dataset's factor ``exp(N(
 documents' lengths: shared by every run) times the run's own ``exp(N(0, 0.05))``; the pooled row is
 their mean. ``offsets`` (:class:`RunOffsets`) adds what resampling queries cannot see: each trained
 model is one draw of its training seed, so each (run, k) carries its own score offset (shared by
-its datasets, plus one per dataset) and its own FLOPs factor, drawn anew in every draw.
+its datasets, plus one per dataset; added after clipping, so the run's mean moves by exactly it) and
+its own FLOPs factor, drawn anew in every draw.
 """
 
 from __future__ import annotations
@@ -215,9 +216,11 @@ def simulate(config: dict, scenario: Scenario, rng: np.random.Generator, queries
         ids = pd.Index([f"q{i:06d}" for i in range(n)], name="query_id")  # sorted, as Evidence.scores keeps them
         for run, k in grid:
             collapsed = (run, k) in scenario.collapsed
-            mean = 0.01 if collapsed else (scenario.mean(run, k) + model[(run, k)]
-                                           + rng.normal(0, offsets.dataset_sd) * trained[(run, k)])
-            values = np.clip(mean + (0 if collapsed else difficulty) + rng.normal(0, NOISE_SD, n), 0, 1)
+            mean = 0.01 if collapsed else scenario.mean(run, k)
+            seed = 0.0 if collapsed else (model[(run, k)]
+                                          + rng.normal(0, offsets.dataset_sd) * trained[(run, k)])
+            # the seed offset after clipping: the run's mean moves by exactly it, as the tests assume
+            values = np.clip(mean + (0 if collapsed else difficulty) + rng.normal(0, NOISE_SD, n), 0, 1) + seed
             if ties:
                 values = np.round(values, 1)
             series = pd.Series(values, index=ids, name="value")
