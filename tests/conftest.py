@@ -55,9 +55,12 @@ def pytest_sessionfinish(session, exitstatus):
 # pytest-xdist (--dist loadscope) hands whole modules to its workers in this order, two each at the
 # start (--no-loadscope-reorder: not by its count of tests, which put these last). First the slow
 # suite's longest module, which needs no finished micro run (gpu.sh --quick, ~240 s in CI): it runs
-# while the other worker builds that run (the catalogue) instead of waiting for it; then the modules
-# that train a micro DAG of their own, so that no long module is left for the end while a worker idles.
-FIRST = ("tests/test_benchmark_gpu.py", "tests/dag/test_bad_inputs_dag.py", "tests/dag/test_faults_dag.py",
+# while the other worker builds that run (the catalogue) instead of waiting for it; then the fast
+# suite's longest (the paper grid's dry run, ~2,600 jobs: 65 % of tests/dag + tests/ops with -n 0),
+# and the modules that train a micro DAG of their own: no long module is left for the end while a
+# worker idles.
+FIRST = ("tests/test_benchmark_gpu.py", "tests/dag/test_bad_inputs_dag.py", "tests/ops/test_plan.py",
+         "tests/dag/test_faults_dag.py",
          "tests/dag/test_determinism.py", "tests/dag/test_mlm_refit_dag.py", "tests/dag/test_probe_dag.py",
          "tests/dag/test_head_match_dag.py", "tests/dag/test_resume_dag.py", "tests/ops/test_status_dag.py")
 
