@@ -4,9 +4,10 @@ from a server process that has already imported snakemake and the modules the Sn
 (multiprocessing's forkserver): what a new interpreter spends importing them before a command's
 first line of its own is paid once per session, not once per command.
 
-For the bad-input catalogue (tests/dag/test_bad_inputs_dag.py): some 80 commands, most of them an
-error before the first job, whose cost is mostly that start-up. A command that runs jobs starts
-them as Snakemake always does, in processes of their own.
+Every snakemake the tests start through :func:`helpers.snakemake.run_snakemake` (and the bad-input
+catalogue's ~100 commands): most are a dry run or an error before the first job, whose cost was
+mostly that start-up. A command that runs jobs starts them as Snakemake always does, in processes
+of their own. What tests a process itself (Ctrl-C, a lock's holder, SIGKILL) keeps subprocess.Popen.
 """
 
 from __future__ import annotations
