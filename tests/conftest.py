@@ -52,6 +52,33 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+# pytest-xdist (--dist loadscope) hands whole modules to its workers in this order, two each at the
+# start (--no-loadscope-reorder: not by its count of tests, which put these last). First the slow
+# suite's longest module, which needs no finished micro run (gpu.sh --quick, ~240 s in CI): it runs
+# while the other worker builds that run (the catalogue) instead of waiting for it; then the fast
+# suite's longest (the paper grid's dry run, ~2,600 jobs: 65 % of tests/dag + tests/ops with -n 0),
+# and the modules that train a micro DAG of their own: no long module is left for the end while a
+# worker idles.
+FIRST = ("tests/test_benchmark_gpu.py", "tests/dag/test_bad_inputs_dag.py", "tests/ops/test_plan.py",
+         "tests/dag/test_faults_dag.py",
+         "tests/dag/test_determinism.py", "tests/dag/test_mlm_refit_dag.py", "tests/dag/test_probe_dag.py",
+         "tests/dag/test_head_match_dag.py", "tests/dag/test_resume_dag.py", "tests/ops/test_status_dag.py")
+
+
+@pytest.hookimpl(trylast=True)  # after -m has deselected: the counts are of the tests that run
+def pytest_collection_modifyitems(config, items):
+    """:data:`FIRST` in its order, then the other modules by their number of tests (pytest-xdist's own order)."""
+    rank = {module: i for i, module in enumerate(FIRST)}
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[_module(item)] = counts.get(_module(item), 0) + 1
+    items.sort(key=lambda item: (rank.get(_module(item), len(FIRST)), -counts[_module(item)]))  # stable
+
+
+def _module(item) -> str:
+    return item.nodeid.split("::")[0]
+
+
 def pytest_configure(config):
     """Under pytest-xdist, each worker's torch gets its share of the cores (two workers with two
     threads each would contend for two cores)."""

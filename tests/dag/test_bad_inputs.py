@@ -30,8 +30,8 @@ import yaml
 from helpers.beir import write_beir
 from helpers.cli import lsrbench
 from helpers.paths import REPO
+from helpers.snakemake import run_snakemake
 
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 FINISHED = "finished output of an earlier run\n"
 
 
@@ -107,8 +107,7 @@ def test_snakemake_reports_bad_config_before_any_job_and_deletes_nothing(tmp_pat
     (work / "results").mkdir(parents=True)
     (work / "results" / "metrics.csv").write_text(FINISHED)
     path = _config(tmp_path, lambda c: c["recipe"].update(colour="red"))
-    proc = subprocess.run([*SNAKEMAKE, "--cores", "1", "-d", str(work), "--configfile", str(path)],
-                          capture_output=True, text=True)
+    proc = run_snakemake("--cores", "1", "-d", str(work), "--configfile", str(path), check=False)
     assert _one_error_line(proc).startswith(f"lsrbench: error: {path}: recipe: unknown key")
     assert (work / "results" / "metrics.csv").read_text() == FINISHED
 
@@ -120,8 +119,8 @@ def test_every_configfile_is_checked_strictly(tmp_path):
     second_dir.mkdir()
     first = _config(first_dir, text_edit=_duplicate_backbone)
     second = _config(second_dir)
-    proc = subprocess.run([*SNAKEMAKE, "-n", "--cores", "1", "-d", str(tmp_path / "work"),
-                           "--configfile", str(first), str(second)], capture_output=True, text=True)
+    proc = run_snakemake("-n", "--cores", "1", "-d", str(tmp_path / "work"), "--configfile", str(first), str(second),
+                         check=False)
     assert proc.returncode != 0
     assert _one_error_line(proc).startswith(f"lsrbench: error: {first}: line ")
 
@@ -166,8 +165,7 @@ def test_raw_snakemake_refuses_an_unparsable_configfile_and_deletes_nothing(tmp_
     (work / "results").mkdir(parents=True)
     (work / "results" / "metrics.csv").write_text(FINISHED)
     path = _config(tmp_path, text_edit=text_edit)
-    proc = subprocess.run([*SNAKEMAKE, "--cores", "1", "-d", str(work), "--configfile", str(path)],
-                          capture_output=True, text=True)
+    proc = run_snakemake("--cores", "1", "-d", str(work), "--configfile", str(path), check=False)
     assert proc.returncode != 0 and says in proc.stdout + proc.stderr
     assert (work / "results" / "metrics.csv").read_text() == FINISHED
     assert sorted(p.name for p in (work / "results").iterdir()) == ["metrics.csv"]

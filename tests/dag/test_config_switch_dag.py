@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers.snakemake import SNAKEMAKE, copy_run, job_counts, jobs_of
+from helpers.preloaded import run_module
+from helpers.snakemake import SNAKEMAKE, copy_run, job_counts, jobs_of, run_snakemake
 
 pytestmark = pytest.mark.slow
 LSRBENCH = [sys.executable, "-m", "lsrbench.cli"]
@@ -39,8 +40,7 @@ def _config_id(config: Path) -> str:
 
 
 def _snakemake(work: Path, config: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*SNAKEMAKE, *args, "--cores", "2", "-d", str(work), "--configfile", str(config)],
-                          capture_output=True, text=True, timeout=900)
+    return run_snakemake(*args, "--cores", "2", "-d", str(work), "--configfile", str(config), check=False)
 
 
 def _ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
@@ -50,7 +50,7 @@ def _ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
 
 
 def _verify(results: Path, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([*LSRBENCH, "verify", "--results", str(results)], cwd=cwd, capture_output=True, text=True)
+    return run_module([*LSRBENCH, "verify", "--results", str(results)], cwd=cwd, timeout=900)
 
 
 def _files(results: Path) -> dict[str, bytes]:

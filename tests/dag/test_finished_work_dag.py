@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers.snakemake import SNAKEMAKE, copy_run, eval_dir, index_dir, job_counts, train_dir
+from helpers.preloaded import run_module
+from helpers.snakemake import copy_run, eval_dir, index_dir, job_counts, run_snakemake, train_dir
 
 pytestmark = pytest.mark.slow
 LSRBENCH = [sys.executable, "-m", "lsrbench.cli"]
@@ -37,8 +38,7 @@ def _files(results: Path) -> dict[str, bytes]:
 
 
 def _dry_run(work: Path, config: Path) -> dict[str, int]:
-    proc = subprocess.run([*SNAKEMAKE, "-n", "--cores", "1", "-d", str(work), "--configfile", str(config)],
-                          capture_output=True, text=True)
+    proc = run_snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(config), check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return {k: v for k, v in job_counts(proc.stdout).items() if k not in ("all", "total")}
 
@@ -73,8 +73,7 @@ def test_every_mapping_reordered_runs_no_job_that_computes_a_result(micro_run, t
     path.write_text(yaml.safe_dump(reordered, sort_keys=False))
     assert set(_dry_run(work, path)) <= REPORT_RULES
     before = _files(work / "results")
-    subprocess.run([*SNAKEMAKE, "--cores", "2", "-d", str(work), "--configfile", str(path)], check=True,
-                   capture_output=True)
+    run_snakemake("--cores", "2", "-d", str(work), "--configfile", str(path))
     after = _files(work / "results")
     for name in before:
         if name.startswith(("runs/", "data/", "norms/", "triplets/", "bm25/")) or name == "metrics.csv":
@@ -92,8 +91,7 @@ def test_every_mapping_reordered_in_the_same_file_plans_nothing(micro_run, tmp_p
     config_copy = tmp_path / "cfg" / micro_run["config"].name
     config_copy.parent.mkdir()
     config_copy.write_text(micro_run["config"].read_text())
-    subprocess.run([*SNAKEMAKE, "--cores", "2", "-d", str(work), "--configfile", str(config_copy)], check=True,
-                   capture_output=True)  # the copy's own reports (its file is another path)
+    run_snakemake("--cores", "2", "-d", str(work), "--configfile", str(config_copy))  # the copy's own reports (its file is another path)
     assert _dry_run(work, config_copy) == {}
     config = yaml.safe_load(config_copy.read_text())
     config_copy.write_text(yaml.safe_dump(_reversed(config), sort_keys=False))
@@ -108,8 +106,8 @@ def test_a_truncated_finished_docs_npz_is_refused_before_anything_is_deleted(mic
     os.utime(docs, (future, future))  # a fresh mtime: Snakemake's mtime trigger would re-run the evaluation
     before = _files(work / "results")
     for dry in (True, False):
-        proc = subprocess.run([*SNAKEMAKE, *(["-n"] if dry else []), "--cores", "1", "-d", str(work),
-                               "--configfile", str(micro_run["config"])], capture_output=True, text=True)
+        proc = run_snakemake(*(["-n"] if dry else []), "--cores", "1", "-d", str(work),
+                             "--configfile", str(micro_run["config"]), check=False)
         assert proc.returncode != 0 and "Traceback" not in proc.stderr
         errors = [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error: ")]
         assert len(errors) == 1, proc.stderr[-2000:]
@@ -134,8 +132,8 @@ def test_a_truncated_finished_model_is_refused_before_the_job_that_reads_it(micr
     shutil.rmtree(index_dir(work, micro_run["config"], "rand-roberta", "1", "slice"))  # with its evaluation
     before = _files(work / "results")
     for dry in (True, False):
-        proc = subprocess.run([*SNAKEMAKE, *(["-n"] if dry else []), "--cores", "1", "-d", str(work),
-                               "--configfile", str(micro_run["config"])], capture_output=True, text=True)
+        proc = run_snakemake(*(["-n"] if dry else []), "--cores", "1", "-d", str(work),
+                             "--configfile", str(micro_run["config"]), check=False)
         output = proc.stdout + proc.stderr
         assert proc.returncode != 0 and "Traceback" not in output, output[-3000:]
         errors = [line for line in proc.stderr.splitlines() if line.startswith("lsrbench: error: ")]
@@ -158,7 +156,7 @@ def test_gc_with_another_config_keeps_what_the_reports_were_made_from(micro_run,
                         text=True)
     assert gc.returncode == 0, gc.stderr
     assert "keeping" in gc.stdout and "the reports in results were made from" in gc.stdout, gc.stdout
-    verify = subprocess.run([*LSRBENCH, "verify", "--results", "results"], cwd=work, capture_output=True, text=True)
+    verify = run_module([*LSRBENCH, "verify", "--results", "results"], cwd=work, timeout=900)
     assert verify.returncode == 0, verify.stdout[-2000:] + verify.stderr[-2000:]
     assert (eval_dir(work, micro_run["config"], "rand-roberta", "1", "slice") / "metrics.tsv").is_file()
     ignoring = subprocess.run([*LSRBENCH, "gc", "--ignore-reports", "--configfile", str(other)], cwd=work,

@@ -30,7 +30,9 @@ import pytest
 import yaml
 
 from helpers.catalogue import record
-from helpers.snakemake import SNAKEMAKE, config_lock, copy_run, one_error, eval_dir, index_dir, job_counts, layout, norms_json, train_dir
+from helpers.preloaded import run_module
+from helpers.snakemake import (config_lock, copy_run, one_error, eval_dir, index_dir, job_counts, layout,
+                              norms_json, run_snakemake, train_dir)
 
 pytestmark = pytest.mark.slow
 LSRBENCH = [sys.executable, "-m", "lsrbench.cli"]
@@ -38,8 +40,8 @@ LSRBENCH = [sys.executable, "-m", "lsrbench.cli"]
 
 def _snakemake(work: Path, config: Path, *targets: str, dry: bool = False) -> subprocess.CompletedProcess:
     with config_lock(config):  # never while another worker's test edits the shared run's config in place
-        return subprocess.run([*SNAKEMAKE, *targets, "--cores", "2", *(["-n"] if dry else []), "-d", str(work),
-                               "--configfile", str(config)], capture_output=True, text=True, timeout=900)
+        return run_snakemake(*targets, "--cores", "2", *(["-n"] if dry else []), "-d", str(work),
+                             "--configfile", str(config), check=False)
 
 
 def _ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
@@ -48,7 +50,7 @@ def _ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
 
 
 def _verify(work: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([*LSRBENCH, "verify", "results"], cwd=work, capture_output=True, text=True)
+    return run_module([*LSRBENCH, "verify", "results"], cwd=work, timeout=900)
 
 
 def _files(results: Path) -> dict[str, bytes]:
@@ -320,8 +322,8 @@ def test_every_report_of_another_config_brings_the_folder_wholly_to_it_and_back(
     assert "dataset" not in plan and "triplets" not in plan and "bm25" not in plan, plan
     _ok(_snakemake(work, twin))
     assert _verify(work).returncode == 0, _verify(work).stderr[-3000:]
-    landing = subprocess.run([*SNAKEMAKE, "--cores", "1", "--report", str(tmp_path / "twin.html"), "-d", str(work),
-                              "--configfile", str(twin)], capture_output=True, text=True)
+    landing = run_snakemake("--cores", "1", "--report", str(tmp_path / "twin.html"), "-d", str(work),
+                            "--configfile", str(twin), check=False)
     assert landing.returncode == 0, landing.stderr[-3000:]
     html = (tmp_path / "twin.html").read_text(errors="replace")
     twin_snapshot = json.loads((work / "results/manifests/table1.json").read_text())["config"]["id"]
@@ -382,8 +384,8 @@ def test_a_second_refit_of_a_shared_checkpoint_is_said_in_the_dry_run(micro_run,
 def test_snakemake_in_a_results_folder_is_refused(micro_run, tmp_path):
     work = copy_run(micro_run, tmp_path / "work")
     before = _files(work / "results")
-    line = one_error(subprocess.run([*SNAKEMAKE, "-n", "--cores", "1", "--configfile", str(micro_run["config"])],
-                                     cwd=work / "results", capture_output=True, text=True))
+    line = one_error(run_snakemake("-n", "--cores", "1", "--configfile", str(micro_run["config"]), cwd=work / "results",
+                                   check=False))
     assert line == (f"lsrbench: error: {(work / 'results').resolve()}: a results folder of lsrbench (it holds "
                     f"configs/<id>/ and the reports), not the folder to run snakemake in: run it from the folder that "
                     f"holds this one as results/ ({work.resolve()})"), line

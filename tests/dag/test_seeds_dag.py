@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from helpers.snakemake import SNAKEMAKE, COLLAPSE_K, copy_run, eval_dir, job_counts, run_snakemake, train_dir
+from helpers.snakemake import COLLAPSE_K, copy_run, eval_dir, job_counts, run_snakemake, train_dir
 
 pytestmark = pytest.mark.slow
 RUN = "rand-roberta"
@@ -36,8 +36,7 @@ def _digests(results: Path) -> dict[str, str]:
 
 
 def _dry_run(work: Path, config: Path) -> dict[str, int]:
-    proc = subprocess.run([*SNAKEMAKE, "-n", "--cores", "1", "-d", str(work), "--configfile", str(config)],
-                          capture_output=True, text=True)
+    proc = run_snakemake("-n", "--cores", "1", "-d", str(work), "--configfile", str(config), check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return {k: v for k, v in job_counts(proc.stdout).items() if k not in ("all", "total")}
 

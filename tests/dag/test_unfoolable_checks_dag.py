@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.snakemake import SNAKEMAKE, config_lock, copy_run, one_error, eval_dir, index_dir, train_dir
+from helpers.preloaded import run_module
+from helpers.snakemake import config_lock, copy_run, one_error, eval_dir, index_dir, run_snakemake, train_dir
 
 pytestmark = pytest.mark.slow
 LSRBENCH = [sys.executable, "-m", "lsrbench.cli"]
@@ -35,12 +36,12 @@ LSRBENCH = [sys.executable, "-m", "lsrbench.cli"]
 
 def _snakemake(work: Path, config: Path, *targets: str, dry: bool = False) -> subprocess.CompletedProcess:
     with config_lock(config):
-        return subprocess.run([*SNAKEMAKE, *targets, "--cores", "2", *(["-n"] if dry else []), "-d", str(work),
-                               "--configfile", str(config)], capture_output=True, text=True, timeout=900)
+        return run_snakemake(*targets, "--cores", "2", *(["-n"] if dry else []), "-d", str(work),
+                             "--configfile", str(config), check=False)
 
 
 def _verify(work: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([*LSRBENCH, "verify", "results"], cwd=work, capture_output=True, text=True)
+    return run_module([*LSRBENCH, "verify", "results"], cwd=work, timeout=900)
 
 
 def _ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:

@@ -25,10 +25,12 @@ import yaml
 
 from helpers.beir import write_beir
 from helpers.paths import REPO
+from helpers.preloaded import run_module
 from lsrbench.dag.dryrun import job_counts, jobs_of  # noqa: F401 (the tests' parsers of a dry run)
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 COLLAPSE_K = "1e-30"
+RUN_TIMEOUT = 1800  # s: a stuck run fails its test instead of CI's whole session
 
 
 @contextlib.contextmanager
@@ -44,8 +46,10 @@ def config_lock(config: Path, exclusive: bool = False):
 
 
 def run_snakemake(*args, cwd=REPO, check=True) -> subprocess.CompletedProcess:
-    """``snakemake ARGS`` on the repository's Snakefile; raises with its output when it fails and ``check``."""
-    proc = subprocess.run([*SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True)
+    """``snakemake ARGS`` on the repository's Snakefile, a process of its own forked from one that
+    has imported snakemake and lsrbench (:mod:`helpers.preloaded`: a new interpreter's imports were
+    about half of a dry run); raises with its output when it fails and ``check``."""
+    proc = run_module([*SNAKEMAKE, *args], cwd=cwd, timeout=RUN_TIMEOUT)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc

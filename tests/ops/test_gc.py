@@ -13,12 +13,14 @@ import pytest
 import yaml
 
 from helpers.beir import write_beir
+from helpers.preloaded import run_module
 from helpers.snakemake import copy_run, job_counts, layout, micro_config, outputs_of, run_snakemake
 from lsrbench.cli import main
 
 
 def _gc(work: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lsrbench.cli", "gc", *args], cwd=work, capture_output=True, text=True)
+    """``lsrbench gc ARGS`` in ``work``: a process of its own, forked from the preloaded server (helpers.preloaded)."""
+    return run_module([sys.executable, "-m", "lsrbench.cli", "gc", *args], cwd=work, timeout=600)
 
 
 def _listed(stdout: str) -> set[Path]:

@@ -132,11 +132,11 @@ def test_a_gpu_grid_without_a_gpu_stops_before_any_training(tmp_path, vaswani_sl
 def test_a_finished_cpu_run_switched_to_use_gpu_is_not_trained_again(micro_run, tmp_path):
     """use_gpu is how jobs run, not what they compute: a finished run asked again with use_gpu: true
     plans no preflight and no job (a finished training has no preflight among its inputs)."""
-    from helpers.snakemake import SNAKEMAKE, copy_run
+    from helpers.snakemake import copy_run, run_snakemake
 
     work = copy_run(micro_run, tmp_path / "work")
-    proc = subprocess.run([*SNAKEMAKE, "-n", "--cores", "2", "-d", str(work), "--configfile", str(micro_run["config"]),
-                           "--config", "use_gpu=True"], capture_output=True, text=True)
+    proc = run_snakemake("-n", "--cores", "2", "-d", str(work), "--configfile", str(micro_run["config"]),
+                         "--config", "use_gpu=True", check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout[-3000:]
     params = json.loads(next((work / "results" / "runs").glob("rand-roberta/k1/*/params.json")).read_text())
