@@ -150,12 +150,11 @@ def selection_notes(ev: Evidence, s: Settings, runs: list[str], selected: bool =
     choice shows a number but decides nothing."""
     notes = []
     if selected and s.selects_on_test_set:
-        notes.append("best k chosen on the same queries it is tested on (no held-out selection set: claims.select_on); "
-                     + ("the verdict does not rest on that choice: the claim is tested over every k it could be"
-                        if over_choices else "this favours the selected run"))
+        notes.append("best k chosen on the same queries it is tested on (no held-out set): "
+                     + ("tested over every k it could be" if over_choices else "this favours the selected run"))
     if any(is_synthetic(ev, r) for r in runs):
-        notes.append("a synthetic twin (another backbone's checkpoint with its head scaled at load): evidence about "
-                     "the rescale itself, not about a backbone whose head is large from pretraining")
+        notes.append("a synthetic twin (head scaled at load): evidence on the rescale, not on a head large from "
+                     "pretraining")
     return notes + (seed_notes(ev, s, runs) if selected else [])
 
 
