@@ -38,7 +38,7 @@ def seeds_sentence(seeds: list[str] | None, s: Settings | None = None) -> str:
     if not seeds or len(seeds) < ESTIMATED_FROM:
         trained = ("every run was trained once, with one seed" if not seeds or len(seeds) < 2 else
                    f"every run was trained with {len(seeds)} seeds ({', '.join(seeds)}), too few to estimate their spread")
-        return (f"Training variance: {trained}; each comparison adds a declared run-level noise per trained model"
+        return (f"Training variance: {trained}, so each comparison adds a declared run-level noise per trained model"
                 f"{declared}.")
     return (f"Training seeds: every run was trained once per seed ({len(seeds)} seeds: {', '.join(seeds)}; recipe.seeds). "
             "Comparisons test each query's score averaged over the seeds plus a run-level term whose sd is the seeds' "
@@ -53,7 +53,8 @@ def _method(claims_cfg: dict, s: Settings, verdicts: list[Verdict]) -> str:
     n_claims, n_tests = sum(v.p_adjusted is not None for v in verdicts), holm_family_size(verdicts)
     family = (f"the {n_tests} distinct tests of the {n_claims} tested claims" if n_tests < n_claims
               else f"the {n_tests} tested claims")
-    select = f"best k chosen on {s.select_measure} over {', '.join(s.select_datasets)}"
+    select = (f"best k chosen on {s.select_measure} over {', '.join(s.select_datasets)}"
+              + (" (the test queries themselves)" if s.selects_on_test_set else ""))
     used = {v.verdict for v in verdicts}
     words = "; ".join(f"`{word}`: {meaning}" for word, meaning in _MEANINGS.items() if word in used)
     return (f"Tests: {s.measure}, macro mean over {', '.join(s.datasets)}; {select}, collapsed runs excluded; a claim "
@@ -75,7 +76,7 @@ def _chance_text(chance: dict, s: Settings) -> str:
         levels = ", ".join(f"{m} {d['measures'][m]['expected']:.4f}" for m in dict.fromkeys([s.measure, s.select_measure])
                            if d["measures"].get(m))
         parts.append(f"{ds}: {pool}, {d['queries']} queries" + (f", where a random ranking scores {levels}" if levels else ""))
-    return f"Evaluated on {'; '.join(parts)} (results/chance.json); runs at chance are named in a note."
+    return f"Evaluated on {'; '.join(parts)} (results/chance.json); runs within 1.645 sd of it are at chance (noted)."
 
 
 def _shared_notes(verdicts: list[Verdict]) -> dict[str, list[str]]:
@@ -94,8 +95,8 @@ def _notes(claims_cfg: dict, s: Settings, verdicts: list[Verdict], seeds: list[s
     mapped = ", ".join(f"{ours} for {' and '.join(theirs)}" for ours, theirs in s.paper_runs.items())
     lines = ["## Notes", "", _method(claims_cfg, s, verdicts), "", seeds_sentence(seeds, s), "",
              *([_chance_text(chance, s), ""] if chance else []),
-             "Paper: config/paper_reference.yaml" + (f", {s.paper_column}, standing in: {mapped}" if mapped else "")
-             + f"; `{NO_PAPER_NUMBER}`: the paper gives no number.", ""]
+             "Paper: config/paper_reference.yaml" + (f" on {s.paper_column} ({mapped})" if mapped else "")
+             + f"; `{NO_PAPER_NUMBER}`: it gives none.", ""]
     twins = any(v.verdict == BY_CONSTRUCTION for v in verdicts)
     if twins and not any("synthetic twin" in note for note in shared):
         lines += ["This config compares twins of one checkpoint: only the claims about the rescale itself carry "
@@ -126,7 +127,7 @@ def claims_markdown(verdicts: list[Verdict], claims_cfg: dict, seeds: list[str] 
     if claims_cfg.get("design"):
         lines += [f"Design: {claims_cfg['design'].strip()}", ""]
     rows = [{"claim": v.id, "paper": v.paper or NO_PAPER_NUMBER, "ours: difference [95% CI]": v.estimate or "–",
-             "p (Holm)": f"{_p(v.p_value)} ({_p(v.p_adjusted)})" if v.p_value is not None else "–",
+             "Holm p": _p(v.p_adjusted) if v.p_value is not None else "–",
              "verdict": v.verdict} for v in verdicts]
     if rows:
         lines += [pd.DataFrame(rows).to_markdown(index=False), ""]
