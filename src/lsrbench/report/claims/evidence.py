@@ -252,7 +252,7 @@ def paper_compare(ev: Evidence, spec: dict, s: Settings) -> str | None:
     for ra, rb in pairs:
         (ka, va), (kb, vb) = side(spec["a"], ra), side(spec["b"], rb)
         if va is not None and vb is not None:
-            texts.append(f"{ra} k={ka} {va:.3f} vs {rb} k={kb} {vb:.3f}: {va - vb:+.3f}")
+            texts.append(f"{ra} k={ka} {va:.3f} vs {'' if rb == ra else rb + ' '}k={kb} {vb:.3f}: {va - vb:+.3f}")
     return "; ".join(texts) or None
 
 

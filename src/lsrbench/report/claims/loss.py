@@ -99,7 +99,7 @@ def _curves(v: Verdict, key: str, sides, steps, losses, start, where: str, windo
     rough = (roughness(ea), roughness(eb))
     shown = {"a lower start": start[0] < start[1], "a lower end": end[0] < end[1], "a smoother curve": rough[0] < rough[1]}
     v.estimate = (f"{_minus(a, b)}, loss at the start {start[0] - start[1]:+.3f}, at the end {end[0] - end[1]:+.3f}; "
-                  f"jumpiness (std of the step-to-step changes) {rough[0]:.3f} vs {rough[1]:.3f}: "
+                  f"jumpiness {rough[0]:.3f} vs {rough[1]:.3f}: "
                   f"{sum(shown.values())} of 3 as the paper says")
     v.details = (f"{key}, a = {run_text(*a)}, b = {run_text(*b)}: start {start[0]:.4f} vs {start[1]:.4f} ({where}); "
                  f"end at step {last} (mean of the last {window} logged steps up to "

@@ -36,7 +36,7 @@ def seeds_sentence(seeds: list[str] | None, s: Settings | None = None) -> str:
     declared = ("" if s is None else f" (claims.seed_sd {s.seed_sd * 100:g} points, seed_flops_cv {s.seed_flops_cv:g}: "
                 f"{s.seed_sd_source})")
     if not seeds or len(seeds) < ESTIMATED_FROM:
-        trained = ("every run was trained once, with one seed" if not seeds or len(seeds) < 2 else
+        trained = ("one training seed per run" if not seeds or len(seeds) < 2 else
                    f"every run was trained with {len(seeds)} seeds ({', '.join(seeds)}), too few to estimate their spread")
         return (f"Training variance: {trained}, so each comparison adds a declared run-level noise per trained model"
                 f"{declared}.")
@@ -51,10 +51,9 @@ def _method(claims_cfg: dict, s: Settings, verdicts: list[Verdict]) -> str:
     from lsrbench.report.claims.engine import holm_family_size
 
     n_claims, n_tests = sum(v.p_adjusted is not None for v in verdicts), holm_family_size(verdicts)
-    family = (f"the {n_tests} distinct tests of the {n_claims} tested claims" if n_tests < n_claims
-              else f"the {n_tests} tested claims")
-    select = (f"best k chosen on {s.select_measure} over {', '.join(s.select_datasets)}"
-              + (" (the test queries themselves)" if s.selects_on_test_set else ""))
+    family = f"{n_tests} tests ({n_claims} claims)" if n_tests < n_claims else f"{n_tests} tests"
+    select = ("best k chosen on the test queries themselves" if s.selects_on_test_set else
+              f"best k chosen on {s.select_measure} over {', '.join(s.select_datasets)}")
     used = {v.verdict for v in verdicts}
     words = "; ".join(f"`{word}`: {meaning}" for word, meaning in _MEANINGS.items() if word in used)
     return (f"Tests: {s.measure}, macro mean over {', '.join(s.datasets)}; {select}, collapsed runs excluded; a claim "
@@ -126,7 +125,7 @@ def claims_markdown(verdicts: list[Verdict], claims_cfg: dict, seeds: list[str] 
     lines = ["# Claims of the paper, checked on this run", ""]
     if claims_cfg.get("design"):
         lines += [f"Design: {claims_cfg['design'].strip()}", ""]
-    rows = [{"claim": v.id, "paper": v.paper or NO_PAPER_NUMBER, "ours: difference [95% CI]": v.estimate or "–",
+    rows = [{"claim": v.id, "paper": v.paper or NO_PAPER_NUMBER, "ours [95% CI]": v.estimate or "–",
              "Holm p": _p(v.p_adjusted) if v.p_value is not None else "–",
              "verdict": v.verdict} for v in verdicts]
     if rows:

@@ -109,5 +109,5 @@ def chance_note(record: dict | None, datasets: list[str], measures: list[str], m
 def at_chance_note(record: dict | None, runs: list[tuple[str, float]], measure: str, datasets: list[str]) -> list[str]:
     """Notes for the (run text, mean) of a claim that are at chance on ``measure`` over ``datasets``."""
     level = column_chance(record, measure, datasets)
-    return [f"{text} is at chance on {measure} ({value:.4f}, at most {level.bound:.4f})"
+    return [f"{text} at chance ({measure} {value:.4f} <= {level.bound:.4f})"
             for text, value in runs if at_chance(value, level)]
