@@ -74,7 +74,7 @@ def test_every_claim_has_its_id_and_the_papers_number_or_none_stated(page):
 def test_the_page_stays_within_its_word_limit_and_verify_makes_it_again(page):
     md = (page["results"] / "claims.md").read_text()
     assert len(md.split()) <= WORD_LIMIT, len(md.split())
-    assert "The third design tried" in md and "second design" not in md
+    assert "the third design tried" in md and "second design" not in md
     for claim in page["claims"]:  # each claim's own line: its text, its test or why none, its noise
         line = next(line for line in md.splitlines() if line.startswith(f"**`{claim['id']}`**: "))
         assert claim["text"] in line and "Noise: " in line

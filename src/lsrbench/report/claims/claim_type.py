@@ -151,9 +151,9 @@ def selection_notes(ev: Evidence, s: Settings, runs: list[str], selected: bool =
     notes = []
     # a claim tested over every k the choice could take does not rest on it (claims.md's notes say so once)
     if selected and s.selects_on_test_set and not over_choices:
-        notes.append("its best k is chosen on the queries it is tested on: this favours it")
+        notes.append("best k chosen on its test queries: favours it")
     if any(is_synthetic(ev, r) for r in runs):
-        notes.append("a synthetic twin: evidence on the rescale, not on a head large from pretraining")
+        notes.append("synthetic twin: evidence on the rescale, not on a head large from pretraining")
     return notes + (seed_notes(ev, s, runs) if selected else [])
 
 

@@ -59,8 +59,8 @@ def _method(claims_cfg: dict, s: Settings, verdicts: list[Verdict]) -> str:
     return (f"Tests: {s.measure}, macro mean over {', '.join(s.datasets)}; {select}, collapsed runs excluded; a claim "
             f"on a best k is tested over every k it could be. Comparisons: paired randomization of the "
             f"macro mean ({s.resamples} sign vectors, seed {s.seed}) plus run-level noise. Holm over {family} at alpha "
-            f"{s.alpha}: holds or fails only when the adjusted p is below alpha, else inconclusive; a collapse flag "
-            f"decides only through a test." + (f" {words}." if words else ""))
+            f"{s.alpha}: holds or fails only if the adjusted p < alpha, else inconclusive; a collapse flag decides "
+            f"only through a test." + (f" {words}." if words else ""))
 
 
 def _chance_text(chance: dict, s: Settings) -> str:
@@ -75,7 +75,7 @@ def _chance_text(chance: dict, s: Settings) -> str:
         levels = ", ".join(f"{m} {d['measures'][m]['expected']:.4f}" for m in dict.fromkeys([s.measure, s.select_measure])
                            if d["measures"].get(m))
         parts.append(f"{ds}: {pool}, {d['queries']} queries" + (f", where a random ranking scores {levels}" if levels else ""))
-    return f"Evaluated on {'; '.join(parts)} (results/chance.json); runs within 1.645 sd of it are at chance (noted)."
+    return f"Evaluated on {'; '.join(parts)} (results/chance.json); within 1.645 sd of it: at chance."
 
 
 def _shared_notes(verdicts: list[Verdict]) -> dict[str, list[str]]:
