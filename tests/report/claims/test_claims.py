@@ -161,7 +161,7 @@ def test_twins_on_a_grid_not_closed_under_their_scale_are_not_by_construction():
                   norms={"orig": {"frobenius_norm": 100.0}, "twin": {"frobenius_norm": 1000.0}})
     v = evaluate_claims(ev, claims({"id": "corr", "text": "corr", "type": "norm_best_k_correlation"}))[0]
     assert v.verdict == "descriptive" and v.p_value is None
-    assert "not by construction" in v.details and "k / head scale differs" in v.details
+    assert "nor by construction" in v.details and "k / head scale differs" in v.details
     assert "does not grow" in v.details
 
 

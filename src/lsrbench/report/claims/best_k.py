@@ -137,8 +137,8 @@ def _twins(ev: Evidence, v: Verdict, swept: list[str], pts: list, listing: str) 
         return
     grows = [k_value(k) for _, _, k in sorted(pts, key=lambda p: p[1])]
     v.verdict = DESCRIPTIVE
-    v.details = (f"{listing}: twins of one checkpoint, no test of the norm; not by construction (k / head scale "
-                 f"differs between them). The best k {'grows' if grows == sorted(grows) and len(set(grows)) > 1 else 'does not grow'} "
+    v.details = (f"{listing}: twins of one checkpoint: no test of the norm, nor by construction (k / head scale "
+                 f"differs). The best k {'grows' if grows == sorted(grows) and len(set(grows)) > 1 else 'does not grow'} "
                  "with the norm here")
 
 

@@ -56,8 +56,8 @@ def _method(claims_cfg: dict, s: Settings, verdicts: list[Verdict]) -> str:
               f"best k chosen on {s.select_measure} over {', '.join(s.select_datasets)}")
     used = {v.verdict for v in verdicts}
     words = "; ".join(f"`{word}`: {meaning}" for word, meaning in _MEANINGS.items() if word in used)
-    return (f"Tests: {s.measure}, macro mean over {', '.join(s.datasets)}; {select}, collapsed runs excluded; a claim "
-            f"on a best k is tested over every k it could be. Comparisons: paired randomization of the "
+    return (f"Tests: {s.measure}, macro mean over {', '.join(s.datasets)}; {select}, collapsed runs excluded; "
+            f"best-k claims are tested over every k it could be. Comparisons: paired randomization of the "
             f"macro mean ({s.resamples} sign vectors, seed {s.seed}) plus run-level noise. Holm over {family} at alpha "
             f"{s.alpha}: holds or fails only if the adjusted p < alpha, else inconclusive; a collapse flag decides "
             f"only through a test." + (f" {words}." if words else ""))
@@ -75,7 +75,11 @@ def _chance_text(chance: dict, s: Settings) -> str:
         levels = ", ".join(f"{m} {d['measures'][m]['expected']:.4f}" for m in dict.fromkeys([s.measure, s.select_measure])
                            if d["measures"].get(m))
         parts.append(f"{ds}: {pool}, {d['queries']} queries" + (f", where a random ranking scores {levels}" if levels else ""))
-    return f"Evaluated on {'; '.join(parts)} (results/chance.json); within 1.645 sd of it: at chance."
+    from lsrbench.report.tables.chance import column_chance
+
+    level = column_chance(chance, s.measure, s.datasets)
+    bound = f" ({s.measure} up to {level.bound:.4f})" if level else ""
+    return f"Evaluated on {'; '.join(parts)} (results/chance.json); within 1.645 sd of it{bound}: at chance."
 
 
 def _shared_notes(verdicts: list[Verdict]) -> dict[str, list[str]]:
