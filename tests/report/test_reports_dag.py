@@ -118,19 +118,19 @@ def test_a_changed_number_and_verdict_in_claims_md_are_named(with_claims, tmp_pa
     work = Path(shutil.copytree(with_claims["work"], tmp_path / "work", symlinks=True))
     md = work / "results/claims.md"
     lines = md.read_text().splitlines()
-    i = next(i for i, line in enumerate(lines) if line.startswith("| k = 1 beats the collapsed k"))
+    i = next(i for i, line in enumerate(lines) if line.startswith("| trained_beats_collapsed "))
     cells = [c.strip() for c in lines[i].strip("|").split("|")]
-    lines[i] = lines[i].replace(cells[1], _flip(cells[1]), 1)
-    # a number of the claim's details (the collapsed run's loss claim is not measured: its log is empty)
-    j = next(j for j, line in enumerate(lines) if line.startswith("**") and "claim: a > b" in line)
-    lines[j] = lines[j].replace("(H0: difference = +0.0000)", "(H0: difference = +0.0100)", 1)
+    lines[i] = lines[i].replace(cells[-1], _flip(cells[-1]), 1)
+    # the claim's own line: what its test asks
+    j = next(j for j, line in enumerate(lines) if line.startswith("**`trained_beats_collapsed`**"))
+    lines[j] = lines[j].replace(" > rand-roberta", " >= rand-roberta", 1)
     md.write_text("\n".join(lines) + "\n")
     proc = _verify(work / "results")
     assert proc.returncode == 1
     err = proc.stderr.splitlines()
-    assert any(f"{md}: line {i + 1}: row k = 1 beats the collapsed k, column verdict: '{_flip(cells[1])}' does not "
-               f"follow from" in e and e.endswith(f"recomputed '{cells[1]}'") for e in err), proc.stderr
-    assert any(e.startswith(f"lsrbench: verify: {md}: line {j + 1}: ") and "difference = +0.0100" in e for e in err), \
+    assert any(f"{md}: line {i + 1}: row trained_beats_collapsed, column verdict: '{_flip(cells[-1])}' does not "
+               f"follow from" in e and e.endswith(f"recomputed '{cells[-1]}'") for e in err), proc.stderr
+    assert any(e.startswith(f"lsrbench: verify: {md}: line {j + 1}: ") and ">= rand-roberta" in e for e in err), \
         proc.stderr
 
 

@@ -226,7 +226,7 @@ def test_one_seed_claims_say_once_that_a_declared_training_variance_is_in_the_te
     assert seed_notes(ev, s, ["small"]) == []
     cfg = with_defaults("claims", {"datasets": ["d1", "d2"], "list": []})
     md = claims_markdown([], cfg, seeds=["0"])
-    assert md.count("Training variance: every run was trained once, with one seed, so each comparison adds a "
+    assert md.count("Training variance: one training seed per run, so each comparison adds a "
                     "declared run-level noise") == 1 and md == claims_markdown([], cfg)
     assert "seeds" not in claims_record([], cfg, ["0"])
 

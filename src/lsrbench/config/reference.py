@@ -7,9 +7,9 @@ import math
 
 from lsrbench.config.strict_yaml import load_yaml
 from lsrbench.errors import InputError
-from lsrbench.names import format_k, k_value
+from lsrbench.names import format_k, k_value, split_run_name
 
-__all__ = ["load_reference", "read_reference"]
+__all__ = ["load_reference", "read_reference", "check_reference"]
 
 
 def load_reference(path: str | None, columns: list[str] | None = None) -> dict:
@@ -50,3 +50,28 @@ def read_reference(path: str | None) -> dict:
             raise InputError(path, f"optimal_k.{backbone}", f"must be a positive number, got {k!r}")
     load_reference(path)
     return {**data, "values": data.get("values", {}) or {}, "optimal_k": optimal}
+
+
+def check_reference(config: dict, file) -> None:
+    """``report.reference`` gives this config's own backbones values only in its report columns (a
+    misspelt column would leave them out of Table 1) and holds ``claims.paper_column``;
+    ``claims.paper_runs`` names this config's backbones (a misspelt one would show no paper number)."""
+    reference, claims = config["report"].get("reference"), config.get("claims") or {}
+    column = claims.get("paper_column")
+    for backbone in claims.get("paper_runs") or {}:
+        if backbone not in config["backbones"]:
+            raise InputError(file, f"claims.paper_runs.{backbone}",
+                             f"not a backbone of this config (backbones: {', '.join(config['backbones'])})")
+    if column and not reference:
+        raise InputError(file, "claims.paper_column", "needs report.reference, the file whose column it is")
+    if not reference:
+        return
+    values, columns = load_reference(reference), [c["name"] for c in config["report"]["columns"]]
+    for backbone, ks in values.items():
+        for k, cells in ks.items():
+            wrong = [c for c in cells if c not in columns] if split_run_name(backbone)[0] in config["backbones"] else []
+            if wrong:
+                raise InputError(reference, f"values.{backbone}.{k}.{wrong[0]}",
+                                 f"not a column of the table (report.columns: {', '.join(columns)})")
+    if column and not any(column in cells for ks in values.values() for cells in ks.values()):
+        raise InputError(file, "claims.paper_column", f"'{column}' is not a column of {reference}")

@@ -360,10 +360,9 @@ def _check_report(config: dict, produced: dict, file) -> None:
     _check_measure(report["tradeoff_measure"], tradeoff_datasets, produced, file, "report.tradeoff_measure")
     if not any(report["beir_measure"] in measures for measures in produced.values()):
         _check_measure(report["beir_measure"], sorted(evaluated), produced, file, "report.beir_measure")
-    if report.get("reference"):
-        from lsrbench.report.tables.table1 import load_reference
+    from lsrbench.config.reference import check_reference
 
-        load_reference(report["reference"], [c["name"] for c in report["columns"]])
+    check_reference(config, file)
 
 
 def _check_auto_k(config: dict, file) -> None:

@@ -92,7 +92,7 @@ def test_a_seed_offset_the_queries_call_significant_is_inconclusive_with_the_dec
     assert with_seeds.p_value == pytest.approx(2 * stats.norm.sf(with_seeds.diff / se), rel=0.1)
     big = evaluate_claims(one_seed_pair(0.1), claims_cfg())[0]  # 0.1: about 5 sd of the difference: still holds
     assert big.verdict == "holds"
-    assert "training seeds, declared claims.seed_sd = 0.013 per model" in with_seeds.noise
+    assert with_seeds.noise == "queries, training seeds (declared sd 0.013)"
 
 
 def test_three_seeds_estimate_the_seed_sd_from_the_runs_themselves():
@@ -133,8 +133,7 @@ def test_every_verdict_line_says_which_noise_it_accounts_for():
     verdicts = evaluate_claims(ev, cfg)
     md, record = claims_markdown(verdicts, cfg), claims_record(verdicts, cfg)
     assert md.count("Noise: ") == 2 and "Noise: none: no test." in md
-    assert "Noise: query sampling (paired randomization over queries) and training seeds, declared" in md
-    assert [c["noise"].split(",")[0] for c in record["claims"]] == [
-        "query sampling (paired randomization over queries) and training seeds", "none: no test"]
+    assert "Noise: queries, training seeds (declared sd 0.013)." in md
+    assert [c["noise"] for c in record["claims"]] == ["queries, training seeds (declared sd 0.013)", "none: no test"]
     assert record["seed_sd"] == pytest.approx(0.013) and "tiny_default_seeds-metrics.csv" in record["seed_sd_source"]
     json.dumps(record)

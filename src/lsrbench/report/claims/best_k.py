@@ -11,7 +11,8 @@ from lsrbench.report.claims.claim_type import (ClaimType, all_of, any_of, pair_o
                                         selection_notes, set_outcome)
 from lsrbench.report.claims.compare import selectable_ks
 from lsrbench.report.claims.evidence import (BY_CONSTRUCTION, DESCRIPTIVE, INCONCLUSIVE, Evidence, NotMeasured,
-                                             Settings, Verdict, best_k, checkpoint_key, effective_k, numeric_ks, paper_k)
+                                             Settings, Verdict, best_k, checkpoint_key, effective_k, numeric_ks, paper_gain,
+                                             paper_k, paper_runs)
 from lsrbench.report.results import collapsed_runs, mean_score
 from lsrbench.report.stats import spearman_exact
 
@@ -45,13 +46,13 @@ class BestKAbove(ClaimType):
                                 for k, t in tests.items()))
             t = tests[rescaled]
             v.runs += [[run, rescaled], [run, "1"]]
+            v.test += ("; " if v.test else "") + f"{run}: some k > {threshold:g} ({', '.join(tests)}) above k=1"
             listing = "; ".join(f"k={k}: {x.mean_a:.4f}, {x.diff:+.4f} {x.interval_text()}, p = {x.p_value:.4g}"
                                 for k, x in tests.items())
             texts.append(f"{run}: best k = {chosen} on {', '.join(s.select_datasets)} ({s.select_measure}); "
                          f"{s.measure} at k=1 {t.mean_b:.4f}; every k > {threshold:g} against k=1 ({listing})"
                          + (f": some k beats k=1 (Bonferroni over {len(tests)})" if len(tests) > 1 else ""))
-            if paper_k(ev, run):
-                paper.append(f"{run}: best k {paper_k(ev, run)}")
+            paper += paper_gain(ev, s, run)
             v.estimate += ("; " if v.estimate else "") + f"{run}: k={rescaled}, {t.diff:+.4f} {t.interval_text()}"
             v.statistic = t.method
             if len(spec["backbones"]) == 1:
@@ -82,6 +83,7 @@ class BestKMatchesPaper(ClaimType):
             if theirs not in numeric_ks(ev.metrics, run):
                 raise NotMeasured(f"{run}: no run at the paper's k={theirs}")
             paper.append(f"{run}: k={theirs}")
+            v.test += ("; " if v.test else "") + f"{run}: k={theirs} above every other non-collapsed k"
             v.runs.append([run, ours])
             v.estimate += ("; " if v.estimate else "") + f"{run}: k={ours}"
             if (run, theirs) in collapsed:  # a flag decides nothing alone: the scores are tested as any k's
@@ -135,10 +137,8 @@ def _twins(ev: Evidence, v: Verdict, swept: list[str], pts: list, listing: str) 
         return
     grows = [k_value(k) for _, _, k in sorted(pts, key=lambda p: p[1])]
     v.verdict = DESCRIPTIVE
-    v.details = (f"{listing}: twins of one checkpoint, so no test of the norm; not by construction either: their grids "
-                 "divided by each twin's head scale are different models ("
-                 + "; ".join(f"{r}: k / scale = {', '.join(f'{x:g}' for x in ks)}" for r, ks in effective.items())
-                 + f"). The best k {'grows' if grows == sorted(grows) and len(set(grows)) > 1 else 'does not grow'} "
+    v.details = (f"{listing}: twins of one checkpoint: no test of the norm, nor by construction (k / head scale "
+                 f"differs). The best k {'grows' if grows == sorted(grows) and len(set(grows)) > 1 else 'does not grow'} "
                  "with the norm here")
 
 
@@ -167,7 +167,7 @@ class NormBestKCorrelation(ClaimType):
         v = self.verdict(spec, datasets=s.select_datasets, runs=[[r, k] for r, _, k in pts],
                          notes=seed_notes(ev, s, [r for r, _, _ in pts]))
         listing = ", ".join(f"{r} (norm {n:.1f}, best k {k})" for r, n, k in sorted(pts, key=lambda p: p[1]))
-        theirs = {r: paper_k(ev, r) for r, _, _ in pts if paper_k(ev, r)}
+        theirs = {p: paper_k(ev, p) for r, _, _ in pts for p in paper_runs(s, r) if paper_k(ev, p)}
         v.paper = ", ".join(f"{r}: best k {k}" for r, k in theirs.items()) or None
         if len(swept) >= 2 and len({checkpoint_key(ev.backbones, r) for r in swept}) == 1:
             _twins(ev, v, swept, pts, listing)
@@ -184,6 +184,7 @@ class NormBestKCorrelation(ClaimType):
         if math.isnan(rho):
             raise NotMeasured(f"Spearman's rho is undefined (equal head norms): {listing}")
         v.diff, v.p_value, v.sign_ok, v.statistic = rho, p, rho > 0, f"Spearman's rho, permutation test, {method}"
+        v.test = f"Spearman's rho of {stat} and best k over {len(pts)} checkpoints > 0"
         v.estimate = f"rho = {rho:+.3f} (n = {len(pts)})"
         v.details = f"Spearman rho({stat}, best k on {', '.join(s.select_datasets)}) = {rho:+.3f}, p = {p:.4g}; {listing}"
         return v

@@ -146,16 +146,14 @@ def same_model(ev: Evidence, a: tuple[str, str], b: tuple[str, str]) -> bool:
 def selection_notes(ev: Evidence, s: Settings, runs: list[str], selected: bool = True,
                     over_choices: bool = False) -> list[str]:
     """Notes on a claim that reads a best k (``selected``): where it is chosen on the queries it is
-    tested on; ``over_choices``: the claim is tested over every k the choice could take, so the
-    choice shows a number but decides nothing."""
+    tested on, unless ``over_choices`` (the claim is tested over every k the choice could take, so
+    the choice shows a number but decides nothing)."""
     notes = []
-    if selected and s.selects_on_test_set:
-        notes.append("best k chosen on the same queries it is tested on (no held-out selection set: claims.select_on); "
-                     + ("the verdict does not rest on that choice: the claim is tested over every k it could be"
-                        if over_choices else "this favours the selected run"))
+    # a claim tested over every k the choice could take does not rest on it (claims.md's notes say so once)
+    if selected and s.selects_on_test_set and not over_choices:
+        notes.append("best k chosen on its test queries: favours it")
     if any(is_synthetic(ev, r) for r in runs):
-        notes.append("a synthetic twin (another backbone's checkpoint with its head scaled at load): evidence about "
-                     "the rescale itself, not about a backbone whose head is large from pretraining")
+        notes.append("synthetic twin: evidence on the rescale, not on a head large from pretraining")
     return notes + (seed_notes(ev, s, runs) if selected else [])
 
 

@@ -20,6 +20,10 @@ __all__ = ["Compare", "selectable_ks"]
 
 _SHIFT = {"less": 0, "greater": 0, "different": 0, "not_less": -1, "not_greater": +1, "equivalent": -1}
 _SIGN = {"less": -1, "greater": +1, "different": 0, "not_less": +1, "not_greater": -1, "equivalent": +1}
+# what a claim's test asks, in claims.md's words
+_TEST = {"less": "{a} < {b}", "greater": "{a} > {b}", "different": "{a} != {b}",
+         "not_less": "{a} >= {b} - {margin:.4f} (non-inferiority)", "not_greater": "{a} <= {b} + {margin:.4f}",
+         "equivalent": "{a} within {margin:.4f} of {b} (TOST)"}
 _RELATION = {"less": "a < b", "greater": "a > b", "different": "a != b",
              "not_less": "a >= b - margin (non-inferiority)", "not_greater": "a <= b + margin",
              "equivalent": "b - margin < a < b + margin (equivalence, TOST)"}
@@ -47,8 +51,11 @@ class Compare(ClaimType):
         shift = _SHIFT[expect] * s.margin
         selected = [x for x in ("a", "b") if spec[x]["k"] in DATA_SELECTED_K]
         v = self.verdict(spec, runs=[list(a), list(b)], datasets=s.datasets, margin=s.margin if shift else None,
-                         paper=paper_compare(ev, spec, s, s.measure, s.datasets))
+                         paper=paper_compare(ev, spec, s))
         v.notes += selection_notes(ev, s, [a[0], b[0]], bool(selected), over_choices=True)
+        sides = [f"{run} k in {{{', '.join(selectable_ks(ev, run))}}}" if x in selected
+                 else run_text(run, k) for x, (run, k) in zip(("a", "b"), (a, b))]
+        v.test = _TEST[expect].format(a=sides[0], b=sides[1], margin=s.margin)
         if not selected and same_model(ev, a, b):
             what = "one run" if a == b else "one model (twins of one checkpoint, the head scale cancelled by k)"
             v.verdict = BY_CONSTRUCTION

@@ -113,8 +113,7 @@ def evaluate_claims(ev: Evidence, claims_cfg: dict, intervals: bool = True) -> l
             v.verdict = decide(p, bool(v.sign_ok), s.alpha, v.can_hold)
             if v is not group[0]:
                 v.same_test_as = group[0].id
-                v.notes.append(f"the same test as `{group[0].id}` (reported beside it): counted once in Holm's "
-                               "family")
+                v.notes.append(f"the same test as `{group[0].id}`, counted once by Holm")
     return out
 
 

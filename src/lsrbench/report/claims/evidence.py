@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from lsrbench.model.head_match import numeric_head_scale
-from lsrbench.names import AUTO_K, RUN_COLUMN, format_k, k_value, split_run_name
+from lsrbench.names import AUTO_K, RUN_COLUMN, format_k, k_value, run_name, split_run_name
 from lsrbench.report import results
 
 __all__ = ["HOLDS", "FAILS", "INCONCLUSIVE", "BY_CONSTRUCTION", "DESCRIPTIVE", "NOT_MEASURED", "VERDICTS", "NotMeasured",
            "Evidence", "Settings", "Verdict", "checkpoint_key", "effective_k", "is_synthetic", "numeric_ks", "best_k", "seed_best_ks", "resolve_k", "paired_scores",
-           "run_text", "paper_value", "paper_k", "paper_compare"]
+           "run_text", "paper_runs", "paper_value", "paper_k", "paper_compare", "paper_gain"]
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "fails", "inconclusive"
 BY_CONSTRUCTION, DESCRIPTIVE, NOT_MEASURED = "by construction", "descriptive", "not measured"
@@ -79,6 +79,10 @@ class Settings:
     seed_sd: float = 0.0  # declared run-level sd of one model's score, in units of the measure (claims.seed_sd / 100)
     seed_flops_cv: float = 0.0  # declared run-level sd of one model's log FLOPs
     seed_sd_source: str = ""
+    # the paper's backbones each of ours stands for, and the reference column they are read from
+    # where no column of this config has the claims' measure and datasets (claims.paper_runs, paper_column)
+    paper_runs: dict = field(default_factory=dict)
+    paper_column: str | None = None
     intervals: bool = True  # False: tests give no bootstrap interval (the calibration's draws: it decides nothing)
 
     @classmethod
@@ -86,7 +90,8 @@ class Settings:
         select = cfg.get("select_on") or {}
         return cls(cfg["measure"], list(cfg["datasets"]), select.get("measure", cfg["measure"]),
                    list(select.get("datasets", cfg["datasets"])), cfg["alpha"], cfg["resamples"], cfg["seed"],
-                   cfg["margin"] / 100.0, cfg["seed_sd"] / 100.0, cfg["seed_flops_cv"], cfg["seed_sd_source"])
+                   cfg["margin"] / 100.0, cfg["seed_sd"] / 100.0, cfg["seed_flops_cv"], cfg["seed_sd_source"],
+                   dict(cfg.get("paper_runs") or {}), cfg.get("paper_column"))
 
     def for_claim(self, spec: dict) -> "Settings":
         """These settings with a claim's own ``measure`` and ``datasets`` (where it gives them)."""
@@ -113,6 +118,7 @@ class Verdict:
     verdict: str | None = None
     details: str = ""
     statistic: str = "descriptive (no test)"
+    test: str = ""  # what the test asks, in one line (claims.md)
     estimate: str = ""
     diff: float | None = None
     ci: tuple[float, float] | None = None
@@ -208,12 +214,19 @@ def run_text(run: str, k: str) -> str:
 
 
 # ---------------------------------------------------------------------------------- the paper's numbers
-def paper_value(ev: Evidence, run: str, k: str, measure: str, datasets: list[str]) -> float | None:
-    """The paper's number for (run, k) on the table column with this measure and these datasets."""
+def paper_runs(s: Settings, run: str) -> list[str]:
+    """The paper's runs ``run`` stands for (``claims.paper_runs`` by backbone, its mode kept), else itself."""
+    backbone, mode = split_run_name(run)
+    return [run_name(p, mode) for p in s.paper_runs.get(backbone, [backbone])]
+
+
+def paper_value(ev: Evidence, s: Settings, run: str, k: str) -> float | None:
+    """The paper's number for its (run, k) on the table column with the claims' measure and datasets,
+    else on ``claims.paper_column``."""
     columns = [c["name"] for c in ev.report.get("columns", [])
-               if c["measure"] == measure and set(c["datasets"]) == set(datasets)]
+               if c["measure"] == s.measure and set(c["datasets"]) == set(s.datasets)]
     values = ev.reference.get("values", {}).get(run, {})
-    for name in columns:
+    for name in columns + ([s.paper_column] if s.paper_column else []):
         for key, row in values.items():
             if k_value(key) is not None and k_value(key) == k_value(k) and name in row:
                 return float(row[name])
@@ -225,12 +238,31 @@ def paper_k(ev: Evidence, run: str) -> str | None:
     return None if k is None else format_k(k)
 
 
-def paper_compare(ev: Evidence, spec: dict, s: Settings, measure: str, datasets: list[str]) -> str | None:
-    def side(sel):
-        k = paper_k(ev, sel["backbone"]) if sel["k"] == "best" else format_k(sel["k"]) if sel["k"] != "max" else None
-        return (k, paper_value(ev, sel["backbone"], k, measure, datasets)) if k else (None, None)
+def paper_compare(ev: Evidence, spec: dict, s: Settings) -> str | None:
+    """The paper's difference for a compare claim's two sides: every pair of their paper runs (one
+    run on both sides: the same paper run on both)."""
+    def side(sel, run):
+        k = paper_k(ev, run) if sel["k"] == "best" else format_k(sel["k"]) if sel["k"] != "max" else None
+        return (k, paper_value(ev, s, run, k)) if k else (None, None)
 
-    (ka, va), (kb, vb) = side(spec["a"]), side(spec["b"])
-    if va is None or vb is None:
-        return None
-    return f"{va:.3f} (k={ka}) vs {vb:.3f} (k={kb}): {va - vb:+.3f}"
+    texts, ours = [], (spec["a"]["backbone"], spec["b"]["backbone"])
+    # one run on both sides is one paper run on both sides
+    pairs = ([(r, r) for r in paper_runs(s, ours[0])] if ours[0] == ours[1] else
+             [(ra, rb) for ra in paper_runs(s, ours[0]) for rb in paper_runs(s, ours[1])])
+    for ra, rb in pairs:
+        (ka, va), (kb, vb) = side(spec["a"], ra), side(spec["b"], rb)
+        if va is not None and vb is not None:
+            texts.append(f"{ra} k={ka} {va:.3f} vs {'' if rb == ra else rb + ' '}k={kb} {vb:.3f}: {va - vb:+.3f}")
+    return "; ".join(texts) or None
+
+
+def paper_gain(ev: Evidence, s: Settings, run: str) -> list[str]:
+    """The paper's best k of each paper run ``run`` stands for, with its gain over k=1 where it states both."""
+    texts = []
+    for theirs in paper_runs(s, run):
+        k = paper_k(ev, theirs)
+        if k is None:
+            continue
+        va, vb = paper_value(ev, s, theirs, k), paper_value(ev, s, theirs, "1")
+        texts.append(f"{theirs}: best k {k}" + (f", {va - vb:+.3f} over k=1" if va is not None and vb is not None else ""))
+    return texts

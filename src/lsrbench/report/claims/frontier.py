@@ -63,6 +63,8 @@ class Frontier(ClaimType):
             parts.append(part)
             texts.append(text)
         v.details = f"{measure} over {', '.join(datasets)}, FLOPs as in the tradeoff plot; " + "; ".join(texts)
+        v.test = "; ".join(f"{run}: some k > 1 cheaper than k=1, {measure} non-inferior"
+                           for run in spec["backbones"])
         set_outcome(v, all_of(parts))
         return v
 
@@ -121,7 +123,8 @@ def _dominance(ev: Evidence, s: Settings, v: Verdict, run: str, points: dict, re
     outcome = any_of(o for _, _, o in runs)
     k, t, _ = max(runs, key=lambda r: (r[2].ok, -r[2].p))  # the run that decides, to show
     v.runs += [[run, k], [run, "1"]]
-    v.estimate += ("; " if v.estimate else "") + f"{run}: k={k} vs k=1 {t.diff:+.4f} {t.interval_text()}"
+    v.estimate += (("; " if v.estimate else "") + f"{run}: k={k} vs k=1 {t.diff:+.4f} {t.interval_text()}, "
+                   f"FLOPs {points[k][0]:.3g} vs {flops1:.3g}")
     how = (f"some run dominates: p = {outcome.p:.4g} (Bonferroni over {len(runs)})" if len(runs) > 1
            else f"p = {outcome.p:.4g}" + ("" if k1_flagged else " (the larger of its two tests)"))
     return outcome, f"{head}; each rescaled run vs k=1: {'; '.join(listing)}; {how}"

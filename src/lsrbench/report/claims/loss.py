@@ -60,9 +60,8 @@ class Loss(ClaimType):
             raise NotMeasured(f"{run}: no best k (every k collapsed or unfinished)")
         (sa, la), (sb, lb) = finite_curve(ev.train_logs.get(a) or [], key), finite_curve(ev.train_logs.get(b) or [], key)
         v = self.verdict(spec, verdict=DESCRIPTIVE, runs=[list(a), list(b)])
-        losses = (f"the training losses averaged over {len(ev.seed_metrics)} seeds step by step" if ev.seed_metrics
-                  else "the training losses of one seed")
-        v.notes.append(f"descriptive: {losses}, no test; not in Holm's correction")
+        if ev.seed_metrics:  # one seed's curves need no note (claims.md says every run has one seed)
+            v.notes.append(f"the training losses averaged over {len(ev.seed_metrics)} seeds step by step")
         v.notes += selection_notes(ev, s, [run], spec.get("a_k", "best") == "best")
         for side, values in ((a, la), (b, lb)):
             if ev.train_logs.get(side) and not values:
@@ -100,7 +99,7 @@ def _curves(v: Verdict, key: str, sides, steps, losses, start, where: str, windo
     rough = (roughness(ea), roughness(eb))
     shown = {"a lower start": start[0] < start[1], "a lower end": end[0] < end[1], "a smoother curve": rough[0] < rough[1]}
     v.estimate = (f"{_minus(a, b)}, loss at the start {start[0] - start[1]:+.3f}, at the end {end[0] - end[1]:+.3f}; "
-                  f"jumpiness (std of the step-to-step changes) {rough[0]:.3f} vs {rough[1]:.3f}: "
+                  f"jumpiness {rough[0]:.3f} vs {rough[1]:.3f}: "
                   f"{sum(shown.values())} of 3 as the paper says")
     v.details = (f"{key}, a = {run_text(*a)}, b = {run_text(*b)}: start {start[0]:.4f} vs {start[1]:.4f} ({where}); "
                  f"end at step {last} (mean of the last {window} logged steps up to "

@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from lsrbench.report.claims.evidence import BY_CONSTRUCTION, Evidence, Settings, Verdict
+from lsrbench.report.claims.evidence import BY_CONSTRUCTION, DESCRIPTIVE, NOT_MEASURED, Evidence, Settings, Verdict
 from lsrbench.report.stats import MIN_INTERVAL_QUERIES
 
 __all__ = ["claims_markdown", "claims_record", "claims_texts", "evidence_seeds", "read_evidence", "write_claims"]
@@ -22,81 +22,121 @@ def _finite(x):
     return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
 
 
+# The paper column where the paper states no number for a claim (said once, in the notes).
+NO_PAPER_NUMBER = "none stated"
+# The verdicts no test decides, as the notes explain them (only those the claims got).
+_MEANINGS = {BY_CONSTRUCTION: "true whatever training does", DESCRIPTIVE: "no test",
+             NOT_MEASURED: "evidence it needs is absent"}
+
+
 def seeds_sentence(seeds: list[str] | None, s: Settings | None = None) -> str:
     """What the claims' tests do about training variance (each claim's `Noise:` line says it for its test)."""
     from lsrbench.report.claims.run_noise import ESTIMATED_FROM
 
-    declared = ("" if s is None else f" (claims.seed_sd = {s.seed_sd * 100:g} points of the measure, claims.seed_flops_cv "
-                f"= {s.seed_flops_cv:g} for log FLOPs; source: {s.seed_sd_source})")
+    declared = ("" if s is None else f" (claims.seed_sd {s.seed_sd * 100:g} points, seed_flops_cv {s.seed_flops_cv:g}: "
+                f"{s.seed_sd_source})")
     if not seeds or len(seeds) < ESTIMATED_FROM:
-        trained = ("every run was trained once, with one seed" if not seeds or len(seeds) < 2 else
+        trained = ("one training seed per run" if not seeds or len(seeds) < 2 else
                    f"every run was trained with {len(seeds)} seeds ({', '.join(seeds)}), too few to estimate their spread")
         return (f"Training variance: {trained}, so each comparison adds a declared run-level noise per trained model"
-                f"{declared} to its test's query noise (recipe.seeds with {ESTIMATED_FROM} or more seeds estimates it "
-                "from the run itself).")
+                f"{declared}.")
     return (f"Training seeds: every run was trained once per seed ({len(seeds)} seeds: {', '.join(seeds)}; recipe.seeds). "
             "Comparisons test each query's score averaged over the seeds plus a run-level term whose sd is the seeds' "
             "own spread (pooled within the trained runs, t-distributed), a run's best k is that of the seeds' mean "
             "metrics, and each best-k claim says how many seeds, each on its own, select the same k.")
 
 
-def _header(claims_cfg: dict, s: Settings, verdicts: list[Verdict], seeds: list[str] | None = None,
-            chance: dict | None = None) -> list[str]:
+def _method(claims_cfg: dict, s: Settings, verdicts: list[Verdict]) -> str:
+    """How every claim is tested, one paragraph."""
     from lsrbench.report.claims.engine import holm_family_size
 
     n_claims, n_tests = sum(v.p_adjusted is not None for v in verdicts), holm_family_size(verdicts)
-    family = (f"the {n_tests} distinct tests of the {n_claims} tested claims (a claim that is another's test is "
-              "reported beside it, counted once)" if n_tests < n_claims else f"the {n_tests} tested claims")
-    select = (f"the best k of a run is chosen on {s.select_measure} over {', '.join(s.select_datasets)}"
-              + (" (the test datasets themselves: no held-out selection set)" if s.selects_on_test_set else ""))
-    design = [f"Design: {claims_cfg['design'].strip()}", ""] if claims_cfg.get("design") else []
-    lines = [
-        "# Claims of the paper, checked on this run", "", *design,
-        f"Tested on {s.measure}, macro mean over {', '.join(s.datasets)} (the table's statistic: the mean of the "
-        f"per-dataset means); {select}, collapsed runs excluded. Comparisons: paired randomization (sign-flip) "
-        f"test of the macro-mean difference (each query weighted 1/(datasets x its dataset's queries); "
-        f"{s.resamples} resamples or exact, seed {s.seed}), 95% stratified bootstrap interval (none from fewer "
-        f"than {MIN_INTERVAL_QUERIES} queries in a dataset). A claim that reads a run's best k is tested over every k "
-        f"that choice could take (\"the best k beats k=1\": some k beats k=1, Bonferroni over them), so noise "
-        f"that moves the choice does not decide the verdict. "
-        f"\"Matches or beats\": non-inferiority, margin {s.margin:.4f} (claims.margin: {claims_cfg['margin']:g} points of the measure x 100). "
-        f"Holm's correction over {family} at alpha = {s.alpha}: a tested claim holds or fails only "
-        f"when its adjusted p-value is below alpha, in its direction or against it; otherwise it is inconclusive. "
-        f"A collapse flag decides only through a test of the flagged run's scores. "
-        f"`by construction`: the config makes the claim true whatever training does; `descriptive`: no test; "
-        f"`not measured`: evidence the claim needs is absent.", "", seeds_sentence(seeds, s), ""]
-    if chance:
-        from lsrbench.report.tables.chance import chance_note
+    family = f"{n_tests} tests ({n_claims} claims)" if n_tests < n_claims else f"{n_tests} tests"
+    select = ("best k chosen on the test queries themselves" if s.selects_on_test_set else
+              f"best k chosen on {s.select_measure} over {', '.join(s.select_datasets)}")
+    used = {v.verdict for v in verdicts}
+    words = "; ".join(f"`{word}`: {meaning}" for word, meaning in _MEANINGS.items() if word in used)
+    return (f"Tests: {s.measure}, macro mean over {', '.join(s.datasets)}; {select}, collapsed runs excluded; "
+            f"best-k claims are tested over every k it could be. Comparisons: paired randomization of the "
+            f"macro mean ({s.resamples} sign vectors, seed {s.seed}) plus run-level noise. Holm over {family} at alpha "
+            f"{s.alpha}: holds or fails only if the adjusted p < alpha, else inconclusive; a collapse flag decides "
+            f"only through a test." + (f" {words}." if words else ""))
 
-        datasets = list(dict.fromkeys(s.datasets + s.select_datasets))
-        lines += [chance_note(chance, datasets, list(dict.fromkeys([s.measure, s.select_measure])), marked=False), ""]
-    if any(v.verdict == BY_CONSTRUCTION for v in verdicts) or any("synthetic twin" in " ".join(v.notes) for v in verdicts):
-        lines += ["This config compares twins of one checkpoint (a synthetic large-norm head): only the claims "
-                  "about the rescale itself carry evidence here; claims about backbones whose heads are large from "
-                  "pretraining need the paper config.", ""]
-    return lines
+
+def _chance_text(chance: dict, s: Settings) -> str:
+    """What was evaluated and what a random ranking scores on it, in one sentence."""
+    parts = []
+    for ds in dict.fromkeys(s.datasets + s.select_datasets):
+        d = chance.get("datasets", {}).get(ds)
+        if d is None:
+            continue
+        pool = f"a pool of {d['documents']:,} of {d['full_documents']:,} documents" if d.get("pool_depth") else \
+            f"{d['documents']:,} documents"
+        levels = ", ".join(f"{m} {d['measures'][m]['expected']:.4f}" for m in dict.fromkeys([s.measure, s.select_measure])
+                           if d["measures"].get(m))
+        parts.append(f"{ds}: {pool}, {d['queries']} queries" + (f", where a random ranking scores {levels}" if levels else ""))
+    from lsrbench.report.tables.chance import column_chance
+
+    level = column_chance(chance, s.measure, s.datasets)
+    bound = f" ({s.measure} up to {level.bound:.4f})" if level else ""
+    return f"Evaluated on {'; '.join(parts)} (results/chance.json); within 1.645 sd of it{bound}: at chance."
+
+
+def _shared_notes(verdicts: list[Verdict]) -> dict[str, list[str]]:
+    """Every note that two or more claims carry, with the ids of the claims that carry it."""
+    ids: dict[str, list[str]] = {}
+    for v in verdicts:
+        for note in dict.fromkeys(v.notes):
+            ids.setdefault(note, []).append(v.id)
+    return {note: who for note, who in ids.items() if len(who) > 1}
+
+
+def _notes(claims_cfg: dict, s: Settings, verdicts: list[Verdict], seeds: list[str] | None, chance: dict | None,
+           shared: dict[str, list[str]]) -> list[str]:
+    """The notes the claims share, once: how they are tested, training variance, what was evaluated,
+    the paper column, then each note several claims carry, with their ids."""
+    mapped = ", ".join(f"{ours} for {' and '.join(theirs)}" for ours, theirs in s.paper_runs.items())
+    lines = ["## Notes", "", _method(claims_cfg, s, verdicts), "", seeds_sentence(seeds, s), "",
+             *([_chance_text(chance, s), ""] if chance else []),
+             "Paper: config/paper_reference.yaml" + (f" on {s.paper_column} ({mapped})" if mapped else "")
+             + f"; `{NO_PAPER_NUMBER}`: it gives none.", ""]
+    twins = any(v.verdict == BY_CONSTRUCTION for v in verdicts)
+    if twins and not any("synthetic twin" in note for note in shared):
+        lines += ["This config compares twins of one checkpoint: only the claims about the rescale itself carry "
+                  "evidence here; claims about backbones whose heads are large from pretraining need the paper config.", ""]
+    lines += [f"- {', '.join(f'`{i}`' for i in who)}: {note}." for note, who in shared.items()]
+    return lines + ([""] if shared else [])
+
+
+def _claim_paragraph(v: Verdict, shared: dict[str, list[str]]) -> str:
+    """One claim: id, verdict and text, what its test asks (or why there is none), its noise, its own notes."""
+    text = f"**`{v.id}`**: {v.text}."
+    # an untested claim's details say why it has no test, unless the table's estimate already shows them
+    text += f" Test: {v.test or v.statistic}." if v.p_value is not None else (
+        f" {v.details}." if v.details and not v.estimate else "")
+    text += f" Noise: {v.noise or 'none: no test'}."
+    return text + "".join(f" Note: {n}." for n in dict.fromkeys(v.notes) if n not in shared)
 
 
 def claims_markdown(verdicts: list[Verdict], claims_cfg: dict, seeds: list[str] | None = None,
                     chance: dict | None = None) -> str:
-    """claims.md; ``seeds``: the run's training seeds (one seed: the sentence that says training
-    variance is not measured); ``chance``: results/chance.json (what was evaluated, and a random
-    ranking's scores on it)."""
+    """claims.md: the design, a table of every claim (id, the paper's number beside ours, p,
+    verdict), a paragraph per claim (text, test, noise, its own notes; claims.json holds the
+    details), then the notes the claims share, once; ``seeds``: the run's training seeds;
+    ``chance``: results/chance.json."""
     s = Settings.from_config(claims_cfg)
-    lines = _header(claims_cfg, s, verdicts, seeds, chance)
-    rows = [{"claim": v.text, "verdict": v.verdict, "ours: difference [95% CI]": v.estimate or "–",
-             "p (Holm)": f"{_p(v.p_value)} ({_p(v.p_adjusted)})" if v.p_value is not None else "–",
-             "paper": v.paper or "–"} for v in verdicts]
+    shared = _shared_notes(verdicts)
+    lines = ["# Claims of the paper, checked on this run", ""]
+    if claims_cfg.get("design"):
+        lines += [f"Design: {claims_cfg['design'].strip()}", ""]
+    rows = [{"claim": v.id, "paper": v.paper or NO_PAPER_NUMBER, "ours [95% CI]": v.estimate or "–",
+             "Holm p": _p(v.p_adjusted) if v.p_value is not None else "–",
+             "verdict": v.verdict} for v in verdicts]
     if rows:
         lines += [pd.DataFrame(rows).to_markdown(index=False), ""]
     for v in verdicts:
-        lines += [f"## {v.text}", "", f"**{v.verdict}** — {v.details}", "", f"Noise: {v.noise or 'none: no test'}.", ""]
-        if v.p_value is not None:
-            lines += [f"Test: {v.statistic}; p = {_p(v.p_value)}, Holm-adjusted {_p(v.p_adjusted)}.", ""]
-        if v.paper:
-            lines += [f"Paper: {v.paper}.", ""]
-        lines += [f"- Note: {n}." for n in v.notes] + ([""] if v.notes else [])
-    return "\n".join(lines)
+        lines += [_claim_paragraph(v, shared), ""]
+    return "\n".join(lines + _notes(claims_cfg, s, verdicts, seeds, chance, shared)).rstrip("\n") + "\n"
 
 
 def claims_record(verdicts: list[Verdict], claims_cfg: dict, seeds: list[str] | None = None) -> dict:
@@ -111,7 +151,7 @@ def claims_record(verdicts: list[Verdict], claims_cfg: dict, seeds: list[str] | 
             "id": v.id, "text": v.text, "type": v.type, "verdict": v.verdict, "statistic": v.statistic,
             "difference": _finite(v.diff), "interval": [_finite(x) for x in v.ci] if v.ci else None,
             "p_value": _finite(v.p_value), "p_adjusted": _finite(v.p_adjusted), "margin": v.margin,
-            "runs": v.runs, "datasets": v.datasets, "paper": v.paper, "details": v.details, "notes": v.notes,
+            "runs": v.runs, "datasets": v.datasets, "paper": v.paper, "test": v.test, "details": v.details, "notes": v.notes,
             "same_test_as": v.same_test_as, "noise": v.noise or "none: no test",
         } for v in verdicts],
     }

@@ -93,12 +93,17 @@ def difference_sd(ev: Evidence, s: Settings, a: tuple[str, str], b: tuple[str, s
     return noise.sd * math.sqrt(share), noise.df
 
 
+def _brief(noise: RunNoise, what: str) -> str:
+    """A run-level noise in a few words (its source: claims.md's notes, claims.json's seed_sd_source)."""
+    return (f"declared sd {noise.sd:.3g}{what}" if noise.df is None
+            else f"sd {noise.sd:.3g}{what} from this run's seeds, {noise.df:g} df")
+
+
 def noise_text(ev: Evidence, s: Settings, measure: str, datasets: list[str],
                flops_datasets: list[str] | None = None) -> str:
     """What noise a comparison's test accounts for, in one line (claims.md, claims.json)."""
-    text = (f"query sampling (paired randomization over queries) and training seeds, "
-            f"{seed_noise(ev, s, measure, datasets).source}")
+    text = f"queries, training seeds ({_brief(seed_noise(ev, s, measure, datasets), '')})"
     if flops_datasets:
-        text += (f"; FLOPs: the datasets (sign flips) and training seeds, "
-                 f"{seed_noise(ev, s, FLOPS, flops_datasets, True).source}")
+        text += (f"; FLOPs: datasets, training seeds "
+                 f"({_brief(seed_noise(ev, s, FLOPS, flops_datasets, True), ' of log FLOPs')})")
     return text

@@ -107,7 +107,7 @@ def chance_note(record: dict | None, datasets: list[str], measures: list[str], m
 
 
 def at_chance_note(record: dict | None, runs: list[tuple[str, float]], measure: str, datasets: list[str]) -> list[str]:
-    """Notes for the (run text, mean) of a claim that are at chance on ``measure`` over ``datasets``."""
+    """Notes for the (run text, mean) of a claim that are at chance on ``measure`` over ``datasets``
+    (claims.md states the bound once)."""
     level = column_chance(record, measure, datasets)
-    return [f"{text} is at chance on {measure} ({value:.4f}; a random ranking of the evaluated documents: "
-            f"{level.expected:.4f}, at chance up to {level.bound:.4f})" for text, value in runs if at_chance(value, level)]
+    return [f"{text} at chance ({measure} {value:.4f})" for text, value in runs if at_chance(value, level)]

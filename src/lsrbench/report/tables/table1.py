@@ -281,7 +281,7 @@ def table1_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, no
     for row in cells["rows"]:
         shown_ks.setdefault(row["backbone"], set()).add(row["k"])
     notes += twin_notes(backbones, shown_ks, auto_k_values(norms or {}, auto_cfg))
-    if reference and load_reference(reference):
+    if any(c.get("reference") for row in cells["rows"] for c in row["cells"]):
         notes.append(f"(paper x): the value reported in the paper, from {reference}.")
     for note in notes:  # one paragraph each
         lines += ["", note]
