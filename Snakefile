@@ -12,7 +12,7 @@ if workflow.is_main_process:
 
 from lsrbench.config.grid import grid_lines
 from lsrbench.config.layers import load_config_files, locate_config_paths
-from lsrbench.dag.reports import report_outputs
+from lsrbench.report.reports import report_outputs
 from lsrbench.dag.folder_state import refuse_results_folder_as_workdir
 from lsrbench.dag.validate import check_config
 from lsrbench.dag.validate_files import record_path

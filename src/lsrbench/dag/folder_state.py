@@ -26,7 +26,6 @@ again with the asked config, and before the first job every foreign report is re
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -36,7 +35,7 @@ from lsrbench.dag.folders import PARAMS_JSON
 from lsrbench.dag.records import DamagedRecord, changed_files, future_stamp, load_record, read_record
 from lsrbench.errors import InputError
 
-__all__ = ["FolderState", "DagHooks", "report_config", "config_text", "refuse_results_folder_as_workdir"]
+__all__ = ["FolderState", "DagHooks", "config_text", "refuse_results_folder_as_workdir"]
 
 # The output a stage writes its own manifest to (lsrbench.provenance.manifest_fields), where it writes one.
 STAGE_MANIFEST = "provenance_json"
@@ -63,27 +62,6 @@ def _flat(value) -> list[str]:
     return [p for v in (value or []) for p in _flat(v)]
 
 
-def report_config(outputs: list[str]) -> dict | None:
-    """The config record (``{"snapshot", "id", "files"}``) a report rule's outputs say they were
-    made with: its manifest's (the last output), else, for a folder made before manifests, the
-    config line of its Markdown or the ``config`` of its JSON record; None when none says."""
-    from lsrbench.report.config_record import stated_config
-
-    record = read_record(outputs[-1])
-    if record is not None and record.config:
-        return record.config
-    for path in map(Path, outputs[:-1]):
-        try:
-            if path.suffix == ".md":
-                return stated_config(path.read_text(encoding="utf-8"))
-            if path.suffix == ".json" and isinstance(config := json.loads(path.read_text(encoding="utf-8")).get("config"),
-                                                     dict) and config.get("id"):
-                return config
-        except (OSError, ValueError, AttributeError):
-            continue
-    return None
-
-
 def config_text(config: dict) -> str:
     """A config record in words: ``config <id> (<files>)``."""
     return f"config {config['id']} ({', '.join(config.get('files') or []) or 'files not recorded'})"
@@ -95,11 +73,10 @@ class FolderState:
     ``stale`` maps the first output of each stale job to ``(its outputs, the line saying why)`` and ``foreign`` each
     report rule made with another config to that config's record."""
 
-    def __init__(self, layout, digests, now: float | None = None):
-        from lsrbench.dag.reports import ReportRules
-
-        self.layout, self.digests, self.now = layout, digests, now
-        self.reports = ReportRules(layout)
+    def __init__(self, layout, digests, reports, made_with, now: float | None = None):
+        # reports: the report rules (lsrbench.report.reports); made_with(outputs): the config record they state
+        self.layout, self.digests, self.now, self.made_with = layout, digests, now, made_with
+        self.reports = reports
         snapshot = layout.get("configs")
         self.current = {"snapshot": snapshot.path("config.yaml"), "id": snapshot.id, "files": layout.config_files}
         self.stale: dict[str, tuple[list[str], str]] = {}
@@ -116,7 +93,7 @@ class FolderState:
         for rule in self.reports.rules():
             outputs = self.reports.output_files(rule)
             self._job(outputs, _flat(self.reports.input_files(rule)), f"{rule} report", True, None)
-            config = report_config(outputs) if Path(outputs[0]).exists() else None
+            config = self.made_with(outputs) if Path(outputs[0]).exists() else None
             if config is not None and config.get("id") != self.current["id"]:
                 self.foreign[rule] = config
         return self

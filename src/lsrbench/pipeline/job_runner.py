@@ -1,6 +1,6 @@
 """The job runner: from a Snakemake ``script:`` (``workflow/scripts/run_job.py``) to the job function
-the rule's ``stage`` param names (a stage's, :func:`lsrbench.stages.stage`, its module imported
-alone; or a report's), called with the rule's ``settings`` and ``runtime`` params, its named inputs (report rules: their ``keyed`` run files) and outputs, by
+the rule's ``stage`` or ``report`` param names (:func:`lsrbench.stages.stage`, its module imported
+alone; :mod:`lsrbench.report.reports`), called with the rule's ``settings`` and ``runtime`` params, its named inputs (report rules: their ``keyed`` run files) and outputs, by
 name (:mod:`lsrbench.dag.stage` binds them when the Snakefile is parsed), turns bad input into one
 line on stderr, and a Ctrl-C into one line saying what was saved and how to resume. Once the stage
 has succeeded it writes the job's record: an addressed output's ``params.json`` (its ``identity``
@@ -39,7 +39,7 @@ def run(snakemake) -> None:
     gpus = int(getattr(getattr(snakemake, "resources", None), "gpu", 0) or 0)
     claim_gpus(gpus)
     params = snakemake.params
-    stage = params.stage
+    stage = getattr(params, "stage", None) or params.report  # a stage's name, or a report rule's
     kwargs = dict(getattr(params, "settings", None) or {})
     # params.runtime (optional): settings that change how a job runs, never what it computes
     # (e.g. checkpoint frequency). A rule computes it with a function of ``output``, which makes it
@@ -49,7 +49,8 @@ def run(snakemake) -> None:
     params_json, manifest_json = outputs.pop("params_json", None), outputs.pop("manifest_json", None)
     # an input named with a leading "_" is read through another one (a config snapshot's params.json
     # beside its config.yaml): named for the DAG, no argument of the job
-    for source in ({name: v for name, v in snakemake.input.items() if not name.startswith("_")}, outputs):
+    named = {name: v for name, v in snakemake.input.items() if not name.startswith("_")}
+    for source in (named, outputs):
         kwargs.update({name: (value if isinstance(value, str) or value is None else list(value))
                        for name, value in source.items()})
     kwargs.update(dict(getattr(params, "keyed", None) or {}))  # run files by key, not by position
@@ -83,8 +84,11 @@ def run(snakemake) -> None:
     if manifest_json:
         from lsrbench.report.config_record import config_record
 
-        write_json(manifest_json, report_manifest(manifest_json, snakemake.rule, config_record(kwargs.get("config_yaml")),
-                                                  inputs, outputs.values()))
+        # the job's call, which `lsrbench verify` runs again (lsrbench.report.verify.remake)
+        call = {"settings": dict(getattr(params, "settings", None) or {}), "keyed": dict(getattr(params, "keyed", None) or {}),
+                "inputs": {n: v if isinstance(v, str) else list(v) for n, v in named.items()}, "outputs": outputs}
+        write_json(manifest_json, {**report_manifest(manifest_json, snakemake.rule, config_record(kwargs.get("config_yaml")),
+                                                     inputs, outputs.values()), "call": call})
     log.info("%s: done in %s; read %s; wrote %s", stage, format_duration(time.monotonic() - start),
              describe(list(snakemake.input)), describe(list(snakemake.output)))
     log.info("%s: time split: %s start-up before the job, %.1f s importing, %.1f s the rest",
@@ -93,14 +97,14 @@ def run(snakemake) -> None:
 
 
 def job_function(name: str):
-    """The job function a rule's ``stage`` param names: its stage module alone is imported."""
+    """The job function of stage or report rule ``name``: a stage's module alone is imported."""
     from lsrbench.stages import STAGE_NAMES, stage
 
     if name in STAGE_NAMES:
         return stage(name).job
-    from lsrbench.pipeline.report_jobs import REPORT_JOBS
+    from lsrbench.report.reports import report_job
 
-    return REPORT_JOBS[name]
+    return report_job(name)
 
 
 def _fail(stage: str, line: str, kind: str = "error", status: int = 1) -> None:
