@@ -45,10 +45,11 @@ def refuse_results_folder_as_workdir(workdir: str | os.PathLike = ".") -> None:
     """Snakemake run in a results folder itself (``cd results; snakemake -s ../Snakefile``, ``-d
     results``) would plan every job anew in ``results/results``: one line instead, before anything."""
     from lsrbench.dag.folders import ID_REGEX
+    from lsrbench.names import MANIFESTS
 
     here = Path(workdir).resolve()
     snapshots = [p for p in (here / "configs").glob("*/params.json") if re.fullmatch(ID_REGEX, p.parent.name)]
-    if snapshots or (here / "metrics.sources.json").is_file():
+    if snapshots or (here / MANIFESTS).is_dir():
         raise InputError(here, None, "a results folder of lsrbench (it holds configs/<id>/ and the reports), not the "
                                      "folder to run snakemake in: run it from the folder that holds this one as "
                                      f"results/ ({here.parent if here.name == 'results' else 'its parent'})")

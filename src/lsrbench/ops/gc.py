@@ -27,6 +27,7 @@ from pathlib import Path
 
 from lsrbench.errors import InputError
 from lsrbench.dag.layout import ID_LENGTH
+from lsrbench.report.reports.collect import SOURCES_JSON
 
 __all__ = ["Garbage", "find_garbage", "current_folders", "config_layout", "report_folders", "remove_garbage", "addressed_folders"]
 
@@ -85,7 +86,7 @@ def _named_by_reports(results: Path) -> list[Path]:
     from lsrbench.names import MANIFESTS
 
     named = []
-    records = sorted((results / MANIFESTS).glob("*.json")) + [results / "metrics.sources.json"]
+    records = sorted((results / MANIFESTS).glob("*.json")) + [results / SOURCES_JSON]
     for path in filter(Path.is_file, records):
         record = _read_report_record(path)
         config = record.get("config")  # {"snapshot", "id", "files"} (lsrbench.report.config_record); a path before

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -82,13 +83,14 @@ def check_outputs(record: dict, located: Where, side: Path, trace: Trace) -> Non
 
 
 def _located_call(call: dict, located: Where) -> dict:
-    """The job's recorded arguments with every recorded path as it is found now."""
+    """The job's recorded arguments, every recorded path as found now from the folder it ran in
+    (spelt as it was there, so that what a report records of its inputs reads the same)."""
     def now(value):
         if isinstance(value, str):
-            return str(located(value))
+            return value if Path(value).is_absolute() else os.path.relpath(located(value), located.workdir)
         return [now(v) for v in value]
     files = {name: now(value) for name, value in call.get("inputs", {}).items()}
-    rows = {name: [[*row[:-1], str(located(row[-1]))] for row in value] for name, value in call.get("keyed", {}).items()}
+    rows = {name: [[*row[:-1], now(row[-1])] for row in value] for name, value in call.get("keyed", {}).items()}
     return {**call.get("settings", {}), **files, **rows}
 
 
@@ -104,7 +106,12 @@ def remake(root: Path, report, manifest: Path, trace: Trace) -> None:
         return
     with tempfile.TemporaryDirectory() as scratch:
         outputs = {arg: str(Path(scratch) / file) for arg, file in report.outputs.items()}
-        report.job(**_located_call(record["call"], located), **outputs)
+        here = os.getcwd()
+        os.chdir(located.workdir)
+        try:
+            report.job(**_located_call(record["call"], located), **outputs)
+        finally:
+            os.chdir(here)
         for arg, file in report.outputs.items():
             kept, fresh = root / file, Path(outputs[arg]).read_bytes()
             recorded = record["call"]["outputs"][arg]
