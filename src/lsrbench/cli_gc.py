@@ -41,7 +41,7 @@ def _refuse_while_locked(results: str) -> None:
     config's run): while one holds the folder's lock, nothing is removed."""
     from pathlib import Path
 
-    from lsrbench.ops.locks import lock_holder, lock_line
+    from lsrbench.locks import lock_holder, lock_line
 
     workdir = Path(results).resolve().parent  # the folder snakemake runs in
     holder = lock_holder(workdir)

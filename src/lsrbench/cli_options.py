@@ -97,9 +97,9 @@ def config_pairs(values: dict) -> list[str]:
 def load_config(files: list[str], check_files: bool = True, command_line: dict | None = None) -> tuple[dict, list[str]]:
     """The checked config of ``files`` (each with its ``base:`` chain, then ``command_line`` values as
     ``--config`` gives them), and every file read; ``check_files``: also the dataset and model
-    folders it names and the mirror, which must exist (lsrbench.dag.validate)."""
+    folders it names and the mirror, which must exist (lsrbench.validation.config)."""
     from lsrbench.config.layers import load_config_files, locate_config_paths, workflow_dir
-    from lsrbench.dag.validate import check_config
+    from lsrbench.validation.config import check_config
 
     config, origins, read = load_config_files(files, command_line)
     config = locate_config_paths(config, workflow_dir())  # as the Snakefile reads them (snakemake -d elsewhere)

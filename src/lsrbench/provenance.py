@@ -137,7 +137,7 @@ def addressed_record(identity: dict, inputs, outputs) -> dict:
     """An addressed output's ``params.json``: what its id stands for (``identity``), the files its
     job read (``made_from``: paths only, each has a record of its own) and every file it wrote with
     its SHA-256 (``outputs``): the record a finished output is checked against before anything
-    reads it (:mod:`lsrbench.dag.records`)."""
+    reads it (:mod:`lsrbench.folder.records`)."""
     return {**identity, "made_from": sorted(_flat(inputs)), "outputs": artifact_hashes(outputs)}
 
 

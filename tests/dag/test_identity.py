@@ -13,7 +13,7 @@ from helpers.snakemake import layout as micro_layout
 from helpers.snakemake import micro_config, toy_inputs
 from lsrbench.dag.fingerprint import FileDigests
 from lsrbench.dag.layout import Layout
-from lsrbench.dag.validate import check_config
+from lsrbench.validation.config import check_config
 from lsrbench.hashing import stable_hash
 from lsrbench.stages import all_stages
 

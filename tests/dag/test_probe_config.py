@@ -18,7 +18,7 @@ from lsrbench.dag.layout import Layout
 from lsrbench.report.reports import all_reports, report_outputs
 from lsrbench.report.reports import report_rules as ReportRules
 from lsrbench.report.reports.inputs import uses_probe
-from lsrbench.dag.validate import check_config
+from lsrbench.validation.config import check_config
 from lsrbench.errors import InputError
 from lsrbench.stages import all_stages
 from lsrbench.model.auto_k import HEAD_STATISTICS, NORM_STATISTICS

@@ -1,4 +1,4 @@
-"""The checks made before the first job (lsrbench.dag.validate), on config dicts: each refusal
+"""The checks made before the first job (lsrbench.validation.config), on config dicts: each refusal
 is one InputError naming the file and the field; the shipped configs pass. The same checks through
 ``snakemake`` on a finished run: tests/dag/test_bad_inputs_dag.py."""
 
@@ -11,7 +11,7 @@ import yaml
 from helpers.paths import REPO
 from lsrbench.errors import InputError
 from lsrbench.config.strict_yaml import load_yaml
-from lsrbench.dag.validate import check_config, check_values, produced_measures
+from lsrbench.validation.config import check_config, check_values, produced_measures
 
 FILE = "my.yaml"
 
@@ -195,7 +195,7 @@ def test_the_paper_reference_file(tiny, tmp_path, values, says):
 
 def test_a_recorded_folder_is_checked_again_only_when_a_file_or_the_installed_versions_change(
         tmp_path, vaswani_slice, tiny_roberta, monkeypatch):
-    """The record of folders that passed (lsrbench.dag.validate_files): a damaged config.json of
+    """The record of folders that passed (lsrbench.validation.files): a damaged config.json of
     the same size and modification time is not read again (the record says unchanged); a new
     modification time, or another installed transformers, checks the folder again and refuses it."""
     import importlib.metadata
@@ -204,7 +204,7 @@ def test_a_recorded_folder_is_checked_again_only_when_a_file_or_the_installed_ve
 
     from helpers.snakemake import micro_config
     from lsrbench.config.layers import locate_config_paths
-    from lsrbench.dag.validate_files import RECORD, RECORD_VARIABLE, record_path
+    from lsrbench.validation.files import RECORD, RECORD_VARIABLE, record_path
 
     model = shutil.copytree(tiny_roberta, tmp_path / "model")
     path = micro_config(tmp_path, vaswani_slice, model)

@@ -22,9 +22,9 @@ from lsrbench.stages import STAGE_NAMES
 # Imported once in the server (never torch: a forked process must not inherit its threads).
 # The Snakefile's and workflow/rules/common.smk's imports, snakemake's command line, lsrbench's.
 PRELOAD = ["snakemake.cli", "snakemake.api", "snakemake.workflow", "lsrbench.cli",
-           "lsrbench.config.grid", "lsrbench.config.layers", "lsrbench.report.reports", "lsrbench.dag.validate",
-           "lsrbench.dag.validate_files", "lsrbench.dag.stage", "lsrbench.dag.layout", "lsrbench.report.landing",
-           "lsrbench.dag.freshness", "lsrbench.dag.fingerprint", "lsrbench.names",
+           "lsrbench.config.grid", "lsrbench.config.layers", "lsrbench.report.reports", "lsrbench.validation.config",
+           "lsrbench.validation.files", "lsrbench.dag.stage", "lsrbench.dag.layout", "lsrbench.report.landing",
+           "lsrbench.folder.freshness", "lsrbench.dag.fingerprint", "lsrbench.names",
            *(f"lsrbench.stages.{name}" for name in STAGE_NAMES)]
 
 

@@ -3,8 +3,8 @@
 # stage declarations (lsrbench.stages, passed in), their rule parts (S: lsrbench.dag.stage.StageRules;
 # R: the report rules, lsrbench.report.reports), and the wildcard constraints.
 from lsrbench.dag.fingerprint import FileDigests
-from lsrbench.dag.folder_state import DagHooks, FolderState
-from lsrbench.dag.freshness import check_finished_inputs
+from lsrbench.folder.state import DagHooks, FolderState
+from lsrbench.folder.freshness import check_finished_inputs
 from lsrbench.dag.layout import ID_REGEX, Layout
 from lsrbench.dag.startup import jobs_start
 from lsrbench.dag.stage import StageRules, job_threads
@@ -24,7 +24,7 @@ try:
     if workflow.is_main_process:
         # a damaged input of a finished output is refused before Snakemake re-runs (and so
         # deletes) what was computed from it; then every finished job is checked against what it
-        # recorded (lsrbench.dag.folder_state): a stale one in the DAG is made again, a changed
+        # recorded (lsrbench.folder.state): a stale one in the DAG is made again, a changed
         # costly output, a file stamped in the future are one line here
         check_finished_inputs(L)
         STATE = FolderState(L, DIGESTS, report_rules(L), report_config).check()

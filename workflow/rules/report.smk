@@ -8,7 +8,7 @@ from lsrbench.report.landing import headline_image, landing_results, read_from, 
 # What the landing page (workflow/report/workflow.rst) shows besides the config: its results with
 # their captions, and where models and data were read from (as the jobs recorded it).
 # The config snapshot every report of the folder was made with: a folder holding another config's
-# reports is refused before the report is built (lsrbench.dag.folder_state), so the page names theirs.
+# reports is refused before the report is built (lsrbench.folder.state), so the page names theirs.
 config["_report"].update(results=landing_results(config, os.path.join(workflow.basedir, "workflow", "report")),
                          read_from=read_from(L) if workflow.is_main_process else [],
                          snapshot={"id": L.get("configs").id, "path": L.get("configs").path("config.yaml")},

@@ -4,4 +4,4 @@ form of a config (:mod:`~lsrbench.config.schema`), layered config files
 (:mod:`~lsrbench.config.layers`), the run grid (:mod:`~lsrbench.config.grid`), typed dataset
 entries (:mod:`~lsrbench.config.entries`) and the paper's reported numbers
 (:mod:`~lsrbench.config.reference`). Checks that need the stages' own knowledge (sources,
-measures, claim types, the files a config names) are the DAG's: :mod:`lsrbench.dag.validate`."""
+measures, claim types, the files a config names) are the DAG's: :mod:`lsrbench.validation.config`."""

@@ -78,7 +78,7 @@ class Stage:
     ``priority`` orders ready jobs (Snakemake's ``priority:``): a stage at the head of a longer
     chain of jobs goes first, so that no long job is left to run alone at the end.
     ``remade_if_changed``: a finished output whose files no longer have their recorded SHA-256 is
-    made again (a job that costs seconds) instead of refused (:mod:`lsrbench.dag.folder_state`).
+    made again (a job that costs seconds) instead of refused (:mod:`lsrbench.folder.state`).
     ``late_settings``: settings of the identity left out while they hold their default
     (:func:`without_late_defaults`). ``job``: the job function. How its rule runs: ``model_job``
     (a job that runs a model: the threads and the GPU a train or index job is given), ``local``
@@ -144,7 +144,7 @@ class StageRules:
     rule's ``output``, ``input``, ``params``, ``wildcard_constraints`` and ``log`` are."""
 
     def __init__(self, layout, visit: Callable[[list[str]], None] = lambda outputs: None):
-        # visit: told the outputs of each job the DAG being built holds (lsrbench.dag.folder_state.DagHooks)
+        # visit: told the outputs of each job the DAG being built holds (lsrbench.folder.state.DagHooks)
         self.layout, self.visit = layout, visit
 
     def _stage(self, name: str) -> Stage:

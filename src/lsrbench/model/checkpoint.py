@@ -384,7 +384,7 @@ def non_finite_message(where, found: tuple[str, int, int]) -> str:
 def check_finite_weights(path: str | os.PathLike, config_file: str, field: str) -> None:
     """Every floating-point tensor of a checkpoint folder's weight files is finite (NaN or inf in
     the file: one line naming the file and the tensor). Reads every tensor once: seconds for a
-    large checkpoint, which is why :mod:`lsrbench.dag.validate_files` records a folder that
+    large checkpoint, which is why :mod:`lsrbench.validation.files` records a folder that
     passed."""
     for file in weight_files(path):
         try:

@@ -213,7 +213,7 @@ def train_splade(
 
 def _check_lengths(model, recipe: dict, config_file, model_path) -> None:
     """The recipe's token lengths within the backbone's positions (a hub checkpoint is first read
-    here; a local one was checked before the DAG: lsrbench.dag.validate_files)."""
+    here; a local one was checked before the DAG: lsrbench.validation.files)."""
     from lsrbench.model.checkpoint import check_lengths_fit
 
     lengths = {f"recipe.{name}": recipe[name] for name in ("query_max_length", "document_max_length")}

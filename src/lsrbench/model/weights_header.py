@@ -2,7 +2,7 @@
 length, the JSON header, and the end of its last tensor against the file's size (a truncated file
 is shorter than its header says). Written here because safetensors' own reader only says "incomplete
 metadata" and needs the whole file mapped; this names what is wrong in a few kB read. Used before
-the DAG runs (:mod:`lsrbench.dag.freshness`) and where a job loads a trained model
+the DAG runs (:mod:`lsrbench.folder.freshness`) and where a job loads a trained model
 (:func:`lsrbench.model.encoder.load_trained_encoder`)."""
 
 from __future__ import annotations

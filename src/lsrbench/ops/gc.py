@@ -47,7 +47,7 @@ def config_layout(config_files: list[str], overrides: dict | None, results: str,
     from lsrbench.config.layers import load_config_files, locate_config_paths, workflow_dir
     from lsrbench.dag.layout import Layout
     from lsrbench.stages import all_stages
-    from lsrbench.dag.validate import check_config
+    from lsrbench.validation.config import check_config
 
     config, origins, read = load_config_files(config_files, overrides)
     config = check_config(locate_config_paths(config, workflow_dir()), config_files[-1], origins, files=False,

@@ -133,7 +133,7 @@ def _fetch_training(config: dict, mirror: Path, cache_dir: str, config_file: str
 
 def prefetch(config: dict, config_file: str, mirror: str | os.PathLike, *, force: bool = False,
              report=print) -> list[dict]:
-    """Fetch every model and dataset of a checked config (:func:`lsrbench.dag.validate.check_config`)
+    """Fetch every model and dataset of a checked config (:func:`lsrbench.validation.config.check_config`)
     into ``mirror``; ``report`` gets one line per item. Returns the records, also written to
     ``<mirror>/prefetch.json``."""
     if not mirror:

@@ -316,7 +316,7 @@ def _rule_table(status: Status) -> list[str]:
 
 def _other_config_line(status: Status) -> list[str]:
     """The report files of this config's list that another config made, and how to make them again."""
-    from lsrbench.dag.folder_state import config_text
+    from lsrbench.folder.state import config_text
 
     if not status.other_config:
         return []

@@ -7,7 +7,7 @@ has succeeded it writes the job's record: an addressed output's ``params.json`` 
 param: what the id in its path stands for, :mod:`lsrbench.dag.layout`; what it was made from and
 the SHA-256 of every file it wrote), a report's manifest (``results/manifests/<rule>.json``:
 every file it read and wrote, and its config), which is what a finished file is checked against
-before anything reads it (:mod:`lsrbench.dag.folder_state`). It makes the rule's log file the job's
+before anything reads it (:mod:`lsrbench.folder.state`). It makes the rule's log file the job's
 log: UTC time-stamped lines (:func:`lsrbench.progress.log_to_file`), the stage's own progress lines,
 and a last line saying what the job read and wrote (sizes) and how long it took."""
 

@@ -116,7 +116,7 @@ def report_config(outputs: list[str]) -> dict | None:
     """The config record (``{"snapshot", "id", "files"}``) a report rule's outputs say they were
     made with: its manifest's (the last output), else, for a folder made before manifests, the
     config line of its Markdown or the ``config`` of its JSON record; None when none says."""
-    from lsrbench.dag.records import read_record
+    from lsrbench.folder.records import read_record
 
     record = read_record(outputs[-1])
     if record is not None and record.config:

@@ -16,7 +16,7 @@ import json
 from pathlib import Path, PurePath
 
 from lsrbench.dag.folders import PARAMS_JSON, short_id
-from lsrbench.dag.records import DamagedRecord, load_record
+from lsrbench.folder.records import DamagedRecord, load_record
 from lsrbench.hashing import sha256_file, stable_hash
 from lsrbench.names import MANIFESTS
 from lsrbench.report.verify.trace import Trace, where

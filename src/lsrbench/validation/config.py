@@ -18,7 +18,7 @@ Checked here, each refusal one :class:`~lsrbench.errors.InputError` naming the f
 * **references** from ``evaluation``, ``training_data``, ``report`` and ``claims`` to datasets,
   backbones, k values and measures the config actually produces; measure names parsed by
   ir_measures; the paper-reference file;
-* **files** it names (:mod:`lsrbench.dag.validate_files`): datasets and model folders.
+* **files** it names (:mod:`lsrbench.validation.files`): datasets and model folders.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from lsrbench.config.entries import load_datasets_file
 from lsrbench.config.grid import backbone_modes, k_lists, n_triplets, probe_settings, probed_ks, runs
 from lsrbench.config.layers import ConfigOrigins
 from lsrbench.config.schema import canonical_order, load_schema, validate
-from lsrbench.dag.validate_ranges import as_read, check_ranges
+from lsrbench.validation.ranges import as_read, check_ranges
 from lsrbench.errors import InputError
 from lsrbench.model.head_match import check_head_scale_matches, numeric_head_scale
 from lsrbench.names import (BM25, COLLAPSED, DATASET_PATTERN, DEFAULT_MODE, DOC_DIMS, FLOPS, POOLED, PROBE_K,
@@ -51,7 +51,7 @@ OWN_MEASURES = frozenset({FLOPS, QUERY_DIMS, DOC_DIMS, COLLAPSED})
 def check_config(config: dict, config_file: str | Path, origins: ConfigOrigins | None = None, *, files: bool = True,
                  record: str | Path | None = None, mirror_must_exist: bool = True) -> dict:
     """Validate a (merged) run config, its cross-references and, with ``files``, the files it names
-    (``record``: see :func:`lsrbench.dag.validate_files.check_files`), a named mirror first
+    (``record``: see :func:`lsrbench.validation.files.check_files`), a named mirror first
     (:func:`check_mirror`; not for the prefetch target, which creates it: ``mirror_must_exist``);
     returns it with the schema's defaults filled and the dataset registry under ``_datasets``. With
     ``origins`` (:func:`lsrbench.config.load_config_files`), an error names the file its
@@ -88,7 +88,7 @@ def _check_config(config: dict, config_file, files: bool, record, mirror_must_ex
 
     check_remote_code(config, config_file, prefetching=not mirror_must_exist)
     if files:
-        from lsrbench.dag.validate_files import check_files
+        from lsrbench.validation.files import check_files
 
         check_files(config, config_file, record)
     return config

@@ -8,7 +8,7 @@ the DAG, every finished job of the config (every addressed output of its
 :class:`~lsrbench.dag.layout.Layout` and every report) is checked against what it left:
 
 * an output of it missing, or an input it was made from missing: the job is *stale*;
-* a file that no longer has the SHA-256 its job recorded (:mod:`lsrbench.dag.records`) or its
+* a file that no longer has the SHA-256 its job recorded (:mod:`lsrbench.folder.records`) or its
   stage's manifest records, or a damaged record (a report's manifest among them): stale where
   the job is cheap to make again (a report, an evaluation, head norms: the stage's
   ``remade_if_changed``), else refused in one line (a trained model is not re-trained behind the
@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 
 from lsrbench.dag.folders import PARAMS_JSON
-from lsrbench.dag.records import DamagedRecord, changed_files, future_stamp, load_record, read_record
+from lsrbench.folder.records import DamagedRecord, changed_files, future_stamp, load_record, read_record
 from lsrbench.errors import InputError
 
 __all__ = ["FolderState", "DagHooks", "config_text", "refuse_results_folder_as_workdir"]
