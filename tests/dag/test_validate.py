@@ -126,6 +126,8 @@ def test_derived_names_are_unique(tiny, edit, says):
     (lambda c: c["backbones"].update(released={"model": "naver/splade-v3", "evaluate_only": True,
                                                "mlm_refit": {"dataset": "vaswani"}}),
      "backbones.released.mlm_refit: an evaluate_only backbone is evaluated as released: it is not re-fit"),
+    (lambda c: c["backbones"].update(released={"model": "naver/splade-v3", "evaluate_only": True, "head_scale": 4}),
+     "backbones.released.head_scale: an evaluate_only backbone is evaluated as released: head_scale must be 1"),
     # contradicting settings: a cutoff deeper than the ranking the runs keep (R@100 of a top-5 run is R@5)
     (lambda c: c["evaluation"].update(top_k=5, measures=["nDCG@5", "R@100"]),
      "evaluation.measures[1]: R@100 reads 100 documents per query, but evaluation.top_k keeps 5"),
@@ -137,6 +139,14 @@ def test_derived_names_are_unique(tiny, edit, says):
 ])
 def test_references_to_what_the_config_produces(tiny, edit, says):
     assert says in refused(edited(tiny, edit))
+
+
+def test_only_a_released_backbone_is_held_to_its_head_as_released(tiny):
+    """The schema's evaluate_only rule (head_scale 1, no re-fit) binds only evaluate_only: true."""
+    trained = {"model": "naver/splade-v3", "evaluate_only": False, "head_scale": 4, "mlm_refit": {"dataset": "vaswani"}}
+    config = edited(tiny, lambda c: c["backbones"].update(released=trained))
+    checked = check_config(config, FILE, files=False)
+    assert checked["backbones"]["released"]["head_scale"] == 4
 
 
 def test_a_dataset_measure_is_named_in_the_datasets_file(tiny, tmp_path):

@@ -116,7 +116,7 @@ def validate(data: dict, schema_name: str, file) -> dict:
     data.update(normalised)
     err = _first_error(_Validator(_read_schema(schema_name)).iter_errors(data))
     if err is not None:
-        msg = err.message
+        msg = err.schema.get("x-message", err.message) if isinstance(err.schema, dict) else err.message
         if err.validator == "additionalProperties":
             msg = msg.replace("Additional properties are not allowed", "unknown key")
         raise InputError(file, _field(err), msg)

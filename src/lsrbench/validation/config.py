@@ -201,8 +201,8 @@ def _check_numbers(config: dict, file) -> None:
 
 
 def _check_evaluate_only(config: dict, file) -> None:
-    """A released sparse encoder (``evaluate_only: true``) is evaluated as it is: k = 1 (its head
-    is not rescaled), the shared mode, no head scaling; a k grid does not apply to it."""
+    """A released sparse encoder (``evaluate_only: true``) is evaluated as it is: k = 1, the shared
+    mode (its head_scale and re-fit: the schema's)."""
     for name, entry in config["backbones"].items():
         if not entry["evaluate_only"]:
             continue
@@ -217,12 +217,6 @@ def _check_evaluate_only(config: dict, file) -> None:
         if not one_run:
             raise InputError(file, f"{field}.modes", "an evaluate_only backbone has one run, shared mode at k = 1: "
                                                      "remove modes")
-        if entry.get("head_scale", 1) != 1:
-            raise InputError(file, f"{field}.head_scale", "an evaluate_only backbone is evaluated as released: "
-                                                          "head_scale must be 1")
-        if entry.get("mlm_refit"):
-            raise InputError(file, f"{field}.mlm_refit", "an evaluate_only backbone is evaluated as released: "
-                                                         "it is not re-fit (remove mlm_refit)")
 
 
 # --------------------------------------------------------------------------- names
