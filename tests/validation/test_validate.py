@@ -66,6 +66,9 @@ def test_non_finite_numbers_and_non_string_keys_anywhere():
     (lambda c: c["evaluation"].update(top_k=2**31), "evaluation.top_k: 2147483648 is greater than the maximum"),
     (lambda c: c.update(datasets_file=""), "datasets_file: '' is empty: give the dataset registry"),
     (lambda c: c.update(mirror=""), "mirror: '' is empty: give a folder laid out like ../shared"),  # not the cwd
+    (lambda c: c.update(mirror="  "), "mirror: '  ' is empty: give a folder laid out like ../shared"),
+    (lambda c: c.update(mirror=5), "mirror: 5 is not of type 'string', 'null'"),  # the schema's line is the pattern's only
+    (lambda c: c.update(cache_dir=""), "cache_dir: '' is empty: give the folder downloads are cached in"),
     (lambda c: c.update(cache_dir=" "), "cache_dir: ' ' is empty"),
 ])
 def test_numbers(tiny, edit, says):

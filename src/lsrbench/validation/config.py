@@ -69,7 +69,6 @@ def _check_config(config: dict, config_file, files: bool, record, mirror_must_ex
     check_ranges(config, config_file)  # as written: before the schema makes an integral float an integer
     # in the schema's order: a config whose keys are written in another order is the same config
     config = canonical_order(validate(config, "config.schema.yaml", config_file), load_schema("config.schema.yaml"))
-    _check_paths(config, config_file)
     datasets = load_datasets_file(config["datasets_file"])
     check_values(datasets, config["datasets_file"])
     datasets = canonical_order(datasets, load_schema("datasets.schema.yaml"))
@@ -92,20 +91,6 @@ def _check_config(config: dict, config_file, files: bool, record, mirror_must_ex
 
         check_files(config, config_file, record)
     return config
-
-
-# Paths a config names, and what an empty one would silently become ('' is the working directory).
-PATH_FIELDS = {"datasets_file": "the dataset registry, a YAML file such as config/datasets.yaml",
-               "mirror": "a folder laid out like ../shared, or null to read the real sources",
-               "cache_dir": "the folder downloads are cached in (default: cache)"}
-
-
-def _check_paths(config: dict, file) -> None:
-    """A path field that is given is not empty or blank."""
-    for field, meaning in PATH_FIELDS.items():
-        value = config.get(field)
-        if isinstance(value, str) and not value.strip():
-            raise InputError(file, field, f"{value!r} is empty: give {meaning}")
 
 
 def check_mirror(config: dict, config_file: str | Path) -> None:
