@@ -1,11 +1,8 @@
 """``lsrbench verify``: every artifact a stage recorded in its manifest (:mod:`lsrbench.provenance`)
-still has its SHA-256, every number in ``results/metrics.csv`` traces to a run file that a manifest
-vouches for, every addressed folder's id and record and every report's manifest hold
-(:mod:`lsrbench.report.verify.records`), the reports of the folder come from one config
-(:mod:`lsrbench.report.verify.configs`), and every report follows from those numbers: ``table1.md`` against its sidecar
-``table1.cells.json`` (:mod:`lsrbench.report.verify.table1`), the other tables, the claims, the
-figures' data and the HTML pages made again (:mod:`lsrbench.report.verify.reports`). Checks only:
-it writes nothing.
+still has its SHA-256, every addressed folder's id and record and every report's manifest hold
+(:mod:`lsrbench.report.verify.records`), the reports come from one config
+(:mod:`lsrbench.report.verify.configs`), and every report of the registry is made again and
+compared (:mod:`lsrbench.report.verify.reports`). Checks only: it writes nothing.
 
 Paths in a manifest are recorded as the stage was given them (Snakemake passes paths relative to
 its working directory, ``results/...``); ``verify`` finds them under the folder it is given from
