@@ -39,7 +39,7 @@ def run(snakemake) -> None:
     gpus = int(getattr(getattr(snakemake, "resources", None), "gpu", 0) or 0)
     claim_gpus(gpus)
     params = snakemake.params
-    stage = getattr(params, "stage", None) or params.report  # a stage's name, or a report rule's
+    rule = getattr(params, "stage", None) or params.report  # a stage's name, or a report rule's
     kwargs = dict(getattr(params, "settings", None) or {})
     # params.runtime (optional): settings that change how a job runs, never what it computes
     # (e.g. checkpoint frequency). A rule computes it with a function of ``output``, which makes it
@@ -62,21 +62,21 @@ def run(snakemake) -> None:
         # a GPU when the config asked for one (use_gpu) even where a profile gave the job none
         select_job_device(max(gpus, int(bool(getattr(params, "use_gpu", False)))), kwargs.get("config_file"))
     except OneLineError as exc:
-        _fail(stage, str(exc))
+        _fail(rule, str(exc))
     start, age = time.monotonic(), process_age()
-    log.info("%s: started (%s threads)", stage, threads)
+    log.info("%s: started (%s threads)", rule, threads)
     try:
         with ImportClock() as imports:
-            job_function(stage)(**kwargs)
+            job_function(rule)(**kwargs)
     except OneLineError as exc:
-        _fail(stage, str(exc))
+        _fail(rule, str(exc))
     except OSError as exc:  # a full disk or quota: one line naming the folder the job was writing
         line = out_of_space_line(exc, _output_folder(list(snakemake.output)))
         if line is None:
             raise
-        _fail(stage, line)
+        _fail(rule, line)
     except KeyboardInterrupt:  # Ctrl-C: Snakemake stops every job; each says what it keeps
-        _fail(stage, f"{_output_folder(list(snakemake.output))}: {saved_progress(kwargs)}; run the same command "
+        _fail(rule, f"{_output_folder(list(snakemake.output))}: {saved_progress(kwargs)}; run the same command "
                      "again to go on", kind="interrupted", status=130)
     inputs = list(snakemake.input)
     if params_json:
@@ -89,10 +89,10 @@ def run(snakemake) -> None:
                 "inputs": {n: v if isinstance(v, str) else list(v) for n, v in named.items()}, "outputs": outputs}
         write_json(manifest_json, {**report_manifest(manifest_json, snakemake.rule, config_record(kwargs.get("config_yaml")),
                                                      inputs, outputs.values()), "call": call})
-    log.info("%s: done in %s; read %s; wrote %s", stage, format_duration(time.monotonic() - start),
+    log.info("%s: done in %s; read %s; wrote %s", rule, format_duration(time.monotonic() - start),
              describe(list(snakemake.input)), describe(list(snakemake.output)))
     log.info("%s: time split: %s start-up before the job, %.1f s importing, %.1f s the rest",
-             stage, "?" if age is None else f"{age:.1f} s", imports.seconds,
+             rule, "?" if age is None else f"{age:.1f} s", imports.seconds,
              time.monotonic() - start - imports.seconds)
 
 
@@ -107,8 +107,8 @@ def job_function(name: str):
     return report_job(name)
 
 
-def _fail(stage: str, line: str, kind: str = "error", status: int = 1) -> None:
-    log.error("%s: %s", stage, line)
+def _fail(rule: str, line: str, kind: str = "error", status: int = 1) -> None:
+    log.error("%s: %s", rule, line)
     print(f"lsrbench: {kind}: {line}", file=sys.stderr)
     sys.exit(status)
 
