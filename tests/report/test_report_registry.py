@@ -40,3 +40,16 @@ def test_the_rules_pages_and_config_records_derive_from_the_declarations():
     assert "claims" not in used_reports(no_claims) and "html_claims" not in html_pages(no_claims)
     assert dict(stated_in())["claims.md"] == "md" and dict(stated_in())["table1.cells.json"] == "json"
     assert "probe.md" not in dict(stated_in())  # the probe's report names no config
+
+
+def test_dag_imports_no_report():
+    """dag/ is the declaration machinery reports are built on: it names none of them (issue 50)."""
+    import ast
+
+    found = []
+    for path in (REPO / "src" / "lsrbench" / "dag").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom) else
+                     [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            found += [f"{path.name}: {n}" for n in names if n.startswith(("lsrbench.report", "lsrbench.ops"))]
+    assert found == []
