@@ -12,10 +12,10 @@ if workflow.is_main_process:
 
 from lsrbench.config.grid import grid_lines
 from lsrbench.config.layers import load_config_files, locate_config_paths
-from lsrbench.dag.reports import report_outputs
-from lsrbench.dag.folder_state import refuse_results_folder_as_workdir
-from lsrbench.dag.validate import check_config
-from lsrbench.dag.validate_files import record_path
+from lsrbench.report.reports import report_outputs
+from lsrbench.folder.state import refuse_results_folder_as_workdir
+from lsrbench.validation.config import check_config
+from lsrbench.validation.files import record_path
 from lsrbench.errors import OneLineError
 
 # A --configfile replaces the embedded default instead of being deep-merged into it, so one

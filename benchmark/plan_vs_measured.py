@@ -158,7 +158,7 @@ def comparison_text(comparison: dict) -> str:
 def make_estimate(workdir: Path, config_files: list[str], mirror: str | None) -> dict:
     """``lsrbench plan``'s data for the run's config (whole grid, calibrated on this machine)."""
     from lsrbench.config.layers import load_config_files
-    from lsrbench.dag.validate import check_config
+    from lsrbench.validation.config import check_config
     from lsrbench.ops.plan import make_plan
 
     os.chdir(workdir)  # the config's relative paths (datasets_file, cache_dir) are the run's

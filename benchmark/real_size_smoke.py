@@ -199,7 +199,7 @@ def targets(config_path: Path, backbone: str) -> dict:
     from lsrbench.dag.fingerprint import FileDigests
     from lsrbench.dag.layout import Layout
     from lsrbench.stages import all_stages
-    from lsrbench.dag.validate import check_config
+    from lsrbench.validation.config import check_config
 
     config, origins, read = load_config_files([str(config_path)])
     config = check_config(locate_config_paths(config, workflow_dir()), str(config_path), origins)

@@ -92,11 +92,11 @@ def pytest_configure(config):
 @pytest.fixture(scope="session", autouse=True)
 def checked_inputs_record(tmp_path_factory):
     """One record of the dataset and checkpoint folders that passed the Snakefile's checks for the
-    whole session (``LSRBENCH_CHECKED_INPUTS``, :mod:`lsrbench.dag.validate_files`), inherited by
+    whole session (``LSRBENCH_CHECKED_INPUTS``, :mod:`lsrbench.validation.files`), inherited by
     every Snakemake the tests start: the tests' many fresh working directories check an unchanged
     folder (the shared SPLADE-tiny, the session's random RoBERTa) once, not in each dry run. A
     folder a test makes or changes is checked as before."""
-    from lsrbench.dag.validate_files import RECORD_VARIABLE
+    from lsrbench.validation.files import RECORD_VARIABLE
 
     path = session_root(tmp_path_factory) / "checked-inputs.json"
     with pytest.MonkeyPatch.context() as patch:

@@ -44,7 +44,7 @@ Bad input is one line: lsrbench: error: <file>: <field>: <message>. Documentatio
 
 def _check_config(args) -> int:
     from lsrbench.config.grid import grid_lines, runs, several_seeds, training_seeds
-    from lsrbench.dag.validate_files import input_checks
+    from lsrbench.validation.files import input_checks
 
     files = config_files(args)
     config, read = load_config(files, command_line=command_line_config(args))

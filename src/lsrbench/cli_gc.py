@@ -40,7 +40,7 @@ def _refuse_while_locked(results: str) -> None:
     """Remove nothing while a snakemake holds the folder's lock: it may be writing another config's folders."""
     from pathlib import Path
 
-    from lsrbench.ops.locks import lock_holder, lock_line
+    from lsrbench.locks import lock_holder, lock_line
 
     workdir = Path(results).resolve().parent  # the folder snakemake runs in
     holder = lock_holder(workdir)

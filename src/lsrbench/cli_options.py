@@ -94,7 +94,7 @@ def load_config(files: list[str], check_files: bool = True, command_line: dict |
     """The checked config of ``files`` with ``command_line`` on top, and every file read; ``check_files`` also
     requires the folders it names."""
     from lsrbench.config.layers import load_config_files, locate_config_paths, workflow_dir
-    from lsrbench.dag.validate import check_config
+    from lsrbench.validation.config import check_config
 
     config, origins, read = load_config_files(files, command_line)
     config = locate_config_paths(config, workflow_dir())  # as the Snakefile reads them (snakemake -d elsewhere)

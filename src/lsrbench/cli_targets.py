@@ -12,7 +12,7 @@ __all__ = ["check_targets", "table_rows", "row_targets_of"]
 
 def _report_targets(config: dict) -> list[str]:
     """The report files this config's DAG makes at the top of ``results/`` (manifests aside), the probe's too."""
-    from lsrbench.dag.reports import report_outputs
+    from lsrbench.report.reports import report_outputs
     from lsrbench.ops.probe import probe_targets
 
     return [path for path in report_outputs(config) if "/manifests/" not in path] + probe_targets()
@@ -40,7 +40,7 @@ def row_targets_of(rows: list[str], files: list[str], command_line: dict) -> lis
     """``--row RUN/kK``: the files that Table 1 row is read from; an unknown row is one line listing the
     config's."""
     from lsrbench.dag.fingerprint import FileDigests
-    from lsrbench.dag.reports import row_targets
+    from lsrbench.report.reports.collect import row_targets
     from lsrbench.names import BM25
     from lsrbench.ops.gc import config_layout
 

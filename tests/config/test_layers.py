@@ -13,7 +13,7 @@ from lsrbench.errors import InputError
 from lsrbench.config.grid import grid_lines
 from lsrbench.config.layers import COMMAND_LINE, ConfigOrigins, load_config_files, merge_config
 from lsrbench.config.strict_yaml import MAX_YAML_BYTES, MAX_YAML_DEPTH, MAX_YAML_VALUES, load_yaml
-from lsrbench.dag.validate import check_config
+from lsrbench.validation.config import check_config
 
 from helpers.paths import REPO
 

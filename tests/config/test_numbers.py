@@ -17,7 +17,7 @@ from lsrbench.config.schema import load_schema
 from lsrbench.dag.fingerprint import FileDigests
 from lsrbench.dag.layout import Layout
 from lsrbench.stages import all_stages
-from lsrbench.dag.validate import check_config
+from lsrbench.validation.config import check_config
 from lsrbench.errors import InputError
 
 SCHEMA = load_schema("config.schema.yaml")

@@ -39,7 +39,7 @@ def test_default_dry_run_lists_every_backbone_and_k(tmp_path):
 def test_train_and_index_jobs_take_one_thread_each_locally(tmp_path):
     """Two one-thread jobs side by side beat one all-cores job on 2 cores (params.job_threads);
     --set-threads still gives a rule more."""
-    from lsrbench.dag.reports import job_threads
+    from lsrbench.dag.stage import job_threads
 
     def threads(*extra: str) -> dict[str, set[str]]:
         out = snakemake("-n", "--cores", "2", "-d", str(tmp_path), "--configfile", str(REPO / "config/config.yaml"),

@@ -13,7 +13,7 @@ from helpers.snakemake import layout as micro_layout
 from helpers.snakemake import micro_config, toy_inputs
 from lsrbench.dag.fingerprint import FileDigests
 from lsrbench.dag.layout import Layout
-from lsrbench.dag.validate import check_config
+from lsrbench.validation.config import check_config
 from lsrbench.hashing import stable_hash
 from lsrbench.stages import all_stages
 
@@ -46,9 +46,9 @@ def _stage_params(layout) -> dict[str, str]:
 def _report_params(layout) -> dict[str, str]:
     """Per report rule of the default target, its params (job, settings, keyed run files), inputs and
     outputs, as one short hash."""
-    from lsrbench.dag.reports import ReportRules, used_reports
+    from lsrbench.report.reports import report_rules, used_reports
 
-    rules = ReportRules(layout)
+    rules = report_rules(layout)
     return {name: _short([rules.params(name), rules.input_files(name), rules.output_files(name)])
             for name in used_reports(layout.config)}
 
@@ -99,18 +99,18 @@ TINY_DEFAULT = {'folders': ['results/bm25/vaswani/062cfa8f2c67',
             'evaluate': 'dd4bca7784e1',
             'bm25': 'bc272f71a07f',
             'config_snapshot': 'd6762a3fbee4'},
- 'reports': {'collect': '54e81c537d13',
-             'chance': 'b4bbd9c77ca0',
-             'table1': '8b71b360e844',
-             'table_beir': '1f4f9f98db23',
-             'norms_report': 'cfe17c2f1583',
-             'tradeoff': '847ef2597bf8',
-             'loss_curves': '9ca28b155b3b',
-             'claims': 'b45071971530',
-             'html_table1': '66cb8ecfa6f5',
-             'html_table_beir': '3390939f7357',
-             'html_norms': '98fd378570e8',
-             'html_claims': 'f3d499a81d26'}}
+ 'reports': {'collect': 'af44ef17e6fd',
+             'chance': '6d2c49a7e53c',
+             'table1': '08cb205c0d2a',
+             'table_beir': 'b534df8d2b33',
+             'norms_report': 'af7ea7c2ae66',
+             'tradeoff': 'f83f3dec9557',
+             'loss_curves': 'dc23b90659a7',
+             'claims': '680d25e6fbf3',
+             'html_table1': 'ca12ad5463c9',
+             'html_table_beir': 'b78c6211b15c',
+             'html_norms': '510d8baa74ae',
+             'html_claims': '87f806d39689'}}
 # the micro config's snapshot and reports name its temporary folder: pinned for the tiny default only
 MICRO = {'folders': ['results/bm25/slice/2221433c36f3',
              'results/data/slice/661d648a9af0',

@@ -3,7 +3,7 @@ that name one re-fit run one re-fit job, in a content-addressed folder beside it
 norm and train load its checkpoint (the twin's head exactly x4 of it); a finished run plans
 nothing; another re-fit setting is another folder beside the first, and re-trains what loads it
 but keeps the data; ``lsrbench verify`` traces every number through it. Fast parts (config,
-identities): tests/dag/test_validate.py, test_probe_config.py; the re-fit itself:
+identities): tests/validation/test_validate.py, test_probe_config.py; the re-fit itself:
 tests/model/test_mlm_refit.py."""
 
 from __future__ import annotations

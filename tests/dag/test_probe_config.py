@@ -15,8 +15,10 @@ from lsrbench.config.grid import grid_lines, probe_settings, probed_ks, runs
 from lsrbench.config.schema import load_schema
 from lsrbench.dag.fingerprint import FileDigests
 from lsrbench.dag.layout import Layout
-from lsrbench.dag.reports import REPORTS, ReportRules, report_outputs, uses_probe
-from lsrbench.dag.validate import check_config
+from lsrbench.report.reports import all_reports, report_outputs
+from lsrbench.report.reports import report_rules as ReportRules
+from lsrbench.report.reports.inputs import uses_probe
+from lsrbench.validation.config import check_config
 from lsrbench.errors import InputError
 from lsrbench.stages import all_stages
 from lsrbench.model.auto_k import HEAD_STATISTICS, NORM_STATISTICS
@@ -203,7 +205,7 @@ def test_which_reports_read_the_probe(tiny):
         assert [row[0] for row in rules.params(report)["keyed"]["probe_files"]] == ["splade-tiny", "splade-tiny-x10"]
     assert "probe_files" not in rules.params("table1")["keyed"]  # Table 1 shows no probe statistic
     assert "metrics_csv" not in rules.input_files("probe_report")  # before training: the probe files only
-    assert set(REPORTS) >= {"probe_report", "probe_outcomes"}
+    assert set(all_reports()) >= {"probe_report", "probe_outcomes"}
     # k auto by a logit-scale statistic: the probe runs with the grid, Table 1 reads its auto k from it
     logit = checked(tiny, lambda c: c["auto_k"].update(statistic="max_logit"))
     assert uses_probe(logit) and "probe_files" in ReportRules(_layout(logit)).params("table1")["keyed"]

@@ -14,7 +14,7 @@ from helpers.paths import REPO
 from helpers.snakemake import job_counts, layout, micro_config, run_snakemake, toy_inputs
 from lsrbench.config.grid import run_keys, training_seeds
 from lsrbench.stages.recipe import LATE_RECIPE_SETTINGS, RUNTIME_RECIPE_KEYS
-from lsrbench.dag.reports import ReportRules
+from lsrbench.report.reports import report_rules as ReportRules
 
 # The train folders of the finished tiny default (config/config.yaml, /work/baseline/results): a
 # lsrbench that moves one of them makes every finished grid train again.

@@ -9,7 +9,7 @@ import pytest
 from helpers.paths import REPO, SHARED
 from helpers.snakemake import layout
 from lsrbench.dag.evaluated import docs_dataset, docs_npz
-from lsrbench.dag.reports import corpus_sharing_datasets
+from lsrbench.dag.evaluated import corpus_sharing_datasets
 from lsrbench.stages.evaluate import evaluate as evaluate_job
 from lsrbench.stages.index import index as index_job
 from lsrbench.config.strict_yaml import load_yaml

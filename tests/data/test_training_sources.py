@@ -13,7 +13,7 @@ import yaml
 from helpers.paths import REPO
 from lsrbench.config.layers import locate_config_paths
 from lsrbench.config.schema import validate
-from lsrbench.dag.validate import check_config
+from lsrbench.validation.config import check_config
 from lsrbench.dag.fingerprint import FileDigests
 from lsrbench.dag.layout import Layout
 from lsrbench.dag.stage import call_settings

@@ -131,7 +131,7 @@ def test_report_uses_pooled_flops_for_several_datasets():
 
 def test_pooled_dataset_name_is_reserved():
     from lsrbench.config.strict_yaml import load_yaml
-    from lsrbench.dag.validate import check_config
+    from lsrbench.validation.config import check_config
     from lsrbench.names import POOLED
     from lsrbench.errors import InputError
 

@@ -23,14 +23,14 @@ from lsrbench.stages import STAGE_NAMES
 # Imported once in the server (never torch: a forked process must not inherit its threads).
 # The Snakefile's and workflow/rules/common.smk's imports, snakemake's command line, lsrbench's.
 PRELOAD = ["snakemake.cli", "snakemake.api", "snakemake.workflow", "lsrbench.cli",
-           "lsrbench.config.grid", "lsrbench.config.layers", "lsrbench.dag.reports", "lsrbench.dag.validate",
-           "lsrbench.dag.validate_files", "lsrbench.dag.stage", "lsrbench.dag.layout", "lsrbench.dag.landing",
-           "lsrbench.dag.freshness", "lsrbench.dag.fingerprint", "lsrbench.names",
+           "lsrbench.config.grid", "lsrbench.config.layers", "lsrbench.report.reports", "lsrbench.validation.config",
+           "lsrbench.validation.files", "lsrbench.dag.stage", "lsrbench.dag.layout", "lsrbench.report.landing",
+           "lsrbench.folder.freshness", "lsrbench.dag.fingerprint", "lsrbench.names",
            *(f"lsrbench.stages.{name}" for name in STAGE_NAMES),
            # what a dry run of a finished micro run imports beyond those (pandas, numpy, ir_measures, the
            # claims engine, Snakemake's report: ~6 s of a forked start at load 14 here); a module renamed
            # away is skipped (the forkserver ignores a preload's ImportError)
-           "lsrbench.dag.folder_state", "lsrbench.dag.startup", "lsrbench.evaluate.metrics", "lsrbench.ops.locks",
+           "lsrbench.folder.state", "lsrbench.dag.startup", "lsrbench.evaluate.metrics", "lsrbench.locks",
            "lsrbench.report.claims.engine", "lsrbench.report.probe.report", "lsrbench.report.render",
            "lsrbench.report.results", "lsrbench.report.stats", "lsrbench.data.training_sources",
            "lsrbench.model.checkpoint", "snakemake.report.html_reporter", "docutils.core", "smart_open"]

@@ -118,7 +118,7 @@ def layout(config_path: Path):
     from lsrbench.config.layers import locate_config_paths
     from lsrbench.config.strict_yaml import load_yaml
     from lsrbench.dag.fingerprint import FileDigests
-    from lsrbench.dag.validate import check_config
+    from lsrbench.validation.config import check_config
     from lsrbench.dag.layout import Layout
     from lsrbench.stages import all_stages
 

@@ -15,7 +15,7 @@ from transformers import BertConfig, BertForMaskedLM  # noqa: E402
 
 from helpers.paths import tiny_default  # noqa: E402
 from lsrbench.config.schema import with_defaults  # noqa: E402
-from lsrbench.dag.validate import check_config  # noqa: E402
+from lsrbench.validation.config import check_config  # noqa: E402
 from lsrbench.errors import InputError  # noqa: E402
 from lsrbench.model.head_match import apply_head_scale, loaded_head_scale, matched_scale  # noqa: E402
 from lsrbench.model.rescale import head_is_tied, head_norms  # noqa: E402

@@ -12,7 +12,7 @@ import yaml
 
 from helpers.miniatures import write_tiny_mlm
 from helpers.paths import REPO
-from lsrbench.dag.validate import check_config
+from lsrbench.validation.config import check_config
 from lsrbench.errors import InputError
 from lsrbench.model.remote_code import pin_remote_code
 

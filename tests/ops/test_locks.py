@@ -1,4 +1,4 @@
-"""Who holds Snakemake's lock on a folder (lsrbench.ops.locks): its record, a live or ended pid,
+"""Who holds Snakemake's lock on a folder (lsrbench.locks): its record, a live or ended pid,
 another host, a lock without a record traced through /proc; each with the line gc and a second
 snakemake print. Real processes, real lock files as Snakemake 9 writes them (the DAG-level cases:
 tests/dag/test_faults_dag.py)."""
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from lsrbench.ops.locks import LOCKS, lock_holder, lock_line
+from lsrbench.locks import LOCKS, lock_holder, lock_line
 
 
 def _lock(work, records=()) -> float:

@@ -18,7 +18,7 @@ from helpers.beir import write_beir
 from helpers.paths import REPO
 from helpers.snakemake import layout
 from lsrbench.config.strict_yaml import load_yaml
-from lsrbench.dag.validate import check_config
+from lsrbench.validation.config import check_config
 from lsrbench.errors import InputError
 from helpers.miniatures import register_ir_datasets, triplet_rows, write_hf_repo, write_nano_repo, write_tiny_mlm, write_wheel
 

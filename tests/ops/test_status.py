@@ -15,7 +15,7 @@ from snakemake.persistence.file import FilePersistence
 from helpers.snakemake import micro_config, toy_inputs
 from lsrbench.cli import main
 from lsrbench.dag.fingerprint import FileDigests
-from lsrbench.dag.reports import report_outputs
+from lsrbench.report.reports import report_outputs
 from lsrbench.ops.gc import config_layout
 from lsrbench.ops.status import read_status, status_text
 from lsrbench.progress import LOG_DATEFMT

@@ -17,7 +17,7 @@ import yaml
 
 from helpers.chromium import Browser, chromium_binary
 from helpers.snakemake import copy_run, run_snakemake
-from lsrbench.dag.landing import result_label
+from lsrbench.report.landing import result_label
 
 pytestmark = pytest.mark.slow
 
@@ -106,7 +106,7 @@ def test_the_landing_page_says_what_was_run_before_any_result(browser, report):
     """The title and first lines state what was run, read from the config (the micro run: 3-step runs, one
     seed, full collections, no synthetic twin), before the results; the headline figure is on the page."""
     from lsrbench.cli_options import load_config
-    from lsrbench.dag.landing import what_was_run
+    from lsrbench.report.landing import what_was_run
 
     expected = what_was_run(load_config([str(report["config"])], check_files=False)[0])
     assert expected["title"] == ("lsrbench: rescaling the MLM head for SPLADE (3-step runs, one training seed, "

@@ -1,14 +1,14 @@
-# Report rules (lsrbench.dag.reports declares what each reads, writes and is made with): each reads cached
+# Report rules (lsrbench.report.reports: each report's module declares what it reads, writes and runs): each reads cached
 # run outputs and the config snapshot only, so deleting a report re-runs just its rule, and a
 # settings change re-runs the reports. In `snakemake --report`, the Markdown reports appear as their
 # HTML pages (results/html/), which it shows inline; the figures as they are; metrics.csv as a download.
-# Each is listed under its title (lsrbench.dag.landing.RESULTS), which the landing page links.
-from lsrbench.dag.landing import headline_image, landing_results, read_from, result_label, what_was_run
+# Each is listed under its title (its declaration's Shown), which the landing page links.
+from lsrbench.report.landing import headline_image, landing_results, read_from, what_was_run
 
 # What the landing page (workflow/report/workflow.rst) shows besides the config: its results with
 # their captions, and where models and data were read from (as the jobs recorded it).
 # The config snapshot every report of the folder was made with: a folder holding another config's
-# reports is refused before the report is built (lsrbench.dag.folder_state), so the page names theirs.
+# reports is refused before the report is built (lsrbench.folder.state), so the page names theirs.
 config["_report"].update(results=landing_results(config, os.path.join(workflow.basedir, "workflow", "report")),
                          read_from=read_from(L) if workflow.is_main_process else [],
                          snapshot={"id": L.get("configs").id, "path": L.get("configs").path("config.yaml")},
@@ -17,15 +17,14 @@ config["_report"].update(results=landing_results(config, os.path.join(workflow.b
                          headline=headline_image() if any(a.split("=")[0] == "--report" for a in sys.argv[1:]) else None)
 
 
-def shown(category, caption, title):
-    """Flags an output for `snakemake --report`, under its category and caption (and its title,
-    lsrbench.dag.landing.RESULTS)."""
-    return lambda path: report(path, category=category, caption=f"../report/{caption}.rst",
-                               **({"labels": {"result": result_label(path)}} if title else {}))
+def shown(how):
+    """Flags an output for `snakemake --report`, under its category and caption (and its title)."""
+    return lambda path: report(path, category=how.category, caption=f"../report/{how.caption}.rst",
+                               **({"labels": {"result": how.title}} if how.title else {}))
 
 
 # One rule per report and per HTML page of a Markdown report (Snakemake's report shows .md files
-# only as download links), each made from its declaration (lsrbench.dag.reports.REPORTS).
+# only as download links), each made from its declaration (lsrbench.report.reports).
 for report_name in R.names():
 
     rule:
@@ -34,7 +33,7 @@ for report_name in R.names():
         input:
             unpack(R.inputs(report_name)),
         output:
-            **R.outputs(report_name, **{arg: shown(*how) for arg, how in R.shown(report_name).items()}),
+            **R.outputs(report_name, **{arg: shown(how) for arg, how in R.shown(report_name).items()}),
         params:
             **R.params(report_name),
         resources:

@@ -111,7 +111,9 @@ def validate(data: dict, schema_name: str, file) -> dict:
     data.update(normalised)
     err = _first_error(_Validator(_read_schema(schema_name)).iter_errors(data))
     if err is not None:
-        msg = err.message
+        # a schema's own line for a rule jsonschema words poorly, by keyword ({value!r}: the value refused)
+        custom = (err.schema.get("x-message") or {}).get(err.validator) if isinstance(err.schema, dict) else None
+        msg = custom.format(value=err.instance) if custom else err.message
         if err.validator == "additionalProperties":
             msg = msg.replace("Additional properties are not allowed", "unknown key")
         raise InputError(file, _field(err), msg)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from lsrbench.config.evaluated import pool_depth_of
 from lsrbench.names import SEED
 
-__all__ = ["docs_dataset", "model_key", "docs_npz", "eval_dir", "eval_data_identity", "eval_info"]
+__all__ = ["docs_dataset", "model_key", "docs_npz", "eval_dir", "eval_data_identity", "eval_info",
+           "corpus_sharing_datasets"]
 
 
 def docs_dataset(config: dict, dataset: str) -> str:
@@ -20,6 +21,11 @@ def docs_dataset(config: dict, dataset: str) -> str:
     from lsrbench.data.sources import first_with_corpus
 
     return first_with_corpus(config["_datasets"], config["evaluation"]["datasets"], dataset)
+
+
+def corpus_sharing_datasets(config: dict) -> list[str]:
+    """Evaluated datasets that reuse another dataset's ``docs.npz`` (only their queries are encoded)."""
+    return [d for d in config["evaluation"]["datasets"] if docs_dataset(config, d) != d]
 
 
 def model_key(key: dict) -> dict:

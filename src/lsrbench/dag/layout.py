@@ -78,7 +78,7 @@ def _key_of(kind: str, key: dict) -> tuple:
 
 
 class Layout:
-    """Every addressed output of one checked config (:func:`lsrbench.dag.validate.check_config`),
+    """Every addressed output of one checked config (:func:`lsrbench.validation.config.check_config`),
     from the stage declarations: ``layout.get("train", run=run, k=k).path("model")``;
     ``layout.find(kind, wildcards)`` for the rules; :meth:`all` for ``lsrbench gc``. Local folders
     are fingerprinted through ``digests`` (a :class:`~lsrbench.dag.fingerprint.FileDigests`; its

@@ -25,7 +25,8 @@ from typing import Callable
 
 from lsrbench.dag.folders import ID_WILDCARD, PARAMS_JSON, pattern
 
-__all__ = ["Stage", "LateSetting", "as_list", "StageRules", "call_settings", "canonical", "without_late_defaults"]
+__all__ = ["Stage", "LateSetting", "as_list", "StageRules", "call_settings", "canonical", "without_late_defaults",
+           "job_threads"]
 
 
 def _nothing(*args) -> dict:
@@ -77,7 +78,7 @@ class Stage:
     ``priority`` orders ready jobs (Snakemake's ``priority:``): a stage at the head of a longer
     chain of jobs goes first, so that no long job is left to run alone at the end.
     ``remade_if_changed``: a finished output whose files no longer have their recorded SHA-256 is
-    made again (a job that costs seconds) instead of refused (:mod:`lsrbench.dag.folder_state`).
+    made again (a job that costs seconds) instead of refused (:mod:`lsrbench.folder.state`).
     ``late_settings``: settings of the identity left out while they hold their default
     (:func:`without_late_defaults`). ``job``: the job function. How its rule runs: ``model_job``
     (a job that runs a model: the threads and the GPU a train or index job is given), ``local``
@@ -102,6 +103,13 @@ class Stage:
     local: bool = False
     constraints: dict = field(default_factory=dict)
     job: Callable | None = field(default=None, repr=False)
+
+
+def job_threads(remote_exec: bool, cores: int | None) -> int:
+    """Threads of a train or index job: locally one (two one-thread jobs side by side ran the tiny
+    default 1.22x faster on 2 cores, benchmark/results/dag_schedule.json, and a job's numbers then do
+    not depend on the machine's cores); in a cluster job the cores it was given. ``--set-threads`` gives more."""
+    return max(1, int(cores or 1)) if remote_exec else 1
 
 
 def as_list(x) -> list[str]:
@@ -136,7 +144,7 @@ class StageRules:
     rule's ``output``, ``input``, ``params``, ``wildcard_constraints`` and ``log`` are."""
 
     def __init__(self, layout, visit: Callable[[list[str]], None] = lambda outputs: None):
-        # visit: told the outputs of each job the DAG being built holds (lsrbench.dag.folder_state.DagHooks)
+        # visit: told the outputs of each job the DAG being built holds (lsrbench.folder.state.DagHooks)
         self.layout, self.visit = layout, visit
 
     def _stage(self, name: str) -> Stage:

@@ -19,7 +19,7 @@ import signal
 import sys
 
 from lsrbench.errors import INTERRUPTED_STATUS, out_of_space_line
-from lsrbench.ops.locks import lock_holder, lock_line, record_holder
+from lsrbench.locks import lock_holder, lock_line, record_holder
 
 __all__ = ["guard_startup", "jobs_start"]
 
@@ -31,7 +31,7 @@ def _interrupted(signum, frame):
 
 
 class _LockRefusal(logging.Filter):
-    """Snakemake's LockException record, rewritten as the one line of :func:`lsrbench.ops.locks.lock_line`."""
+    """Snakemake's LockException record, rewritten as the one line of :func:`lsrbench.locks.lock_line`."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if getattr(record, "exception", None) == "LockException":

@@ -126,7 +126,7 @@ def calibrate(path: str, entry: dict, recipe: dict, evaluation: dict, docs: list
     start-up."""
     import torch
 
-    from lsrbench.dag.reports import job_threads
+    from lsrbench.dag.stage import job_threads
     from lsrbench.model.encoder import default_device
 
     device = default_device()

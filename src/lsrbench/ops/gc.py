@@ -13,6 +13,7 @@ from pathlib import Path
 
 from lsrbench.errors import InputError
 from lsrbench.dag.layout import ID_LENGTH
+from lsrbench.report.reports.collect import SOURCES_JSON
 
 __all__ = ["Garbage", "find_garbage", "current_folders", "config_layout", "report_folders", "remove_garbage", "addressed_folders"]
 
@@ -31,7 +32,7 @@ def config_layout(config_files: list[str], overrides: dict | None, results: str,
     from lsrbench.config.layers import load_config_files, locate_config_paths, workflow_dir
     from lsrbench.dag.layout import Layout
     from lsrbench.stages import all_stages
-    from lsrbench.dag.validate import check_config
+    from lsrbench.validation.config import check_config
 
     config, origins, read = load_config_files(config_files, overrides)
     config = check_config(locate_config_paths(config, workflow_dir()), config_files[-1], origins, files=False,
@@ -66,7 +67,7 @@ def _named_by_reports(results: Path) -> list[Path]:
     from lsrbench.names import MANIFESTS
 
     named = []
-    records = sorted((results / MANIFESTS).glob("*.json")) + [results / "metrics.sources.json"]
+    records = sorted((results / MANIFESTS).glob("*.json")) + [results / SOURCES_JSON]
     for path in filter(Path.is_file, records):
         record = _read_report_record(path)
         config = record.get("config")  # {"snapshot", "id", "files"} (lsrbench.report.config_record); a path before

@@ -27,9 +27,10 @@ def add_probe_arguments(parser) -> None:
 
 def probe_targets(results: str = "results") -> list[str]:
     """What ``lsrbench probe`` builds: the probe's report before training (and so every probe job)."""
-    from lsrbench.dag.reports import PROBE_REPORTS
+    from lsrbench.report.reports import rule_files
+    from lsrbench.report.reports.probe import REPORT
 
-    return [f"{results}/{name}" for name in PROBE_REPORTS]
+    return rule_files(REPORT.name, results)[:-1]  # its manifest aside
 
 
 def probe_command(configfiles: list[str] | None, command_line: dict | None, cores: str | None,

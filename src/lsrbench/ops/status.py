@@ -16,14 +16,15 @@ from lsrbench.progress import ProgressLine, format_duration, parse_progress
 
 __all__ = ["Job", "Status", "show_status", "incomplete_markers", "snakemake_locked", "read_status", "status_text"]
 
-# The plan's cost column of each rule (lsrbench.ops.plan: TRAIN_RULES, INDEX_RULES, EVALUATE_RULES)
+# The plan's stage of each rule (lsrbench.ops.plan: TRAIN_RULES, INDEX_RULES, EVALUATE_RULES)
 PLAN_COLUMN = {"train": "train", "index": "index", "index_queries": "index", "evaluate": "evaluate"}
 
 
 @dataclass
 class Job:
-    """One job of the grid: rule, key, outputs and state (``done``, ``running``, ``interrupted``, ``stopped``,
-    ``pending``)."""
+    """One job of the grid: its rule, key, outputs and state (``done``, ``running``,
+    ``interrupted``: marked incomplete with no Snakemake running, ``stopped``: a log but not done
+    and not marked, i.e. failed or killed, ``pending``)."""
 
     rule: str
     key: dict
@@ -67,6 +68,7 @@ def _decode_marker(parts: tuple[str, ...]) -> str | None:
 
 
 def _records(folder: Path) -> dict[str, Path]:
+    """Output path -> record file of one of Snakemake's record folders (``incomplete``, ``metadata``)."""
     out = {}
     for root, _, files in os.walk(folder):
         for name in files:
@@ -110,6 +112,7 @@ def _last_lines(log: Path) -> tuple[ProgressLine | None, str]:
 
 
 def _all_jobs(layout) -> list[Job]:
+    """Every addressed output of the config as a job, stage by stage in declaration order."""
     jobs = []
     for stage in layout.stages.values():
         for item in layout.of_stage(stage.name):
@@ -128,14 +131,16 @@ def _paths(value) -> list[str]:
 
 
 def _report_inputs(layout) -> list[str]:
-    from lsrbench.dag.reports import ReportRules, used_reports
+    """What the config's reports read (the default target's report rules, lsrbench.report.reports)."""
+    from lsrbench.report.reports import report_rules, used_reports
 
-    rules = ReportRules(layout)
+    rules = report_rules(layout)
     return [p for name in used_reports(layout.config) for p in _paths(rules.input_files(name))]
 
 
 def _jobs(layout) -> list[Job]:
-    """The jobs the default target runs: what the reports read, transitively."""
+    """The jobs the default target runs: the addressed outputs the reports read, and what those
+    read, transitively (a stage's outputs the config does not need, e.g. the probe, are no job)."""
     jobs = _all_jobs(layout)
     owner = {os.path.normpath(o): job for job in jobs for o in job.outputs}
     needed, todo = set(), [os.path.normpath(p) for p in _report_inputs(layout)]
@@ -170,7 +175,8 @@ def _classify(job: Job, workdir: Path, markers: dict, metadata: dict, locked: bo
 
 def read_status(layout, workdir: str | os.PathLike, config_files: list[str], report_files: list[str],
                 plan: dict | None = None, now: float | None = None) -> Status:
-    """The status of every job of ``layout`` and of ``report_files``, with the ETA of each job not done."""
+    """The status of every job of ``layout`` (results paths relative to ``workdir``, as Snakemake
+    spells them) and of the ``report_files``, with the ETA of each job not done."""
     workdir = Path(workdir)
     markers, locked = incomplete_markers(workdir), snakemake_locked(workdir)
     metadata = _records(workdir / ".snakemake" / "metadata")
@@ -191,10 +197,12 @@ def read_status(layout, workdir: str | os.PathLike, config_files: list[str], rep
 
 
 def _report_configs(layout, workdir: Path) -> dict[str, dict]:
-    from lsrbench.dag.folder_state import report_config
-    from lsrbench.dag.reports import ReportRules
+    """Report file -> the config record its rule's manifest (or, made before manifests, the file
+    itself) says it was made with (:func:`lsrbench.report.config_record.report_config`)."""
+    from lsrbench.report.config_record import report_config
+    from lsrbench.report.reports import report_rules
 
-    rules, found = ReportRules(layout), {}
+    rules, found = report_rules(layout), {}
     for rule in rules.rules():
         outputs = rules.output_files(rule)
         config = report_config([str(workdir / o) for o in outputs]) if (workdir / outputs[0]).exists() else None
@@ -214,6 +222,7 @@ def _per_job_plan(plan: dict, rule: str, backbone: str | None) -> float | None:
 
 
 def _per_job(status: Status, config: dict, plan: dict, rule: str, backbone: str | None) -> tuple[float | None, str]:
+    """Seconds one job of ``rule`` (of ``backbone``) takes, and where that number comes from."""
     done = [j for j in status.jobs if j.rule == rule and j.seconds is not None]
     for jobs, what in (([j for j in done if j.backbone == backbone], f"measured ({rule}, {backbone})"),
                        (done, f"measured ({rule})")):
@@ -288,7 +297,7 @@ def _rule_table(status: Status) -> list[str]:
 
 def _other_config_line(status: Status) -> list[str]:
     """The report files of this config's list that another config made, and how to make them again."""
-    from lsrbench.dag.folder_state import config_text
+    from lsrbench.folder.state import config_text
 
     if not status.other_config:
         return []
@@ -340,11 +349,12 @@ def _read_plan(path: str | None) -> dict:
 
 def show_status(config_files: list[str], overrides: dict | None, directory: str, plan_file: str | None = None,
                 watch: float | None = None) -> int:
-    """Print the grid's status; with ``watch``, again every ``watch`` seconds until all is done."""
+    """Print the status of the grid of ``config_files`` run in ``directory``; with ``watch``, again
+    every ``watch`` seconds until every job and report is done (or Ctrl-C)."""
     import sys
 
     from lsrbench.dag.fingerprint import FileDigests
-    from lsrbench.dag.reports import report_outputs
+    from lsrbench.report.reports import report_outputs
     from lsrbench.errors import InputError
     from lsrbench.ops.gc import config_layout
 

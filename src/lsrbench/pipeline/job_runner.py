@@ -1,13 +1,13 @@
 """The job runner: from a Snakemake ``script:`` (``workflow/scripts/run_job.py``) to the job function
-the rule's ``stage`` param names (a stage's, :func:`lsrbench.stages.stage`, its module imported
-alone; or a report's), called with the rule's ``settings`` and ``runtime`` params, its named inputs (report rules: their ``keyed`` run files) and outputs, by
+the rule's ``stage`` or ``report`` param names (:func:`lsrbench.stages.stage`, its module imported
+alone; :mod:`lsrbench.report.reports`), called with the rule's ``settings`` and ``runtime`` params, its named inputs (report rules: their ``keyed`` run files) and outputs, by
 name (:mod:`lsrbench.dag.stage` binds them when the Snakefile is parsed), turns bad input into one
 line on stderr, and a Ctrl-C into one line saying what was saved and how to resume. Once the stage
 has succeeded it writes the job's record: an addressed output's ``params.json`` (its ``identity``
 param: what the id in its path stands for, :mod:`lsrbench.dag.layout`; what it was made from and
 the SHA-256 of every file it wrote), a report's manifest (``results/manifests/<rule>.json``:
 every file it read and wrote, and its config), which is what a finished file is checked against
-before anything reads it (:mod:`lsrbench.dag.folder_state`). It makes the rule's log file the job's
+before anything reads it (:mod:`lsrbench.folder.state`). It makes the rule's log file the job's
 log: UTC time-stamped lines (:func:`lsrbench.progress.log_to_file`), the stage's own progress lines,
 and a last line saying what the job read and wrote (sizes) and how long it took."""
 
@@ -39,7 +39,7 @@ def run(snakemake) -> None:
     gpus = int(getattr(getattr(snakemake, "resources", None), "gpu", 0) or 0)
     claim_gpus(gpus)
     params = snakemake.params
-    stage = params.stage
+    rule = getattr(params, "stage", None) or params.report  # a stage's name, or a report rule's
     kwargs = dict(getattr(params, "settings", None) or {})
     # params.runtime (optional): settings that change how a job runs, never what it computes
     # (e.g. checkpoint frequency). A rule computes it with a function of ``output``, which makes it
@@ -49,7 +49,8 @@ def run(snakemake) -> None:
     params_json, manifest_json = outputs.pop("params_json", None), outputs.pop("manifest_json", None)
     # an input named with a leading "_" is read through another one (a config snapshot's params.json
     # beside its config.yaml): named for the DAG, no argument of the job
-    for source in ({name: v for name, v in snakemake.input.items() if not name.startswith("_")}, outputs):
+    named = {name: v for name, v in snakemake.input.items() if not name.startswith("_")}
+    for source in (named, outputs):
         kwargs.update({name: (value if isinstance(value, str) or value is None else list(value))
                        for name, value in source.items()})
     kwargs.update(dict(getattr(params, "keyed", None) or {}))  # run files by key, not by position
@@ -61,21 +62,21 @@ def run(snakemake) -> None:
         # a GPU when the config asked for one (use_gpu) even where a profile gave the job none
         select_job_device(max(gpus, int(bool(getattr(params, "use_gpu", False)))), kwargs.get("config_file"))
     except OneLineError as exc:
-        _fail(stage, str(exc))
+        _fail(rule, str(exc))
     start, age = time.monotonic(), process_age()
-    log.info("%s: started (%s threads)", stage, threads)
+    log.info("%s: started (%s threads)", rule, threads)
     try:
         with ImportClock() as imports:
-            job_function(stage)(**kwargs)
+            job_function(rule)(**kwargs)
     except OneLineError as exc:
-        _fail(stage, str(exc))
+        _fail(rule, str(exc))
     except OSError as exc:  # a full disk or quota: one line naming the folder the job was writing
         line = out_of_space_line(exc, _output_folder(list(snakemake.output)))
         if line is None:
             raise
-        _fail(stage, line)
+        _fail(rule, line)
     except KeyboardInterrupt:  # Ctrl-C: Snakemake stops every job; each says what it keeps
-        _fail(stage, f"{_output_folder(list(snakemake.output))}: {saved_progress(kwargs)}; run the same command "
+        _fail(rule, f"{_output_folder(list(snakemake.output))}: {saved_progress(kwargs)}; run the same command "
                      "again to go on", kind="interrupted", status=130)
     inputs = list(snakemake.input)
     if params_json:
@@ -83,28 +84,31 @@ def run(snakemake) -> None:
     if manifest_json:
         from lsrbench.report.config_record import config_record
 
-        write_json(manifest_json, report_manifest(manifest_json, snakemake.rule, config_record(kwargs.get("config_yaml")),
-                                                  inputs, outputs.values()))
-    log.info("%s: done in %s; read %s; wrote %s", stage, format_duration(time.monotonic() - start),
+        # the job's call, which `lsrbench verify` runs again (lsrbench.report.verify.remake)
+        call = {"settings": dict(getattr(params, "settings", None) or {}), "keyed": dict(getattr(params, "keyed", None) or {}),
+                "inputs": {n: v if isinstance(v, str) else list(v) for n, v in named.items()}, "outputs": outputs}
+        write_json(manifest_json, {**report_manifest(manifest_json, snakemake.rule, config_record(kwargs.get("config_yaml")),
+                                                     inputs, outputs.values()), "call": call})
+    log.info("%s: done in %s; read %s; wrote %s", rule, format_duration(time.monotonic() - start),
              describe(list(snakemake.input)), describe(list(snakemake.output)))
     log.info("%s: time split: %s start-up before the job, %.1f s importing, %.1f s the rest",
-             stage, "?" if age is None else f"{age:.1f} s", imports.seconds,
+             rule, "?" if age is None else f"{age:.1f} s", imports.seconds,
              time.monotonic() - start - imports.seconds)
 
 
 def job_function(name: str):
-    """The job function a rule's ``stage`` param names: its stage module alone is imported."""
+    """The job function of stage or report rule ``name``: a stage's module alone is imported."""
     from lsrbench.stages import STAGE_NAMES, stage
 
     if name in STAGE_NAMES:
         return stage(name).job
-    from lsrbench.pipeline.report_jobs import REPORT_JOBS
+    from lsrbench.report.reports import report_job
 
-    return REPORT_JOBS[name]
+    return report_job(name)
 
 
-def _fail(stage: str, line: str, kind: str = "error", status: int = 1) -> None:
-    log.error("%s: %s", stage, line)
+def _fail(rule: str, line: str, kind: str = "error", status: int = 1) -> None:
+    log.error("%s: %s", rule, line)
     print(f"lsrbench: {kind}: {line}", file=sys.stderr)
     sys.exit(status)
 

@@ -6,7 +6,7 @@ the figures' data under ``"config"`` (:func:`config_record`). ``lsrbench verify`
 reports of one results folder name different configs (:mod:`lsrbench.report.verify.configs`).
 
 Also what the reports read of a config (:func:`report_settings`) and how run files come to them
-(:func:`keyed`), the one definition the report rules (:mod:`lsrbench.dag.reports`) and ``verify``'s
+(:func:`keyed`), the one definition the report rules (:mod:`lsrbench.report.reports`) and ``verify``'s
 recomputation share."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from lsrbench.config.schema import property_defaults
 
-__all__ = ["REPORT_BACKBONE_KEYS", "report_backbones", "report_settings", "keyed", "read_probes", "config_record",
+__all__ = ["REPORT_BACKBONE_KEYS", "report_backbones", "report_settings", "keyed", "read_probes", "config_record", "report_config",
            "config_line", "stated_config", "snapshot_header", "snapshot_files"]
 
 # What the reports read of a backbone entry: its label, synthetic and evaluate_only flags, and what
@@ -109,4 +109,25 @@ def stated_config(markdown: str) -> dict | None:
         found = _LINE.match(line)
         if found:
             return {"snapshot": found.group(3), "id": found.group(1), "files": found.group(2).split(", ")}
+    return None
+
+
+def report_config(outputs: list[str]) -> dict | None:
+    """The config record (``{"snapshot", "id", "files"}``) a report rule's outputs say they were
+    made with: its manifest's (the last output), else, for a folder made before manifests, the
+    config line of its Markdown or the ``config`` of its JSON record; None when none says."""
+    from lsrbench.folder.records import read_record
+
+    record = read_record(outputs[-1])
+    if record is not None and record.config:
+        return record.config
+    for path in map(Path, outputs[:-1]):
+        try:
+            if path.suffix == ".md":
+                return stated_config(path.read_text(encoding="utf-8"))
+            if path.suffix == ".json" and isinstance(config := json.loads(path.read_text(encoding="utf-8")).get("config"),
+                                                     dict) and config.get("id"):
+                return config
+        except (OSError, ValueError, AttributeError):
+            continue
     return None

@@ -23,6 +23,7 @@ from lsrbench.errors import InputError
 from lsrbench.evaluate.mteb_check import task_metadata, mteb_key
 from lsrbench.names import BM25, NO_SEED, POOLED, RUN_COLUMN, SEED
 from lsrbench.provenance import recording_workdir, resolve_recorded
+from lsrbench.report.reports.collect import METRICS_CSV, SOURCES_JSON
 
 __all__ = ["MTEB_NANOBEIR_TASKS", "write_mteb_result", "load_mteb_result", "export_mteb_results", "evaluated_lengths"]
 
@@ -101,7 +102,7 @@ def _run_sources(results_dir: Path) -> dict[tuple[str, ...], Path]:
     was collected from: each
     ``<train folder>/<dataset>/<index id>/<eval id>/metrics.tsv`` listed in metrics.sources.json
     (content-addressed folders, :mod:`lsrbench.dag.layout`)."""
-    side = results_dir / "metrics.sources.json"
+    side = results_dir / SOURCES_JSON
     if not side.is_file():
         return {}
     record = json.loads(side.read_text(encoding="utf-8"))
@@ -145,7 +146,7 @@ def export_mteb_results(results_dir: str | os.PathLike, root: str | os.PathLike)
     if Path(root).exists() and not Path(root).is_dir():
         raise InputError(root, None, "a file, not a folder: give the folder to write the MTEB results into")
     results_dir = Path(results_dir)
-    metrics = read_metrics(str(results_dir / "metrics.csv"))
+    metrics = read_metrics(str(results_dir / METRICS_CSV))
     trained = _train_provenances(results_dir)
     lengths = evaluated_lengths(results_dir)
     written = []

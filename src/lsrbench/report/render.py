@@ -12,7 +12,7 @@ import html
 import numpy as np
 import pandas as pd
 
-__all__ = ["MISSING", "markdown_table", "html_page", "report_page"]
+__all__ = ["MISSING", "markdown_table", "html_page", "report_page", "report_html"]
 
 # What a table shows where there is no value (a measure not computed, auto k not run).
 MISSING = "–"
@@ -64,3 +64,14 @@ def report_page(markdown_text: str, fallback_title: str) -> str:
     title = next((line.lstrip("# ").strip() for line in markdown_text.splitlines() if line.startswith("#")),
                  fallback_title)
     return html_page(markdown_text, title)
+
+
+def report_html(markdown: str, html: str, config_yaml: str | None = None) -> None:
+    """The job of an HTML page rule: the page of a Markdown report, titled by its first heading.
+    ``config_yaml``: an input so that the page's manifest names its config, as its report's does."""
+    from pathlib import Path
+
+    from lsrbench.atomic import atomic_open
+
+    with atomic_open(html, "w", encoding="utf-8") as fh:
+        fh.write(report_page(Path(markdown).read_text(encoding="utf-8"), Path(markdown).stem))

@@ -23,7 +23,7 @@ def preflight_input(layout, item) -> dict:
         try:
             made_from = json.loads(record.read_text(encoding="utf-8")).get("made_from") or []
         except ValueError:
-            made_from = []  # a damaged record is the folder check's (lsrbench.dag.folder_state)
+            made_from = []  # a damaged record is the folder check's (lsrbench.folder.state)
         recorded = [p for p in made_from if Path(p).name == PREFLIGHT_JSON and Path(p).parent.parent.name == "preflight"]
         return {"preflight_json": ancient(recorded[0])} if recorded else {}
     if not layout.config["use_gpu"]:

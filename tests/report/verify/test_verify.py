@@ -17,12 +17,17 @@ import pytest
 
 from lsrbench.config.schema import with_defaults
 from lsrbench.evaluate.tidy import write_metric_rows
-from lsrbench.pipeline import report_jobs as report_stages
+from lsrbench.report.reports.collect import report_collect
+from lsrbench.report.reports.norms import report_norms
+from lsrbench.report.reports.table1 import report_table1
+from lsrbench.report.reports.table_beir import report_table_beir
+from lsrbench.report.reports.tradeoff import report_tradeoff
 from lsrbench.names import POOLED
 from lsrbench.provenance import write_json
 from lsrbench.names import BM25, NO_K
 from lsrbench.report.verify.manifests import verify
-from lsrbench.report.verify.table1 import TABLE1_CELLS, markdown_table
+from lsrbench.report.reports.table1 import TABLE1_CELLS
+from lsrbench.report.verify.table1 import markdown_table
 
 BACKBONES = with_defaults("backbones", {"small": {"model": "x", "label": "Small"},
                                         "large": {"model": "y", "label": "Large", "synthetic": True}})
@@ -84,14 +89,14 @@ def _build(work: Path) -> None:
                                                            [f"{out}/metrics.tsv", f"{out}/perquery.tsv"]))
             metric_files.append(f"{out}/metrics.tsv")
         snapshot = _config_snapshot()
-        report_stages.report_collect(metric_files, "results/metrics.csv", "results/metrics.sources.json", snapshot)
+        report_collect(metric_files, "results/metrics.csv", "results/metrics.sources.json", snapshot)
         norm_rows = [["small", "results/norms/small.json"], ["large", "results/norms/large.json"]]
-        report_stages.report_table1("results/metrics.csv", norm_rows, REPORT, BACKBONES, AUTO_K, "results/table1.md",
+        report_table1("results/metrics.csv", norm_rows, REPORT, BACKBONES, AUTO_K, "results/table1.md",
                                     cells_json=f"results/{TABLE1_CELLS}", config_yaml=snapshot)
-        report_stages.report_table_beir("results/metrics.csv", REPORT, BACKBONES, "results/table_beir.md", snapshot)
-        report_stages.report_norms(norm_rows, "results/metrics.csv", REPORT, BACKBONES, AUTO_K, "results/norms.md",
+        report_table_beir("results/metrics.csv", REPORT, BACKBONES, "results/table_beir.md", snapshot)
+        report_norms(norm_rows, "results/metrics.csv", REPORT, BACKBONES, AUTO_K, "results/norms.md",
                                    "results/norms.png", "results/norms.data.json", snapshot)
-        report_stages.report_tradeoff("results/metrics.csv", REPORT, BACKBONES, "results/tradeoff.png",
+        report_tradeoff("results/metrics.csv", REPORT, BACKBONES, "results/tradeoff.png",
                                       "results/tradeoff.pdf", "results/tradeoff.data.json", snapshot)
     finally:
         os.chdir(cwd)
@@ -361,7 +366,7 @@ def test_reports_of_two_configs_in_one_folder_are_named(work):
         kept = REPORT
         REPORT = {**kept, "caption": "another config"}
         other = _config_snapshot()
-        report_stages.report_table_beir("results/metrics.csv", REPORT, BACKBONES, "results/table_beir.md", other)
+        report_table_beir("results/metrics.csv", REPORT, BACKBONES, "results/table_beir.md", other)
         REPORT = kept
     finally:
         os.chdir(cwd)
@@ -376,7 +381,7 @@ def test_reports_of_two_configs_in_one_folder_are_named(work):
 
 
 def test_a_stale_html_page_is_named(work):
-    from lsrbench.pipeline.report_jobs import report_html
+    from lsrbench.report.render import report_html
 
     (work / "results/html").mkdir()
     page = work / "results/html/table_beir.html"

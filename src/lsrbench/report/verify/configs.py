@@ -17,13 +17,7 @@ import yaml
 from lsrbench.hashing import stable_hash
 from lsrbench.report.config_record import stated_config
 
-__all__ = ["STATED_IN", "Snapshot", "check_configs"]
-
-# Where each report says which config it was made with: (file under results/, how: "md" for its
-# last line, "json" for the record's "config" entry).
-STATED_IN = (("metrics.sources.json", "json"), ("table1.md", "md"), ("table1.cells.json", "json"),
-             ("table_beir.md", "md"), ("norms.md", "md"), ("norms.data.json", "json"), ("claims.md", "md"),
-             ("claims.json", "json"), ("tradeoff.data.json", "json"), ("loss_curves.data.json", "json"))
+__all__ = ["Snapshot", "check_configs"]
 
 
 @dataclass
@@ -79,8 +73,10 @@ def check_configs(root: Path, problems: list[str]) -> dict[Path, tuple[dict, Sna
     """Every report of ``root`` says which config it was made with, all the same one, and that
     snapshot is sound. Returns, per report that states one, the config record it states and its
     snapshot."""
+    from lsrbench.report.reports import stated_in
+
     of_report: dict[Path, dict] = {}
-    for name, how in STATED_IN:
+    for name, how in stated_in():
         path = root / name
         if not path.is_file():
             continue

@@ -27,6 +27,9 @@ from pathlib import Path
 import yaml
 
 from lsrbench.errors import InputError
+from lsrbench.report.reports.claims import CLAIMS_JSON
+from lsrbench.report.reports.collect import METRICS_CSV
+from lsrbench.report.reports.table1 import TABLE1_CELLS
 
 __all__ = ["EXPECTED_FOLDER", "Check", "OK", "OK_MEASURED", "FAIL", "UNCHECKED", "load_expected", "find_expected",
            "folder_config", "table1_numbers", "claim_differences", "check_folder", "tolerance_for", "check_lines",
@@ -108,7 +111,7 @@ def _check_entry(path: Path, where: str, entry, bases: dict) -> None:
 
 def folder_config(results: str | Path) -> dict:
     """The config record of the folder's Table 1 (``{"id", "files", "snapshot"}``)."""
-    cells = _read_json(Path(results) / "table1.cells.json")
+    cells = _read_json(Path(results) / TABLE1_CELLS)
     return cells.get("config") or {}
 
 
@@ -122,7 +125,7 @@ def find_expected(results: str | Path, root: str | Path | None = None) -> Path:
     for path in sorted(folder.glob("*.yaml")):
         if files and load_expected(path)["config"] == files[-1]:
             return path
-    raise InputError(Path(results) / "table1.cells.json", "config.files",
+    raise InputError(Path(results) / TABLE1_CELLS, "config.files",
                      f"no expected values for {', '.join(files) or 'an unnamed config'} in {folder}: give --expected FILE")
 
 
@@ -202,15 +205,15 @@ def check_folder(results: str | Path, expected: dict) -> list[Check]:
     (recipe.seeds) shows means over them: a seed-derived tolerance is then that of a mean of m runs
     (:func:`tolerance_for`)."""
     results = Path(results)
-    cells = _read_json(results / "table1.cells.json")
+    cells = _read_json(results / TABLE1_CELLS)
     found, tier = table1_numbers(cells), folder_tier(results, cells, expected)
     seeds = len(cells.get("seeds") or []) or 1
-    claims_path, claims, verdicts = results / "claims.json", {}, {}
+    claims_path, claims, verdicts = results / CLAIMS_JSON, {}, {}
     if claims_path.is_file():
         from lsrbench.report.results import read_mean_metrics
 
         raw = _read_json(claims_path)
-        claims = claim_differences(raw, read_mean_metrics(str(results / "metrics.csv")))
+        claims = claim_differences(raw, read_mean_metrics(str(results / METRICS_CSV)))
         verdicts = {c["id"]: c.get("verdict", "") for c in raw.get("claims", [])}
     entries = [*(expected.get("table1") or []), *(expected.get("claims") or [])]
     checks = [_check_one(e, found, claims, claims_path.is_file(), tolerance_for(e, expected, seeds), tier)

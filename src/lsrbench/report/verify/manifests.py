@@ -1,11 +1,8 @@
 """``lsrbench verify``: every artifact a stage recorded in its manifest (:mod:`lsrbench.provenance`)
-still has its SHA-256, every number in ``results/metrics.csv`` traces to a run file that a manifest
-vouches for, every addressed folder's id and record and every report's manifest hold
-(:mod:`lsrbench.report.verify.records`), the reports of the folder come from one config
-(:mod:`lsrbench.report.verify.configs`), and every report follows from those numbers: ``table1.md`` against its sidecar
-``table1.cells.json`` (:mod:`lsrbench.report.verify.table1`), the other tables, the claims, the
-figures' data and the HTML pages made again (:mod:`lsrbench.report.verify.reports`). Checks only:
-it writes nothing.
+still has its SHA-256, every addressed folder's id and record and every report's manifest hold
+(:mod:`lsrbench.report.verify.records`), the reports come from one config
+(:mod:`lsrbench.report.verify.configs`), and every report of the registry is made again and
+compared (:mod:`lsrbench.report.verify.reports`). Checks only: it writes nothing.
 
 Paths in a manifest are recorded as the stage was given them (Snakemake passes paths relative to
 its working directory, ``results/...``); ``verify`` finds them under the folder it is given from
@@ -15,21 +12,18 @@ moved, copied or renamed (``x/results_copy``).
 
 from __future__ import annotations
 
-import csv
 import json
-import math
 import os
 from pathlib import Path
 
 from lsrbench.errors import InputError
 from lsrbench.evaluate.tidy import read_metrics_tsv
 from lsrbench.hashing import sha256_file
-from lsrbench.names import METRIC_COLUMNS, NO_SEED, SEEDED_METRIC_COLUMNS
 from lsrbench.report.verify.trace import Trace, where
 from lsrbench.report.verify.configs import check_configs
 from lsrbench.report.verify.records import check_records
 from lsrbench.report.verify.reports import verify_reports
-from lsrbench.report.verify.table1 import verify_table1
+from lsrbench.report.reports.collect import METRICS_CSV
 
 __all__ = ["MANIFEST_NAMES", "verify", "find_manifests"]
 
@@ -47,16 +41,6 @@ def find_manifests(results_dir: str | os.PathLike) -> list[Path]:
     return sorted(found)
 
 
-def _same_number(csv_text: str, value: float) -> bool:
-    try:
-        got = float(csv_text)
-    except ValueError:
-        return False
-    if math.isnan(got) or math.isnan(value):
-        return math.isnan(got) and math.isnan(value)
-    return csv_text.strip() == f"{value:.6g}" or math.isclose(got, value, rel_tol=1e-5, abs_tol=1e-12)
-
-
 def verify(results_dir: str | os.PathLike) -> tuple[list[str], dict]:
     """Check every manifest under ``results_dir``, ``results_dir/metrics.csv`` and every report.
 
@@ -69,10 +53,9 @@ def verify(results_dir: str | os.PathLike) -> tuple[list[str], dict]:
     for manifest in find_manifests(root):
         _check_manifest(root, manifest, trace)
     check_records(root, trace)
-    _check_metrics_csv(root / "metrics.csv", trace)
-    stated = check_configs(root, trace.problems)
-    verify_table1(root, trace)
-    verify_reports(root, stated, trace)
+    if not (root / METRICS_CSV).is_file():
+        trace.problems.append(f"{root / METRICS_CSV}: missing")
+    verify_reports(root, check_configs(root, trace.problems), trace)
     return trace.problems, trace.counts
 
 
@@ -144,91 +127,3 @@ def _artifact_problem(path: Path, info: dict, manifest: Path, role: str, rule: s
     elif rule:
         problem += f": the {rule} report was made from it as it was then (stale): snakemake makes that report again"
     return problem
-
-
-METRICS_SOURCES = "metrics.sources.json"
-
-
-def _collected(metrics_csv: Path, trace: Trace) -> tuple[dict[Path, dict], dict[Path, str] | None]:
-    """The backed metrics files metrics.csv was collected from: those its ``metrics.sources.json``
-    lists (results/ also holds the runs of other configs), every backed one without it; and, with
-    several training seeds, the seed of each listed file (None: one seed)."""
-    side = metrics_csv.parent / METRICS_SOURCES
-    if not side.is_file():
-        return trace.backed, None
-    try:
-        record = json.loads(side.read_text(encoding="utf-8"))
-        located = where(metrics_csv.parent, side, record["manifest"])
-        listed = {located(p).resolve() for p in record["sources"]}
-        seeds = ({located(p).resolve(): str(s) for p, s in record["seeds"].items()}
-                 if "seeds" in record else None)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        trace.problems.append(f"{side}: unreadable ({' '.join(str(exc).split())}); every run file is traced instead")
-        return trace.backed, None
-    return {path: rows for path, rows in trace.backed.items() if path in listed}, seeds
-
-
-def _check_metrics_csv(metrics_csv: Path, trace: Trace) -> None:
-    """Every row of metrics.csv equals a row of a manifest-backed metrics.tsv it was collected
-    from, and every row of those is in metrics.csv."""
-    if not metrics_csv.is_file():
-        trace.problems.append(f"{metrics_csv}: missing")
-        return
-    collected, seeds = _collected(metrics_csv, trace)
-    columns = METRIC_COLUMNS if seeds is None else SEEDED_METRIC_COLUMNS
-    # (backbone, k, (seed,) dataset) -> measure -> value
-    by_run: dict[tuple[str, ...], dict[str, float]] = {}
-    for path, rows in collected.items():
-        for (b, k, d, m), v in rows.items():
-            by_run.setdefault((b, k, d) if seeds is None else (b, k, seeds.get(path, NO_SEED), d), {})[m] = v
-    seen: set[tuple[str, ...]] = set()
-    try:
-        with open(metrics_csv, encoding="utf-8", newline="") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
-            if header != columns:
-                trace.problems.append(f"{metrics_csv}: line 1: expected header {','.join(columns)}, got {header}"
-                                      + ("" if seeds is None else f" (the seeds of {METRICS_SOURCES})"))
-                return
-            for lineno, row in enumerate(reader, 2):
-                if row:
-                    _check_metrics_row(metrics_csv, lineno, row, by_run, seen, trace, len(columns))
-    except UnicodeDecodeError as exc:
-        trace.problems.append(f"{metrics_csv}: not UTF-8 text (byte {exc.start}): cannot be traced")
-        return
-    except csv.Error as exc:
-        trace.problems.append(f"{metrics_csv}: malformed CSV ({exc})")
-        return
-    for key, run in sorted(by_run.items()):
-        missing = sorted(m for m in run if (*key, m) not in seen)
-        if missing:
-            trace.problems.append(f"{metrics_csv}: no row for {', '.join(missing)} of {_run_text(key)} "
-                                  "(stale: re-run the collect rule)")
-
-
-def _run_text(key: tuple) -> str:
-    """``backbone b, k k, (seed s,) dataset d``: a run file's key as problems name it."""
-    return f"backbone {key[0]}, k {key[1]}, " + (f"seed {key[2]}, " if len(key) == 4 else "") + f"dataset {key[-1]}"
-
-
-def _check_metrics_row(metrics_csv: Path, lineno: int, row: list[str], by_run: dict, seen: set, trace: Trace,
-                       width: int) -> None:
-    """One row of metrics.csv (``width`` fields: ``b, k, (seed,) d, m, v``)."""
-    trace.counts["metric_rows"] += 1
-    if len(row) != width:
-        trace.problems.append(f"{metrics_csv}: line {lineno}: expected {width} fields, got {len(row)}")
-        return
-    *key, m, v = row
-    key = tuple(key)
-    seen.add((*key, m))
-    run = by_run.get(key)
-    problem = None
-    if run is None:
-        problem = f"no manifest-backed metrics.tsv for {_run_text(key)}"
-    elif m not in run:
-        problem = f"measure {m} is not in the metrics.tsv of {_run_text(key)}"
-    elif not _same_number(v, run[m]):
-        problem = f"{m} = {v} but the run's metrics.tsv has {run[m]!r} ({_run_text(key)})"
-    if problem:
-        trace.problems.append(f"{metrics_csv}: line {lineno}: {problem}")
-    trace.traced[(*key, m)] = (lineno, problem is None)

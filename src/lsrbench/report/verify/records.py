@@ -16,7 +16,7 @@ import json
 from pathlib import Path, PurePath
 
 from lsrbench.dag.folders import PARAMS_JSON, short_id
-from lsrbench.dag.records import DamagedRecord, load_record
+from lsrbench.folder.records import DamagedRecord, load_record
 from lsrbench.hashing import sha256_file, stable_hash
 from lsrbench.names import MANIFESTS
 from lsrbench.report.verify.trace import Trace, where
@@ -109,7 +109,7 @@ def _where(root: Path, params: Path, outputs: dict):
 def _check_report_manifests(root: Path, trace: Trace) -> None:
     """A report file present whose manifest is missing is a failure (a damaged one is named by
     :mod:`lsrbench.report.verify.manifests`)."""
-    from lsrbench.dag.reports import all_report_rules, rule_files
+    from lsrbench.report.reports import all_report_rules, rule_files
 
     for rule in all_report_rules():
         *files, manifest = (root / PurePath(f).relative_to("results") for f in rule_files(rule))

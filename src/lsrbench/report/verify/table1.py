@@ -22,10 +22,7 @@ from lsrbench.report.results import read_metrics
 from lsrbench.report.tables.table1 import head_statistics_of, render_cell, table1_cells
 from lsrbench.report.verify.trace import Trace, Where, where
 
-__all__ = ["TABLE1", "TABLE1_CELLS", "verify_table1", "markdown_table"]
-
-TABLE1 = "table1.md"
-TABLE1_CELLS = "table1.cells.json"
+__all__ = ["verify_table1", "markdown_table"]
 
 
 @dataclass
@@ -84,9 +81,9 @@ def _locate(located: Where, recorded: str | None, resolved: str | None = None) -
     return None
 
 
-def verify_table1(root: Path, trace: Trace) -> None:
-    """Check ``root/table1.md`` against its sidecar and recompute every cell from metrics.csv."""
-    sidecar = _load_sidecar(root, trace.problems)
+def verify_table1(md: Path, side: Path, metrics_csv: Path, trace: Trace) -> None:
+    """Check table1.md (``md``) against its cells record (``side``) and recompute every cell from metrics.csv."""
+    sidecar = _load_sidecar(md, side, metrics_csv, trace.problems)
     if sidecar is None:
         return
     _check_bytes(sidecar, trace.problems)
@@ -95,12 +92,12 @@ def verify_table1(root: Path, trace: Trace) -> None:
         _check_recomputed(sidecar, line_of, trace)
 
 
-def _load_sidecar(root: Path, problems: list[str]) -> _Sidecar | None:
-    md, side = root / TABLE1, root / TABLE1_CELLS
+def _load_sidecar(md: Path, side: Path, metrics_csv: Path, problems: list[str]) -> _Sidecar | None:
+    root = md.parent
     if not md.exists() and not side.exists():
         return None
     if not side.is_file():
-        problems.append(f"{md}: no {TABLE1_CELLS} beside it, so its numbers cannot be traced "
+        problems.append(f"{md}: no {side.name} beside it, so its numbers cannot be traced "
                         "(made by an older lsrbench? re-run the table1 rule)")
         return None
     try:
@@ -116,7 +113,7 @@ def _load_sidecar(root: Path, problems: list[str]) -> _Sidecar | None:
     if not md.is_file():
         problems.append(f"{md}: missing (recorded in {side})")
         return None
-    return _Sidecar(md, side, root / "metrics.csv", record, located)
+    return _Sidecar(md, side, metrics_csv, record, located)
 
 
 def _check_bytes(s: _Sidecar, problems: list[str]) -> None:

@@ -18,7 +18,7 @@ Checked here, each refusal one :class:`~lsrbench.errors.InputError` naming the f
 * **references** from ``evaluation``, ``training_data``, ``report`` and ``claims`` to datasets,
   backbones, k values and measures the config actually produces; measure names parsed by
   ir_measures; the paper-reference file;
-* **files** it names (:mod:`lsrbench.dag.validate_files`): datasets and model folders.
+* **files** it names (:mod:`lsrbench.validation.files`): datasets and model folders.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from lsrbench.config.entries import load_datasets_file
 from lsrbench.config.grid import backbone_modes, k_lists, n_triplets, probe_settings, probed_ks, runs
 from lsrbench.config.layers import ConfigOrigins
 from lsrbench.config.schema import canonical_order, load_schema, validate
-from lsrbench.dag.validate_ranges import as_read, check_ranges
+from lsrbench.validation.ranges import as_read, check_ranges
 from lsrbench.errors import InputError
 from lsrbench.model.head_match import check_head_scale_matches, numeric_head_scale
 from lsrbench.names import (BM25, COLLAPSED, DATASET_PATTERN, DEFAULT_MODE, DOC_DIMS, FLOPS, POOLED, PROBE_K,
@@ -51,7 +51,7 @@ OWN_MEASURES = frozenset({FLOPS, QUERY_DIMS, DOC_DIMS, COLLAPSED})
 def check_config(config: dict, config_file: str | Path, origins: ConfigOrigins | None = None, *, files: bool = True,
                  record: str | Path | None = None, mirror_must_exist: bool = True) -> dict:
     """Validate a (merged) run config, its cross-references and, with ``files``, the files it names
-    (``record``: see :func:`lsrbench.dag.validate_files.check_files`), a named mirror first
+    (``record``: see :func:`lsrbench.validation.files.check_files`), a named mirror first
     (:func:`check_mirror`; not for the prefetch target, which creates it: ``mirror_must_exist``);
     returns it with the schema's defaults filled and the dataset registry under ``_datasets``. With
     ``origins`` (:func:`lsrbench.config.load_config_files`), an error names the file its
@@ -69,7 +69,6 @@ def _check_config(config: dict, config_file, files: bool, record, mirror_must_ex
     check_ranges(config, config_file)  # as written: before the schema makes an integral float an integer
     # in the schema's order: a config whose keys are written in another order is the same config
     config = canonical_order(validate(config, "config.schema.yaml", config_file), load_schema("config.schema.yaml"))
-    _check_paths(config, config_file)
     datasets = load_datasets_file(config["datasets_file"])
     check_values(datasets, config["datasets_file"])
     datasets = canonical_order(datasets, load_schema("datasets.schema.yaml"))
@@ -88,24 +87,10 @@ def _check_config(config: dict, config_file, files: bool, record, mirror_must_ex
 
     check_remote_code(config, config_file, prefetching=not mirror_must_exist)
     if files:
-        from lsrbench.dag.validate_files import check_files
+        from lsrbench.validation.files import check_files
 
         check_files(config, config_file, record)
     return config
-
-
-# Paths a config names, and what an empty one would silently become ('' is the working directory).
-PATH_FIELDS = {"datasets_file": "the dataset registry, a YAML file such as config/datasets.yaml",
-               "mirror": "a folder laid out like ../shared, or null to read the real sources",
-               "cache_dir": "the folder downloads are cached in (default: cache)"}
-
-
-def _check_paths(config: dict, file) -> None:
-    """A path field that is given is not empty or blank."""
-    for field, meaning in PATH_FIELDS.items():
-        value = config.get(field)
-        if isinstance(value, str) and not value.strip():
-            raise InputError(file, field, f"{value!r} is empty: give {meaning}")
 
 
 def check_mirror(config: dict, config_file: str | Path) -> None:
@@ -201,8 +186,8 @@ def _check_numbers(config: dict, file) -> None:
 
 
 def _check_evaluate_only(config: dict, file) -> None:
-    """A released sparse encoder (``evaluate_only: true``) is evaluated as it is: k = 1 (its head
-    is not rescaled), the shared mode, no head scaling; a k grid does not apply to it."""
+    """A released sparse encoder (``evaluate_only: true``) is evaluated as it is: k = 1, the shared
+    mode (its head_scale and re-fit: the schema's)."""
     for name, entry in config["backbones"].items():
         if not entry["evaluate_only"]:
             continue
@@ -217,12 +202,6 @@ def _check_evaluate_only(config: dict, file) -> None:
         if not one_run:
             raise InputError(file, f"{field}.modes", "an evaluate_only backbone has one run, shared mode at k = 1: "
                                                      "remove modes")
-        if entry.get("head_scale", 1) != 1:
-            raise InputError(file, f"{field}.head_scale", "an evaluate_only backbone is evaluated as released: "
-                                                          "head_scale must be 1")
-        if entry.get("mlm_refit"):
-            raise InputError(file, f"{field}.mlm_refit", "an evaluate_only backbone is evaluated as released: "
-                                                         "it is not re-fit (remove mlm_refit)")
 
 
 # --------------------------------------------------------------------------- names

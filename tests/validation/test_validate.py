@@ -1,4 +1,4 @@
-"""The checks made before the first job (lsrbench.dag.validate), on config dicts: each refusal
+"""The checks made before the first job (lsrbench.validation.config), on config dicts: each refusal
 is one InputError naming the file and the field; the shipped configs pass. The same checks through
 ``snakemake`` on a finished run: tests/dag/test_bad_inputs_dag.py."""
 
@@ -11,7 +11,7 @@ import yaml
 from helpers.paths import REPO
 from lsrbench.errors import InputError
 from lsrbench.config.strict_yaml import load_yaml
-from lsrbench.dag.validate import check_config, check_values, produced_measures
+from lsrbench.validation.config import check_config, check_values, produced_measures
 
 FILE = "my.yaml"
 
@@ -66,6 +66,9 @@ def test_non_finite_numbers_and_non_string_keys_anywhere():
     (lambda c: c["evaluation"].update(top_k=2**31), "evaluation.top_k: 2147483648 is greater than the maximum"),
     (lambda c: c.update(datasets_file=""), "datasets_file: '' is empty: give the dataset registry"),
     (lambda c: c.update(mirror=""), "mirror: '' is empty: give a folder laid out like ../shared"),  # not the cwd
+    (lambda c: c.update(mirror="  "), "mirror: '  ' is empty: give a folder laid out like ../shared"),
+    (lambda c: c.update(mirror=5), "mirror: 5 is not of type 'string', 'null'"),  # the schema's line is the pattern's only
+    (lambda c: c.update(cache_dir=""), "cache_dir: '' is empty: give the folder downloads are cached in"),
     (lambda c: c.update(cache_dir=" "), "cache_dir: ' ' is empty"),
 ])
 def test_numbers(tiny, edit, says):
@@ -126,6 +129,8 @@ def test_derived_names_are_unique(tiny, edit, says):
     (lambda c: c["backbones"].update(released={"model": "naver/splade-v3", "evaluate_only": True,
                                                "mlm_refit": {"dataset": "vaswani"}}),
      "backbones.released.mlm_refit: an evaluate_only backbone is evaluated as released: it is not re-fit"),
+    (lambda c: c["backbones"].update(released={"model": "naver/splade-v3", "evaluate_only": True, "head_scale": 4}),
+     "backbones.released.head_scale: an evaluate_only backbone is evaluated as released: head_scale must be 1"),
     # contradicting settings: a cutoff deeper than the ranking the runs keep (R@100 of a top-5 run is R@5)
     (lambda c: c["evaluation"].update(top_k=5, measures=["nDCG@5", "R@100"]),
      "evaluation.measures[1]: R@100 reads 100 documents per query, but evaluation.top_k keeps 5"),
@@ -137,6 +142,14 @@ def test_derived_names_are_unique(tiny, edit, says):
 ])
 def test_references_to_what_the_config_produces(tiny, edit, says):
     assert says in refused(edited(tiny, edit))
+
+
+def test_only_a_released_backbone_is_held_to_its_head_as_released(tiny):
+    """The schema's evaluate_only rule (head_scale 1, no re-fit) binds only evaluate_only: true."""
+    trained = {"model": "naver/splade-v3", "evaluate_only": False, "head_scale": 4, "mlm_refit": {"dataset": "vaswani"}}
+    config = edited(tiny, lambda c: c["backbones"].update(released=trained))
+    checked = check_config(config, FILE, files=False)
+    assert checked["backbones"]["released"]["head_scale"] == 4
 
 
 def test_a_dataset_measure_is_named_in_the_datasets_file(tiny, tmp_path):
@@ -195,7 +208,7 @@ def test_the_paper_reference_file(tiny, tmp_path, values, says):
 
 def test_a_recorded_folder_is_checked_again_only_when_a_file_or_the_installed_versions_change(
         tmp_path, vaswani_slice, tiny_roberta, monkeypatch):
-    """The record of folders that passed (lsrbench.dag.validate_files): a damaged config.json of
+    """The record of folders that passed (lsrbench.validation.files): a damaged config.json of
     the same size and modification time is not read again (the record says unchanged); a new
     modification time, or another installed transformers, checks the folder again and refuses it."""
     import importlib.metadata
@@ -204,7 +217,7 @@ def test_a_recorded_folder_is_checked_again_only_when_a_file_or_the_installed_ve
 
     from helpers.snakemake import micro_config
     from lsrbench.config.layers import locate_config_paths
-    from lsrbench.dag.validate_files import RECORD, RECORD_VARIABLE, record_path
+    from lsrbench.validation.files import RECORD, RECORD_VARIABLE, record_path
 
     model = shutil.copytree(tiny_roberta, tmp_path / "model")
     path = micro_config(tmp_path, vaswani_slice, model)

@@ -1,4 +1,4 @@
-"""Parts of the config check (:mod:`lsrbench.dag.validate`) the schema cannot say: a value whose
+"""Parts of the config check (:mod:`lsrbench.validation.config`) the schema cannot say: a value whose
 meaning depends on its type or on another setting (``recipe.warmup_steps``: a float is a ratio of
 the steps, an integer a number of steps), and text as a reader sees it (two labels that print
 alike name two rows no one can tell apart)."""

@@ -14,28 +14,14 @@ import json
 from pathlib import Path
 
 from lsrbench.config.evaluated import used_datasets
+from lsrbench.report.reports import landing_entries
+from lsrbench.report.reports.tradeoff import TRADEOFF_PNG
 
-__all__ = ["RESULTS", "HEADLINE", "origin_text", "read_from", "landing_results", "result_label", "what_was_run",
+__all__ = ["HEADLINE", "origin_text", "read_from", "landing_results", "result_label", "what_was_run",
            "headline_image"]
 
-# The results the landing page links to, in its order: (title, result file, caption file stem under
-# workflow/report/, what the config must have for it: claims, the probe, or nothing). The same
-# titles label the results in the report's menus (report.smk).
-RESULTS = (
-    ("Table 1", "results/html/table1.html", "table1", None),
-    ("Claims of the paper, checked", "results/html/claims.html", "claims", "claims"),
-    ("Effectiveness against FLOPs", "results/tradeoff.png", "tradeoff", None),
-    ("Training loss curves", "results/loss_curves.png", "loss_curves", None),
-    ("Head norms (table)", "results/html/norms.html", "norms", None),
-    ("Head norms (figure)", "results/norms.png", "norms", None),
-    ("Every run on every dataset", "results/html/table_beir.html", "table_beir", None),
-    ("Every number (metrics.csv)", "results/metrics.csv", "metrics", None),
-    ("The probe beside the trained runs", "results/html/probe_outcomes.html", "probe_outcomes", "probe"),
-)
-
-
 # The figure the landing page shows before the list of results.
-HEADLINE = "results/tradeoff.png"
+HEADLINE = f"results/{TRADEOFF_PNG}"
 
 
 def headline_image(path: str = HEADLINE) -> str | None:
@@ -89,7 +75,7 @@ def what_was_run(config: dict) -> dict:
 
 def result_label(path: str) -> str:
     """The title a result is listed under in the report (its ``labels``)."""
-    return next(title for title, result, _, _ in RESULTS if result == path)
+    return next(title for title, result, _ in landing_entries(None) if result == path)
 
 
 def _caption(report_dir: Path, stem: str) -> str:
@@ -101,14 +87,9 @@ def _caption(report_dir: Path, stem: str) -> str:
 
 def landing_results(config: dict, report_dir: str | Path) -> list[dict]:
     """``[{"title", "path", "caption", "view"}]`` of the results the landing page links to (``view``:
-    how the report shows it: ``html``, ``img`` or a download)."""
+    how the report shows it: ``html``, ``img`` or a download), from the report declarations."""
     out = []
-    from lsrbench.dag.reports import uses_probe
-
-    has = {"claims": bool(config.get("claims")), "probe": uses_probe(config), None: True}
-    for title, path, stem, needs in RESULTS:
-        if not has[needs]:
-            continue
+    for title, path, stem in landing_entries(config):
         view = {".html": "html", ".png": "img"}.get(Path(path).suffix, "download")
         out.append({"title": title, "path": path, "caption": _caption(Path(report_dir), stem), "view": view})
     return out

