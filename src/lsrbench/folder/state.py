@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 
 from lsrbench.dag.folders import PARAMS_JSON
-from lsrbench.folder.records import DamagedRecord, changed_files, future_stamp, load_record, read_record
+from lsrbench.folder.records import DamagedRecord, changed_files, future_stamp, load_record
 from lsrbench.errors import InputError
 
 __all__ = ["FolderState", "DagHooks", "config_text", "refuse_results_folder_as_workdir"]

@@ -9,7 +9,6 @@ import math
 import pandas as pd
 
 from lsrbench.report.claims.evidence import BY_CONSTRUCTION, DESCRIPTIVE, NOT_MEASURED, Evidence, Settings, Verdict
-from lsrbench.report.stats import MIN_INTERVAL_QUERIES
 
 __all__ = ["claims_markdown", "claims_record", "claims_texts", "evidence_seeds", "read_evidence", "write_claims"]
 
