@@ -72,9 +72,10 @@ def add_expected_parsers(sub, configfile_option) -> None:
     p = sub.add_parser("expected", help="check a finished results folder against the values its config is expected "
                                         "to give", description="Compare every number of the folder's Table 1 and "
                        "every tested claim's difference with the expected values of its config (config/expected/, "
-                       "docs/expected.md): [OK] exact where the folder has a recorded seed's own value, [FAIL] where it "
-                       "misses it on a CPU model that reproduces the record's bits; elsewhere within the seeds' 95 % "
-                       "prediction interval, a joint check over the runs and the claims' recorded verdicts; [--] for "
+                       "docs/expected.md). Each line names the tier it was held to: [OK] exact where the folder has a "
+                       "recorded seed's own value, [FAIL] exact where it misses it on a CPU model that reproduces "
+                       "the record's bits; elsewhere its basis (seeds: the seeds' 95 % prediction interval; "
+                       "deterministic), with a joint check over the runs; the claims' recorded verdicts; [--] for "
                        "what it cannot check (yet). Exit status 1 on any FAIL.")
     add_results_option(p)
     p.add_argument("--expected", metavar="FILE", type=path_argument("--expected"),
