@@ -220,12 +220,22 @@ def check_folder(results: str | Path, expected: dict) -> list[Check]:
     entries = [*(expected.get("table1") or []), *(expected.get("claims") or [])]
     checks = [_check_one(e, found, claims, claims_path.is_file(), tolerance_for(e, expected, seeds), tier)
               for e in entries]
-    checks += _joint_check(expected, found, seeds, checks) + _verdict_checks(expected, verdicts, tier)
+    said = _verdict_checks(expected, verdicts, tier)
+    checks = [c for c in checks if not _said_by_verdict(c, said)]
+    checks += _joint_check(expected, found, seeds, checks) + said
     listed = {number_key(e) for e in entries}
     extra = [key for key in [*found, *claims] if key not in listed]
     checks += [Check(_label(key), UNCHECKED, found=found.get(key, claims.get(key, (None,))[0]),
                      why="no expected value for it (not in the expected-values file)") for key in extra]
     return checks
+
+
+def _said_by_verdict(check: Check, verdicts: list[Check]) -> bool:
+    """A claim without a difference (a correlation, a dominance test) whose verdict is checked: its
+    verdict line says why it has no difference, instead of a [--] line of its own."""
+    key = check.key.removesuffix(": difference")
+    return check.status == UNCHECKED and check.expected is None and check.key.startswith("claim ") and any(
+        v.key == f"{key}: verdict" and v.status != UNCHECKED for v in verdicts)
 
 
 def tolerance_for(entry: dict, expected: dict, seeds: int = 1) -> tuple[float | None, str]:
@@ -339,9 +349,10 @@ def _verdict_checks(expected: dict, verdicts: dict, tier: Tier) -> list[Check]:
         if tier.seeds != (str(expected.get("config_seed")),):
             out.append(Check(label, UNCHECKED, why=f"recorded for seed {expected.get('config_seed')} only"))
             continue
-        got = verdicts[e["claim"]]
+        got, why = verdicts[e["claim"]], f"seed {expected.get('config_seed')}'s recorded verdict"
+        why += f"; no difference: {e['why']}" if e.get("expected") is None and e.get("why") else ""
         out.append(Check(label, OK if got == e["verdict"] else FAIL, text=f"expected {e['verdict']}, found {got} "
-                         f"(seed {expected.get('config_seed')}'s recorded verdict)", tier=EXACT))
+                         f"({why})", tier=EXACT))
     return list({c.key: c for c in out}.values())  # a claim over several backbones: one line
 
 
