@@ -17,8 +17,8 @@ __all__ = ["add_expected_parsers"]
 
 
 def _expected(args) -> int:
-    from lsrbench.report.verify.expected import (FAIL, OK, check_folder, check_lines, find_expected, folder_config,
-                                          load_expected, summary_line)
+    from lsrbench.report.verify.expected import (FAIL, OK, check_folder, check_lines, counts_text, find_expected,
+                                                 folder_config, load_expected, summary_line)
 
     results = results_folder(args, "expected")
     path = Path(args.expected) if args.expected else find_expected(results)
@@ -36,10 +36,8 @@ def _expected(args) -> int:
     if args.log_entry:
         from lsrbench.report.verify.reproduction import log_entry
 
-        counts = ", ".join(f"{sum(c.status == s for c in checks)} {s}" for s in (OK, FAIL))
         print("\nA reproduction-log entry for this folder (append it to docs/reproductions.md; notes: how it was run):")
-        print(log_entry(results, f"{counts}, {sum(c.status not in (OK, FAIL) for c in checks)} not checked "
-                                 f"({path.name})", config))
+        print(log_entry(results, f"{counts_text(checks)} ({path.name})", config))
     if not any(c.status in (OK, FAIL) for c in checks):
         raise InputError(results, None, "no number of it could be checked against the expected values")
     return 1 if any(c.status == FAIL for c in checks) else 0

@@ -32,7 +32,7 @@ from lsrbench.errors import InputError
 
 __all__ = ["EXPECTED_FOLDER", "Check", "OK", "OK_MEASURED", "FAIL", "UNCHECKED", "load_expected", "find_expected",
            "folder_config", "table1_numbers", "claim_differences", "check_folder", "tolerance_for", "check_lines",
-           "summary_line", "number_key", "Tier", "folder_tier", "EXACT"]
+           "summary_line", "counts_text", "number_key", "Tier", "folder_tier", "EXACT"]
 
 EXPECTED_FOLDER = Path("config") / "expected"
 OK, OK_MEASURED, FAIL, UNCHECKED = "OK", "OK*", "FAIL", "--"
@@ -377,14 +377,18 @@ def check_lines(checks: list[Check]) -> list[str]:
     return lines
 
 
-def summary_line(checks: list[Check], results, expected_file) -> str:
-    """The counts, with the tiers the OKs were held to (exact first)."""
+def counts_text(checks: list[Check]) -> str:
+    """``49 OK (exact: 49), 0 FAIL, 0 not checked``: the counts, with the tiers the OKs were held to (exact first)."""
     counts = {s: sum(c.status == s for c in checks) for s in (OK, OK_MEASURED, FAIL, UNCHECKED)}
     tiers = {}
     for c in checks:
         if c.status == OK:
             tiers[c.tier] = tiers.get(c.tier, 0) + 1
     held = ", ".join(f"{t}: {n}" for t, n in sorted(tiers.items(), key=lambda item: item[0] != EXACT))
-    return (f"{results} against {expected_file}: {counts[OK]} OK" + (f" ({held})" if held else "")
+    return (f"{counts[OK]} OK" + (f" ({held})" if held else "")
             + (f", {counts[OK_MEASURED]} OK*" if counts[OK_MEASURED] else "")
             + f", {counts[FAIL]} FAIL, {counts[UNCHECKED]} not checked")
+
+
+def summary_line(checks: list[Check], results, expected_file) -> str:
+    return f"{results} against {expected_file}: {counts_text(checks)}"
