@@ -210,40 +210,61 @@ def reproduced(values: dict, config: dict, seed: str, records: list[str]) -> tup
     return found, agreement
 
 
-def tiny(metrics_csv: str, config_file: str, verdicts: str | None = None, records: list[str] = (),
-         machine: str | None = None) -> str:
-    import json
-
+def _seed_runs(metrics_csv: str, machine: str, more: list[str], config: dict) -> tuple[dict, dict, dict, list]:
+    """The seeds runs (``metrics_csv`` made on ``machine``; each of ``more``: ``CPU model=metrics.csv``
+    of further seeds made on that CPU): key -> {seed: value} over all of them, Table 1's formats, CPU
+    model -> key -> {seed: value} (each CPU's own seeds) and the frames read."""
     import pandas as pd
 
     from lsrbench.names import SEED
+
+    values, by_cpu, formats, frames = {}, {}, {}, []
+    for cpu, path in [(machine, metrics_csv), *(m.rpartition("=")[::2] for m in more)]:
+        frame = pd.read_csv(path, dtype={"backbone": str, "k": str, SEED: str, "dataset": str, "measure": str})
+        own, formats = seed_values(frame, config)
+        for key, by_seed in own.items():
+            if set(by_seed) & set(values.get(key, {})):
+                raise SystemExit(f"{path}: seeds {sorted(set(by_seed) & set(values[key]))} are in another record too")
+            values.setdefault(key, {}).update(by_seed)
+            by_cpu.setdefault(cpu, {}).setdefault(key, {}).update(by_seed)
+        frames.append((cpu, path, frame))
+    return values, formats, by_cpu, frames
+
+
+def tiny(metrics_csv: str, config_file: str, verdicts: str | None = None, records: list[str] = (),
+         machine: str | None = None, more_seeds: list[str] = ()) -> str:
+    import json
+
     from lsrbench.report.seeds import seeds_of
 
-    metrics = pd.read_csv(metrics_csv, dtype={"backbone": str, "k": str, SEED: str, "dataset": str, "measure": str})
     config = _config(config_file)
-    values, formats = seed_values(metrics, config)
+    machine = machine or machine_info()["cpu"]
+    values, formats, by_cpu, frames = _seed_runs(metrics_csv, machine, list(more_seeds), config)
     rules = tolerances(values, formats)
     seed = str(config["recipe"]["seed"])
     recorded = {c["id"]: c["verdict"] for c in json.loads(open(verdicts).read())["claims"]} if verdicts else {}
     for key, rule in rules.items():
         if key[0] == "claim" and key[1] in recorded:
             rule["verdict"] = recorded[key[1]]
-    machine = machine or machine_info()["cpu"]
     found, checked = reproduced(values, config, seed, list(records))
     for key, rule in rules.items():
-        rule["exact"] = {machine: values[key], **{cpu: {seed: f[key]} for cpu, f in found.items() if key in f}}
+        rule["exact"] = {cpu: dict(own[key]) for cpu, own in by_cpu.items() if key in own}
+        for cpu, f in found.items():
+            if key in f:
+                rule["exact"].setdefault(cpu, {})[seed] = f[key]
     table = [_entry(k, rules[k]) for k in values if k[0] != "claim"]
     claims = [_entry(k, rules[k]) for k in values if k[0] == "claim"]
     claims += [{**c, "verdict": recorded[c["claim"]]} if c["claim"] in recorded else c
                for c in _unchecked_claims(config, {c["claim"] for c in claims})]
-    seeds = seeds_of(metrics)
+    seeds = [s for _, _, frame in frames for s in seeds_of(frame)]
     doc = {
         "config": config_file,
         "config_id": _config_id(config_file),
         "config_seed": seed,
         "measured": {"runs": f"{config_file}'s runs with training seeds {', '.join(seeds)} (recipe.seeds; the same "
-                             "MLM re-fit, triplets and recipe): benchmark/tiny_default_seeds.yaml",
-                     "metrics": metrics_csv, "made_by": command_line(), "machine": machine,
+                             "MLM re-fit, triplets and recipe): benchmark/tiny_default_seeds*.yaml",
+                     "seeds_by_cpu": {cpu: ", ".join(seeds_of(frame)) for cpu, _, frame in frames},
+                     "metrics": [path for _, path, _ in frames], "made_by": command_line(), "machine": machine,
                      "verdicts": verdicts or "none recorded",
                      "reproduced": checked or "no other record given",
                      "second_cpu_tolerance": "none set: one run of one seed per other CPU model gives one difference "
@@ -384,12 +405,15 @@ def main(argv=None) -> int:
     parser.add_argument("--verdicts", help="tiny: the claims.json of a run of the config's own seed (its verdicts)")
     parser.add_argument("--reproduced", action="append", default=[], metavar="CPU=METRICS",
                         help="tiny: a fresh run's metrics.csv of the config's own seed on CPU model CPU (repeatable)")
+    parser.add_argument("--seeds-run", action="append", default=[], metavar="CPU=METRICS",
+                        help="tiny: a seeds run of further seeds made on CPU model CPU (repeatable): in the "
+                             "interval with the others, exact on that CPU")
     args = parser.parse_args(argv)
     if args.which == "tiny":
         if len(args.metrics) != 1:
             parser.error("tiny needs the seeds run's metrics.csv")
         sys.stdout.write(tiny(args.metrics[0], args.config or "config/config.yaml", args.verdicts, args.reproduced,
-                              args.machine))
+                              args.machine, args.seeds_run))
     elif args.which == "records":
         sys.stdout.write(records("config/expected/tiny.yaml", args.config or "config/config.yaml", args.metrics))
     else:

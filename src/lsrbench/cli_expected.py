@@ -14,8 +14,8 @@ __all__ = ["add_expected_parsers"]
 
 
 def _expected(args) -> int:
-    from lsrbench.report.verify.expected import (FAIL, OK, check_folder, check_lines, find_expected, folder_config,
-                                          load_expected, summary_line)
+    from lsrbench.report.verify.expected import (FAIL, OK, check_folder, check_lines, counts_text, find_expected,
+                                                 folder_config, load_expected, summary_line)
 
     results = results_folder(args, "expected")
     path = Path(args.expected) if args.expected else find_expected(results)
@@ -33,10 +33,8 @@ def _expected(args) -> int:
     if args.log_entry:
         from lsrbench.report.verify.reproduction import log_entry
 
-        counts = ", ".join(f"{sum(c.status == s for c in checks)} {s}" for s in (OK, FAIL))
         print("\nA reproduction-log entry for this folder (append it to docs/reproductions.md; notes: how it was run):")
-        print(log_entry(results, f"{counts}, {sum(c.status not in (OK, FAIL) for c in checks)} not checked "
-                                 f"({path.name})", config))
+        print(log_entry(results, f"{counts_text(checks)} ({path.name})", config))
     if not any(c.status in (OK, FAIL) for c in checks):
         raise InputError(results, None, "no number of it could be checked against the expected values")
     return 1 if any(c.status == FAIL for c in checks) else 0
@@ -68,9 +66,10 @@ def add_expected_parsers(sub, configfile_option) -> None:
     p = sub.add_parser("expected", help="check a finished results folder against the values its config is expected "
                                         "to give", description="Compare every number of the folder's Table 1 and "
                        "every tested claim's difference with the expected values of its config (config/expected/, "
-                       "docs/expected.md): [OK] exact where the folder has a recorded seed's own value, [FAIL] where it "
-                       "misses it on a CPU model that reproduces the record's bits; elsewhere within the seeds' 95 % "
-                       "prediction interval, a joint check over the runs and the claims' recorded verdicts; [--] for "
+                       "docs/expected.md). Each line names the tier it was held to: [OK] exact where the folder has a "
+                       "recorded seed's own value, [FAIL] exact where it misses it on a CPU model that reproduces "
+                       "the record's bits; elsewhere its basis (seeds: the seeds' 95 % prediction interval; "
+                       "deterministic), with a joint check over the runs; the claims' recorded verdicts; [--] for "
                        "what it cannot check (yet). Exit status 1 on any FAIL.")
     add_results_option(p)
     p.add_argument("--expected", metavar="FILE", type=path_argument("--expected"),

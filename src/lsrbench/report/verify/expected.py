@@ -5,13 +5,15 @@ Table 1 cell (``table1``) and the difference of every tested claim (``claims``),
 tolerance its ``basis`` justifies (``bases``: how it was measured); a number the file gives no value
 for says why (``expected: null``, ``why``).
 
-Tiers, per number: a folder of a recorded training seed (its ``seeds``) is ``[OK]`` when it has that
-seed's own value on some recorded CPU model (``exact``: CPU model -> seed -> value; exact at 4
-decimals); made on a recorded CPU model (the folder's train records name it), any other value is
-``[FAIL]``. ``[OK*]`` would be a tolerance measured across CPUs or BLAS (none set yet). Only where bits
-cannot match (another CPU, a GPU, an unrecorded seed) is a number held to the seeds' 95 % prediction
-interval (``|found - expected| <= tolerance``), with the joint check (``joint``: the runs' mean z,
-which one shift of every run moves) and each claim's recorded verdict. One the folder does not have
+Tiers, per number (each line names the one it got): a folder of a recorded training seed (its
+``seeds``) is ``[OK] exact`` when it has that seed's own value on some recorded CPU model (``exact``:
+CPU model -> seed -> value; exact at 4 decimals); made on a recorded CPU model (the folder's train
+records name it), any other value is ``[FAIL] exact``. ``[OK*]`` would be a tolerance measured across
+CPUs or BLAS (none set: docs/expected.md says why). Only where bits cannot match (another CPU, a GPU,
+an unrecorded seed) is a number held to its basis, the seeds' 95 % prediction interval (tier
+``seeds``: ``|found - expected| <= tolerance``), with the joint check (``joint``: the runs' mean z,
+which one shift of every run moves; exact where every run it reads is). Each claim's verdict is
+checked against the one recorded for the config's seed (exact: a word). One the folder does not have
 yet, or the file has no value for, is ``[--]`` and named. Where ``lsrbench verify`` checks that a
 folder's numbers are the ones its own files make, this checks them against what a reproduction
 should give.
@@ -33,10 +35,12 @@ from lsrbench.report.reports.table1 import TABLE1_CELLS
 
 __all__ = ["EXPECTED_FOLDER", "Check", "OK", "OK_MEASURED", "FAIL", "UNCHECKED", "load_expected", "find_expected",
            "folder_config", "table1_numbers", "claim_differences", "check_folder", "tolerance_for", "check_lines",
-           "summary_line", "number_key", "Tier", "folder_tier"]
+           "summary_line", "counts_text", "number_key", "Tier", "folder_tier", "EXACT"]
 
 EXPECTED_FOLDER = Path("config") / "expected"
 OK, OK_MEASURED, FAIL, UNCHECKED = "OK", "OK*", "FAIL", "--"
+EXACT = "exact"  # the tier of a number held to a recorded seed's own bits
+TIER_WIDTH = len("deterministic")  # the longest tier name: the numbers' labels line up after it
 
 
 @dataclass
@@ -50,6 +54,7 @@ class Check:
     found: float | None = None
     why: str = ""
     text: str = ""  # a check of words (a verdict): shown instead of the numbers
+    tier: str = ""  # what it was held to: exact, measured (OK*), or the basis of its tolerance (seeds, ...)
 
 
 @dataclass(frozen=True)
@@ -218,12 +223,22 @@ def check_folder(results: str | Path, expected: dict) -> list[Check]:
     entries = [*(expected.get("table1") or []), *(expected.get("claims") or [])]
     checks = [_check_one(e, found, claims, claims_path.is_file(), tolerance_for(e, expected, seeds), tier)
               for e in entries]
-    checks += _joint_check(expected, found, seeds) + _verdict_checks(expected, verdicts, tier)
+    said = _verdict_checks(expected, verdicts, tier)
+    checks = [c for c in checks if not _said_by_verdict(c, said)]
+    checks += _joint_check(expected, found, seeds, checks) + said
     listed = {number_key(e) for e in entries}
     extra = [key for key in [*found, *claims] if key not in listed]
     checks += [Check(_label(key), UNCHECKED, found=found.get(key, claims.get(key, (None,))[0]),
                      why="no expected value for it (not in the expected-values file)") for key in extra]
     return checks
+
+
+def _said_by_verdict(check: Check, verdicts: list[Check]) -> bool:
+    """A claim without a difference (a correlation, a dominance test) whose verdict is checked: its
+    verdict line says why it has no difference, instead of a [--] line of its own."""
+    key = check.key.removesuffix(": difference")
+    return check.status == UNCHECKED and check.expected is None and check.key.startswith("claim ") and any(
+        v.key == f"{key}: verdict" and v.status != UNCHECKED for v in verdicts)
 
 
 def tolerance_for(entry: dict, expected: dict, seeds: int = 1) -> tuple[float | None, str]:
@@ -258,12 +273,12 @@ def _exact_check(label: str, entry: dict, value: float, tier: Tier) -> Check | N
     for cpu in entry.get("exact") or {}:
         exact = _recorded(entry, cpu, tier.seeds)
         if exact is not None and abs(value - exact[0]) <= exact[1] + 1e-12:
-            return Check(label, OK, exact[0], exact[1], float(value), why=f"exact: {which} on {cpu}")
+            return Check(label, OK, exact[0], exact[1], float(value), why=f"{which} on {cpu}", tier=EXACT)
     own = [(cpu, _recorded(entry, cpu, tier.seeds)) for cpu in tier.cpus]
     if own and all(exact is not None for _, exact in own):
         cpu, exact = own[0]
         return Check(label, FAIL, exact[0], exact[1], float(value),
-                     why=f"exact: {which} on {cpu}, where the folder was made")
+                     why=f"{which} on {cpu}, where the folder was made", tier=EXACT)
     return None
 
 
@@ -286,14 +301,17 @@ def _check_one(entry: dict, found: dict, claims: dict, have_claims: bool, tolera
     if exact is not None:
         return exact
     status = OK if abs(value - exp) <= tol + 1e-12 else FAIL
+    name, _, why = basis.partition(", ")  # the tier is the basis; the rest says how it applies
     if entry.get("exact"):
-        basis += f"; made on {tier.machine}: no recorded value of seed {', '.join(tier.seeds) or '?'} there"
-    return Check(label, status, exp, tol, float(value), why=basis)
+        why = "; ".join(filter(None, [why, f"made on {tier.machine}: no recorded value of seed "
+                                           f"{', '.join(tier.seeds) or '?'} there"]))
+    return Check(label, status, exp, tol, float(value), why=why, tier=name)
 
 
-def _joint_check(expected: dict, found: dict, seeds: int) -> list[Check]:
-    """The runs' mean z on the joint measure against its interval over the recorded seeds (a mean
-    of ``seeds`` runs: ``seeds_rule`` as for a number)."""
+def _joint_check(expected: dict, found: dict, seeds: int, checks: list[Check]) -> list[Check]:
+    """The runs' mean z on the joint measure: exact where every run it reads was held to its recorded
+    bits (``checks``: then the z is theirs, OK only if all are), else against its interval over the
+    recorded seeds (a mean of ``seeds`` runs: ``seeds_rule`` as for a number)."""
     joint = expected.get("joint")
     if not joint:
         return []
@@ -307,11 +325,18 @@ def _joint_check(expected: dict, found: dict, seeds: int) -> list[Check]:
         if value is None:
             return [Check(label, UNCHECKED, why=f"{run} k={k}: not in this folder's Table 1 yet")]
         z.append((value - e["expected"]) / e["sd"])
+    mean = sum(z) / len(z)
+    by_key = {c.key: c for c in checks}
+    runs = [by_key.get(_label(number_key(entries[(run, str(k))]))) for run, k in joint["runs"]]
+    if all(c is not None and c.tier == EXACT for c in runs):
+        missed = [c.key.split(":")[0] for c in runs if c.status != OK]
+        return [Check(label, FAIL if missed else OK, text=f"z {mean:+.4f}, " + (
+            f"from runs not at their recorded bits: {', '.join(missed)}" if missed
+            else f"every run's {joint['measure']} exact above ({runs[0].why})"), tier=EXACT)]
     tol, rule = float(joint["tolerance"]), expected.get("seeds_rule") or {}
     if seeds > 1 and rule:
         tol = rule["quantile"] * joint["sd"] * math.sqrt(1 / seeds + 1 / rule["n"])
-    mean = sum(z) / len(z)
-    return [Check(label, OK if abs(mean) <= tol + 1e-12 else FAIL, 0.0, tol, mean, why="seeds")]
+    return [Check(label, OK if abs(mean) <= tol + 1e-12 else FAIL, 0.0, tol, mean, tier="seeds")]
 
 
 def _verdict_checks(expected: dict, verdicts: dict, tier: Tier) -> list[Check]:
@@ -327,8 +352,10 @@ def _verdict_checks(expected: dict, verdicts: dict, tier: Tier) -> list[Check]:
         if tier.seeds != (str(expected.get("config_seed")),):
             out.append(Check(label, UNCHECKED, why=f"recorded for seed {expected.get('config_seed')} only"))
             continue
-        got = verdicts[e["claim"]]
-        out.append(Check(label, OK if got == e["verdict"] else FAIL, text=f"expected {e['verdict']}, found {got}"))
+        got, why = verdicts[e["claim"]], f"seed {expected.get('config_seed')}'s recorded verdict"
+        why += f"; no difference: {e['why']}" if e.get("expected") is None and e.get("why") else ""
+        out.append(Check(label, OK if got == e["verdict"] else FAIL, text=f"expected {e['verdict']}, found {got} "
+                         f"({why})", tier=EXACT))
     return list({c.key: c for c in out}.values())  # a claim over several backbones: one line
 
 
@@ -337,22 +364,34 @@ def _num(value: float | None, digits: int = 4) -> str:
 
 
 def check_lines(checks: list[Check]) -> list[str]:
-    """One line per number: ``[OK]``/``[FAIL]`` with expected ± tolerance and found, ``[--]`` with why."""
+    """One line per number: ``[OK]``/``[FAIL]``, the tier it was held to, expected ± tolerance and
+    found; ``[--]`` with why."""
     lines = []
     for c in checks:
+        head = f"[{c.status}]{' ' * (5 - len(c.status))}{c.tier:<{TIER_WIDTH}} {c.key}: "
         if c.text:
-            lines.append(f"[{c.status}]{' ' * (5 - len(c.status))}{c.key}: {c.text}")
+            lines.append(head + c.text)
         elif c.status == UNCHECKED:
             lines.append(f"[--]   {c.key}: not checked: {c.why}" + (f" (found {_num(c.found)})" if c.found is not None else ""))
         else:
-            lines.append(f"[{c.status}]{' ' * (5 - len(c.status))}{c.key}: expected {_num(c.expected)} ± "
-                         f"{_num(c.tolerance)}, found {_num(c.found)} ({round(c.found - c.expected, 4) + 0.0:+.4f}; {c.why})")
+            difference = f"{round(c.found - c.expected, 4) + 0.0:+.4f}"
+            lines.append(head + f"expected {_num(c.expected)} ± {_num(c.tolerance)}, found {_num(c.found)} "
+                                f"({'; '.join(filter(None, [difference, c.why]))})")
     return lines
 
 
-def summary_line(checks: list[Check], results, expected_file) -> str:
+def counts_text(checks: list[Check]) -> str:
+    """``49 OK (exact: 49), 0 FAIL, 0 not checked``: the counts, with the tiers the OKs were held to (exact first)."""
     counts = {s: sum(c.status == s for c in checks) for s in (OK, OK_MEASURED, FAIL, UNCHECKED)}
-    exact = sum(c.status == OK and c.why.startswith("exact") for c in checks)
-    return (f"{results} against {expected_file}: {counts[OK]} OK" + (f" ({exact} exact)" if exact else "")
+    tiers = {}
+    for c in checks:
+        if c.status == OK:
+            tiers[c.tier] = tiers.get(c.tier, 0) + 1
+    held = ", ".join(f"{t}: {n}" for t, n in sorted(tiers.items(), key=lambda item: item[0] != EXACT))
+    return (f"{counts[OK]} OK" + (f" ({held})" if held else "")
             + (f", {counts[OK_MEASURED]} OK*" if counts[OK_MEASURED] else "")
             + f", {counts[FAIL]} FAIL, {counts[UNCHECKED]} not checked")
+
+
+def summary_line(checks: list[Check], results, expected_file) -> str:
+    return f"{results} against {expected_file}: {counts_text(checks)}"
