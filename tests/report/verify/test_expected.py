@@ -23,13 +23,13 @@ CONFIG = {"report": with_defaults("report", {"columns": [{"name": "D nDCG@10", "
           "backbones": with_defaults("backbones", {"orig": {"model": "m", "label": "Original"}})}
 
 
-def _folder(tmp_path, metrics: pd.DataFrame, report: dict, backbones: dict, config_id="383a00f4bfa4"):
+def _folder(tmp_path, metrics: pd.DataFrame, report: dict, backbones: dict, config_id="e9999f904834"):
     return results_folder(tmp_path / "results", metrics, report, backbones, config_id=config_id)
 
 
 def _expected(tmp_path, entries: list[dict], claims: list[dict] | None = None) -> str:
     path = tmp_path / "expected.yaml"
-    path.write_text(yaml.safe_dump({"config": "config/config.yaml", "config_id": "383a00f4bfa4",
+    path.write_text(yaml.safe_dump({"config": "config/config.yaml", "config_id": "e9999f904834",
                                     "bases": {"seeds": "test", "deterministic": "test"},
                                     "table1": entries, "claims": claims or []}), encoding="utf-8")
     return str(path)
@@ -80,7 +80,7 @@ def test_a_folder_within_every_tolerance_passes_and_says_which_config(small, tmp
                     CONFIG["backbones"], config_id="0123456789ab")
     proc = lsrbench("expected", "--results", other, "--expected", exp)
     assert proc.stdout.startswith(f"note: {other} was made with config 0123456789ab (config/config.yaml); these "
-                                  "expected values are for config 383a00f4bfa4")
+                                  "expected values are for config e9999f904834")
 
 
 def test_nothing_checkable_is_an_error_and_bad_files_are_one_line(small, tmp_path):
@@ -129,7 +129,7 @@ def test_a_recorded_seeds_value_is_exact_and_its_verdict_is_checked(small, tmp_p
         {"id": "c1", "type": "compare", "verdict": "inconclusive", "difference": 0.2, "runs": [["orig", "1"], ["orig", "16"]],
          "datasets": ["d"]}]}))
     cpu = "Reproducing CPU"
-    doc = {"config": "config/config.yaml", "config_id": "383a00f4bfa4", "config_seed": "42", "bases": {"seeds": "t"},
+    doc = {"config": "config/config.yaml", "config_id": "e9999f904834", "config_seed": "42", "bases": {"seeds": "t"},
            "table1": [{**_cell("orig", "1", "D nDCG@10", "nDCG@10", 0.295, 0.02), "sd": 0.007,
                        "exact": {cpu: {"42": 0.30004, "43": 0.29}}},
                       {**_cell("orig", "16", "D nDCG@10", "nDCG@10", 0.105, 0.02), "sd": 0.007,
