@@ -6,7 +6,7 @@ import pandas as pd
 
 from lsrbench.ops.bill import DOC_TERMS, QUERY_TERMS, SHARES
 
-__all__ = ["bill_lines", "total_line", "gpu_hours_band"]
+__all__ = ["bill_lines", "total_line", "gpu_hours_band", "backbone_band"]
 
 
 def _h(value) -> str:
@@ -60,22 +60,33 @@ def _header(plan: dict) -> str:
             + (f"; {', '.join(measured)}: at the measured share instead" if measured else ""))
 
 
-def gpu_hours_band(plan: dict) -> tuple[float, float, str] | None:
-    """Summed train and index GPU-hours, low and high, and the band's source (a measured share down to half of
-    it, else :data:`SHARES`)."""
+def backbone_band(bill: dict) -> tuple[float, float, set[str]] | None:
+    """One backbone's train + index GPU-hours, low and high (a measured share down to half of it, else
+    :data:`SHARES`), and how each stage got them ("measured", "assumed"); None where it was not sized."""
     low = high = 0.0
-    measured = assumed = False
-    for b in plan["bill"].values():
-        for stage in ("train", "index"):
-            hours = (b.get("gpu_hours") or {}).get(stage)
-            if not hours:
-                continue
-            if "at measured" in hours:
-                low, high, measured = low + hours["at measured"], high + 2 * hours["at measured"], True
-            else:
-                low, high, assumed = low + hours[f"at {SHARES[0]:g}"], high + hours[f"at {SHARES[-1]:g}"], True
-    if not (measured or assumed):
+    hows: set[str] = set()
+    for stage in ("train", "index"):
+        hours = (bill.get("gpu_hours") or {}).get(stage)
+        if not hours:
+            continue
+        if "at measured" in hours:
+            low, high = low + hours["at measured"], high + 2 * hours["at measured"]
+            hows.add("measured")
+        else:
+            low, high = low + hours[f"at {SHARES[0]:g}"], high + hours[f"at {SHARES[-1]:g}"]
+            hows.add("assumed")
+    return (low, high, hows) if hows else None
+
+
+def gpu_hours_band(plan: dict) -> tuple[float, float, str] | None:
+    """Summed train and index GPU-hours of every backbone (:func:`backbone_band`), low and high, and the
+    band's source."""
+    bands = [band for band in map(backbone_band, plan["bill"].values()) if band]
+    if not bands:
         return None
+    low, high = sum(b[0] for b in bands), sum(b[1] for b in bands)
+    hows = set().union(*(b[2] for b in bands))
+    measured, assumed = "measured" in hows, "assumed" in hows
     how = ("measured share of the peak (benchmark/gpu.sh record) to half of it (assumed)" if measured and not assumed
            else f"{' to '.join(f'{s:.0%}' for s in SHARES)} of the bf16 peak, assumed: no benchmark/gpu.sh record"
            if not measured else "measured share where a gpu.sh record has the family, else assumed")

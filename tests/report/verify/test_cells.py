@@ -79,3 +79,53 @@ def test_cells_page_lists_every_row_and_claim_with_its_command():
     assert ("| modernbert | 16 | `lsrbench run --row modernbert/k16 --configfile config/paper.yaml` | – | – | "
             "0.4050 ± 0.0005 | – |") in page
     assert "- the paper reports no value for it (config/paper_reference.yaml)" in page
+
+
+def _paper_config():
+    from lsrbench.cli_options import load_config
+
+    return load_config([str(REPO / "config/paper.yaml")], check_files=False)[0]
+
+
+def test_paper_page_costs_sum_to_the_plans_total_line():
+    """Every row's cost on the committed docs/cells-paper.md is its share of the committed plan's bill: the rows'
+    GPU-hours (the shared jobs cost none in the bill) add up to the band of the plan's first line."""
+    import json
+    import re
+
+    from lsrbench.config.grid import runs
+
+    plan = json.loads((REPO / "benchmark/results/plan-paper.json").read_text(encoding="utf-8"))
+    page = (REPO / "docs/cells-paper.md").read_text(encoding="utf-8")
+    table = page.split("## Table 1", 1)[1].split("## Claims", 1)[0]
+    costs = [line.rstrip(" |").rsplit("|", 1)[1].strip() for line in table.splitlines()
+             if line.startswith("| ") and not line.startswith(("| row", "| BM25"))]
+    assert len(costs) == len(runs(_paper_config())) == 44
+    bands = [re.fullmatch(r"([\d.]+)-([\d.]+) GPU-h, ([\d.]+) CPU-h", cost) for cost in costs]
+    assert all(bands), [c for c, b in zip(costs, bands) if not b]
+    low, high, cpu = (sum(float(b[i]) for b in bands) for i in (1, 2, 3))
+    # independently of the code: the bill's 50 % and 25 % hours of train and index, summed over backbones
+    bill = plan["bill"].values()
+    want_low = sum(b["gpu_hours"][s]["at 0.5"] for b in bill for s in ("train", "index"))
+    want_high = sum(b["gpu_hours"][s]["at 0.25"] for b in bill for s in ("train", "index"))
+    assert low == pytest.approx(want_low, rel=2e-3) and high == pytest.approx(want_high, rel=2e-3)
+    assert cpu == pytest.approx(sum(b["evaluate_cpu_hours"] for b in bill), rel=1e-2)
+    readme = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    first = next(re.match(r"total: ([\d.]+)-([\d.]+) GPU-hours", line) for line in readme if line.startswith("total: "))
+    assert f"{low:.3g}-{high:.3g}" == f"{first[1]}-{first[2]}" == "21.6-43.1"
+    assert "assumed: no benchmark/gpu.sh record" in page.split("## Table 1", 1)[0]
+
+
+def test_row_cost_reads_a_measured_share_as_the_total_line_does():
+    """A backbone with a measured train share: measured to half of it, the index at the assumed 50-25 %; one
+    row of bert's 6 gets a sixth."""
+    from lsrbench.report.verify.cells import row_cost
+
+    plan = {"bill": {"bert": {"gpu_hours": {"train": {"bound": 1.0, "at measured": 2.0},
+                                            "index": {"bound": 2.0, "at 0.5": 4.0, "at 0.25": 8.0}},
+                              "evaluate_cpu_hours": 3.0}}}
+    config = _paper_config()
+    assert row_cost(plan, config, "bert+untie") == {"gpu_hours_low": 1.0, "gpu_hours_high": 2.0,
+                                                     "evaluate_cpu_hours": 0.5}
+    assert row_cost(plan, config, "albert") == {}  # not sized: the page says 'not estimated'
+    assert row_cost(plan, {**config, "use_gpu": False}, "bert") == {}  # a CPU config reads the calibrated hours

@@ -22,16 +22,26 @@ def _command(config_args: str, rows: list[tuple[str, str]]) -> str:
 
 
 def row_cost(plan: dict | None, config: dict, run: str) -> dict[str, float] | None:
-    """The plan's hours (every ``*_hours`` of the run's backbone, per stage) that one row of
-    ``run`` takes: the backbone's total over its rows (every row of a backbone runs the same jobs:
-    one model per seed, evaluated on every dataset); None for BM25 (no model: seconds)."""
+    """One row of ``run``'s share of its backbone's plan (every row of a backbone runs the same jobs: one
+    model per seed, evaluated on every dataset): a GPU config's bill, the train + index GPU-hours band the
+    plan's total line sums and evaluate CPU-hours; a CPU config's calibrated hours per stage. None for BM25."""
     if run == BM25:
         return None
     if not plan:
         return {}
     base = split_run_name(run)[0]
-    entry = (plan.get("backbones") or {}).get(base) or {}
     rows = sum(1 for r, _ in runs(config) if split_run_name(r)[0] == base) or 1
+    if config.get("use_gpu"):
+        from lsrbench.ops.bill_text import backbone_band
+
+        bill = (plan.get("bill") or {}).get(base) or {}
+        band = backbone_band(bill)
+        if band is None:
+            return {}
+        cpu = bill.get("evaluate_cpu_hours")
+        return {"gpu_hours_low": band[0] / rows, "gpu_hours_high": band[1] / rows,
+                **({"evaluate_cpu_hours": cpu / rows} if cpu is not None else {})}
+    entry = (plan.get("backbones") or {}).get(base) or {}
     return {key: value / rows for key, value in entry.items()
             if key.endswith("_hours") and isinstance(value, (int, float))}
 
@@ -43,6 +53,9 @@ def _cost_text(cost: dict[str, float] | None, plan: dict | None) -> str:
         return "run `lsrbench plan`"
     if not cost:
         return "not estimated (see the plan)"
+    if "gpu_hours_low" in cost:
+        cpu = cost.get("evaluate_cpu_hours")
+        return f"{cost['gpu_hours_low']:.3g}-{cost['gpu_hours_high']:.3g} GPU-h" + (f", {cpu:.3g} CPU-h" if cpu else "")
     parts = []
     for key, value in cost.items():
         name = key.removesuffix("_hours").replace("_", " ")
@@ -111,6 +124,20 @@ def _claims_section(config: dict, config_args: str, expected: dict | None, plan:
     return lines
 
 
+def _cost_source(config: dict, plan: dict | None, plan_file: str, seeds: int) -> str:
+    """The header's line on where the costs come from."""
+    seeds_text = f"{seeds} training seed{'s' if seeds > 1 else ''} per row"
+    if not config.get("use_gpu"):
+        return (f"`{plan_file}` (`lsrbench plan --json`): the row's share of its backbone's estimated hours per stage "
+                f"({seeds_text}); 'not estimated' where the plan could not calibrate the backbone.")
+    from lsrbench.ops.bill_text import gpu_hours_band
+
+    band = gpu_hours_band(plan) if plan and plan.get("bill") else None
+    return (f"`{plan_file}` (`lsrbench plan --json`'s bill): the row's share of its backbone's train + index GPU-hours "
+            f"({plan['gpu']}; {band[2] + '; ' if band else ''}{seeds_text}; the rows sum to the plan's total line) "
+            "and evaluate CPU-hours.")
+
+
 def cells_page(config: dict, config_file: str, expected: dict | None, plan: dict | None, expected_file: str | None,
                plan_file: str | None) -> str:
     """The page: how to read it, then Table 1's rows and the claims, one table each."""
@@ -132,9 +159,7 @@ def cells_page(config: dict, config_file: str, expected: dict | None, plan: dict
     lines += ["Expected: " + (f"`{expected_file}` (value ± tolerance, [docs/expected.md](expected.md)); "
                               "`lsrbench expected` checks a finished folder against it." if expected_file else
                               "no expected-values file for this config.")]
-    lines += ["Cost: " + (f"`{plan_file}` (`lsrbench plan --json`): the row's share of its backbone's estimated "
-                          f"hours per stage ({len(seeds)} training seed{'s' if len(seeds) > 1 else ''} per row); "
-                          "'not estimated' where the plan could not calibrate the backbone." if plan_file else
+    lines += ["Cost: " + (_cost_source(config, plan, plan_file, len(seeds)) if plan_file else
                           "run `lsrbench plan` for this config."), ""]
     shown = by_key if expected else None
     for title, section, claims in (("Table 1", _table1_section, False), ("Claims", _claims_section, True)):
