@@ -1,6 +1,5 @@
 """GTE-MLM without remote code: new-impl's ``config.json`` read for transformers' own ``gte`` model, so nothing
-from the hub runs. Written here because new-impl's code does not run on transformers 5 (equivalence:
-``benchmark/gte_equivalence.py``)."""
+from the hub runs."""
 
 from __future__ import annotations
 
