@@ -1,14 +1,5 @@
 """``lsrbench verify``: the records the jobs left besides the stage manifests
-(:mod:`lsrbench.report.verify.manifests`), so that no one edited file passes.
-
-- Every addressed folder's ``params.json``: its id is the one its recorded ``identity`` gives (the
-  folder's name, the recorded ``id`` and ``sha256``), and every file it records still has its
-  recorded SHA-256. The stage's own manifest in the same folder records the same files and is
-  itself among them, so a file whose hash was rewritten in one record still differs from the other.
-- Every report file present has its report's manifest (``manifests/<rule>.json``): a report without
-  one cannot be traced to what it was made from (it was removed or damaged), and is a failure
-  wherever the jobs left records (a folder of before records has no manifests to miss).
-"""
+(:mod:`lsrbench.report.verify.manifests`), so that no one edited file passes."""
 
 from __future__ import annotations
 
@@ -37,7 +28,6 @@ def check_records(root: Path, trace: Trace) -> None:
 
 
 def _folder_ids() -> dict:
-    """Each addressed kind's own id from its identity (a stage's ``folder_id``, else the hash)."""
     from lsrbench.stages import all_stages
 
     ids: dict = {}
@@ -48,7 +38,6 @@ def _folder_ids() -> dict:
 
 
 def _check_params(root: Path, params: Path, trace: Trace, digests: dict) -> bool:
-    """One addressed folder's record (see the module doc); whether it is a job's record of its files."""
     try:
         data = json.loads(params.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -76,7 +65,6 @@ def _check_params(root: Path, params: Path, trace: Trace, digests: dict) -> bool
 
 
 def _check_outputs(root: Path, params: Path, outputs: dict, trace: Trace, digests: dict) -> None:
-    """Every file ``params`` records has its recorded bytes."""
     located = _where(root, params, outputs)
     for recorded, info in sorted(outputs.items()):
         path = located(recorded)
@@ -92,8 +80,6 @@ def _check_outputs(root: Path, params: Path, outputs: dict, trace: Trace, digest
 
 
 def _where(root: Path, params: Path, outputs: dict):
-    """Where the recorded paths of ``params`` are now: its own path as the job spelt it is that of
-    its outputs' folder (they are written inside it) with its name."""
     try:
         rel = params.parent.resolve().relative_to(root.resolve()).parts
     except ValueError:
@@ -107,8 +93,6 @@ def _where(root: Path, params: Path, outputs: dict):
 
 
 def _check_report_manifests(root: Path, trace: Trace) -> None:
-    """A report file present whose manifest is missing is a failure (a damaged one is named by
-    :mod:`lsrbench.report.verify.manifests`)."""
     from lsrbench.report.reports import all_report_rules, rule_files
 
     for rule in all_report_rules():
