@@ -375,8 +375,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    """Subcommand arguments in any order; for ``run``, targets and options intermixed and what follows ``--``
-    kept apart."""
     if argv[:1] != ["run"]:
         return parser.parse_args(argv)
     rest, extra = (argv[1:], []) if "--" not in argv else (argv[1:argv.index("--")], argv[argv.index("--") + 1:])

@@ -1,5 +1,4 @@
-"""Progress lines for log files (done/total, rate, ETA): first, last, and every ``every`` units or ``seconds``.
-Written here rather than taken from tqdm, which redraws one terminal line and has no such rule."""
+"""Progress lines for log files (done/total, rate, ETA): first, last, and every ``every`` units or ``seconds``."""
 
 from __future__ import annotations
 
