@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lsrbench.dag.fingerprint import FileDigests
-from lsrbench.dag.folders import FOLDERS, ID_LENGTH, ID_REGEX, ID_WILDCARD, PARAMS_JSON, pattern, short_id
+from lsrbench.dag.folders import FOLDERS, ID_LENGTH, ID_REGEX, ID_WILDCARD, PARAMS_JSON, folder_id, pattern, short_id
 from lsrbench.dag.stage import without_late_defaults
 from lsrbench.hashing import stable_hash
 
@@ -93,7 +93,7 @@ class Layout:
         fields = stage.folder_fields(self, key)
         identity = without_late_defaults(stage.identity(self, key), stage.late_settings)
         if stage.kind in ID_WILDCARD:
-            fields = {**fields, ID_WILDCARD[stage.kind]: (stage.folder_id or short_id)(identity)}
+            fields = {**fields, ID_WILDCARD[stage.kind]: folder_id(stage.kind, identity)}
         folder = FOLDERS[stage.kind].format(results=self.results, **fields)
         return Addressed(stage.name, stage.kind, fields, identity, folder)
 

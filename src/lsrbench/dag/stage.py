@@ -63,7 +63,6 @@ class Stage:
     inputs: Callable = _nothing
     runtime: Callable = _nothing
     folder_fields: Callable = _own_key
-    folder_id: Callable | None = None
     log: str | None = ""
     priority: int = 0
     remade_if_changed: bool = False

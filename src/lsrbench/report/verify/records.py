@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path, PurePath
 
-from lsrbench.dag.folders import PARAMS_JSON, short_id
+from lsrbench.dag.folders import PARAMS_JSON, folder_id
 from lsrbench.folder.records import DamagedRecord, load_record
 from lsrbench.hashing import sha256_file, stable_hash
 from lsrbench.names import MANIFESTS
@@ -27,16 +27,6 @@ def check_records(root: Path, trace: Trace) -> None:
         _check_report_manifests(root, trace)
 
 
-def _folder_ids() -> dict:
-    from lsrbench.stages import all_stages
-
-    ids: dict = {}
-    for stage in all_stages():
-        if stage.folder_id is not None or stage.kind not in ids:
-            ids[stage.kind] = stage.folder_id or short_id
-    return ids
-
-
 def _check_params(root: Path, params: Path, trace: Trace, digests: dict) -> bool:
     try:
         data = json.loads(params.read_text(encoding="utf-8"))
@@ -49,9 +39,9 @@ def _check_params(root: Path, params: Path, trace: Trace, digests: dict) -> bool
                               "make it again")
         return True
     identity, folder = data["identity"], params.parent.name
-    own_id = _folder_ids().get(data.get("kind"), short_id)
-    if own_id(identity) != folder or data.get("id") != folder or data.get("sha256") != stable_hash(identity):
-        trace.problems.append(f"{params}: its identity gives the id {own_id(identity)}, not the folder's {folder} "
+    own_id = folder_id(data.get("kind"), identity)
+    if own_id != folder or data.get("id") != folder or data.get("sha256") != stable_hash(identity):
+        trace.problems.append(f"{params}: its identity gives the id {own_id}, not the folder's {folder} "
                               f"(recorded id {data.get('id')}): the record or the folder was edited by hand; delete "
                               f"{params.parent} to make it again")
     try:
