@@ -112,7 +112,7 @@ def _prefetch(args) -> int:
     command_line.pop("mirror")
     config = load_config(files, check_files=False, command_line=command_line)[0]
     if args.dry_run:
-        from lsrbench.ops.prefetch import missing
+        from lsrbench.validation.mirror import missing
 
         records = missing(config, args.mirror)
         for r in records:
