@@ -1,4 +1,5 @@
-"""Progress lines for log files (done/total, rate, ETA): first, last, and every ``every`` units or ``seconds``."""
+"""Progress lines for log files (done/total, rate, ETA): first, last, and every ``every`` units or ``seconds``.
+Written here rather than taken from tqdm, which redraws one terminal line and has no such rule."""
 
 from __future__ import annotations
 

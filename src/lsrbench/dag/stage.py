@@ -53,7 +53,8 @@ def without_late_defaults(identity: dict, late: tuple) -> dict:
 
 @dataclass(frozen=True)
 class Stage:
-    """The declaration of one addressed stage (see the module doc)."""
+    """The declaration of one addressed stage: what decides its output (its identity, which names its folder), what
+    it reads and writes, its runtime-only settings and the job function it runs."""
 
     name: str
     kind: str

@@ -1,5 +1,6 @@
 """SPLADE max pooling fused with the MLM decoder for training, and the probe that checks it against
-sentence-transformers'."""
+sentence-transformers'. Written here because ``SpladePooling`` applies ``log1p(relu(.))`` to the full logits,
+most of a CPU step; the max commutes with it, so the backward is a gather/scatter."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """GTE-MLM without remote code: new-impl's ``config.json`` read for transformers' own ``gte`` model, so nothing
-from the hub runs."""
+from the hub runs. Written here because new-impl's code does not run on transformers 5 (equivalence:
+``benchmark/gte_equivalence.py``)."""
 
 from __future__ import annotations
 

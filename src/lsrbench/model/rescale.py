@@ -1,4 +1,5 @@
-"""The paper's intervention, ``W_head <- W_head / k`` before training (arXiv 2606.18811), and the head's norms."""
+"""The paper's intervention, ``W_head <- W_head / k`` before training (arXiv 2606.18811), and the head's norms.
+Written here because it is the object of study and three lines on transformers' ``get_output_embeddings()``."""
 
 from __future__ import annotations
 

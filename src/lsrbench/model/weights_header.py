@@ -1,5 +1,6 @@
 """A safetensors file checked without reading tensors or importing torch: header length, JSON header, and the last
-tensor's end against the file size."""
+tensor's end against the file size. Written here because safetensors only says "incomplete metadata" and maps
+the whole file."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Each job its own GPU(s) on a multi-GPU machine."""
+"""Each job its own GPU(s) on a multi-GPU machine. Written here because neither Snakemake nor its executors assign
+devices on a local machine."""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""Significance tests for the claims, on the statistic the tables print."""
+"""Significance tests for the claims, on the statistic the tables print: the paired sign-flip test on the macro
+mean (each query's difference weighted ``1 / (D * n_d)``), training-seed noise added as a run-level term
+(``run_sd``). Written here rather than through ``scipy.stats.permutation_test`` because scipy materialises all
+resamples at once without ``batch=`` (~0.7 MB per query at 10k resamples: 23 GB for BEIR-13): resamples are
+drawn in batches (:data:`BATCH`), so memory is O(batch x queries), and the weighted statistic is a matrix
+product."""
 
 from __future__ import annotations
 
@@ -13,7 +18,8 @@ __all__ = ["MacroTest", "macro_paired_test", "sign_flip_p_value", "stratified_bo
 
 # Resamples per batch: the sign matrix is BATCH x queries float64 (~70 MB at BEIR-13's 33k queries).
 BATCH = 256
-# The fewest queries of a dataset the percentile bootstrap interval is computed with.
+# The fewest queries of a dataset the percentile bootstrap interval is computed with: below 10 its coverage falls
+# well short of 95 % (with 3 it excludes 0 where the exact test gives p = 0.085). Fewer: no interval.
 MIN_INTERVAL_QUERIES = 10
 
 
@@ -167,7 +173,8 @@ def macro_paired_test(a: list[np.ndarray], b: list[np.ndarray], names: list[str]
 
 
 def holm(p_values: list[float]) -> list[float]:
-    """Holm's step-down adjusted p-values (same order as given; NaN entries are left out and stay NaN)."""
+    """Holm's step-down adjusted p-values (same order as given; NaN entries are left out and stay NaN). Written
+    here: scipy has no Holm, and statsmodels is not a dependency for six lines."""
     order = sorted((i for i in range(len(p_values)) if not math.isnan(p_values[i])), key=lambda i: p_values[i])
     m = len(order)
     adjusted = [float("nan")] * len(p_values)

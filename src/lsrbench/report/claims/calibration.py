@@ -1,7 +1,8 @@
 """The claims engine (:mod:`lsrbench.report.claims.engine`) validated as a statistician validates a test: simulated
 per-query evidence for a config's claims, drawn many times, under no effect (every run equal in expectation: the
 rate of ``holds`` or ``fails`` must stay within alpha plus Monte Carlo error) and under the paper's effect sizes
-(how often the paper's verdict comes out: the power the simulated sample sizes give)."""
+(how often the paper's verdict comes out: the power the simulated sample sizes give). The simulation is written
+here: no library simulates paired IR evaluations."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ class RunOffsets:
 
 
 # The tiny default's six recorded seeds (benchmark/results/tiny_default_seeds-metrics.csv), sd pooled within its 5
-# trained runs: nDCG@10 0.0130, log FLOPs 0.099 (claims.seed_sd's default).
+# trained runs: nDCG@10 0.0130, log FLOPs 0.099 (claims.seed_sd's default). A whole-model offset, shared by every
+# dataset: the one averaging over datasets does not shrink.
 MEASURED_SEED_SD = RunOffsets(model_sd=0.013, flops_sd=0.099)
 NO_OFFSETS = RunOffsets()
 
@@ -60,7 +62,8 @@ class Scenario:
 
 
 
-# The paper's effect sizes (arXiv 2606.18811, BEIR-13 nDCG@10) on each config's runs.
+# The paper's effect sizes (arXiv 2606.18811, BEIR-13 nDCG@10) on each config's runs; the ks between the paper's are
+# interpolated (it gives no numbers for them), the tiny default's runs take their paper analogues.
 _PAPER = {
     "bert": {"*": 0.370}, "distilbert": {"*": 0.350}, "gte-mlm": {"*": 0.380},
     "albert": {"1": 0.330, "2": 0.300, "4": 0.250, "8": 0.180, "16": 0.100},

@@ -1,5 +1,7 @@
 """Point labels that do not overlap: each label goes to the first of a ring of positions around its point where it
-collides with no label placed before it and no marker, with a thin leader line when it sits away from the point."""
+collides with no label placed before it and no marker, with a thin leader line when it sits away from the point.
+Written here because matplotlib has no label placement of its own and a greedy ring search is enough for the few
+dozen points of a tradeoff plot (no extra dependency)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """How ``lsrbench verify`` names what differs between a report as it is and as recomputed from its run files
 (:mod:`lsrbench.report.verify.reports`): a Markdown report line by line (a table row cell by cell, named by its
 row and column), a JSON record value by value (list items named by what identifies them: a claim's id, a run and
-k, a backbone)."""
+k, a backbone). Written here because a report's reader needs the cell or claim at fault, which a plain text diff
+does not name."""
 
 from __future__ import annotations
 
