@@ -26,6 +26,8 @@ def _new_file(path: Path) -> None:
 
 
 def _as_plain_writes(root: Path) -> None:
+    """Give every file and folder under ``root`` the mode a plain ``open()``/``mkdir`` there gives now (measured on
+    probes, the umask never read or changed)."""
     probe = _temporary(root, ".mode-probe-", _new_file)
     file_mode = stat.S_IMODE(probe.stat().st_mode)
     probe.unlink()

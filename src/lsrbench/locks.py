@@ -39,6 +39,7 @@ def record_holder(workdir: str | os.PathLike = ".") -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` on this host is still a snakemake (not a new process that reused the pid)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -253,6 +253,7 @@ def _mlm_load_failure(exc: Exception, path: str, config_file: str, field: str, t
 
 
 def _mismatch(path: str, trust_remote_code: bool, revision: str | None) -> str | None:
+    """Which weights do not fit config.json (transformers only logs it), read on the meta device."""
     from transformers import AutoModelForMaskedLM
 
     try:

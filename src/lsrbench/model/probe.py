@@ -106,6 +106,8 @@ def probe_backbone(model_path: str, entry: dict, ks_and_modes, triplets: list[di
 
 
 def _fused_checked(model, batches: list[list[dict]], recipe: dict) -> dict:
+    """The recipe with ``fused_pooling`` off when the fused path does not reproduce ``model`` (as training then
+    falls back to sentence-transformers' pooling)."""
     if not recipe.get("fused_pooling", True):
         return recipe
     from lsrbench.model.fused_pooling import fused_pooling_problem

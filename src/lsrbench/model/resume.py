@@ -92,6 +92,7 @@ DAMAGED_SUFFIX = ".damaged"
 
 
 def _set_aside(folder: Path, problem: str, fallback: Path | None) -> None:
+    """Rename a damaged checkpoint out of the way (kept, for a look; never resumed from), said in one line."""
     aside = folder.with_name(folder.name + DAMAGED_SUFFIX)
     n = 1
     while aside.exists():

@@ -309,6 +309,8 @@ def _check_report(config: dict, produced: dict, file) -> None:
 
 
 def _check_auto_k(config: dict, file) -> None:
+    """``k: auto`` and ``k: probe`` have a reference backbone to divide by (or to cross); ``k: probe`` a probed k
+    besides 1 to read the crossing off, and the probe enough triplets for one batch."""
     for symbol in SYMBOLIC_KS:
         users = [n for n in config["backbones"] if any(symbol in ks for ks in backbone_modes(config, n).values())]
         if not users:

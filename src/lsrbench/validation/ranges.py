@@ -20,6 +20,8 @@ def check_ranges(config: dict, file) -> None:
 
 
 def _check_triplets(config: dict, file) -> None:
+    """``training_data.n_triplets`` fills at least one batch: a batch may not repeat a text (in-batch negatives),
+    so fewer triplets than ``recipe.batch_size`` train nothing."""
     data = config.get("training_data") if isinstance(config.get("training_data"), dict) else {}
     recipe = config.get("recipe") if isinstance(config.get("recipe"), dict) else {}
     n, batch, steps = data.get("n_triplets"), recipe.get("batch_size"), recipe.get("steps")

@@ -119,6 +119,8 @@ def _match_text(ev: Evidence, s: Settings, run: str, theirs: str, ours: str, tes
 
 
 def _twins(ev: Evidence, v: Verdict, swept: list[str], pts: list, listing: str) -> None:
+    """Twins of one checkpoint only: ``by construction`` where every twin's ks divided by its head scale are one set
+    (a twin scaled by c at k = c k' is the original at k'), else descriptive (the twins are other models)."""
     effective = {r: sorted(round(effective_k(ev, r, k)[2], 9) for k in numeric_ks(ev.metrics, r)) for r in swept}
     if len({tuple(ks) for ks in effective.values()}) == 1:
         v.verdict = BY_CONSTRUCTION

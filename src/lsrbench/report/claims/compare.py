@@ -80,6 +80,9 @@ class Compare(ClaimType):
 
 
 def _equivalence(ev: Evidence, s: Settings, v: Verdict, a, b, lower) -> None:
+    """Equivalence as two one-sided tests (Schuirmann's TOST): holds when both are significant their way, fails
+    when either is significantly against, else inconclusive: a difference merely not significant is never
+    "equal"."""
     upper = paired_test(ev, s, a, b, s.measure, s.datasets, +s.margin)
     set_outcome(v, all_of([pair_outcome(lower, a, b, s.measure, s.datasets, +1),
                            pair_outcome(upper, a, b, s.measure, s.datasets, -1)]))

@@ -62,6 +62,8 @@ def _palette(names: list[str]) -> dict[str, str]:
 
 
 def _coincident_sizes(pts: pd.DataFrame, base: float) -> tuple[list[float], list[bool]]:
+    """Marker area per point, and whether it is drawn as a ring: points at the same spot get decreasing sizes, each
+    outer one an unfilled ring, so that every marker of the spot stays visible."""
     keys = [(f"{f:.4g}", round(s, 4)) for f, s in zip(pts["flops"], pts["score"])]
     counts = {key: keys.count(key) for key in keys}
     seen: dict = {}

@@ -81,6 +81,8 @@ def _points(results: list[dict], run: str, statistic: str) -> list[tuple[float, 
 
 
 def _crossing(points: list[tuple[float, float]], target: float) -> tuple[float | None, list[float] | None]:
+    """The smallest k where the piecewise log-log line through ``points`` meets ``target`` (linear in the statistic
+    where a value is not positive), with the probed k bracketing it."""
     for (k0, v0), (k1, v1) in zip(points, points[1:]):
         if (v0 - target) * (v1 - target) > 0:
             continue

@@ -223,6 +223,8 @@ def tolerance_for(entry: dict, expected: dict, seeds: int = 1) -> tuple[float | 
 
 
 def _recorded(entry: dict, cpu: str, seeds: tuple[str, ...]) -> tuple[float, float] | None:
+    """The value a folder of these seeds made on ``cpu`` has (their mean) and the precision it is equal to (4
+    decimals, or half a unit of the record's 6th significant digit); None: not recorded."""
     recorded = {str(k): v for k, v in ((entry.get("exact") or {}).get(cpu) or {}).items()}
     if not seeds or any(s not in recorded for s in seeds):
         return None

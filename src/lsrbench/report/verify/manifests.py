@@ -100,6 +100,7 @@ def _check_manifest(root: Path, manifest: Path, trace: Trace) -> None:
 
 
 def _artifact_problem(path: Path, info: dict, manifest: Path, role: str, rule: str | None = None) -> str | None:
+    """What is wrong with one recorded file (None: it has its recorded bytes)."""
     if not path.is_file():
         problem = f"missing ({role} recorded in {manifest})"
     else:
