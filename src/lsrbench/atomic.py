@@ -1,6 +1,5 @@
 """Atomic file output: write under a temporary name in the same folder, then rename, so a killed process never
-leaves a truncated artifact. Temporaries get a plain ``open``/``mkdir``'s permissions under the umask (tempfile
-makes them private, hiding results on a shared file system)."""
+leaves a truncated artifact."""
 
 from __future__ import annotations
 
@@ -13,8 +12,6 @@ from pathlib import Path
 
 
 def _temporary(folder: Path, prefix: str, make) -> Path:
-    """A new name ``<folder>/<prefix><random>`` made by ``make(path)``, which must fail with FileExistsError
-    when taken."""
     while True:
         candidate = folder / f"{prefix}{secrets.token_hex(4)}"
         try:
@@ -29,8 +26,8 @@ def _new_file(path: Path) -> None:
 
 
 def _as_plain_writes(root: Path) -> None:
-    """Give every file and folder under ``root`` the mode a plain ``open()``/``mkdir`` there gives now (measured
-    on probes, the umask never read or changed)."""
+    """Give every file and folder under ``root`` the mode a plain ``open()``/``mkdir`` there gives now (measured on
+    probes, the umask never read or changed)."""
     probe = _temporary(root, ".mode-probe-", _new_file)
     file_mode = stat.S_IMODE(probe.stat().st_mode)
     probe.unlink()

@@ -112,7 +112,7 @@ def _prefetch(args) -> int:
     command_line.pop("mirror")
     config = load_config(files, check_files=False, command_line=command_line)[0]
     if args.dry_run:
-        from lsrbench.ops.prefetch import missing
+        from lsrbench.validation.mirror import missing
 
         records = missing(config, args.mirror)
         for r in records:
@@ -375,8 +375,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    """Subcommand arguments in any order; for ``run``, targets and options intermixed and what follows ``--``
-    kept apart."""
     if argv[:1] != ["run"]:
         return parser.parse_args(argv)
     rest, extra = (argv[1:], []) if "--" not in argv else (argv[1:argv.index("--")], argv[argv.index("--") + 1:])

@@ -37,7 +37,6 @@ def _gc(args) -> int:
 
 
 def _refuse_while_locked(results: str) -> None:
-    """Remove nothing while a snakemake holds the folder's lock: it may be writing another config's folders."""
     from pathlib import Path
 
     from lsrbench.locks import lock_holder, lock_line

@@ -11,7 +11,6 @@ __all__ = ["check_targets", "table_rows", "row_targets_of"]
 
 
 def _report_targets(config: dict) -> list[str]:
-    """The report files this config's DAG makes at the top of ``results/`` (manifests aside), the probe's too."""
     from lsrbench.report.reports import report_outputs
     from lsrbench.ops.probe import probe_targets
 

@@ -1,6 +1,5 @@
 """One line for a failed download: what, from where, and the way out offline (a mirror filled by ``lsrbench
-prefetch``). Every downloading source raises :class:`FetchFailed`, re-labelled by the caller that knows the
-config field."""
+prefetch``)."""
 
 from __future__ import annotations
 
@@ -42,8 +41,6 @@ def _is_network_error(exc: BaseException) -> bool:
 
 
 def _linked(exc: BaseException) -> list[BaseException]:
-    """The exceptions ``exc`` wraps: its cause and context, urllib3's ``reason``, exceptions among
-    its arguments, and ir_datasets' ``(mirror, error)`` pairs."""
     out = [exc.__cause__, exc.__context__, getattr(exc, "reason", None)]
     for arg in exc.args:
         out.append(arg)

@@ -95,7 +95,6 @@ def raising_module(exc: BaseException) -> str | None:
 
 
 def _distribution(module: str) -> str:
-    """The distribution that installs the top-level module ``module`` (``sklearn`` -> ``scikit-learn``)."""
     names = importlib.metadata.packages_distributions().get(module) or [module]
     return names[0]
 

@@ -1,6 +1,4 @@
-"""Who holds Snakemake's lock on a working directory. Snakemake records no process, so the Snakefile writes
-``<pid>.holder.json`` beside the lock files (:func:`record_holder`); a lock without one is traced through /proc
-where possible."""
+"""Who holds Snakemake's lock on a working directory."""
 
 from __future__ import annotations
 
@@ -67,7 +65,6 @@ def _recorded(folder: Path) -> list[dict]:
 
 
 def _running_here(workdir: Path) -> list[dict]:
-    """This machine's snakemake processes working in ``workdir`` (Linux /proc), outermost first."""
     found = {}
     for entry in Path("/proc").glob("[0-9]*"):
         pid = int(entry.name)

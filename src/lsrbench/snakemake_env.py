@@ -22,7 +22,6 @@ def _option_values(args: list[str], names: tuple[str, ...]) -> list[str]:
 
 
 def _profile_executor(profile: str) -> str | None:
-    """The ``executor:`` of a profile folder; ``"unknown"`` (counted as SLURM) where unreadable."""
     import yaml
 
     try:

@@ -301,3 +301,12 @@ def test_the_mirror_spelt_three_ways_or_dropped_plans_nothing(micro_run, tmp_pat
     planned = _planned(work, micro_run["config"], f"mirror={mirror}")
     assert {"dataset", "triplets", "train", "index", "evaluate", "bm25"} <= set(planned), planned
     assert "norm" not in planned
+
+
+def test_a_pool_folder_is_named_by_its_depth_every_other_by_its_identitys_hash():
+    from lsrbench.dag.folders import folder_id
+    from lsrbench.hashing import stable_hash
+
+    assert folder_id("pool", {"pool_depth": 20, "dataset": "vaswani"}) == "pool20"
+    identity = {"stage": "train", "k": 4}
+    assert folder_id("train", identity) == stable_hash(identity)[:12] != folder_id("train", {**identity, "k": 1})

@@ -19,7 +19,7 @@ import pytest
 
 from helpers.paths import REPO, SHARED, tiny_default
 from lsrbench.validation.config import check_config
-from lsrbench.ops.preflight import backbone_findings, dataset_findings, step_peak_bytes
+from lsrbench.validation.preflight import backbone_findings, dataset_findings, step_peak_bytes
 
 PINNED, OTHER = "a" * 40, "b" * 40
 

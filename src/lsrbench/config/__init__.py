@@ -1,3 +1,2 @@
-"""The config layer, at the bottom of the package: strict YAML, schemas and defaults, layered files, the run
-grid, dataset entries and the paper's reported numbers. Checks that need more than the config are
-:mod:`lsrbench.validation.config`'s."""
+"""The config layer, at the bottom of the package: strict YAML, schemas and defaults, layered files, the run grid,
+dataset entries and the paper's reported numbers."""

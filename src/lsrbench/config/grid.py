@@ -75,7 +75,6 @@ def grid_lines(config: dict) -> list[str]:
 
 
 def _matched_note(entry: dict) -> str:
-    """What a head scale matched at run time reads (lsrbench.model.head_match), shown beside its runs."""
     scale = entry.get("head_scale")
     if not isinstance(scale, dict):
         return ""

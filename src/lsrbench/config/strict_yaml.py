@@ -12,8 +12,8 @@ from lsrbench.errors import InputError
 __all__ = ["load_yaml", "MAX_YAML_BYTES", "MAX_YAML_DEPTH", "MAX_YAML_VALUES"]
 
 
-# Bounds so a hostile file is checked in bounded time and memory: PyYAML expands aliases without limit
-# ("billion laughs") and recurses per nesting level. A real config has a few hundred values.
+# Bounds so a hostile file is checked in bounded time and memory: PyYAML expands aliases without limit ("billion
+# laughs") and recurses per nesting level.
 MAX_YAML_BYTES = 2**20
 MAX_YAML_DEPTH = 64
 MAX_YAML_VALUES = 50_000  # scalars, sequences and mappings, aliases expanded
@@ -47,7 +47,6 @@ class _StrictLoader(yaml.SafeLoader):
 
 
 def _expanded_size(node, sizes: dict) -> int:
-    """How many values ``node`` stands for once aliases are expanded (memoised: linear time)."""
     if id(node) in sizes:
         return sizes[id(node)]
     size = 1
@@ -66,7 +65,6 @@ MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 def _construct_mapping(loader, node, deep=False):
-    """A mapping with distinct keys; merge keys (``<<: *anchor``) merged as PyYAML does."""
     seen = {}
     for key_node, _ in node.value:
         if key_node.tag == MERGE_TAG:
@@ -81,7 +79,6 @@ def _construct_mapping(loader, node, deep=False):
 
 
 def _construct_int(loader, node):
-    """PyYAML's int, with Python's refusal of a huge literal (more than 4300 digits) as a YAML error."""
     try:
         return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
     except ValueError as exc:

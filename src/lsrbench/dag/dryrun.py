@@ -1,7 +1,5 @@
-"""The DAG as Snakemake plans it: a dry run (``snakemake -n``) of the Snakefile in a subprocess, and
-its output parsed into job counts per rule and the wildcards of every job. ``lsrbench plan``
-counts jobs this way rather than re-deriving the DAG, so the counts are Snakemake's own; the tests
-read their dry runs with the same parsers."""
+"""The DAG as Snakemake plans it: a dry run (``snakemake -n``) of the Snakefile in a subprocess, and its output
+parsed into job counts per rule and the wildcards of every job."""
 
 from __future__ import annotations
 
@@ -28,9 +26,8 @@ def find_snakefile(snakefile: str | None = None) -> Path:
 
 def dry_run(snakefile: Path, configfiles: list[str], workdir: str | Path = ".", *, forceall: bool = True,
             config: dict | None = None) -> str:
-    """The output of ``snakemake -n`` for ``configfiles`` (and ``--config`` values) in ``workdir``:
-    every job of the grid (``forceall``), or only those not finished there. Fails with the first
-    ``lsrbench: error:`` line, else Snakemake's last lines."""
+    """The output of ``snakemake -n`` for ``configfiles`` (and ``--config`` values) in ``workdir``: every job of
+    the grid (``forceall``), or only those not finished there."""
     cmd = [sys.executable, "-m", "snakemake", "-n", "--nolock", "--cores", "1", "--snakefile", str(snakefile),
            "-d", str(workdir)]
     cmd += ["--forceall"] if forceall else []

@@ -41,7 +41,6 @@ def docs_npz(layout, key: dict, dataset: str) -> str:
 
 
 def _evaluated_folder(layout, dataset: str):
-    """The addressed output holding the evaluated data: the pool where the dataset is pooled."""
     if pool_depth_of(layout.config, dataset):
         return layout.get("pool", dataset=dataset)
     return layout.get("data", dataset=dataset)

@@ -1,15 +1,6 @@
-"""The content fingerprint of a local folder (a BEIR dataset folder, a model checkpoint): what
-identifies it in an output's id (:mod:`lsrbench.dag.layout`) instead of its spelling, so a
-relative path, a trailing slash or a copy of the same bytes elsewhere re-runs nothing, and new
-bytes under the same path re-run what reads them.
-
-Planning must stay fast for multi-GB folders, so each file's SHA-256 is cached in a JSON file under
-the results folder, by absolute path, and re-used only while the file's (inode, ctime, size, mtime)
-are the ones it was hashed at. The mtime alone is not enough: ``touch -r`` or ``os.utime`` sets it
-back after an edit that keeps the size. The ctime (inode change time) is set by the kernel to the
-clock on every write, rename or utime and no user call sets it back, and the inode changes when a
-file is replaced; so any edit, however its times are set afterwards, is hashed again.
-"""
+"""The content fingerprint of a local folder (a BEIR dataset folder, a model checkpoint): what identifies it in an
+output's id (:mod:`lsrbench.dag.layout`) instead of its spelling, so a relative path, a trailing slash or a copy
+of the same bytes elsewhere re-runs nothing, and new bytes under the same path re-run what reads them."""
 
 from __future__ import annotations
 

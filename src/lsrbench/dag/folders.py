@@ -6,7 +6,7 @@ from __future__ import annotations
 from lsrbench.hashing import stable_hash
 from lsrbench.names import POOLED
 
-__all__ = ["ID_LENGTH", "ID_REGEX", "FOLDERS", "ID_WILDCARD", "PARAMS_JSON", "pattern", "short_id"]
+__all__ = ["ID_LENGTH", "ID_REGEX", "FOLDERS", "ID_WILDCARD", "PARAMS_JSON", "pattern", "short_id", "folder_id"]
 
 ID_LENGTH = 12
 ID_REGEX = f"[0-9a-f]{{{ID_LENGTH}}}"
@@ -28,7 +28,7 @@ FOLDERS = {
     "configs": "{results}/configs/{config_id}",
     "preflight": "{results}/preflight/{preflight_id}",
 }
-# The wildcard holding each kind's own id (a hash of its identity, unless its stage names it: folder_id).
+# The wildcard holding each kind's own id (:func:`folder_id`).
 ID_WILDCARD = {"data": "data_id", "pool": "pool_id", "refit": "refit_id", "norms": "norms_id", "probe": "probe_id", "triplets": "triplets_id",
                "train": "train_id", "index": "index_id", "evaluate": "eval_id", "pooled": "pooled_id", "bm25": "bm25_id",
                "configs": "config_id", "preflight": "preflight_id"}
@@ -42,3 +42,8 @@ def pattern(kind: str, name: str = "", results: str = "results") -> str:
 
 def short_id(identity) -> str:
     return stable_hash(identity)[:ID_LENGTH]
+
+
+def folder_id(kind: str, identity) -> str:
+    """A folder's own id: a pool's names its depth (``pool<depth>``), every other kind's is its identity's hash."""
+    return f"pool{identity['pool_depth']}" if kind == "pool" else short_id(identity)

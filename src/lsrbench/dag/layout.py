@@ -1,23 +1,4 @@
-"""Where every output of the DAG lives: content-addressed folders (the one place paths are built).
-
-Each output that costs compute lives in a folder named by its *id*: the first 12 hex digits of
-:func:`lsrbench.hashing.stable_hash` of its *identity*, exactly the settings that decide its bytes
-plus the ids of the outputs it reads. The readable part stays in front
-(``results/runs/<run>/k<k>/<train id>/<dataset>/<index id>/<eval id>/metrics.tsv``), and each
-folder holds a ``params.json`` saying what its id stands for. So a config edit plans new
-folders beside the old ones (Snakemake never re-runs, hence never deletes, a finished output),
-reverting it finds the old folders again, and an edit re-runs exactly the outputs whose identity
-it changes: a new learning rate re-trains but keeps data and norms, a new ``top_k`` re-evaluates
-but keeps the vectors. See docs/results-layout.md.
-
-What decides each output is declared once per stage (a module each under :mod:`lsrbench.stages`,
-whose registry is passed in); the :class:`Layout` only builds the addressed outputs of one config
-from those declarations. Where
-things come from or how a job runs is in no identity: mirror, cache folder, config file name,
-thread and process counts, checkpoint cadence, shard size. A local folder (a BEIR dataset path, a
-model checkpoint folder) is identified by a fingerprint of its files' bytes
-(:mod:`lsrbench.dag.fingerprint`), never by its spelling.
-"""
+"""Where every output of the DAG lives: content-addressed folders (the one place paths are built)."""
 
 from __future__ import annotations
 
@@ -25,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lsrbench.dag.fingerprint import FileDigests
-from lsrbench.dag.folders import FOLDERS, ID_LENGTH, ID_REGEX, ID_WILDCARD, PARAMS_JSON, pattern, short_id
+from lsrbench.dag.folders import FOLDERS, ID_LENGTH, ID_REGEX, ID_WILDCARD, PARAMS_JSON, folder_id, pattern, short_id
 from lsrbench.dag.stage import without_late_defaults
 from lsrbench.hashing import stable_hash
 
@@ -59,7 +40,6 @@ class Addressed:
 
 
 def _file_label(path) -> str:
-    """A config file as the reports name it: relative to the working directory when below it."""
     resolved = Path(path).resolve()
     try:
         return str(resolved.relative_to(Path.cwd().resolve()))
@@ -68,7 +48,6 @@ def _file_label(path) -> str:
 
 
 def _wildcard_key(kind: str, fields: dict) -> str:
-    """The ids in a folder's path, outermost first: what names it among its kind's."""
     ids = [name for name in ID_WILDCARD.values() if "{" + name + "}" in FOLDERS[kind]]
     return "/".join(str(fields.get(name)) for name in sorted(ids, key=FOLDERS[kind].index))
 
@@ -78,11 +57,9 @@ def _key_of(kind: str, key: dict) -> tuple:
 
 
 class Layout:
-    """Every addressed output of one checked config (:func:`lsrbench.validation.config.check_config`),
-    from the stage declarations: ``layout.get("train", run=run, k=k).path("model")``;
-    ``layout.find(kind, wildcards)`` for the rules; :meth:`all` for ``lsrbench gc``. Local folders
-    are fingerprinted through ``digests`` (a :class:`~lsrbench.dag.fingerprint.FileDigests`; its
-    cache is written only when its owner calls ``save``: building a layout writes nothing)."""
+    """Every addressed output of one checked config (:func:`lsrbench.validation.config.check_config`), from the
+    stage declarations: ``layout.get("train", run=run, k=k).path("model")``; ``layout.find(kind, wildcards)``
+    for the rules; :meth:`all` for ``lsrbench gc``."""
 
     def __init__(self, config: dict, results: str = "results", digests: FileDigests | None = None, *,
                  stages, config_file: str = "config", config_files: list[str] | None = None):
@@ -116,7 +93,7 @@ class Layout:
         fields = stage.folder_fields(self, key)
         identity = without_late_defaults(stage.identity(self, key), stage.late_settings)
         if stage.kind in ID_WILDCARD:
-            fields = {**fields, ID_WILDCARD[stage.kind]: (stage.folder_id or short_id)(identity)}
+            fields = {**fields, ID_WILDCARD[stage.kind]: folder_id(stage.kind, identity)}
         folder = FOLDERS[stage.kind].format(results=self.results, **fields)
         return Addressed(stage.name, stage.kind, fields, identity, folder)
 

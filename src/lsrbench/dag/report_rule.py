@@ -1,6 +1,5 @@
 """One report, declared once (:class:`Report`), and its Snakemake rule derived from that declaration
-(:class:`ReportRules`), as :mod:`lsrbench.dag.stage` does for a stage. The declarations live beside
-the code that makes each report; their registry is :mod:`lsrbench.report.reports`, passed in here."""
+(:class:`ReportRules`), as :mod:`lsrbench.dag.stage` does for a stage."""
 
 from __future__ import annotations
 
@@ -36,12 +35,7 @@ class Shown:
 
 @dataclass(frozen=True)
 class Report:
-    """One report rule. ``outputs``: job argument -> file name under the results folder;
-    ``files(layout)``: named inputs (a leading ``_``: the DAG's only); ``keyed(layout)``: ``[key...,
-    path]`` rows of run files; ``settings(config)``: the job's other arguments; ``shown``: argument
-    -> :class:`Shown`; ``page``: the HTML page of its Markdown output; ``when(config)``: whether the
-    default target makes it; ``stated_in``: the outputs that say which config made them;
-    ``verify(root, stated, trace)``: its own check for ``lsrbench verify`` (else the generic re-make)."""
+    """One report rule."""
 
     name: str
     job: Callable
@@ -91,7 +85,6 @@ class ReportRules:
                 "manifest_json": manifest_path(name, results)}
 
     def _config(self) -> dict:
-        """The config snapshot, and its params.json (the DAG's only: read through the snapshot)."""
         snapshot = self.layout.get("configs")
         return {"config_yaml": snapshot.path("config.yaml"), "_config_params": snapshot.path("params.json")}
 

@@ -1,20 +1,6 @@
-"""One addressed stage, declared once (:class:`Stage`), and what the Snakemake rule of it is made of,
-derived from that declaration only (:class:`StageRules`): its outputs, inputs, wildcard
-constraints, log and params, and the call of its job function.
-
-A declaration says what decides the stage's output (its *identity*, which names its folder), the
-inputs it reads and the outputs it writes, the runtime-only settings (where a job reads from, how
-it runs: never in the identity) and the job function it runs (``job``; a stage's module under
-:mod:`lsrbench.stages` holds both, the registry there lists them). The job function is called with arguments bound *by name*: its
-outputs and inputs (the rule's named files), its runtime settings, and, for every other argument,
-the identity's value of that name (or the folder's wildcard value, or ``config_hash``: the
-identity's SHA-256). :meth:`StageRules.check` binds every stage's function when the Snakefile is
-parsed, so a misspelt argument fails there, in one line, not inside a job.
-
-Params are built in one canonical form (mappings sorted by key), and everything that is no
-setting of the result (runtime, the identity record) is a function of ``output``, which Snakemake
-leaves out of its params comparison: the folder id already says what changed.
-"""
+"""One addressed stage, declared once (:class:`Stage`), and what the Snakemake rule of it is made of, derived from
+that declaration only (:class:`StageRules`): its outputs, inputs, wildcard constraints, log and params, and the
+call of its job function."""
 
 from __future__ import annotations
 
@@ -67,24 +53,8 @@ def without_late_defaults(identity: dict, late: tuple) -> dict:
 
 @dataclass(frozen=True)
 class Stage:
-    """The declaration of one addressed stage (see the module doc).
-
-    ``grid(config)`` gives the key of every output of the stage in a config (``{"run", "k"}`` for
-    a training), ``identity(layout, key)`` what decides it, ``folder_fields(layout, key)`` the
-    wildcard values of its folder besides its own id (its parent folder's, for a nested kind),
-    ``folder_id(identity)`` its own id where it is not the identity's hash (a pool's ``pool<depth>``),
-    ``inputs(layout, item)`` / ``runtime(layout, item)`` its named input paths / runtime settings.
-    ``outputs`` maps the job function's arguments to names in the folder (a trailing ``/``: a folder).
-    ``priority`` orders ready jobs (Snakemake's ``priority:``): a stage at the head of a longer
-    chain of jobs goes first, so that no long job is left to run alone at the end.
-    ``remade_if_changed``: a finished output whose files no longer have their recorded SHA-256 is
-    made again (a job that costs seconds) instead of refused (:mod:`lsrbench.folder.state`).
-    ``late_settings``: settings of the identity left out while they hold their default
-    (:func:`without_late_defaults`). ``job``: the job function. How its rule runs: ``model_job``
-    (a job that runs a model: the threads and the GPU a train or index job is given), ``local``
-    (on the submitting node, never a cluster job), ``log`` (its log file in the folder, ``None``:
-    none), ``constraints`` (wildcard constraints besides its own id's).
-    """
+    """The declaration of one addressed stage: what decides its output (its identity, which names its folder), what
+    it reads and writes, its runtime-only settings and the job function it runs."""
 
     name: str
     kind: str
@@ -94,7 +64,6 @@ class Stage:
     inputs: Callable = _nothing
     runtime: Callable = _nothing
     folder_fields: Callable = _own_key
-    folder_id: Callable | None = None
     log: str | None = ""
     priority: int = 0
     remade_if_changed: bool = False
@@ -106,9 +75,9 @@ class Stage:
 
 
 def job_threads(remote_exec: bool, cores: int | None) -> int:
-    """Threads of a train or index job: locally one (two one-thread jobs side by side ran the tiny
-    default 1.22x faster on 2 cores, benchmark/results/dag_schedule.json, and a job's numbers then do
-    not depend on the machine's cores); in a cluster job the cores it was given. ``--set-threads`` gives more."""
+    """Threads of a train or index job: locally one (two one-thread jobs side by side ran the tiny default 1.22x
+    faster on 2 cores, benchmark/results/dag_schedule.json, and a job's numbers then do not depend on the
+    machine's cores); in a cluster job the cores it was given."""
     return max(1, int(cores or 1)) if remote_exec else 1
 
 

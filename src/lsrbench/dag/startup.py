@@ -1,14 +1,6 @@
-"""The Snakefile's start-up in one line: what its main process installs so that Ctrl-C before the
-first job, and Snakemake's refusal of a locked folder, end in ``lsrbench: error: ...`` instead of a
-KeyboardInterrupt traceback or Snakemake's LockException (which advises ``--unlock`` even while
-the run holding the lock is alive).
-
-From :func:`guard_startup` (the Snakefile's first lines) to :func:`jobs_start` (``onstart``: the
-lock is taken, jobs are about to run) Ctrl-C ends the process with status 130; afterwards it is
-Snakemake's own (it stops its jobs, each saying what it keeps: lsrbench.pipeline.job_runner).
-Ctrl-C while Python imports Snakemake itself, before the Snakefile is read, stays Python's. A
-working directory that cannot be written (read-only, full) is one line before Snakemake writes there.
-"""
+"""The Snakefile's start-up in one line: what its main process installs so that Ctrl-C before the first job, and
+Snakemake's refusal of a locked folder, end in ``lsrbench: error: ...`` instead of a KeyboardInterrupt traceback
+or Snakemake's LockException (which advises ``--unlock`` even while the run holding the lock is alive)."""
 
 from __future__ import annotations
 
@@ -54,8 +46,6 @@ def guard_startup() -> None:
 
 
 def _unlock_of_a_live_run() -> str | None:
-    """``snakemake --unlock`` while the run holding the lock is alive would let a second run write
-    the same files: one line instead (Snakemake removes any lock, alive or not)."""
     if "--unlock" not in sys.argv[1:]:
         return None
     holder = lock_holder(".")
@@ -70,7 +60,6 @@ PROBE_BYTES = 64 * 1024
 
 
 def _unwritable_line() -> str | None:
-    """One line when the working directory cannot be written (read-only, not permitted, full), else None."""
     folder = os.path.join(os.getcwd(), ".snakemake")
     probe = os.path.join(folder, f"lsrbench-write-probe-{os.getpid()}")
     try:

@@ -1,17 +1,7 @@
-"""Before the DAG runs: a finished output whose input file was rewritten after it (what Snakemake's
-mtime trigger re-runs, deleting the finished output first) has that input checked, and a damaged
-one (a truncated ``docs.npz``, a ``norms.json`` that is no JSON) is refused with one line naming
-it, so that nothing computed from it is deleted for a job that would then fail on it. An input
-that is whole re-runs what was made from it, as Snakemake decides (a real change). A job that is
-still to run and reads a finished checkpoint folder (an index job reading a trained ``model/``)
-has that folder's safetensors headers checked (a few kB read per file, no torch): a truncated
-``model.safetensors`` is refused in one line naming it, before the job would fail on it and before
-Snakemake re-runs anything downstream of that job.
-
-Snakemake's own rule is followed exactly: an input is newer when its mtime is later than the
-oldest output's (a ``directory()`` output by its ``.snakemake_timestamp``); see
-``snakemake.dag.DAG.update_needrun``.
-"""
+"""Before the DAG runs: a finished output whose input file was rewritten after it (what Snakemake's mtime trigger
+re-runs, deleting the finished output first) has that input checked, and a damaged one (a truncated
+``docs.npz``, a ``norms.json`` that is no JSON) is refused with one line naming it, so that nothing computed
+from it is deleted for a job that would then fail on it."""
 
 from __future__ import annotations
 
@@ -52,7 +42,6 @@ def _inputs(layout, item) -> list[Path]:
 
 
 def _check_finished_checkpoints(layout, item, made: set[Path], whole: set[Path]) -> None:
-    """The safetensors headers of every finished output folder ``item`` (a job to run) reads."""
     for path in _inputs(layout, item):
         if path in whole or path not in made or not path.is_dir():
             continue
@@ -65,7 +54,6 @@ def _check_finished_checkpoints(layout, item, made: set[Path], whole: set[Path])
 
 
 def _check_newer_inputs(layout, item, outputs: list[Path]) -> None:
-    """A finished ``item``'s inputs that are newer than its outputs, each checked by its kind."""
     oldest = min(_mtime(p) for p in outputs)
     for path in _inputs(layout, item):
         if path.exists() and _mtime(path) > oldest:

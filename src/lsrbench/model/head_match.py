@@ -1,6 +1,5 @@
 """A backbone's MLM head scaled at load to another backbone's measured head scale: the control separating the
-head's scale from the rest of a backbone (docs/claims.md). The ratio is of per-term row norms (the Frobenius
-norm grows with the vocabulary)."""
+head's scale from the rest of a backbone (docs/claims.md)."""
 
 from __future__ import annotations
 

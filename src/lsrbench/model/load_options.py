@@ -1,5 +1,4 @@
-"""The options every model load passes to transformers. ``use_kernels`` is off because transformers 5.25 turned it
-on: kernels fetched from the hub at load time, refusing the meta device."""
+"""The options every model load passes to transformers."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The SPLADE training loss: ``SpladeLoss`` around ``SparseMultipleNegativesRankingLoss`` with FLOPS regularisers
-(Paria et al. 2020), every part recorded; a non-finite part stops training. With several processes the FLOPS
-terms are computed on the global batch (:func:`global_flops`), so results do not depend on the GPU count."""
+(Paria et al. 2020), every part recorded; a non-finite part stops training."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
 """The MLM re-fit: a masked-LM starting point from a checkpoint whose head was trained for something else: the head
-re-initialised but ``W_head``, then the model trained as an MLM (docs/miniature.md). Written with our own loss
-(:func:`masked_lm_loss`) because ``*ForMaskedLM`` computes logits at every position, about 13x a tiny step's
-cost."""
+re-initialised but ``W_head``, then the model trained as an MLM (docs/miniature.md)."""
 
 from __future__ import annotations
 
@@ -128,8 +126,6 @@ def held_out_loss(model, tokenizer, texts: list[str], max_length: int, mlm_proba
 
 
 def _train_mlm(model, tokenizer, train_texts: list[str], s: dict, rows: list) -> None:
-    """``s['steps']`` MLM steps on ``train_texts`` with transformers' ``Trainer`` (the masked-only
-    loss), one ``{step, loss, learning_rate}`` row per step into ``rows``."""
     import tempfile
 
     from datasets import Dataset

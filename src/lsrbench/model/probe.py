@@ -106,8 +106,8 @@ def probe_backbone(model_path: str, entry: dict, ks_and_modes, triplets: list[di
 
 
 def _fused_checked(model, batches: list[list[dict]], recipe: dict) -> dict:
-    """The recipe with ``fused_pooling`` off when the fused path does not reproduce ``model`` (as
-    training then falls back to sentence-transformers' pooling)."""
+    """The recipe with ``fused_pooling`` off when the fused path does not reproduce ``model`` (as training then
+    falls back to sentence-transformers' pooling)."""
     if not recipe.get("fused_pooling", True):
         return recipe
     from lsrbench.model.fused_pooling import fused_pooling_problem
@@ -193,8 +193,6 @@ def _features(model, batch: list[dict]):
 
 
 def _gradients(model, parts: dict) -> dict:
-    """Norms of the ranking and FLOPS losses' gradients at the head weight, of their sum, and of the ranking
-    gradient over all parameters."""
     import torch
 
     params = [p for p in model.parameters() if p.requires_grad]
@@ -234,8 +232,6 @@ def activation_stats(vectors, prefix: str, vocab: int) -> dict:
 
 
 def _logit_scale(documents) -> dict:
-    """The mean largest logit over the sample's documents (``expm1`` of the largest weight) and the mean active
-    weight."""
     import torch
 
     values = documents[documents > 0].double()

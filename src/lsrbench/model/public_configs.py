@@ -1,5 +1,5 @@
 """The published ``config.json`` of the paper's backbones by hub id, read from public copies (``source``): what
-``lsrbench plan`` sizes a backbone not on disk with. A folder on disk always wins."""
+``lsrbench plan`` sizes a backbone not on disk with."""
 
 from __future__ import annotations
 

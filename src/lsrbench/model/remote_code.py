@@ -1,6 +1,5 @@
 """Remote code runs only pinned, from a local folder: transformers fetches ``auto_map`` code at the code
-repository's ``main`` whatever ``revision`` says. ``lsrbench prefetch`` puts it there at ``code_revision``; a
-hub id with remote code and no folder is refused before any job."""
+repository's ``main`` whatever ``revision`` says."""
 
 from __future__ import annotations
 

@@ -29,8 +29,7 @@ def head_is_tied(model: nn.Module) -> bool:
 
 @torch.no_grad()
 def rescale_mlm_head(model: nn.Module, k: float, mode: RescaleMode = "shared") -> nn.Module:
-    """Divide the MLM head weight by ``k`` in place; the bias is not scaled. ``shared`` (the paper's) divides the
-    tied tensor, input embeddings included; ``untie`` scales the head's own copy."""
+    """Divide the MLM head weight by ``k`` in place; the bias is not scaled."""
     if not k > 0:
         raise ValueError(f"rescale factor k must be positive, got {k}")
     if mode not in ("shared", "untie"):

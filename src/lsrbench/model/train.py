@@ -122,8 +122,7 @@ def train_splade(
     report_to: tuple[str, ...] | list[str] = (),
 ) -> dict:
     """Rescale ``W_head <- W_head / k`` and train SPLADE for ``recipe['steps']`` steps into ``out_dir``, one log
-    line per step; returns a summary. Resumes from a checkpoint of the same run; a non-finite loss ends as
-    ``collapsed`` with the last finite weights; fewer steps than asked is an InputError."""
+    line per step; returns a summary."""
     steps = int(recipe["steps"])
     every = int((recipe["checkpoint_steps"] if checkpoint_steps is None else checkpoint_steps) or 0)
     if steps > 0:
@@ -174,7 +173,6 @@ def train_splade(
 
 
 def _check_lengths(model, recipe: dict, config_file, model_path) -> None:
-    """The recipe's token lengths within the backbone's positions (a hub checkpoint is first read here)."""
     from lsrbench.model.checkpoint import check_lengths_fit
 
     lengths = {f"recipe.{name}": recipe[name] for name in ("query_max_length", "document_max_length")}
@@ -194,8 +192,6 @@ def check_batches_possible(triplets: list[dict], batch_size: int, config_file=No
 
 
 def _cycled(triplets: list[dict], need: int) -> list[dict]:
-    """Exactly ``need`` triplets, cycling through the list rather than running out: steps, not
-    epochs, define the recipe."""
     if len(triplets) < need:
         triplets = [triplets[i % len(triplets)] for i in range(need)]
     return triplets[:need]
@@ -283,8 +279,6 @@ def _train(run: _Run, model, rows: list[dict], checkpoint_dir, every: int, callb
 
 
 def _recipe_value(recipe: dict, key: str):
-    """A recipe setting a train identity leaves out at its schema default
-    (:data:`lsrbench.stages.recipe.LATE_RECIPE_SETTINGS`): the value, else that default."""
     from lsrbench.config.schema import property_defaults
 
     return recipe[key] if key in recipe else property_defaults("config.schema.yaml", "recipe")[key]
@@ -352,8 +346,6 @@ def _collapsed(exc: NonFiniteLoss, global_step: int, rows: list[dict]) -> dict:
 
 
 def _roll_back(run: _Run, trainer, model, out: Path, status: dict):
-    """The model to keep after a collapse: current weights if finite, else the latest finite checkpoint's, else the
-    initial model."""
     model_step = trainer.state.global_step
     if not run.all_finite(model):
         model_step = None

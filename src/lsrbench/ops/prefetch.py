@@ -15,7 +15,7 @@ from pathlib import Path
 from lsrbench.atomic import atomic_open
 from lsrbench.errors import InputError, OneLineError
 
-__all__ = ["missing", "prefetch", "prefetch_or_exit"]
+__all__ = ["prefetch", "prefetch_or_exit"]
 
 log = logging.getLogger(__name__)
 
@@ -149,47 +149,6 @@ def prefetch(config: dict, config_file: str, mirror: str | os.PathLike, *, force
                    "items": records}, fh, indent=1)
         fh.write("\n")
     return records
-
-
-def missing(config: dict, mirror: str | os.PathLike) -> list[dict]:
-    """What :func:`prefetch` would fetch, without downloading: one record per item, "in the mirror" or
-    "missing"."""
-    from lsrbench.config.grid import n_triplets
-    from lsrbench.data.training_sources import mirrored_triplets, training_name
-    from lsrbench.config.evaluated import used_datasets
-
-    mirror = Path(mirror)
-    records = []
-    for name, entry in config["backbones"].items():
-        ref = str(entry["model"])
-        if ref.startswith(("/", "./", "../", "~")) or Path(ref).is_dir():
-            continue  # used in place
-        folder = mirror / "models" / ref
-        records.append({"kind": "model", "backbone": name, "path": str(folder), "have": folder.is_dir()})
-        if entry.get("trust_remote_code"):
-            records.append({"kind": "remote code", "backbone": name, "path": str(folder),
-                            "have": folder.is_dir() and not _remote_refs(folder)})
-    for name in used_datasets(config):
-        records.append({"kind": "dataset", "name": name, "path": str(mirror / "data" / name),
-                        "have": (mirror / "data" / name).is_dir()})
-    td = config["training_data"]
-    if td["source"] != "pseudo_queries":
-        try:
-            have = mirrored_triplets(td, n_triplets(config), td["seed"], mirror) is not None
-        except InputError:
-            have = False  # drawn for another config
-        records.append({"kind": "training", "name": training_name(td), "path": str(mirror / "data" / training_name(td)),
-                        "have": have})
-    return [{**r, "status": "in the mirror" if r.pop("have") else "missing"} for r in records]
-
-
-def _remote_refs(folder: Path) -> bool:
-    from lsrbench.model.remote_code import CONFIG_FILES
-
-    for name in CONFIG_FILES:
-        if (folder / name).is_file() and "--" in json.dumps(json.loads((folder / name).read_text()).get("auto_map") or {}):
-            return True
-    return False
 
 
 def _make_mirror(mirror: Path) -> None:

@@ -1,18 +1,5 @@
-"""Each job its own GPU(s) on a multi-GPU machine.
-
-Snakemake's ``gpu`` resource only counts: ``--resources gpu=4`` lets four GPU jobs run at once but
-tells none of them which device is its own, so every job would see, and use, all of them (device
-0 first). The job runner (:mod:`lsrbench.pipeline.job_runner`) therefore claims free GPUs for a job that
-requests ``gpu=N`` before torch is imported and sets ``CUDA_VISIBLE_DEVICES`` to them. A claim is
-an exclusive ``flock`` on one lock file per GPU in a machine-wide folder, held until the job's
-process exits (the kernel releases it even on SIGKILL, so no claim outlives its job). Written here
-because neither Snakemake nor its executors assign devices on a local machine.
-
-A job under SLURM with ``CUDA_VISIBLE_DEVICES`` already set keeps it (SLURM's gres assigned the
-devices). Outside SLURM an already-set ``CUDA_VISIBLE_DEVICES`` is the pool the job's GPUs are
-claimed from. The pool otherwise is every GPU of the machine (``/proc/driver/nvidia/gpus``), or
-``LSRBENCH_GPU_COUNT`` devices when set (tests simulate N GPUs with it).
-"""
+"""Each job its own GPU(s) on a multi-GPU machine. Written here because neither Snakemake nor its executors assign
+devices on a local machine."""
 
 from __future__ import annotations
 
@@ -67,9 +54,8 @@ def _try_claim(pool: list[str], n: int, folder: Path) -> list:
 
 
 def claim_gpus(n: int, env=os.environ, poll_seconds: float = 2.0, timeout: float | None = None) -> list[str] | None:
-    """Claim ``n`` free GPUs of the pool for this process and set ``env["CUDA_VISIBLE_DEVICES"]``
-    to them; waits while fewer are free. None when nothing is assigned (``n`` = 0, no GPUs, or
-    SLURM already did)."""
+    """Claim ``n`` free GPUs of the pool for this process and set ``env["CUDA_VISIBLE_DEVICES"]`` to them; waits
+    while fewer are free."""
     if n <= 0 or (env.get("SLURM_JOB_ID") and env.get("CUDA_VISIBLE_DEVICES") is not None):
         return None
     pool = gpu_pool(env)

@@ -1,10 +1,8 @@
-"""Where a job's wall time goes before it computes anything: the process start-up (Python,
-Snakemake's script preamble) and the imports the job function makes (torch, transformers,
-sentence-transformers load in seconds each), logged by the job runner beside the job's own lines so
-that ``benchmark/job_split.py`` can split a run's time into fixed costs and compute.
-
-Measured here rather than with ``python -X importtime``: a Snakemake ``script:`` job's interpreter
-flags are not ours to set, and only the outermost import's wall time is wanted."""
+"""Where a job's wall time goes before it computes anything: the process start-up (Python, Snakemake's script
+preamble) and the imports the job function makes (torch, transformers, sentence-transformers load in seconds
+each), logged by the job runner beside the job's own lines so that ``benchmark/job_split.py`` can split a run's
+time into fixed costs and compute. Measured here rather than with ``python -X importtime``: a Snakemake
+``script:`` job's interpreter flags are not ours to set, and only the outermost import's wall time is wanted."""
 
 from __future__ import annotations
 

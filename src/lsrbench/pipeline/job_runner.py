@@ -1,15 +1,9 @@
-"""The job runner: from a Snakemake ``script:`` (``workflow/scripts/run_job.py``) to the job function
-the rule's ``stage`` or ``report`` param names (:func:`lsrbench.stages.stage`, its module imported
-alone; :mod:`lsrbench.report.reports`), called with the rule's ``settings`` and ``runtime`` params, its named inputs (report rules: their ``keyed`` run files) and outputs, by
-name (:mod:`lsrbench.dag.stage` binds them when the Snakefile is parsed), turns bad input into one
-line on stderr, and a Ctrl-C into one line saying what was saved and how to resume. Once the stage
-has succeeded it writes the job's record: an addressed output's ``params.json`` (its ``identity``
-param: what the id in its path stands for, :mod:`lsrbench.dag.layout`; what it was made from and
-the SHA-256 of every file it wrote), a report's manifest (``results/manifests/<rule>.json``:
-every file it read and wrote, and its config), which is what a finished file is checked against
-before anything reads it (:mod:`lsrbench.folder.state`). It makes the rule's log file the job's
-log: UTC time-stamped lines (:func:`lsrbench.progress.log_to_file`), the stage's own progress lines,
-and a last line saying what the job read and wrote (sizes) and how long it took."""
+"""The job runner: from a Snakemake ``script:`` (``workflow/scripts/run_job.py``) to the job function the rule's
+``stage`` or ``report`` param names (:func:`lsrbench.stages.stage`, its module imported alone;
+:mod:`lsrbench.report.reports`), called with the rule's ``settings`` and ``runtime`` params, its named inputs
+(report rules: their ``keyed`` run files) and outputs, by name (:mod:`lsrbench.dag.stage` binds them when the
+Snakefile is parsed), turns bad input into one line on stderr, and a Ctrl-C into one line saying what was saved
+and how to resume."""
 
 from __future__ import annotations
 
@@ -41,9 +35,8 @@ def run(snakemake) -> None:
     params = snakemake.params
     rule = getattr(params, "stage", None) or params.report  # a stage's name, or a report rule's
     kwargs = dict(getattr(params, "settings", None) or {})
-    # params.runtime (optional): settings that change how a job runs, never what it computes
-    # (e.g. checkpoint frequency). A rule computes it with a function of ``output``, which makes it
-    # a derived param: Snakemake leaves it out of its params rerun trigger.
+    # params.runtime (optional): settings that change how a job runs, never what it computes (e.g. checkpoint
+    # frequency).
     kwargs.update(dict(getattr(params, "runtime", None) or {}))
     outputs = dict(snakemake.output.items())
     params_json, manifest_json = outputs.pop("params_json", None), outputs.pop("manifest_json", None)
@@ -129,7 +122,6 @@ def saved_progress(kwargs: dict) -> str:
 
 
 def _output_folder(outputs: list) -> str | None:
-    """The folder a job writes into: its outputs' common folder (an addressed output folder)."""
     flat = [str(q) for p in outputs for q in ([p] if isinstance(p, (str, os.PathLike)) else p)]
     if not flat:
         return None
@@ -153,7 +145,6 @@ def describe(paths: list[str]) -> str:
 
 
 def _size(path: str) -> tuple[int, int]:
-    """(files, bytes) of a file or a folder's files; (0, 0) when absent."""
     p = Path(path)
     if p.is_file():
         return 1, p.stat().st_size

@@ -1,6 +1,3 @@
-"""The reports, in rooms: the paper's claims (:mod:`~lsrbench.report.claims`), ``lsrbench verify`` and
-the checks of a finished folder (:mod:`~lsrbench.report.verify`), the probe's report
-(:mod:`~lsrbench.report.probe`), the tables (:mod:`~lsrbench.report.tables`) and the figures
-(:mod:`~lsrbench.report.figures`). Shared by them at this level: metrics.csv, the run table and the one
-best-k definition (:mod:`~lsrbench.report.results`), seeds, significance tests, rendering, which
-config a report was made with, and the MTEB export."""
+"""The reports, in rooms: the paper's claims (:mod:`~lsrbench.report.claims`), ``lsrbench verify`` and the checks
+of a finished folder (:mod:`~lsrbench.report.verify`), the probe's report (:mod:`~lsrbench.report.probe`), the
+tables (:mod:`~lsrbench.report.tables`) and the figures (:mod:`~lsrbench.report.figures`)."""

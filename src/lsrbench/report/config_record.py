@@ -1,13 +1,4 @@
-"""Which config a report was made with. Every report rule reads the config snapshot
-``results/configs/<id>/config.yaml`` (stage ``config_snapshot``: its id is the hash of the
-config's results-deciding settings and the backbones' order, never of the file's path), and every
-report says so: the Markdown reports in their last line (:func:`config_line`), the JSON records and
-the figures' data under ``"config"`` (:func:`config_record`). ``lsrbench verify`` fails when the
-reports of one results folder name different configs (:mod:`lsrbench.report.verify.configs`).
-
-Also what the reports read of a config (:func:`report_settings`) and how run files come to them
-(:func:`keyed`), the one definition the report rules (:mod:`lsrbench.report.reports`) and ``verify``'s
-recomputation share."""
+"""Which config a report was made with."""
 
 from __future__ import annotations
 
@@ -20,17 +11,12 @@ from lsrbench.config.schema import property_defaults
 __all__ = ["REPORT_BACKBONE_KEYS", "report_backbones", "report_settings", "keyed", "read_probes", "config_record", "report_config",
            "config_line", "stated_config", "snapshot_header", "snapshot_files"]
 
-# What the reports read of a backbone entry: its label, synthetic and evaluate_only flags, and what
-# tells a synthetic twin's original (Table 1's note, the claims' twins: its MLM re-fit too). The
-# rest (fetch digests, k lists) stays out.
+# What the reports read of a backbone entry: its label, synthetic and evaluate_only flags, and what tells a
+# synthetic twin's original (Table 1's note, the claims' twins: its MLM re-fit too).
 REPORT_BACKBONE_KEYS = ("label", "synthetic", "evaluate_only", "head_scale", "model", "revision", "mlm_refit")
 
 
 def _completed(values: dict, *path: str) -> dict:
-    """``values`` (the object at ``path`` of a config) with the schema's defaults of the keys it
-    lacks, after its own keys. A checked config has them all (then this is ``values`` itself); a
-    config snapshot of a finished run written before a setting existed does not: it reads as the
-    default. The one place the reports complete a record; the code after it reads the keys."""
     defaults = property_defaults("config.schema.yaml", *path)
     return {**values, **{key: value for key, value in defaults.items() if key not in values}}
 

@@ -1,12 +1,6 @@
-"""What the HTML report's landing page (``workflow/report/workflow.rst``) shows of a run beyond its
-config: where its models and data were read from, as the jobs read them, and its results, linked
-directly with their captions (the results of ``snakemake --report`` otherwise sit two clicks away,
-listed by path).
-
-Where things were read from is a runtime setting (the mirror, a cache), in no id and no config
-snapshot, and ``snakemake --report`` may be run without the mirror the run was made with: so the
-page says what the dataset and norm jobs recorded (``info.json``, ``norms.json``: ``read_from``),
-not what the command line it is made with says."""
+"""What the HTML report's landing page (``workflow/report/workflow.rst``) shows of a run beyond its config: where
+its models and data were read from, as the jobs read them, and its results, linked directly with their captions
+(the results of ``snakemake --report`` otherwise sit two clicks away, listed by path)."""
 
 from __future__ import annotations
 
@@ -26,8 +20,7 @@ HEADLINE = f"results/{TRADEOFF_PNG}"
 
 def headline_image(path: str = HEADLINE) -> str | None:
     """The headline figure as a data URI for the landing page, None before it is made (Snakemake's own
-    ``embeddedimage`` directive leaves the file's path in the page, which the report file does not carry).
-    In lines of 76 characters: docutils refuses a line over 10,000, and a URL's parser drops the newlines."""
+    ``embeddedimage`` directive leaves the file's path in the page, which the report file does not carry)."""
     import base64
 
     try:
@@ -79,7 +72,6 @@ def result_label(path: str) -> str:
 
 
 def _caption(report_dir: Path, stem: str) -> str:
-    """The first sentence of a result's caption, on one line."""
     text = " ".join((report_dir / f"{stem}.rst").read_text(encoding="utf-8").split())
     end = text.find(". ")
     return text if end < 0 else text[:end + 1]

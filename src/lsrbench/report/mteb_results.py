@@ -48,7 +48,6 @@ def _model_meta(name: str, revision: str, max_tokens: int | None = None):
 
 
 def _task_for(dataset: str):
-    """MTEB's own task for a NanoBEIR dataset, else a metadata-only local task."""
     import mteb
     from mteb.abstasks.retrieval import AbsTaskRetrieval
 
@@ -63,10 +62,7 @@ def _task_for(dataset: str):
 def write_mteb_result(root: str | os.PathLike, metrics: Mapping[str, float], *, model_name: str, model_revision: str,
                       dataset: str, main_measure: str = "nDCG@10", dataset_revision: str | None = None,
                       max_tokens: int | None = None) -> Path:
-    """One (run, dataset) as an MTEB result under ``root``; returns the task JSON's path.
-    ``dataset_revision`` names the data actually evaluated (MTEB's Nano tasks pin their own
-    ``mteb/Nano*`` revisions, lsrbench reads ``zeta-alpha-ai``'s). ``max_tokens`` (the model
-    meta's): the longest text, in tokens, the numbers were computed with."""
+    """One (run, dataset) as an MTEB result under ``root``; returns the task JSON's path."""
     from mteb.cache import ResultCache
     from mteb.results import TaskResult
 
@@ -98,10 +94,6 @@ def load_mteb_result(root: str | os.PathLike, model_name: str, task_name: str, m
 
 
 def _run_sources(results_dir: Path) -> dict[tuple[str, ...], Path]:
-    """(run, k, dataset) (with several seeds (run, k, seed, dataset)) -> the metrics.tsv metrics.csv
-    was collected from: each
-    ``<train folder>/<dataset>/<index id>/<eval id>/metrics.tsv`` listed in metrics.sources.json
-    (content-addressed folders, :mod:`lsrbench.dag.layout`)."""
     side = results_dir / SOURCES_JSON
     if not side.is_file():
         return {}
@@ -119,8 +111,6 @@ def _run_sources(results_dir: Path) -> dict[tuple[str, ...], Path]:
 
 
 def _train_provenances(results_dir: Path) -> dict[tuple[str, ...], Path]:
-    """(run, k) (with several seeds (run, k, seed)) -> the train_provenance.json of the runs
-    metrics.csv was collected from."""
     return {key[:-1]: path.parents[3] / "train_provenance.json" for key, path in _run_sources(results_dir).items()}
 
 

@@ -1,9 +1,6 @@
-"""Rendering the report's tables: Markdown tables from frames (missing values as ``–``, numbers
-right-aligned) and a self-contained HTML page from a report's Markdown, which Snakemake's HTML
-report shows inline (it shows ``.md`` and ``.csv`` outputs only as download links).
-
-Markdown to HTML goes through markdown-it-py (CommonMark plus its table rule); the page carries
-its own stylesheet because the report embeds each page as a data URI in an iframe."""
+"""Rendering the report's tables: Markdown tables from frames (missing values as ``–``, numbers right-aligned) and
+a self-contained HTML page from a report's Markdown, which Snakemake's HTML report shows inline (it shows
+``.md`` and ``.csv`` outputs only as download links)."""
 
 from __future__ import annotations
 
@@ -39,9 +36,9 @@ def _cell(value, floatfmt: str) -> str:
 
 
 def markdown_table(frame: pd.DataFrame, floatfmt: str = ".3f", right: list[str] | None = None) -> str:
-    """``frame`` as a Markdown table: floats formatted with ``floatfmt``, missing values (NaN,
-    None) as :data:`MISSING`, numeric columns (and the columns ``right`` names: numbers already
-    written as text) right-aligned. (tabulate's ``missingval`` leaves NaN as ``nan``.)"""
+    """``frame`` as a Markdown table: floats formatted with ``floatfmt``, missing values (NaN, None) as
+    :data:`MISSING`, numeric columns (and the columns ``right`` names: numbers already written as text)
+    right-aligned."""
     numeric = [(pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c]))
                or c in (right or []) for c in frame.columns]
     shown = pd.DataFrame({c: [_cell(v, floatfmt) for v in frame[c]] for c in frame.columns}, columns=frame.columns)
@@ -67,8 +64,7 @@ def report_page(markdown_text: str, fallback_title: str) -> str:
 
 
 def report_html(markdown: str, html: str, config_yaml: str | None = None) -> None:
-    """The job of an HTML page rule: the page of a Markdown report, titled by its first heading.
-    ``config_yaml``: an input so that the page's manifest names its config, as its report's does."""
+    """The job of an HTML page rule: the page of a Markdown report, titled by its first heading."""
     from pathlib import Path
 
     from lsrbench.atomic import atomic_open

@@ -1,8 +1,6 @@
-"""Reading the results of a grid: ``results/metrics.csv`` (tidy rows, one per run, dataset and
-measure), the per-run table every report is built from, and the best k of a run: the one
-definition used by Table 1's bold, the norms report, the auto-k report and the claims. With several
-training seeds metrics.csv has a ``seed`` column; the run table and the best k read its mean over
-seeds (:func:`lsrbench.report.seeds.seed_mean`)."""
+"""Reading the results of a grid: ``results/metrics.csv`` (tidy rows, one per run, dataset and measure), the
+per-run table every report is built from, and the best k of a run: the one definition used by Table 1's bold,
+the norms report, the auto-k report and the claims."""
 
 from __future__ import annotations
 
@@ -23,10 +21,7 @@ OWN_COLUMNS = (RUN_COLUMN, "k", "FLOPs", "q dims", "d dims", "collapsed", "Backb
 
 
 def collect_metrics(files: list[str], out_csv: str, seeds: dict[str, str] | None = None) -> pd.DataFrame:
-    """Concatenate per-run tidy metric files into ``results/metrics.csv`` (deterministic order).
-    ``seeds`` (several training seeds): each file's training seed, written as a ``seed`` column
-    after ``k`` (:data:`lsrbench.names.NO_SEED` for a file it does not name: BM25, a released
-    checkpoint); None: the tidy columns alone, as with one seed."""
+    """Concatenate per-run tidy metric files into ``results/metrics.csv`` (deterministic order)."""
     frames = [pd.read_csv(f, sep="\t", dtype={RUN_COLUMN: str, "k": str, "dataset": str, "measure": str}) for f in files]
     columns = METRIC_COLUMNS if seeds is None else SEEDED_METRIC_COLUMNS
     if seeds is not None:
@@ -163,9 +158,8 @@ def mean_score(metrics: pd.DataFrame, run: str, k: str, measure: str, datasets: 
 
 
 def best_k(metrics: pd.DataFrame, run: str, measure: str, datasets: list[str]) -> str | None:
-    """The best rescale factor of one run: the numeric k (``auto`` is not a candidate) with the
-    highest :func:`mean_score`, collapsed runs excluded, the smallest k on ties; None when no k
-    qualifies. The one definition of "best k" (Table 1's bold, norms, auto-k, claims)."""
+    """The best rescale factor of one run: the numeric k (``auto`` is not a candidate) with the highest
+    :func:`mean_score`, collapsed runs excluded, the smallest k on ties; None when no k qualifies."""
     collapsed = collapsed_runs(metrics)
     scored = []
     for k in metrics.loc[metrics[RUN_COLUMN] == run, "k"].unique():

@@ -1,13 +1,5 @@
-"""Training-seed variance (``recipe.seeds``): with several seeds each (backbone, mode, k) is trained
-once per seed, and a verdict about the recipe ("RoBERTa's best k is 2", arXiv 2606.18811) has the
-seed noise in it. The one place per-seed results are averaged: metrics.csv rows (its ``seed``
-column, present only with several seeds), per-query scores and training logs; and the spread the
-tables show beside each mean, the sample standard deviation over seeds (:func:`spread`).
-
-Every helper is the identity on a one-seed run (no seed column, keys without a seed), so a one-seed
-report is byte for byte what it was. Rows of BM25 and of released checkpoints carry
-:data:`lsrbench.names.NO_SEED`: one result whatever the seeds, in every seed's view.
-"""
+"""Training-seed variance (``recipe.seeds``): with several seeds each (backbone, mode, k) is trained once per seed,
+and a verdict about the recipe ("RoBERTa's best k is 2", arXiv 2606.18811) has the seed noise in it."""
 
 from __future__ import annotations
 
@@ -48,11 +40,9 @@ def run_seeds(rows: pd.DataFrame) -> list[str]:
 
 
 def seed_mean(metrics: pd.DataFrame) -> pd.DataFrame:
-    """metrics.csv as every report reads it: one row per (backbone, k, dataset, measure), the mean
-    over the run's seeds (its own row for BM25 and released checkpoints); a row that some seed of
-    the run lacks is left out, as a table cell is. A collapse flag's mean is above 0 when any seed
-    collapsed: such a run counts as collapsed. The frame itself without a seed column (a one-seed
-    run, unchanged)."""
+    """metrics.csv as every report reads it: one row per (backbone, k, dataset, measure), the mean over the run's
+    seeds (its own row for BM25 and released checkpoints); a row that some seed of the run lacks is left out, as
+    a table cell is."""
     if not is_seeded(metrics):
         return metrics
     seeds = metrics.groupby([RUN_COLUMN, "k"], sort=False)[SEED].transform("nunique")
@@ -103,9 +93,8 @@ def _mean(values: list) -> float | None:
 
 
 def mean_train_logs(logs: list[list[dict]]) -> list[dict]:
-    """Training logs averaged over seeds, step by step: each numeric value the mean over the seeds
-    (NaN where a seed's is not finite, so a curve stops where any seed collapsed), at the steps
-    every seed logged. One log: itself."""
+    """Training logs averaged over seeds, step by step: each numeric value the mean over the seeds (NaN where a
+    seed's is not finite, so a curve stops where any seed collapsed), at the steps every seed logged."""
     if len(logs) == 1:
         return logs[0]
     steps = set.intersection(*({row["step"] for row in log} for log in logs))

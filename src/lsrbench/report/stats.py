@@ -1,31 +1,9 @@
-"""Significance tests for the claims, on the statistic the tables print.
-
-A table's BEIR-13 cell is a *macro* mean: the mean over datasets of each dataset's mean over its
-queries. Pooling all queries instead would weight each dataset by its query count (Quora,
-HotpotQA, FEVER and NQ would carry ~82% of BEIR-13's 33k queries), so a claim could be tested on
-another number than the one printed. The paired randomization (sign-flip) test of Fisher (1935),
-as recommended for IR by Smucker, Allan and Carterette ("A comparison of statistical significance
-tests for information retrieval evaluation", CIKM 2007), is applied here to the macro mean: each
-query's paired difference is weighted by ``1 / (D * n_d)`` (``D`` datasets, ``n_d`` queries in its
-dataset), so the test statistic is exactly the difference of the two macro means, and under the
-null each query's sign is flipped independently.
-
-Written here rather than through ``scipy.stats.permutation_test`` because scipy materialises all
-resamples at once without ``batch=`` (~0.7 MB per query at 10k resamples: 23 GB for BEIR-13):
-resamples are drawn in batches (:data:`BATCH`), so memory is O(batch x queries), and the weighted
-statistic is a matrix product. Exact (every sign vector) when ``2**n <= resamples``.
-
-Training-seed noise: each trained model is one draw of its seed, so two runs differ by a run-level
-offset the queries do not resample. ``run_sd`` (the sd of the difference's run-level term: a declared
-value with one seed, the pooled seed sd with several) is added to the test as an independent
-``run_sd x N(0, 1)`` (``x t(run_df)`` where it is estimated): the p-value is the probability over
-sign vectors *and* that term, computed exactly per sign vector (a normal or t tail), and each
-bootstrap resample adds one draw of it. ``run_sd = 0`` is the query-only test.
-
-Also: a stratified bootstrap interval of the macro difference (queries resampled within their
-dataset; not computed where a dataset has fewer than :data:`MIN_INTERVAL_QUERIES` queries), Holm's step-down adjustment (Holm, "A simple sequentially rejective multiple test
-procedure", 1979) and Spearman's rho with an exact permutation p-value.
-"""
+"""Significance tests for the claims, on the statistic the tables print: the paired sign-flip test on the macro
+mean (each query's difference weighted ``1 / (D * n_d)``), training-seed noise added as a run-level term
+(``run_sd``). Written here rather than through ``scipy.stats.permutation_test`` because scipy materialises all
+resamples at once without ``batch=`` (~0.7 MB per query at 10k resamples: 23 GB for BEIR-13): resamples are
+drawn in batches (:data:`BATCH`), so memory is O(batch x queries), and the weighted statistic is a matrix
+product."""
 
 from __future__ import annotations
 
@@ -40,10 +18,8 @@ __all__ = ["MacroTest", "macro_paired_test", "sign_flip_p_value", "stratified_bo
 
 # Resamples per batch: the sign matrix is BATCH x queries float64 (~70 MB at BEIR-13's 33k queries).
 BATCH = 256
-# The fewest queries of a dataset the percentile bootstrap interval is computed with. Resampling n
-# queries within a stratum has (n - 1) / n of the plug-in variance and takes at most n^n values:
-# with 1 query the interval is a point whatever the p-value, with 3 it excludes 0 where the exact
-# test gives p = 0.085 (below 10 its coverage falls well short of 95 %). Fewer: no interval.
+# The fewest queries of a dataset the percentile bootstrap interval is computed with: below 10 its coverage falls
+# well short of 95 % (with 3 it excludes 0 where the exact test gives p = 0.085). Fewer: no interval.
 MIN_INTERVAL_QUERIES = 10
 
 
@@ -82,8 +58,6 @@ def _weights(diffs: list[np.ndarray]) -> np.ndarray:
 
 
 def _run_cdf(x: np.ndarray, run_sd: float, run_df: float | None) -> np.ndarray:
-    """P(term <= x) of the run-level term ``run_sd`` x N(0, 1), or x t(run_df) where estimated
-    (scipy.special's ufuncs: a frozen scipy.stats distribution per test costs more than the test)."""
     from scipy.special import ndtr, stdtr
 
     z = x / run_sd
@@ -91,8 +65,6 @@ def _run_cdf(x: np.ndarray, run_sd: float, run_df: float | None) -> np.ndarray:
 
 
 def _tail_hits(statistics: np.ndarray, observed: float, tol: float, run_sd: float, run_df: float | None) -> float:
-    """How many resampled statistics reach ``observed`` in absolute value; with a run-level term,
-    the probability that each does once that term is added (summed)."""
     if run_sd <= 0:
         return float((np.abs(statistics) >= observed - tol).sum())
     reach = observed - tol
@@ -131,7 +103,6 @@ _SIGNS: dict[tuple[int, int, int], list[np.ndarray]] = {}
 
 
 def _sign_batches(n: int, resamples: int, seed: int):
-    """The random sign vectors of ``seed``, in batches of :data:`BATCH` (the same, cached or not)."""
     key = (n, resamples, seed)
     if key in _SIGNS:
         yield from _SIGNS[key]
@@ -172,14 +143,7 @@ def stratified_bootstrap_ci(diffs: list[np.ndarray], resamples: int, seed: int, 
 def macro_paired_test(a: list[np.ndarray], b: list[np.ndarray], names: list[str], shift: float = 0.0,
                       resamples: int = 10000, seed: int = 0, confidence: float = 0.95, run_sd: float = 0.0,
                       run_df: float | None = None, interval: bool = True) -> MacroTest:
-    """Paired randomization test of the macro-mean difference of two runs.
-
-    ``a[i]`` and ``b[i]``: per-query scores on dataset ``names[i]``, paired by position. H0: the
-    macro difference equals ``shift`` (0, or minus a non-inferiority margin); the sign flips apply
-    to ``d - shift`` per query, whose weighted sum is the macro difference minus ``shift`` (the
-    weights sum to 1). Two-sided p-value; interval by :func:`stratified_bootstrap_ci`; ``run_sd``
-    and ``run_df``: the run-level term of both (:func:`sign_flip_p_value`); ``interval=False``: no
-    interval (it enters no verdict: the calibration's many draws skip it)."""
+    """Paired randomization test of the macro-mean difference of two runs."""
     if len(a) != len(b) or len(a) != len(names) or not a:
         raise ValueError("macro_paired_test: one pair of score arrays per dataset")
     a = [np.asarray(x, dtype=float) for x in a]
@@ -209,8 +173,8 @@ def macro_paired_test(a: list[np.ndarray], b: list[np.ndarray], names: list[str]
 
 
 def holm(p_values: list[float]) -> list[float]:
-    """Holm's step-down adjusted p-values (same order as given; NaN entries are left out and stay
-    NaN). Written here: scipy has no Holm, and statsmodels is not a dependency for six lines."""
+    """Holm's step-down adjusted p-values (same order as given; NaN entries are left out and stay NaN). Written
+    here: scipy has no Holm, and statsmodels is not a dependency for six lines."""
     order = sorted((i for i in range(len(p_values)) if not math.isnan(p_values[i])), key=lambda i: p_values[i])
     m = len(order)
     adjusted = [float("nan")] * len(p_values)

@@ -40,7 +40,6 @@ STAGE = Stage(
                                   "pool_depth": pool_depth_of(layout.config, key["dataset"])},
     # inside the dataset's folder, named by its depth, not by a hash
     folder_fields=lambda layout, key: layout.get("data", **key).fields,
-    folder_id=lambda identity: f"pool{identity['pool_depth']}",
     inputs=lambda layout, item: {"full_dir": layout.get("data", dataset=item.fields["dataset"]).path("full")},
     outputs={"eval_dir": "eval/", "eval_info": "eval.json"},
     runtime=lambda layout, item: {"corpus_store": corpus_store(layout)},

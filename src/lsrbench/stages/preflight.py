@@ -35,10 +35,10 @@ def preflight(config: dict, config_file: str, preflight_json: str) -> None:
     """The preflight checks but the disk's: a problem stops the grid in one line, else the summary is
     written."""
     from lsrbench.device import gpu_stack
-    from lsrbench.ops.preflight import preflight as checks
+    from lsrbench.validation.preflight import checks
     from lsrbench.provenance import write_json
 
-    problems, notes = checks(config, [config_file], disk=False)
+    problems, notes = checks(config, config_file)
     if problems:
         more = f" (and {len(problems) - 1} more: lsrbench preflight lists them)" if len(problems) > 1 else ""
         raise OneLineError(problems[0] + more)

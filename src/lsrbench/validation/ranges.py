@@ -20,8 +20,8 @@ def check_ranges(config: dict, file) -> None:
 
 
 def _check_triplets(config: dict, file) -> None:
-    """``training_data.n_triplets`` fills at least one batch: a batch may not repeat a text
-    (in-batch negatives), so fewer triplets than ``recipe.batch_size`` train nothing."""
+    """``training_data.n_triplets`` fills at least one batch: a batch may not repeat a text (in-batch negatives),
+    so fewer triplets than ``recipe.batch_size`` train nothing."""
     data = config.get("training_data") if isinstance(config.get("training_data"), dict) else {}
     recipe = config.get("recipe") if isinstance(config.get("recipe"), dict) else {}
     n, batch, steps = data.get("n_triplets"), recipe.get("batch_size"), recipe.get("steps")
@@ -32,10 +32,6 @@ def _check_triplets(config: dict, file) -> None:
 
 
 def _check_warmup(config: dict, file) -> None:
-    """``recipe.warmup_steps`` as transformers reads it (``TrainingArguments.get_warmup_steps``): a
-    float below 1 is a ratio of the steps; an integer is a number of steps, at most
-    ``recipe.steps``; a float of 1 or more (transformers truncates it to steps, 1.0 to one) is
-    refused."""
     recipe = config.get("recipe") if isinstance(config.get("recipe"), dict) else {}
     warmup, steps = recipe.get("warmup_steps", 0), recipe.get("steps")
     if isinstance(warmup, bool) or not isinstance(warmup, (int, float)) or not isinstance(steps, int):

@@ -1,6 +1,5 @@
-"""The claims about a run's best k (arXiv 2606.18811: rescaling recovers the large-norm backbones,
-their best k is 16, RoBERTa's is 2, the optimal k grows with the head norm). A run's best k is
-:func:`lsrbench.report.results.best_k` on ``claims.select_on``; it is tested on the test datasets."""
+"""The claims about a run's best k (arXiv 2606.18811: rescaling recovers the large-norm backbones, their best k is
+16, RoBERTa's is 2, the optimal k grows with the head norm)."""
 
 from __future__ import annotations
 
@@ -65,9 +64,8 @@ class BestKAbove(ClaimType):
 
 
 class BestKMatchesPaper(ClaimType):
-    """The paper's best k is ours: it is the k we select on select_on, and on the test set it beats
-    every other non-collapsed k of the run (intersection-union). A selected k other than the paper's
-    can make the claim fail or leave it inconclusive, never hold."""
+    """The paper's best k is ours: it is the k we select on select_on, and on the test set it beats every other
+    non-collapsed k of the run (intersection-union)."""
 
     name = "best_k_matches_paper"
 
@@ -108,7 +106,6 @@ class BestKMatchesPaper(ClaimType):
 
 
 def _match_text(ev: Evidence, s: Settings, run: str, theirs: str, ours: str, tests: list) -> str:
-    """Both ks with their numbers on the selection set, then the paper's k against every other k."""
     def score(k, measure, datasets):
         value = mean_score(ev.metrics, run, k, measure, datasets)
         return "–" if value is None else f"{value:.4f}"
@@ -122,11 +119,8 @@ def _match_text(ev: Evidence, s: Settings, run: str, theirs: str, ours: str, tes
 
 
 def _twins(ev: Evidence, v: Verdict, swept: list[str], pts: list, listing: str) -> None:
-    """Twins of one checkpoint only. ``by construction`` where their grids are the same models: a
-    twin scaled by c at k = c k' is the original at k', so when every twin's ks divided by its head
-    scale are one set, each twin's best k is c times the original's whatever training does. On a
-    grid that is not (k in {1, 16} with a x10 twin: 0.1 and 1.6 against 1 and 16) the twins are
-    other models, and two or more twins of one checkpoint are no test of the norm: descriptive."""
+    """Twins of one checkpoint only: ``by construction`` where every twin's ks divided by its head scale are one set
+    (a twin scaled by c at k = c k' is the original at k'), else descriptive (the twins are other models)."""
     effective = {r: sorted(round(effective_k(ev, r, k)[2], 9) for k in numeric_ks(ev.metrics, r)) for r in swept}
     if len({tuple(ks) for ks in effective.values()}) == 1:
         v.verdict = BY_CONSTRUCTION

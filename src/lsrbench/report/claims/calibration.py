@@ -1,22 +1,8 @@
-"""The claims engine (:mod:`lsrbench.report.claims.engine`) validated as a statistician validates a test:
-simulated per-query evidence for a config's claims, drawn many times, under no effect (every run
-equal in expectation: the rate of ``holds`` or ``fails`` must stay within alpha plus Monte Carlo
-error) and under the paper's effect sizes (how often the paper's verdict comes out: the power the
-simulated sample sizes give). ``benchmark/claims_calibration.py`` records the rates
-(docs/claims.md's table); ``tests/report/claims/test_calibration.py`` checks them.
-
-The model (written here: no library simulates paired IR evaluations): per dataset, each query has a
-difficulty shared by every run, ``N(0, 0.2)``; a run's per-query score is its true mean plus that
-difficulty plus its own noise ``N(0, 0.15)``, clipped to [0, 1] (so scores pile up at 0 and 1, as
-nDCG@10 does), optionally rounded to tenths (``ties``: many exactly equal pairs). One score per
-query serves every measure. A collapsed run is flagged in ``collapsed`` rows and scores near 0.
-Per dataset a run's FLOPs are its true FLOPs times the dataset's factor ``exp(N(0, 0.5))`` (its
-documents' lengths: shared by every run) times the run's own ``exp(N(0, 0.05))``; the pooled row is
-their mean. ``offsets`` (:class:`RunOffsets`) adds what resampling queries cannot see: each trained
-model is one draw of its training seed, so each (run, k) carries its own score offset (shared by
-its datasets, plus one per dataset; added after clipping, so the run's mean moves by exactly it) and
-its own FLOPs factor, drawn anew in every draw.
-"""
+"""The claims engine (:mod:`lsrbench.report.claims.engine`) validated as a statistician validates a test: simulated
+per-query evidence for a config's claims, drawn many times, under no effect (every run equal in expectation: the
+rate of ``holds`` or ``fails`` must stay within alpha plus Monte Carlo error) and under the paper's effect sizes
+(how often the paper's verdict comes out: the power the simulated sample sizes give). The simulation is written
+here: no library simulates paired IR evaluations."""
 
 from __future__ import annotations
 
@@ -49,10 +35,9 @@ class RunOffsets:
     flops_sd: float = 0.0
 
 
-# The tiny default's six recorded seeds (benchmark/results/tiny_default_seeds-metrics.csv), sd pooled
-# within its 5 trained runs: nDCG@10 0.0130, log FLOPs 0.099 (claims.seed_sd's default). Taken as a
-# whole-model offset (shared by every dataset): the split into per-model and per-dataset parts is not
-# measured, and a shared offset is the one averaging over datasets does not shrink.
+# The tiny default's six recorded seeds (benchmark/results/tiny_default_seeds-metrics.csv), sd pooled within its 5
+# trained runs: nDCG@10 0.0130, log FLOPs 0.099 (claims.seed_sd's default). A whole-model offset, shared by every
+# dataset: the one averaging over datasets does not shrink.
 MEASURED_SEED_SD = RunOffsets(model_sd=0.013, flops_sd=0.099)
 NO_OFFSETS = RunOffsets()
 
@@ -77,12 +62,8 @@ class Scenario:
 
 
 
-# The paper's effect sizes (arXiv 2606.18811, BEIR-13 nDCG@10) on each config's runs. Stated by the
-# paper: BERT 0.370 (k = 1), ModernBERT 0.127 -> 0.405 (k = 1 -> 16), Ettin 0.221 -> 0.391, RoBERTa
-# best at k = 2 and far lower at 16 (0.375 vs 0.20), ALBERT and over-rescaling collapse, ModernBERT
-# collapses at k = 1 on some runs, rescaled runs cheaper in FLOPs. The ks between are interpolated
-# (the paper gives no numbers for them); the tiny default's runs take their paper analogues
-# (reference = BERT, x10 twin = ModernBERT, the reference at 16 = RoBERTa at 16).
+# The paper's effect sizes (arXiv 2606.18811, BEIR-13 nDCG@10) on each config's runs; the ks between the paper's are
+# interpolated (it gives no numbers for them), the tiny default's runs take their paper analogues.
 _PAPER = {
     "bert": {"*": 0.370}, "distilbert": {"*": 0.350}, "gte-mlm": {"*": 0.380},
     "albert": {"1": 0.330, "2": 0.300, "4": 0.250, "8": 0.180, "16": 0.100},

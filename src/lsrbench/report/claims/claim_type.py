@@ -1,8 +1,7 @@
 """What a claim type of :mod:`lsrbench.report.claims.engine` is (the claims of arXiv 2606.18811 as checkable
-statements): one class that evaluates its spec on a finished run's evidence, names the runs and k
-selectors its spec refers to (the config validator checks them against the grid) and the datasets
-whose per-query scores it reads (the claims rule's inputs), the way an ir_measures measure declares
-what it supports. Also the tests the claim types share."""
+statements): one class that evaluates its spec on a finished run's evidence, names the runs and k selectors its
+spec refers to (the config validator checks them against the grid) and the datasets whose per-query scores it
+reads (the claims rule's inputs), the way an ir_measures measure declares what it supports."""
 
 from __future__ import annotations
 
@@ -18,9 +17,8 @@ from lsrbench.report.stats import MacroTest, macro_paired_test
 __all__ = ["ClaimRun", "ClaimType", "Outcome", "paired_test", "pair_outcome", "any_of", "all_of", "set_outcome",
            "selection_notes", "seed_notes", "same_model", "DATA_SELECTED_K"]
 
-# k selectors whose value the results decide (the best k on claims.select_on): a claim that reads
-# one is tested over every k it could select (claims.compare), never through the selection alone.
-# ``max`` (the largest swept k) and a number are the config's.
+# k selectors whose value the results decide (the best k on claims.select_on): a claim that reads one is tested
+# over every k it could select (claims.compare), never through the selection alone.
 DATA_SELECTED_K = ("best",)
 
 
@@ -84,9 +82,8 @@ class Outcome:
 
 def pair_outcome(t: MacroTest, a: tuple[str, str], b: tuple[str, str], measure: str, datasets: list[str],
                  sign: int) -> Outcome:
-    """The outcome of the paired test ``t`` of ``a`` against ``b`` for a claim that a - b - shift has
-    ``sign`` (+1, -1; 0: a two-sided claim that they differ). The key is written from the smaller
-    run name first, so "a > b" and "b < a" are one test."""
+    """The outcome of the paired test ``t`` of ``a`` against ``b`` for a claim that a - b - shift has ``sign`` (+1,
+    -1; 0: a two-sided claim that they differ)."""
     ok = sign == 0 or (t.diff - t.shift) * sign > 0
     if (b, sign) < (a, -sign):
         a, b, sign, shift = b, a, -sign, -t.shift
@@ -103,10 +100,9 @@ def _compound(kind: str, outcomes) -> tuple[list[Outcome], tuple]:
 
 
 def any_of(outcomes) -> Outcome:
-    """A claim that at least one of several statements holds (a union: "some k > 1 beats k = 1"):
-    it holds when the smallest p going its way, times their number (Bonferroni), is significant;
-    it fails only when every statement is significantly against it (intersection-union: the
-    largest p). One statement is itself."""
+    """A claim that at least one of several statements holds (a union: "some k > 1 beats k = 1"): it holds when the
+    smallest p going its way, times their number (Bonferroni), is significant; it fails only when every
+    statement is significantly against it (intersection-union: the largest p)."""
     outcomes, key = _compound("any", outcomes)
     if len(outcomes) == 1:
         return outcomes[0]
@@ -117,11 +113,10 @@ def any_of(outcomes) -> Outcome:
 
 
 def all_of(outcomes) -> Outcome:
-    """A claim that every one of several statements holds (an intersection: "both backbones
-    recover"): it holds when the largest p is significant with every direction the claim's
-    (intersection-union); it fails when one statement is significantly against it, the smallest
-    such p times their number (Bonferroni: any of them could have been the one). One statement is
-    itself."""
+    """A claim that every one of several statements holds (an intersection: "both backbones recover"): it holds
+    when the largest p is significant with every direction the claim's (intersection-union); it fails when one
+    statement is significantly against it, the smallest such p times their number (Bonferroni: any of them could
+    have been the one)."""
     outcomes, key = _compound("all", outcomes)
     if len(outcomes) == 1:
         return outcomes[0]

@@ -1,11 +1,6 @@
-"""The ``compare`` claim (arXiv 2606.18811's "ModernBERT underperforms BERT at k=1", "recovered
-ModernBERT matches BERT", "over-rescaling RoBERTa hurts"): run a against run b on the macro mean of
-the test datasets, two-sided or as non-inferiority with ``claims.margin`` (docs/claims.md).
-
-A side whose k is ``best`` is the best of its run's ks, a choice the results make: the claim is
-tested over every k the choice could take, not through the one it took ("the best k beats k = 1"
-is "some k beats k = 1"; "k = 16 is below the best k" is "some k beats k = 16"), so noise that
-moves the choice cannot decide the verdict."""
+"""The ``compare`` claim (arXiv 2606.18811's "ModernBERT underperforms BERT at k=1", "recovered ModernBERT matches
+BERT", "over-rescaling RoBERTa hurts"): run a against run b on the macro mean of the test datasets, two-sided or
+as non-inferiority with ``claims.margin`` (docs/claims.md)."""
 
 from __future__ import annotations
 
@@ -85,10 +80,9 @@ class Compare(ClaimType):
 
 
 def _equivalence(ev: Evidence, s: Settings, v: Verdict, a, b, lower) -> None:
-    """Equivalence as two one-sided tests (Schuirmann's TOST): a - b above -margin (``lower``) and
-    below +margin, each at its two-sided p as the non-inferiority test reads it; holds when both are
-    significant their way, fails when either is significantly against (the difference outside the
-    margin), else inconclusive: a difference that is merely not significant is never "equal"."""
+    """Equivalence as two one-sided tests (Schuirmann's TOST): holds when both are significant their way, fails
+    when either is significantly against, else inconclusive: a difference merely not significant is never
+    "equal"."""
     upper = paired_test(ev, s, a, b, s.measure, s.datasets, +s.margin)
     set_outcome(v, all_of([pair_outcome(lower, a, b, s.measure, s.datasets, +1),
                            pair_outcome(upper, a, b, s.measure, s.datasets, -1)]))
@@ -96,8 +90,6 @@ def _equivalence(ev: Evidence, s: Settings, v: Verdict, a, b, lower) -> None:
 
 
 def _over_selection(ev: Evidence, s: Settings, spec: dict, v: Verdict, chosen, shift: float, tests: dict) -> None:
-    """The claim over every k a ``best`` side could be: "best is larger" is "some k is", "best is
-    smaller" is "every k is" (side a outside, b inside); pairs that are one model are left out."""
     sign = _SIGN[spec["expect"]]
     runs = {x: spec[x]["backbone"] for x in ("a", "b")}
     ks = {x: selectable_ks(ev, runs[x]) if spec[x]["k"] in DATA_SELECTED_K else [side[1]]
@@ -136,7 +128,6 @@ def _over_selection(ev: Evidence, s: Settings, spec: dict, v: Verdict, chosen, s
 
 
 def _selection_text(ev: Evidence, s: Settings, spec: dict, chosen) -> str:
-    """Which k each best side took, and over which ks the claim is tested."""
     texts = []
     for x, side in zip(("a", "b"), chosen):
         if spec[x]["k"] not in DATA_SELECTED_K:

@@ -1,22 +1,5 @@
-"""The paper's claims ("Rescaling MLM-Head for Neural Sparse Retrieval", arXiv 2606.18811) as
-checkable statements, evaluated on this run's numbers (docs/claims.md says how).
-
-Claims are declared in the run config (``claims:``), so the tiny default checks its own analogues.
-Each claim type is one class (:class:`lsrbench.report.claims.claim_type.ClaimType`) and one line of
-:data:`CLAIM_TYPES`: it evaluates its spec, names the runs the validator checks against the grid and
-the datasets whose per-query scores the claims rule reads. Verdicts: ``holds`` / ``fails``
-(a test significant after Holm's correction over the distinct tests of the tested claims, query and
-training-seed noise both in it; a collapse flag decides only through a test;
-:mod:`lsrbench.report.claims.calibration` measures the rates),
-``inconclusive``, ``by construction`` (the config makes it true whatever training does: twins of
-one checkpoint on one set of models), ``descriptive`` (no test) or ``not measured`` (evidence it
-needs is absent). Comparisons test the
-statistic the table prints, the macro mean over datasets
-(:func:`lsrbench.report.stats.macro_paired_test`); "matches or beats" is a non-inferiority test
-with the margin ``claims.margin``; a run's best k is chosen on ``claims.select_on`` (MS MARCO Dev
-in the paper config) with :func:`lsrbench.report.results.best_k` (collapsed runs excluded), and a
-claim that compares it is tested over every k the choice could take (:mod:`~lsrbench.report.claims.compare`).
-"""
+"""The paper's claims ("Rescaling MLM-Head for Neural Sparse Retrieval", arXiv 2606.18811) as checkable statements,
+evaluated on this run's numbers (docs/claims.md says how)."""
 
 from __future__ import annotations
 
@@ -78,8 +61,6 @@ def _evaluate_one(ev: Evidence, spec: dict, s: Settings) -> Verdict:
 
 
 def _chance_notes(ev: Evidence, v: Verdict, s: Settings) -> None:
-    """A note per run the claim reads that scores no better than a random ranking of the evaluated
-    documents (results/chance.json): a comparison with it is a comparison with chance."""
     if not ev.chance or not v.datasets:
         return
     from lsrbench.report.tables.chance import at_chance_note
@@ -91,12 +72,9 @@ def _chance_notes(ev: Evidence, v: Verdict, s: Settings) -> None:
 
 
 def evaluate_claims(ev: Evidence, claims_cfg: dict, intervals: bool = True) -> list[Verdict]:
-    """Every claim of ``claims_cfg["list"]`` (the ``claims:`` block with the schema's defaults),
-    then Holm's correction over the p-values of the tested ones (those whose verdict their type left
-    open) and their verdicts from it. Claims that ran one test (equal ``test_key``: "rescaling
-    recovers" and "the best k beats k = 1" of one backbone) are one member of the family: each
-    gets that test's adjusted p, and the later ones say whose test they share. ``intervals=False``:
-    no bootstrap intervals (they decide no verdict; the calibration's draws skip them)."""
+    """Every claim of ``claims_cfg["list"]`` (the ``claims:`` block with the schema's defaults), then Holm's
+    correction over the p-values of the tested ones (those whose verdict their type left open) and their
+    verdicts from it."""
     s = dataclasses.replace(Settings.from_config(claims_cfg), intervals=intervals)
     out = [_evaluate_one(ev, spec, s) for spec in claims_cfg.get("list", [])]
     tested = [v for v in out if v.verdict is None]

@@ -33,10 +33,8 @@ class NotMeasured(Exception):
 
 @dataclass
 class Evidence:
-    """What the claims read: tidy metrics, per-query scores, head statistics, training logs, the
-    config's backbones and report block, the paper's reported values and the step-0 probes. With
-    several training seeds, metrics, per-query scores and logs are the means over seeds
-    (:mod:`lsrbench.report.seeds`), and ``seed_metrics`` holds each seed's own metrics."""
+    """What the claims read: tidy metrics, per-query scores, head statistics, training logs, the config's backbones
+    and report block, the paper's reported values and the step-0 probes."""
 
     metrics: pd.DataFrame  # backbone,k,dataset,measure,value
     perquery: dict[tuple[str, str, str], pd.DataFrame] = field(default_factory=dict)  # (run,k,dataset) -> query_id,measure,value
@@ -105,12 +103,7 @@ class Settings:
 
 @dataclass
 class Verdict:
-    """One claim's outcome. A claim type sets ``verdict`` itself only where no test decides it (by
-    construction, descriptive, inconclusive with nothing to test); otherwise it leaves it None and gives ``p_value``
-    (raw), ``sign_ok`` (whether the observed direction is the claim's) and ``can_hold`` (False: the
-    claim may fail or be inconclusive, never hold) and ``test_key``;
-    :func:`lsrbench.report.claims.engine.evaluate_claims` then sets ``p_adjusted`` by Holm's correction
-    over the distinct tests of the tested claims and the verdict from it."""
+    """One claim's outcome."""
 
     id: str
     text: str
@@ -141,10 +134,8 @@ class Verdict:
 
 # ---------------------------------------------------------------------------------- run helpers
 def checkpoint_key(backbones: dict, run: str) -> str:
-    """What a run's checkpoint is, without its synthetic ``head_scale``: twins of one checkpoint
-    (same model, revision, fetch and MLM re-fit) share it. A head scale matched at run time to
-    another backbone's (lsrbench.model.head_match) is part of it: its factor is no config number,
-    so no k of it is known to give back the original."""
+    """What a run's checkpoint is, without its synthetic ``head_scale``: twins of one checkpoint (same model,
+    revision, fetch and MLM re-fit) share it."""
     entry = backbones.get(split_run_name(run)[0], {})
     keys = ("model", "revision", "fetch", "trust_remote_code", "code_revision", "mlm_refit")
     matched = {"head_scale": entry["head_scale"]} if isinstance(entry.get("head_scale"), dict) else {}

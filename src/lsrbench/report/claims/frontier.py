@@ -18,14 +18,9 @@ __all__ = ["Frontier", "flops_test"]
 
 
 class Frontier(ClaimType):
-    """Per backbone, each rescaled run dominates k=1 when both its FLOPs are lower (tested over the
-    datasets: :func:`flops_test`) and its score is non-inferior (H0: difference = -margin); the
-    backbone's claim is that some run does (Bonferroni over them), and it fails when every run is
-    significantly short on one of the two. A k=1 flagged collapsed is off the plot: a rescaled run
-    dominates it when it scores significantly higher (its FLOPs, near 0 when collapsed, are not
-    compared). A collapse flag decides nothing alone: flagged runs are tested like the others, and
-    every rescaled run is tested where all are flagged. Backbones combine as the other
-    multi-backbone claims do (all must hold)."""
+    """Per backbone, each rescaled run dominates k=1 when both its FLOPs are lower (tested over the datasets:
+    :func:`flops_test`) and its score is non-inferior (H0: difference = -margin); the backbone's claim is that
+    some run does (Bonferroni over them), and it fails when every run is significantly short on one of the two."""
 
     name = "frontier"
 
@@ -71,13 +66,10 @@ class Frontier(ClaimType):
 
 def flops_test(ev: Evidence, s: Settings, run: str, k: str, datasets: list[str],
                shown: tuple[float, float]) -> tuple[Outcome, str]:
-    """Whether run k has fewer FLOPs than k=1: the per-dataset log FLOPs ratios (a dataset's
-    FLOPs scale with its documents' lengths, so ratios, not differences, are comparable), each
-    dataset a unit, under independent sign flips (exact up to ``s.resamples`` sign vectors), plus
-    both runs' training-seed FLOPs noise (:mod:`lsrbench.report.claims.run_noise`). Its direction
-    is the plotted FLOPs' (``shown``: k's, k=1's) and the ratios' mean's, both; one dataset cannot
-    give p < 0.5 (the tiny default's Vaswani; without seed noise p = 1), six are the fewest that can
-    give p < 0.05."""
+    """Whether run k has fewer FLOPs than k=1: the per-dataset log FLOPs ratios (a dataset's FLOPs scale with its
+    documents' lengths, so ratios, not differences, are comparable), each dataset a unit, under independent sign
+    flips (exact up to ``s.resamples`` sign vectors), plus both runs' training-seed FLOPs noise
+    (:mod:`lsrbench.report.claims.run_noise`)."""
     m = ev.metrics[(ev.metrics[RUN_COLUMN] == run) & (ev.metrics["measure"] == FLOPS)
                    & ev.metrics["dataset"].isin(datasets)]
     by_k = {kk: grp.set_index("dataset")["value"] for kk, grp in m.groupby("k")}
@@ -101,8 +93,6 @@ def flops_test(ev: Evidence, s: Settings, run: str, k: str, datasets: list[str],
 
 def _dominance(ev: Evidence, s: Settings, v: Verdict, run: str, points: dict, rescaled: list[str], measure: str,
                datasets: list[str], k1_flagged: bool) -> tuple[Outcome, str]:
-    """Some rescaled run dominates k=1: per run both tests (all), over the runs some (any); a k=1
-    flagged collapsed: per run the score test alone, H0: difference = 0."""
     flops1, score1 = points["1"]
     front = pareto_front([(k, f, score) for k, (f, score) in points.items() if k in rescaled or k == "1"])
     head = (f"{run}: k=1 has {flops1:.3g} FLOPs, {measure} {score1:.4f}"

@@ -1,8 +1,5 @@
-"""The ``loss`` claim as arXiv 2606.18811 states it: unrescaled large-norm models start with very
-high loss and converge to poor minima, rescaled ones have smoother curves and lower final loss.
-Descriptive (the training losses of one seed, no test): start, end at one step, roughness. The
-start comes from the step-0 probe where a run has no training log (a released checkpoint, a grid
-not trained yet), so the first statement is checkable for every backbone without training."""
+"""The ``loss`` claim as arXiv 2606.18811 states it: unrescaled large-norm models start with very high loss and
+converge to poor minima, rescaled ones have smoother curves and lower final loss."""
 
 from __future__ import annotations
 
@@ -36,12 +33,11 @@ def roughness(values: list[float]) -> float:
 
 
 class Loss(ClaimType):
-    """Run a (best k by default) against run b (k=1) of one backbone: where it starts (the mean of
-    the first ``window`` logged losses, or without a training log the step-0 probe's loss:
-    :func:`lsrbench.report.probe.report.start_loss`, which says which), the mean of the last
-    ``window`` up to the last step both runs have a finite loss at, and the roughness of both
-    curves up to that step (these two need both training logs). Verdict ``descriptive``; the
-    details say which of the paper's three statements the curves show."""
+    """Run a (best k by default) against run b (k=1) of one backbone: where it starts (the mean of the first
+    ``window`` logged losses, or without a training log the step-0 probe's loss:
+    :func:`lsrbench.report.probe.report.start_loss`, which says which), the mean of the last ``window`` up to
+    the last step both runs have a finite loss at, and the roughness of both curves up to that step (these two
+    need both training logs)."""
 
     name = "loss"
 
@@ -86,12 +82,10 @@ class Loss(ClaimType):
 
 
 def _minus(a, b) -> str:
-    """Which run's loss the cell subtracts from which, in the claims table's words: "k=4 minus k=1"."""
     return f"k={a[1]} minus k={b[1]}"
 
 
 def _curves(v: Verdict, key: str, sides, steps, losses, start, where: str, window: int, logs: dict) -> None:
-    """Start, end at one step and roughness of two training curves, into ``v``."""
     (a, b), (sa, sb), (la, lb) = sides, steps, losses
     last = min(sa[-1], sb[-1])
     ea, eb = [x for t, x in zip(sa, la) if t <= last], [x for t, x in zip(sb, lb) if t <= last]

@@ -46,7 +46,6 @@ def seeds_sentence(seeds: list[str] | None, s: Settings | None = None) -> str:
 
 
 def _method(claims_cfg: dict, s: Settings, verdicts: list[Verdict]) -> str:
-    """How every claim is tested, one paragraph."""
     from lsrbench.report.claims.engine import holm_family_size
 
     n_claims, n_tests = sum(v.p_adjusted is not None for v in verdicts), holm_family_size(verdicts)
@@ -63,7 +62,6 @@ def _method(claims_cfg: dict, s: Settings, verdicts: list[Verdict]) -> str:
 
 
 def _chance_text(chance: dict, s: Settings) -> str:
-    """What was evaluated and what a random ranking scores on it, in one sentence."""
     parts = []
     for ds in dict.fromkeys(s.datasets + s.select_datasets):
         d = chance.get("datasets", {}).get(ds)
@@ -82,7 +80,6 @@ def _chance_text(chance: dict, s: Settings) -> str:
 
 
 def _shared_notes(verdicts: list[Verdict]) -> dict[str, list[str]]:
-    """Every note that two or more claims carry, with the ids of the claims that carry it."""
     ids: dict[str, list[str]] = {}
     for v in verdicts:
         for note in dict.fromkeys(v.notes):
@@ -92,8 +89,6 @@ def _shared_notes(verdicts: list[Verdict]) -> dict[str, list[str]]:
 
 def _notes(claims_cfg: dict, s: Settings, verdicts: list[Verdict], seeds: list[str] | None, chance: dict | None,
            shared: dict[str, list[str]]) -> list[str]:
-    """The notes the claims share, once: how they are tested, training variance, what was evaluated,
-    the paper column, then each note several claims carry, with their ids."""
     mapped = ", ".join(f"{ours} for {' and '.join(theirs)}" for ours, theirs in s.paper_runs.items())
     lines = ["## Notes", "", _method(claims_cfg, s, verdicts), "", seeds_sentence(seeds, s), "",
              *([_chance_text(chance, s), ""] if chance else []),
@@ -108,7 +103,6 @@ def _notes(claims_cfg: dict, s: Settings, verdicts: list[Verdict], seeds: list[s
 
 
 def _claim_paragraph(v: Verdict, shared: dict[str, list[str]]) -> str:
-    """One claim: id, verdict and text, what its test asks (or why there is none), its noise, its own notes."""
     text = f"**`{v.id}`**: {v.text}."
     # an untested claim's details say why it has no test, unless the table's estimate already shows them
     text += f" Test: {v.test or v.statistic}." if v.p_value is not None else (

@@ -1,14 +1,6 @@
-"""Training-seed noise in the claims' tests: each trained model is one draw of its training seed,
-so two runs differ by a run-level offset that resampling queries does not see (Bouthillier et al.,
-"Accounting for variance in machine learning benchmarks", MLSys 2021). Every comparison adds it to
-its test as an independent term (:func:`lsrbench.report.stats.sign_flip_p_value`), of sd
-``sigma * sqrt(1/n_a + 1/n_b)`` (``n``: a side's seeds; a run that is not trained, BM25 or a
-released checkpoint, adds none), where ``sigma`` is one model's sd across seeds:
-
-- 3 or more seeds (``recipe.seeds``): estimated from this run's own seeds, pooled within every
-  trained, non-collapsed run that has the claim's values in every seed (t with the pooled df);
-- fewer: the declared ``claims.seed_sd`` (``claims.seed_flops_cv`` for log FLOPs), with its source.
-"""
+"""Training-seed noise in the claims' tests: each trained model is one draw of its training seed, so two runs
+differ by a run-level offset that resampling queries does not see (Bouthillier et al., "Accounting for variance
+in machine learning benchmarks", MLSys 2021)."""
 
 from __future__ import annotations
 
@@ -44,7 +36,6 @@ def trained(ev: Evidence, run: str) -> bool:
 
 
 def _seed_values(ev: Evidence, run: str, k: str, measure: str, datasets: list[str], log: bool) -> list[float]:
-    """One value per seed: the macro mean of ``measure`` (of its log, ``log``) over ``datasets``."""
     out = []
     for frame in ev.seed_metrics.values():
         sel = frame[(frame[RUN_COLUMN] == run) & (frame["k"] == k) & (frame["measure"] == measure)
@@ -94,7 +85,6 @@ def difference_sd(ev: Evidence, s: Settings, a: tuple[str, str], b: tuple[str, s
 
 
 def _brief(noise: RunNoise, what: str) -> str:
-    """A run-level noise in a few words (its source: claims.md's notes, claims.json's seed_sd_source)."""
     return (f"declared sd {noise.sd:.3g}{what}" if noise.df is None
             else f"sd {noise.sd:.3g}{what} from this run's seeds, {noise.df:g} df")
 

@@ -1,9 +1,7 @@
-"""What each figure of the report shows, as data: the figures (:mod:`lsrbench.report.figures.plots`) draw
-exactly these values, and each figure rule writes them beside its images as ``<figure>.data.json``
-(:func:`write_figure_record`: the config it was made with, the files it read, the SHA-256 of the
-images), which ``lsrbench verify`` recomputes from the run files (:mod:`lsrbench.report.verify.reports`).
-
-Non-finite numbers (a collapsed run's NaN loss) are recorded as null: JSON has no NaN."""
+"""What each figure of the report shows, as data: the figures (:mod:`lsrbench.report.figures.plots`) draw exactly
+these values, and each figure rule writes them beside its images as ``<figure>.data.json``
+(:func:`write_figure_record`: the config it was made with, the files it read, the SHA-256 of the images), which
+``lsrbench verify`` recomputes from the run files (:mod:`lsrbench.report.verify.reports`)."""
 
 from __future__ import annotations
 

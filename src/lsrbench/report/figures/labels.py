@@ -1,7 +1,7 @@
-"""Point labels that do not overlap: each label goes to the first of a ring of positions around its
-point where it collides with no label placed before it and no marker, with a thin leader line when
-it sits away from the point. Written here because matplotlib has no label placement of its own and
-a greedy ring search is enough for the few dozen points of a tradeoff plot (no extra dependency)."""
+"""Point labels that do not overlap: each label goes to the first of a ring of positions around its point where it
+collides with no label placed before it and no marker, with a thin leader line when it sits away from the point.
+Written here because matplotlib has no label placement of its own and a greedy ring search is enough for the few
+dozen points of a tradeoff plot (no extra dependency)."""
 
 from __future__ import annotations
 
@@ -19,12 +19,7 @@ def _overlaps(a, b, pad: float = 1.0) -> bool:
 
 
 def place_labels(ax, points: list[dict], marker_radius: float = 5.0, lines=()) -> list:
-    """Annotate ``points`` (dicts with ``x``, ``y``, ``text``, ``color``) on ``ax`` without overlaps.
-
-    Returns the annotations. Markers count as obstacles (a square of ``marker_radius`` points
-    around each point, in display space), and so do the drawn ``lines`` (Line2D artists, sampled
-    along their path); a label never leaves the axes when a free spot inside exists.
-    Deterministic: points are placed in the given order."""
+    """Annotate ``points`` (dicts with ``x``, ``y``, ``text``, ``color``) on ``ax`` without overlaps."""
     fig = ax.figure
     renderer = fig.canvas.get_renderer()
     px = fig.dpi / 72.0
@@ -64,7 +59,6 @@ def place_labels(ax, points: list[dict], marker_radius: float = 5.0, lines=()) -
 
 
 def _line_boxes(line, half: float) -> list:
-    """Small boxes every few pixels along a drawn line (display space), as label obstacles."""
     import numpy as np
     from matplotlib.transforms import Bbox
 

@@ -62,10 +62,8 @@ def _palette(names: list[str]) -> dict[str, str]:
 
 
 def _coincident_sizes(pts: pd.DataFrame, base: float) -> tuple[list[float], list[bool]]:
-    """Marker area per point, and whether it is drawn as a ring: points at the same spot (FLOPs to 4
-    significant digits, score to 4 decimals) get decreasing sizes in plotting order, each outer one
-    an unfilled ring in its colour at least 1.8x the radius of the next, so that every marker of the
-    spot, shape and colour, stays visible around the filled innermost one."""
+    """Marker area per point, and whether it is drawn as a ring: points at the same spot get decreasing sizes, each
+    outer one an unfilled ring, so that every marker of the spot stays visible."""
     keys = [(f"{f:.4g}", round(s, 4)) for f, s in zip(pts["flops"], pts["score"])]
     counts = {key: keys.count(key) for key in keys}
     seen: dict = {}
@@ -85,10 +83,6 @@ MIN_PANEL = 0.22
 
 def _score_ranges(scores: list[float], bm25: float | None,
                   chance: float | None = None) -> tuple[tuple[float, float], tuple[float, float] | None]:
-    """y ranges of the upper panel (runs within BAND of the best, and BM25) and of the lower one
-    (None when one axis holds everything: no run far below the best, or no run near it, only BM25's
-    line, which a panel of its own would spend the figure on). The lower panel reaches down to the
-    chance line; no panel is made for it alone (the legend then says where it is)."""
     values = [*scores, *([bm25] if bm25 is not None else [])]
     if not values:
         return (0.0, 1.0), None
@@ -115,7 +109,6 @@ def panel_heights(values: list[float], upper: tuple[float, float]) -> list[float
 
 
 def _break_marks(upper, lower) -> None:
-    """Hide the spines where the y axis is broken and draw the usual diagonal break marks."""
     upper.spines["bottom"].set_visible(False)
     lower.spines["top"].set_visible(False)
     upper.tick_params(axis="x", which="both", bottom=False)
@@ -127,8 +120,6 @@ def _break_marks(upper, lower) -> None:
 
 def _draw_runs(axes, pts: pd.DataFrame, names: list[str], colors: dict, backbones: dict, bm25: dict | None,
                chance: dict | None = None):
-    """Markers (coincident ones concentric), the Pareto frontier, the BM25 line and the chance line on
-    every panel; returns the legend handles and each panel's frontier line."""
     plt = pyplot()
     ax = axes[0]
     sizes, rings = _coincident_sizes(pts, 34.0)
@@ -223,12 +214,9 @@ def tradeoff_figure(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, ch
 
 def plot_tradeoff(metrics_csv: str, report_cfg: dict, backbones: dict, out_png: str, out_pdf: str | None = None,
                   chance_json: str | None = None) -> dict:
-    """FLOPs (x, log scale) against the tradeoff measure, one marker per run coloured by backbone,
-    each labelled with its k where no other label is, coincident runs drawn concentric, the Pareto
-    frontier dashed and BM25 dotted. Runs scoring below BAND of the best go to a lower panel of a
-    broken y axis (each panel as high as the range it shows), so the competitive runs are not
-    squeezed together by a y axis from 0; with no run near the best (BM25 alone there), one axis.
-    ``chance_json`` (results/chance.json): a random ranking's expected score, dash-dotted."""
+    """FLOPs (x, log scale) against the tradeoff measure, one marker per run coloured by backbone, each labelled
+    with its k where no other label is, coincident runs drawn concentric, the Pareto frontier dashed and BM25
+    dotted."""
     from lsrbench.report.tables.chance import read_chance
 
     plt = pyplot()
@@ -330,11 +318,10 @@ def loss_runs(logs: dict[tuple[str, str], list[dict]], key: str = "ranking_loss"
 
 def plot_loss_curves(logs: dict[tuple[str, str], list[dict]], backbones: dict, out_png: str,
                      key: str = "ranking_loss", batch_size: int | None = None, seeds: int = 1) -> dict:
-    """Training loss per step, one panel per run name, one colour per k (the same in every panel),
-    one shared y axis (log when every value is positive), each curve raw (thin) and smoothed (thick),
-    the chance level dotted (``batch_size``: the recipe's), the legend below the panels (``seeds`` > 1:
-    each curve the mean over that many training seeds). Returns what it shows
-    (:func:`lsrbench.report.figures.data.loss_data`)."""
+    """Training loss per step, one panel per run name, one colour per k (the same in every panel), one shared y
+    axis (log when every value is positive), each curve raw (thin) and smoothed (thick), the chance level dotted
+    (``batch_size``: the recipe's), the legend below the panels (``seeds`` > 1: each curve the mean over that
+    many training seeds)."""
     plt = pyplot()
     runs = loss_runs(logs, key)
     data = loss_data(runs, backbones, batch_size, key)

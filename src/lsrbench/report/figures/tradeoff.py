@@ -1,6 +1,5 @@
-"""The effectiveness/FLOPs plane of the paper's tradeoff plot (NanoBEIR nDCG@10 against FLOPs, arXiv
-2606.18811): one point per run. The figure (:mod:`lsrbench.report.figures.plots`) draws these points and the
-frontier claim (:mod:`lsrbench.report.claims.frontier`) tests on them, so both read one definition."""
+"""The effectiveness/FLOPs plane of the paper's tradeoff plot (NanoBEIR nDCG@10 against FLOPs, arXiv 2606.18811):
+one point per run."""
 
 from __future__ import annotations
 

@@ -34,7 +34,6 @@ def _series(results: list[dict], run: str, key: str) -> tuple[list[float], list[
 
 def _panel(ax, results: list[dict], runs: list[str], key: str, label: str, reference: str, colors: dict,
            recommended: dict) -> None:
-    """One statistic: a line per run, the reference's k = 1 value dashed, recommended k dotted."""
     values = []
     for run in runs:
         ks, vs = _series(results, run, key)

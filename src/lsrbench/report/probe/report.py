@@ -1,18 +1,8 @@
-"""The probe's report: ``results/probe.md`` and ``results/probe.json`` from the probe's
-results (:func:`lsrbench.model.probe.probe_backbone`), what the paper's rescale ``W_head <- W_head / k``
-("Rescaling MLM-Head for Neural Sparse Retrieval", arXiv 2606.18811) does to each backbone at step 0,
-with a recommended k per backbone, and after training the trained outcomes beside the probe's
-numbers and how well the probe ranked them.
-
-The recommendation is a heuristic: the k at which a backbone's statistic at step 0 (default: the
-in-batch score scale) matches the reference backbone's at k = 1, interpolated linearly in
-``log k`` and ``log statistic`` between the probed k. Its assumption: a recipe tuned for the
-reference backbone (learning rate, FLOPS weights, in-batch softmax at scale 1) works for another
-backbone when training starts at the same scale, since the dot-product scores set the softmax's
-effective temperature and the FLOPS term grows with the square of the activations. It ignores
-everything else that differs between backbones (pretraining, vocabulary, what the hidden states
-encode), which is why the trained outcomes are put beside it.
-"""
+"""The probe's report: ``results/probe.md`` and ``results/probe.json`` from the probe's results
+(:func:`lsrbench.model.probe.probe_backbone`), what the paper's rescale ``W_head <- W_head / k`` ("Rescaling
+MLM-Head for Neural Sparse Retrieval", arXiv 2606.18811) does to each backbone at step 0, with a recommended k
+per backbone, and after training the trained outcomes beside the probe's numbers and how well the probe ranked
+them."""
 
 from __future__ import annotations
 
@@ -51,7 +41,6 @@ def _value(result: dict, key: str):
 
 
 def _k_text(result: dict) -> str:
-    """A probed k as shown: ``auto (10)`` for a k the probe resolved, else its text."""
     return result["k"] if k_value(result["k"]) is not None else f"{result['k']} ({result['k_value']:.3g})"
 
 
@@ -84,7 +73,6 @@ def reference_value(results: list[dict], reference: str, statistic: str) -> floa
 
 
 def _points(results: list[dict], run: str, statistic: str) -> list[tuple[float, float]]:
-    """(k, statistic) of one run, by k (a k auto is the number it resolved to; duplicates once)."""
     pts = {}
     for r in results:
         if r["backbone"] == run and _value(r, statistic) is not None:
@@ -93,8 +81,8 @@ def _points(results: list[dict], run: str, statistic: str) -> list[tuple[float, 
 
 
 def _crossing(points: list[tuple[float, float]], target: float) -> tuple[float | None, list[float] | None]:
-    """The smallest k where the piecewise log-log line through ``points`` meets ``target`` (linear
-    in the statistic where a value is not positive), with the probed k bracketing it."""
+    """The smallest k where the piecewise log-log line through ``points`` meets ``target`` (linear in the statistic
+    where a value is not positive), with the probed k bracketing it."""
     for (k0, v0), (k1, v1) in zip(points, points[1:]):
         if (v0 - target) * (v1 - target) > 0:
             continue
@@ -108,9 +96,8 @@ def _crossing(points: list[tuple[float, float]], target: float) -> tuple[float |
 
 
 def recommend_k(results: list[dict], reference: str, statistic: str = DEFAULT_PROBE_STATISTIC) -> dict[str, dict]:
-    """Per probed run (backbone, mode): the k at which its ``statistic`` matches the reference
-    backbone's at k = 1 (:func:`_crossing`), or None with the reason (not bracketed by the probed
-    k, no reference value). The heuristic and its assumption: this module's docstring."""
+    """Per probed run (backbone, mode): the k at which its ``statistic`` matches the reference backbone's at k = 1
+    (:func:`_crossing`), or None with the reason (not bracketed by the probed k, no reference value)."""
     target = reference_value(results, reference, statistic)
     out = {}
     for run in dict.fromkeys(r["backbone"] for r in results):
@@ -135,7 +122,6 @@ def recommend_k(results: list[dict], reference: str, statistic: str = DEFAULT_PR
 
 
 def _distance(value: float | None, target: float | None) -> float | None:
-    """How far a run starts from the reference's scale: ``|ln(value / target)|``."""
     if value is None or target is None or value <= 0 or target <= 0:
         return None
     return abs(math.log(value / target))
@@ -238,7 +224,6 @@ def probe_markdown(results: list[dict], backbones: dict, reference: str, statist
 
 
 def _k1_and_lowest(results: list[dict], run: str, key: str) -> tuple[dict | None, dict | None]:
-    """A run's probe at k = 1 and its probe with the lowest ``key`` among the other probed k."""
     mine = [r for r in results if r["backbone"] == run and _value(r, key) is not None]
     at1 = next((r for r in mine if r["k_value"] == 1.0), None)
     others = [r for r in mine if r["k_value"] != 1.0]
@@ -294,10 +279,10 @@ def probe_record(results: list[dict], reference: str, statistic: str = DEFAULT_P
 
 def start_loss(run: str, k: str, train_logs: dict, probes: list[dict], key: str = "ranking_loss",
                window: int = 1) -> dict:
-    """A run's loss at the start of training for the paper's claim 3 ("unrescaled large-norm models
-    start with very high loss"): the mean of the first ``window`` finite logged values of ``key``
-    when the run's training log (``train_logs[(run, k)]``) has them, else the probe's value at
-    step 0 (same loss, same recipe, no training needed), else None. ``source`` says which."""
+    """A run's loss at the start of training for the paper's claim 3 ("unrescaled large-norm models start with very
+    high loss"): the mean of the first ``window`` finite logged values of ``key`` when the run's training log
+    (``train_logs[(run, k)]``) has them, else the probe's value at step 0 (same loss, same recipe, no training
+    needed), else None."""
     rows = [r[key] for r in train_logs.get((run, k)) or [] if r.get(key) is not None and math.isfinite(r[key])]
     if rows:
         return {"value": float(np.mean(rows[:window])), "source": "training log",

@@ -1,7 +1,5 @@
-"""A module per report, each ending in ``REPORT = Report(...)`` (:class:`lsrbench.dag.report_rule.Report`:
-what it reads, writes, shows and runs) beside its job function; the registry below lists them.
-Rules, the folder check, ``lsrbench verify``, the HTML pages, the landing page, the probe's targets
-and gc derive from it. A new report is one module here and one line below."""
+"""A module per report, each ending in ``REPORT = Report(...)`` (:class:`lsrbench.dag.report_rule.Report`: what it
+reads, writes, shows and runs) beside its job function; the registry below lists them."""
 
 from __future__ import annotations
 

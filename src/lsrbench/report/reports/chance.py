@@ -24,7 +24,6 @@ def report_chance(data_dirs, infos, measures: dict, chance_json: str, config_yam
 
 
 def _evaluated_data(layout) -> dict:
-    """``[dataset, folder]`` of each evaluated BEIR folder (pooled or full), ``[dataset, file]`` of its size record."""
     datasets = layout.config["evaluation"]["datasets"]
     return {"data_dirs": [[d, eval_dir(layout, d)] for d in datasets], "infos": [[d, eval_info(layout, d)] for d in datasets]}
 

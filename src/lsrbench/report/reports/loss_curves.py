@@ -22,7 +22,6 @@ def report_loss_curves(log_files, backbones: dict, batch_size: int, loss_curves_
 
 
 def _n_seeds(log_files) -> int:
-    """How many training seeds ``[run, k, (seed,) path]`` rows come from."""
     from lsrbench.names import NO_SEED
 
     return len({row[2] for row in log_files if len(row) == 4 and row[2] != NO_SEED}) or 1

@@ -19,11 +19,7 @@ __all__ = ["beir_markdown", "table_beir_text", "write_table_beir"]
 
 
 def beir_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, chance: dict | None = None) -> str:
-    """Per-dataset effectiveness of every run (one column per dataset, then each group's mean).
-    With several training seeds (per-seed rows), each cell is the mean over seeds ± their sample
-    standard deviation, a group's mean that of each seed's mean over the group. ``chance``
-    (results/chance.json): a row of a random ranking's expected values, and a note naming the
-    runs at chance."""
+    """Per-dataset effectiveness of every run (one column per dataset, then each group's mean)."""
     measure = report_cfg["beir_measure"]
     sel = metrics[metrics["measure"] == measure]
     if sel.empty:
@@ -57,7 +53,6 @@ def beir_markdown(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, chan
 
 
 def _chance_columns(rows: pd.DataFrame, report_cfg: dict, chance: dict | None, measure: str) -> dict[str, object]:
-    """Each column of the table (a dataset, or a group's mean) -> a random ranking's level on it."""
     groups = {f"mean ({c['name']})": c["datasets"] for c in report_cfg["columns"]
               if c["measure"] == measure and len(c["datasets"]) > 1}
     return {col: column_chance(chance, measure, groups.get(col, [col])) for col in rows.columns
@@ -66,7 +61,6 @@ def _chance_columns(rows: pd.DataFrame, report_cfg: dict, chance: dict | None, m
 
 def _with_chance_row(rows: pd.DataFrame, report_cfg: dict, chance: dict | None, measure: str,
                      seeded: bool) -> pd.DataFrame:
-    """The table with a random ranking's row after BM25's (none without results/chance.json)."""
     if not chance:
         return rows
     levels = _chance_columns(rows, report_cfg, chance, measure)
@@ -79,7 +73,6 @@ def _with_chance_row(rows: pd.DataFrame, report_cfg: dict, chance: dict | None, 
 
 
 def _at_chance(rows: pd.DataFrame, report_cfg: dict, chance: dict | None, measure: str) -> str:
-    """" Runs at chance: ..." naming each run and column at chance (mean over seeds), or ""."""
     if not chance:
         return ""
     found = []
@@ -92,8 +85,6 @@ def _at_chance(rows: pd.DataFrame, report_cfg: dict, chance: dict | None, measur
 
 
 def _over_seeds(pivot: pd.DataFrame) -> pd.DataFrame:
-    """A (backbone, k, seed) x dataset pivot as (backbone, k) x dataset texts: the mean over seeds
-    (missing when a seed lacks the value) ± the sample standard deviation (when there are two)."""
     grouped = pivot.groupby(level=[RUN_COLUMN, "k"], sort=False)
 
     def cell(values: pd.Series) -> str:

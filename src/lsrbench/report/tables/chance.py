@@ -1,8 +1,6 @@
-"""``results/chance.json``: per evaluated dataset, what was evaluated (the pooled subset or the
-full collection, its documents and queries) and what a random ranking of those documents scores
-on each measure (:mod:`lsrbench.evaluate.chance`: exact expectations, not draws). Every table and
-claims page shows it beside the runs and marks the runs at chance (not above the one-sided 95 %
-bound of a random ranking's mean over the same queries)."""
+"""``results/chance.json``: per evaluated dataset, what was evaluated (the pooled subset or the full collection,
+its documents and queries) and what a random ranking of those documents scores on each measure
+(:mod:`lsrbench.evaluate.chance`: exact expectations, not draws)."""
 
 from __future__ import annotations
 

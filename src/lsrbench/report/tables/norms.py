@@ -75,7 +75,6 @@ def norms_markdown(norm_files: dict[str, str], backbones: dict, probes: list[dic
 
 
 def _rankings(df: pd.DataFrame) -> str:
-    """One line per statistic: the backbones from largest to smallest, and whether they agree."""
     orders = {}
     for _, header in RANKED_STATISTICS:
         have = df[df[header].notna()]

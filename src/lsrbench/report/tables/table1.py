@@ -1,9 +1,7 @@
-"""Table 1 of the paper, reproduced: one row per (backbone, k), the report's columns (a macro mean
-of a measure over datasets each), FLOPs and active dims, the best k in bold, collapsed runs
-marked, the paper's reported values beside ours; and its sidecar ``table1.cells.json``, which
-records where every cell comes from so that ``lsrbench verify`` can trace it. With several
-training seeds every number is the mean over seeds with the sample standard deviation beside it,
-and the best k is the one of the means (:mod:`lsrbench.report.seeds`)."""
+"""Table 1 of the paper, reproduced: one row per (backbone, k), the report's columns (a macro mean of a measure
+over datasets each), FLOPs and active dims, the best k in bold, collapsed runs marked, the paper's reported
+values beside ours; and its sidecar ``table1.cells.json``, which records where every cell comes from so that
+``lsrbench verify`` can trace it."""
 
 from __future__ import annotations
 
@@ -74,9 +72,6 @@ def render_cell(cell: dict) -> str:
 
 
 def _number(run: pd.DataFrame, measure: str, datasets: list[str], fmt: str, require_all: bool) -> dict:
-    """A mean of metric rows, as shown in a cell, with the metrics.csv rows it averages. With
-    several seeds: the mean over the run's seeds of each seed's mean (every seed complete), and
-    their sample standard deviation (``spread``)."""
     sel = run[(run["measure"] == measure) & run["dataset"].isin(datasets)]
     seeds = run_seeds(run)
     groups = [(s, sel[sel[SEED] == s]) for s in seeds] if seeds else [(None, sel)]
@@ -103,9 +98,8 @@ def _number(run: pd.DataFrame, measure: str, datasets: list[str], fmt: str, requ
 
 
 def best_texts(metrics: pd.DataFrame, column: dict, fmt: str) -> dict[str, str]:
-    """Per run swept over several k, its best k's value of ``column`` as shown (``fmt``): every
-    non-collapsed k whose shown value equals it is bold, so a tie at the shown precision is never
-    broken silently. A run of one k (``[untie]`` at k = 16) has no best to mark."""
+    """Per run swept over several k, its best k's value of ``column`` as shown (``fmt``): every non-collapsed k
+    whose shown value equals it is bold, so a tie at the shown precision is never broken silently."""
     out = {}
     for run, k in best_ks(metrics, column["measure"], column["datasets"]).items():
         if len(swept_ks(metrics, run)) < 2:
@@ -140,19 +134,7 @@ def twin_notes(backbones: dict, shown_ks: dict[str, set[str]], autos: dict[str, 
 
 def table1_cells(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms: dict | None = None,
                  auto_cfg: dict | None = None, chance: dict | None = None) -> dict:
-    """Every cell of table1.md with where its numbers come from.
-
-    ``{"columns": [...], "rows": [{"backbone", "k", "collapsed", "collapsed_sources", "cells": [cell, ...]}]}``.
-    A cell is ``{"column", "text"}`` plus, where it shows numbers, ``numbers`` (each the mean of
-    ``sources``, metrics.csv rows of ``measure`` over ``datasets``; or, for ``k: auto``, a ratio of
-    two head norms), and its decorations: ``bold`` (best k), ``collapsed``, ``reference`` (a value
-    from the paper, read from ``report_cfg["reference"]``, not from any run). ``text`` is
-    :func:`render_cell` of the rest. ``metrics`` must be metrics.csv as :func:`read_metrics` reads it
-    (with several seeds, per-seed rows: each number then also has ``seeds`` and ``spread``, each
-    source its ``seed``, and ``seeds`` lists them all). ``chance`` (results/chance.json): a row of
-    what a random ranking scores (numbers with ``chance`` instead of ``sources``), after BM25's,
-    and ``at_chance`` on each run's cell that is not above it (:mod:`lsrbench.report.tables.chance`).
-    """
+    """Every cell of table1.md with where its numbers come from."""
     means = seed_mean(metrics)
     table = run_table(means, report_cfg, backbones)
     columns = [c["name"] for c in report_cfg["columns"]]
@@ -204,7 +186,6 @@ def table1_cells(metrics: pd.DataFrame, report_cfg: dict, backbones: dict, norms
 
 
 def _chance_row(report_cfg: dict, chance: dict | None) -> list[dict]:
-    """The row of a random ranking's expected value per column (none without results/chance.json)."""
     if not chance:
         return []
     cells = [{"column": "Backbone", "text": CHANCE_LABEL}, {"column": "k", "text": "-"}]
@@ -221,7 +202,6 @@ def _chance_row(report_cfg: dict, chance: dict | None) -> list[dict]:
 
 
 def _flag_sources(run: pd.DataFrame) -> list[dict]:
-    """The metrics.csv rows of a run's collapse flags (each with its seed, with several seeds)."""
     flags = run[run["measure"] == COLLAPSED]
     sources = [{"line": int(i) + 2, "dataset": d, "value": float(v)}
                for i, d, v in zip(flags.index, flags["dataset"], flags["value"])]
@@ -232,8 +212,6 @@ def _flag_sources(run: pd.DataFrame) -> list[dict]:
 
 
 def _collapse_mark(run: pd.DataFrame, collapsed: bool) -> dict:
-    """A cell's collapse decoration: ``collapsed`` (some seed's run collapsed) and, with several
-    seeds, in how many of them (``collapsed_seeds``: "1 of 3")."""
     seeds = run_seeds(run)
     if not collapsed or len(seeds) < 2:
         return {"collapsed": collapsed}
@@ -301,9 +279,8 @@ def seeds_note(seeds: list[str], best_k: bool = True) -> str:
 def table1_record(cells: dict, metrics_csv: str, report_cfg: dict, backbones: dict, norm_files: dict,
                   auto_cfg: dict | None, out_md: str, cells_json: str, config: dict | None = None,
                   probe_files: dict | None = None, chance_json: str | None = None) -> dict:
-    """The sidecar of table1.md (``table1.cells.json``): what the table was computed from (with
-    SHA-256), the settings needed to compute it again, and every cell (see :func:`table1_cells`).
-    ``lsrbench verify`` checks the table against it and recomputes every cell from metrics.csv."""
+    """The sidecar of table1.md (``table1.cells.json``): what the table was computed from (with SHA-256), the
+    settings needed to compute it again, and every cell (see :func:`table1_cells`)."""
     def stamp(path):
         path = str(path)
         return {"path": path, "sha256": sha256_file(path), "bytes": Path(path).stat().st_size}

@@ -79,7 +79,6 @@ def claim_rows(config: dict, spec: dict) -> list[tuple[str, str]]:
 
 
 def _expected_text(expected: dict | None, key: tuple) -> str:
-    """value ± tolerance; '–' where the expected values give none (the page lists why, once)."""
     entry = (expected or {}).get(key)
     if entry is None or entry.get("expected") is None:
         return "–"
@@ -87,7 +86,6 @@ def _expected_text(expected: dict | None, key: tuple) -> str:
 
 
 def _reasons(expected: dict | None, claims: bool) -> list[str]:
-    """The distinct reasons the expected values give for the numbers they have no value for."""
     whys = [e["why"] for key, e in (expected or {}).items() if (key[0] == "claim") == claims and e.get("expected") is None]
     return [f"- {why}" for why in dict.fromkeys(whys)]
 

@@ -1,10 +1,4 @@
-"""``lsrbench verify``: the reports of one results folder come from one config. Every report says
-which config snapshot it was made with (:mod:`lsrbench.report.config_record`); a folder whose
-reports name different snapshots (``snakemake --configfile my.yaml``, then ``lsrbench run
-results/table1.md`` of another config: Table 1 and metrics.csv re-made, the figures and claims not)
-fails, naming the reports of each config. Each snapshot named must be there and hold what its id
-stands for (``params.json``: the hash of the config and the backbones' order), since ``verify``
-recomputes the reports with its settings."""
+"""``lsrbench verify``: the reports of one results folder come from one config."""
 
 from __future__ import annotations
 
@@ -31,7 +25,6 @@ class Snapshot:
 
 
 def _stated(path: Path, how: str) -> dict | None | str:
-    """The config record a report states, None when it states none, or a reason it cannot be read."""
     try:
         text = path.read_text(encoding="utf-8")
         if how == "md":
@@ -45,7 +38,6 @@ def _stated(path: Path, how: str) -> dict | None | str:
 
 
 def _read_snapshot(root: Path, config_id: str, problems: list[str]) -> dict | None:
-    """The config of snapshot ``config_id``, checked against the id its folder is named by."""
     folder = root / "configs" / config_id
     yaml_file, params = folder / "config.yaml", folder / "params.json"
     if not yaml_file.is_file() or not params.is_file():
@@ -70,9 +62,7 @@ def _read_snapshot(root: Path, config_id: str, problems: list[str]) -> dict | No
 
 
 def check_configs(root: Path, problems: list[str]) -> dict[Path, tuple[dict, Snapshot]]:
-    """Every report of ``root`` says which config it was made with, all the same one, and that
-    snapshot is sound. Returns, per report that states one, the config record it states and its
-    snapshot."""
+    """Every report of ``root`` says which config it was made with, all the same one, and that snapshot is sound."""
     from lsrbench.report.reports import stated_in
 
     of_report: dict[Path, dict] = {}
@@ -100,8 +90,6 @@ def check_configs(root: Path, problems: list[str]) -> dict[Path, tuple[dict, Sna
 
 
 def _manifest_configs(root: Path) -> dict[Path, dict]:
-    """The config each report manifest (``manifests/<rule>.json``) records: every report's, the
-    probe's and the HTML pages' among them."""
     from lsrbench.names import MANIFESTS
 
     found = {}
@@ -113,7 +101,6 @@ def _manifest_configs(root: Path) -> dict[Path, dict]:
 
 
 def _mixed(root: Path, of_report: dict[Path, dict]) -> str:
-    """One line: the reports of each config, and how to re-make them from one."""
     groups: dict[str, list[str]] = {}
     files: dict[str, list[str]] = {}
     for path, stated in of_report.items():

@@ -1,8 +1,8 @@
-"""How ``lsrbench verify`` names what differs between a report as it is and as recomputed from its
-run files (:mod:`lsrbench.report.verify.reports`): a Markdown report line by line (a table row cell
-by cell, named by its row and column), a JSON record value by value (list items named by what
-identifies them: a claim's id, a run and k, a backbone). Written here because a report's reader
-needs the cell or claim at fault, which a plain text diff does not name."""
+"""How ``lsrbench verify`` names what differs between a report as it is and as recomputed from its run files
+(:mod:`lsrbench.report.verify.reports`): a Markdown report line by line (a table row cell by cell, named by its
+row and column), a JSON record value by value (list items named by what identifies them: a claim's id, a run and
+k, a backbone). Written here because a report's reader needs the cell or claim at fault, which a plain text diff
+does not name."""
 
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ def _cells(line: str) -> list[str] | None:
 
 
 def _header_of(lines: list[str], i: int) -> list[str] | None:
-    """The header cells of the pipe table line ``i`` belongs to."""
     start = i
     while start > 0 and lines[start - 1].lstrip().startswith("|"):
         start -= 1
@@ -74,8 +73,6 @@ def _line_differences(lines: list[str], i: int, fresh: str) -> list[tuple[str, s
 
 
 def _around_difference(shown: str, fresh: str, before: int = 40) -> tuple[str, str]:
-    """Two long lines, quoted from a little before where they first differ (a changed number at the
-    end of a paragraph would otherwise be clipped away from both)."""
     start = next((n for n, (x, y) in enumerate(zip(shown, fresh)) if x != y), min(len(shown), len(fresh)))
     start = max(0, start - before) if max(len(shown), len(fresh)) > 160 else 0
     mark = "…" if start else ""

@@ -1,23 +1,6 @@
-"""``lsrbench expected``: a finished results folder against the values the project expects of its
-config, with a tolerance per number (docs/expected.md). The expected values are data, one file per
-config under ``config/expected/`` (``config:`` names the config it is for): every number of every
-Table 1 cell (``table1``) and the difference of every tested claim (``claims``), each with the
-tolerance its ``basis`` justifies (``bases``: how it was measured); a number the file gives no value
-for says why (``expected: null``, ``why``).
-
-Tiers, per number (each line names the one it got): a folder of a recorded training seed (its
-``seeds``) is ``[OK] exact`` when it has that seed's own value on some recorded CPU model (``exact``:
-CPU model -> seed -> value; exact at 4 decimals); made on a recorded CPU model (the folder's train
-records name it), any other value is ``[FAIL] exact``. ``[OK*]`` would be a tolerance measured across
-CPUs or BLAS (none set: docs/expected.md says why). Only where bits cannot match (another CPU, a GPU,
-an unrecorded seed) is a number held to its basis, the seeds' 95 % prediction interval (tier
-``seeds``: ``|found - expected| <= tolerance``), with the joint check (``joint``: the runs' mean z,
-which one shift of every run moves; exact where every run it reads is). Each claim's verdict is
-checked against the one recorded for the config's seed (exact: a word). One the folder does not have
-yet, or the file has no value for, is ``[--]`` and named. Where ``lsrbench verify`` checks that a
-folder's numbers are the ones its own files make, this checks them against what a reproduction
-should give.
-"""
+"""``lsrbench expected``: a finished results folder against the values the project expects of its config, with a
+tolerance per number (docs/expected.md). Each line names its tier: ``exact`` (a recorded seed on a recorded CPU
+model, 4 decimals), else the number's basis (the seeds' 95 % prediction interval, the joint check)."""
 
 from __future__ import annotations
 
@@ -204,11 +187,9 @@ def folder_tier(results: str | Path, cells: dict, expected: dict) -> Tier:
 
 
 def check_folder(results: str | Path, expected: dict) -> list[Check]:
-    """Every number of ``expected`` against the folder: its Table 1 (table1.cells.json) and claims
-    (claims.json, metrics.csv), by tier (:class:`Tier`); the joint check and the claims' recorded
-    verdicts; then the folder's numbers the file has no value for. A folder of m training seeds
-    (recipe.seeds) shows means over them: a seed-derived tolerance is then that of a mean of m runs
-    (:func:`tolerance_for`)."""
+    """Every number of ``expected`` against the folder: its Table 1 (table1.cells.json) and claims (claims.json,
+    metrics.csv), by tier (:class:`Tier`); the joint check and the claims' recorded verdicts; then the folder's
+    numbers the file has no value for."""
     results = Path(results)
     cells = _read_json(results / TABLE1_CELLS)
     found, tier = table1_numbers(cells), folder_tier(results, cells, expected)
@@ -256,8 +237,8 @@ def tolerance_for(entry: dict, expected: dict, seeds: int = 1) -> tuple[float | 
 
 
 def _recorded(entry: dict, cpu: str, seeds: tuple[str, ...]) -> tuple[float, float] | None:
-    """The value a folder of these seeds made on ``cpu`` has (their mean) and the precision it is
-    equal to (4 decimals, or half a unit of the record's 6th significant digit); None: not recorded."""
+    """The value a folder of these seeds made on ``cpu`` has (their mean) and the precision it is equal to (4
+    decimals, or half a unit of the record's 6th significant digit); None: not recorded."""
     recorded = {str(k): v for k, v in ((entry.get("exact") or {}).get(cpu) or {}).items()}
     if not seeds or any(s not in recorded for s in seeds):
         return None
@@ -267,8 +248,6 @@ def _recorded(entry: dict, cpu: str, seeds: tuple[str, ...]) -> tuple[float, flo
 
 
 def _exact_check(label: str, entry: dict, value: float, tier: Tier) -> Check | None:
-    """The exact tier: [OK] where the value is a recorded seed's own on any recorded CPU model;
-    [FAIL] where the folder was made on a recorded CPU model and misses its value; else None."""
     which = f"seed {', '.join(tier.seeds)}'s own value"
     for cpu in entry.get("exact") or {}:
         exact = _recorded(entry, cpu, tier.seeds)
@@ -309,9 +288,7 @@ def _check_one(entry: dict, found: dict, claims: dict, have_claims: bool, tolera
 
 
 def _joint_check(expected: dict, found: dict, seeds: int, checks: list[Check]) -> list[Check]:
-    """The runs' mean z on the joint measure: exact where every run it reads was held to its recorded
-    bits (``checks``: then the z is theirs, OK only if all are), else against its interval over the
-    recorded seeds (a mean of ``seeds`` runs: ``seeds_rule`` as for a number)."""
+    """The runs' mean z: exact where every run it reads was held to its bits, else against its interval."""
     joint = expected.get("joint")
     if not joint:
         return []
@@ -340,8 +317,6 @@ def _joint_check(expected: dict, found: dict, seeds: int, checks: list[Check]) -
 
 
 def _verdict_checks(expected: dict, verdicts: dict, tier: Tier) -> list[Check]:
-    """Each claim's verdict against the one recorded for the config's seed (a folder of that seed),
-    one line per claim; nothing without claims.json."""
     if not verdicts:
         return []
     out = []

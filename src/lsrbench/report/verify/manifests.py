@@ -1,14 +1,8 @@
-"""``lsrbench verify``: every artifact a stage recorded in its manifest (:mod:`lsrbench.provenance`)
-still has its SHA-256, every addressed folder's id and record and every report's manifest hold
+"""``lsrbench verify``: every artifact a stage recorded in its manifest (:mod:`lsrbench.provenance`) still has its
+SHA-256, every addressed folder's id and record and every report's manifest hold
 (:mod:`lsrbench.report.verify.records`), the reports come from one config
-(:mod:`lsrbench.report.verify.configs`), and every report of the registry is made again and
-compared (:mod:`lsrbench.report.verify.reports`). Checks only: it writes nothing.
-
-Paths in a manifest are recorded as the stage was given them (Snakemake passes paths relative to
-its working directory, ``results/...``); ``verify`` finds them under the folder it is given from
-the manifest's own recorded path (:func:`lsrbench.report.verify.trace.where`), so a results folder can be
-moved, copied or renamed (``x/results_copy``).
-"""
+(:mod:`lsrbench.report.verify.configs`), and every report of the registry is made again and compared
+(:mod:`lsrbench.report.verify.reports`)."""
 
 from __future__ import annotations
 
@@ -42,10 +36,7 @@ def find_manifests(results_dir: str | os.PathLike) -> list[Path]:
 
 
 def verify(results_dir: str | os.PathLike) -> tuple[list[str], dict]:
-    """Check every manifest under ``results_dir``, ``results_dir/metrics.csv`` and every report.
-
-    Returns ``(problems, counts)``: one line per problem, naming the file at fault.
-    """
+    """Check every manifest under ``results_dir``, ``results_dir/metrics.csv`` and every report."""
     root = Path(results_dir)
     trace = Trace()
     if not root.is_dir():
@@ -60,7 +51,6 @@ def verify(results_dir: str | os.PathLike) -> tuple[list[str], dict]:
 
 
 def _artifacts(record) -> dict[str, dict[str, dict]] | None:
-    """The manifest's ``artifacts`` when it has the recorded shape, else None."""
     if not isinstance(record, dict) or not isinstance(record.get("manifest"), str):
         return None
     artifacts = record.get("artifacts")
@@ -110,9 +100,7 @@ def _check_manifest(root: Path, manifest: Path, trace: Trace) -> None:
 
 
 def _artifact_problem(path: Path, info: dict, manifest: Path, role: str, rule: str | None = None) -> str | None:
-    """What is wrong with one recorded file (None: it has its recorded bytes). A report's output
-    (``rule``: the report rule) is made again by snakemake from what it was made from, never
-    from itself."""
+    """What is wrong with one recorded file (None: it has its recorded bytes)."""
     if not path.is_file():
         problem = f"missing ({role} recorded in {manifest})"
     else:

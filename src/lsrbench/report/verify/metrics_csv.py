@@ -25,9 +25,6 @@ def _same_number(csv_text: str, value: float) -> bool:
 
 
 def _collected(metrics_csv: Path, side: Path, trace: Trace) -> tuple[dict[Path, dict], dict[Path, str] | None]:
-    """The backed metrics files metrics.csv was collected from: those its ``metrics.sources.json``
-    lists (results/ also holds the runs of other configs), every backed one without it; and, with
-    several training seeds, the seed of each listed file (None: one seed)."""
     if not side.is_file():
         return trace.backed, None
     try:
@@ -81,13 +78,11 @@ def check_metrics_csv(metrics_csv: Path, sources_json: Path, trace: Trace) -> No
 
 
 def _run_text(key: tuple) -> str:
-    """``backbone b, k k, (seed s,) dataset d``: a run file's key as problems name it."""
     return f"backbone {key[0]}, k {key[1]}, " + (f"seed {key[2]}, " if len(key) == 4 else "") + f"dataset {key[-1]}"
 
 
 def _check_metrics_row(metrics_csv: Path, lineno: int, row: list[str], by_run: dict, seen: set, trace: Trace,
                        width: int) -> None:
-    """One row of metrics.csv (``width`` fields: ``b, k, (seed,) d, m, v``)."""
     trace.counts["metric_rows"] += 1
     if len(row) != width:
         trace.problems.append(f"{metrics_csv}: line {lineno}: expected {width} fields, got {len(row)}")

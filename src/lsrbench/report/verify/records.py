@@ -1,21 +1,12 @@
 """``lsrbench verify``: the records the jobs left besides the stage manifests
-(:mod:`lsrbench.report.verify.manifests`), so that no one edited file passes.
-
-- Every addressed folder's ``params.json``: its id is the one its recorded ``identity`` gives (the
-  folder's name, the recorded ``id`` and ``sha256``), and every file it records still has its
-  recorded SHA-256. The stage's own manifest in the same folder records the same files and is
-  itself among them, so a file whose hash was rewritten in one record still differs from the other.
-- Every report file present has its report's manifest (``manifests/<rule>.json``): a report without
-  one cannot be traced to what it was made from (it was removed or damaged), and is a failure
-  wherever the jobs left records (a folder of before records has no manifests to miss).
-"""
+(:mod:`lsrbench.report.verify.manifests`), so that no one edited file passes."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path, PurePath
 
-from lsrbench.dag.folders import PARAMS_JSON, short_id
+from lsrbench.dag.folders import PARAMS_JSON, folder_id
 from lsrbench.folder.records import DamagedRecord, load_record
 from lsrbench.hashing import sha256_file, stable_hash
 from lsrbench.names import MANIFESTS
@@ -36,19 +27,7 @@ def check_records(root: Path, trace: Trace) -> None:
         _check_report_manifests(root, trace)
 
 
-def _folder_ids() -> dict:
-    """Each addressed kind's own id from its identity (a stage's ``folder_id``, else the hash)."""
-    from lsrbench.stages import all_stages
-
-    ids: dict = {}
-    for stage in all_stages():
-        if stage.folder_id is not None or stage.kind not in ids:
-            ids[stage.kind] = stage.folder_id or short_id
-    return ids
-
-
 def _check_params(root: Path, params: Path, trace: Trace, digests: dict) -> bool:
-    """One addressed folder's record (see the module doc); whether it is a job's record of its files."""
     try:
         data = json.loads(params.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -60,9 +39,9 @@ def _check_params(root: Path, params: Path, trace: Trace, digests: dict) -> bool
                               "make it again")
         return True
     identity, folder = data["identity"], params.parent.name
-    own_id = _folder_ids().get(data.get("kind"), short_id)
-    if own_id(identity) != folder or data.get("id") != folder or data.get("sha256") != stable_hash(identity):
-        trace.problems.append(f"{params}: its identity gives the id {own_id(identity)}, not the folder's {folder} "
+    own_id = folder_id(data.get("kind"), identity)
+    if own_id != folder or data.get("id") != folder or data.get("sha256") != stable_hash(identity):
+        trace.problems.append(f"{params}: its identity gives the id {own_id}, not the folder's {folder} "
                               f"(recorded id {data.get('id')}): the record or the folder was edited by hand; delete "
                               f"{params.parent} to make it again")
     try:
@@ -76,7 +55,6 @@ def _check_params(root: Path, params: Path, trace: Trace, digests: dict) -> bool
 
 
 def _check_outputs(root: Path, params: Path, outputs: dict, trace: Trace, digests: dict) -> None:
-    """Every file ``params`` records has its recorded bytes."""
     located = _where(root, params, outputs)
     for recorded, info in sorted(outputs.items()):
         path = located(recorded)
@@ -92,8 +70,6 @@ def _check_outputs(root: Path, params: Path, outputs: dict, trace: Trace, digest
 
 
 def _where(root: Path, params: Path, outputs: dict):
-    """Where the recorded paths of ``params`` are now: its own path as the job spelt it is that of
-    its outputs' folder (they are written inside it) with its name."""
     try:
         rel = params.parent.resolve().relative_to(root.resolve()).parts
     except ValueError:
@@ -107,8 +83,6 @@ def _where(root: Path, params: Path, outputs: dict):
 
 
 def _check_report_manifests(root: Path, trace: Trace) -> None:
-    """A report file present whose manifest is missing is a failure (a damaged one is named by
-    :mod:`lsrbench.report.verify.manifests`)."""
     from lsrbench.report.reports import all_report_rules, rule_files
 
     for rule in all_report_rules():

@@ -83,8 +83,8 @@ def check_outputs(record: dict, located: Where, side: Path, trace: Trace) -> Non
 
 
 def _located_call(call: dict, located: Where) -> dict:
-    """The job's recorded arguments, every recorded path as found now from the folder it ran in
-    (spelt as it was there, so that what a report records of its inputs reads the same)."""
+    """The job's recorded arguments, every recorded path as found now from the folder it ran in (spelt as it was
+    there, so that what a report records of its inputs reads the same)."""
     def now(value):
         if isinstance(value, str):
             return value if Path(value).is_absolute() else os.path.relpath(located(value), located.workdir)

@@ -1,8 +1,7 @@
-"""``lsrbench verify`` re-makes every report of the registry (:mod:`lsrbench.report.reports`) by one
-loop: its own check where it declares one (``Report.verify``: differences named by line and cell,
-or by claim and field, :mod:`lsrbench.report.verify.diff`), else its job run again on the inputs its
-manifest records (:func:`lsrbench.report.verify.remake.remake`); every HTML page against its
-Markdown report. Every run file a report was made from must be vouched for by a manifest."""
+"""``lsrbench verify`` re-makes every report of the registry (:mod:`lsrbench.report.reports`) by one loop: its own
+check where it declares one (``Report.verify``: differences named by line and cell, or by claim and field,
+:mod:`lsrbench.report.verify.diff`), else its job run again on the inputs its manifest records
+(:func:`lsrbench.report.verify.remake.remake`); every HTML page against its Markdown report."""
 
 from __future__ import annotations
 
@@ -35,7 +34,6 @@ def verify_reports(root: Path, stated: dict[Path, tuple[dict, Snapshot]], trace:
 
 
 def _html_pages(root: Path, trace: Trace) -> None:
-    """Every HTML page of a Markdown report is the page of that report as it is now."""
     from lsrbench.report.render import report_page
 
     for page in sorted((root / "html").glob("*.html")):

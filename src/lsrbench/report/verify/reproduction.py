@@ -1,7 +1,6 @@
-"""A ready entry of the reproduction log (docs/reproductions.md) for a finished results folder: when
-its runs finished, the lsrbench commit, the CPU and GPU they ran on, whether every library was the
-lock's, and what ``lsrbench expected`` says of it. Read from the folder's provenance records
-(:mod:`lsrbench.provenance`), so the entry describes the machine that made the numbers."""
+"""A ready entry of the reproduction log (docs/reproductions.md) for a finished results folder: when its runs
+finished, the lsrbench commit, the CPU and GPU they ran on, whether every library was the lock's, and what
+``lsrbench expected`` says of it."""
 
 from __future__ import annotations
 

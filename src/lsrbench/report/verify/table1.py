@@ -1,14 +1,7 @@
-"""``lsrbench verify`` for ``results/table1.md``: the table is checked against its sidecar
-``table1.cells.json`` (written by the same rule, see :func:`lsrbench.report.tables.table1.table1_record`):
-the SHA-256 of the table and of the metrics.csv it was made from, the settings it was made with,
-and every cell with the metrics.csv rows it averages.
-
-Three checks: (a) the table's bytes against the recorded SHA-256; (b) every cell of the Markdown
-against the recorded cell; (c) every cell recomputed from metrics.csv (whose rows
-:mod:`lsrbench.report.verify.manifests` has traced to manifest-backed run files) renders to the same text.
-Values from the paper are traced to the reference file instead, and ``k: auto`` to the head-norm
-files (which the training manifests vouch for).
-"""
+"""``lsrbench verify`` for ``results/table1.md``: the table is checked against its sidecar ``table1.cells.json``
+(written by the same rule, see :func:`lsrbench.report.tables.table1.table1_record`): the SHA-256 of the table
+and of the metrics.csv it was made from, the settings it was made with, and every cell with the metrics.csv rows
+it averages."""
 
 from __future__ import annotations
 
@@ -43,7 +36,6 @@ def _row_name(row: dict) -> str:
 
 
 def _stamp_differs(path: Path, stamp: dict) -> str | None:
-    """None if ``path`` has the recorded SHA-256 and size, else how it differs."""
     size = path.stat().st_size
     if size == stamp.get("bytes") and sha256_file(path) == stamp.get("sha256"):
         return None
@@ -117,7 +109,6 @@ def _load_sidecar(md: Path, side: Path, metrics_csv: Path, problems: list[str]) 
 
 
 def _check_bytes(s: _Sidecar, problems: list[str]) -> None:
-    """(a) the table's bytes, and the metrics.csv it was made from."""
     how = _stamp_differs(s.md, s.record["table"])
     if how:
         problems.append(f"{s.md}: {how} from {s.side}")
@@ -127,7 +118,6 @@ def _check_bytes(s: _Sidecar, problems: list[str]) -> None:
 
 
 def _check_cells(s: _Sidecar, trace: Trace) -> dict[tuple[str, str], int | None]:
-    """(b) every cell of the Markdown against the recorded cell; returns each row's line."""
     problems, columns, rows = trace.problems, s.record["columns"], s.rows
     parsed = markdown_table(s.md.read_text(encoding="utf-8", errors="replace"))
     if parsed is None:
@@ -162,8 +152,6 @@ def _check_cells(s: _Sidecar, trace: Trace) -> dict[tuple[str, str], int | None]
 
 
 def _settings(s: _Sidecar, problems: list[str]) -> tuple[dict, dict | None, dict, dict]:
-    """The report settings to recompute with (the reference file located), the recorded paper
-    values when that file is gone, and the head norms (with their paths)."""
     report_cfg = dict(s.record["settings"]["report"])
     recorded_refs = None
     if report_cfg.get("reference"):
@@ -196,7 +184,6 @@ def _settings(s: _Sidecar, problems: list[str]) -> tuple[dict, dict | None, dict
 
 
 def _check_recomputed(s: _Sidecar, line_of: dict, trace: Trace) -> None:
-    """(c) every cell recomputed from metrics.csv, the reference file and the norm files."""
     problems = trace.problems
     report_cfg, recorded_refs, norms, norm_paths = _settings(s, problems)
     settings = s.record["settings"]
@@ -224,7 +211,6 @@ def _check_recomputed(s: _Sidecar, line_of: dict, trace: Trace) -> None:
 
 
 def _chance(s: _Sidecar, problems: list[str]) -> dict | None:
-    """results/chance.json as the table read it (its chance row and at-chance marks), if it did."""
     stamp = s.record.get("chance_json")
     if not stamp:
         return None
@@ -239,8 +225,6 @@ def _chance(s: _Sidecar, problems: list[str]) -> dict | None:
 
 def _check_row(s: _Sidecar, row: dict, old: dict, where: str, recorded_refs: dict | None, norm_paths: dict,
                trace: Trace) -> None:
-    """One recomputed row against the recorded one: texts, collapse flag, and that every number
-    rests on traced metrics.csv rows (and vouched head norms)."""
     problems, key = trace.problems, (row["backbone"], row["k"])
     old_cells = {c["column"]: c for c in old["cells"]}
     untraced: dict[str, set[int | str]] = {}  # column -> metrics.csv lines (or missing rows) it rests on

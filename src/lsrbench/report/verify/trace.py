@@ -31,13 +31,7 @@ class Trace:
 
 @dataclass(frozen=True)
 class Where:
-    """Where the paths one record (a manifest, a report's sidecar) spells are now. The record's
-    own recorded path, against where it lies under the results folder being verified, says how the
-    job spelt that folder (``results/``, as Snakemake passes paths): a path under it is found under
-    the folder verified, whatever that folder is called now and wherever it is (a copy at
-    ``x/results_copy``). A path outside it (a local dataset or model folder the config names, a
-    relative mirror such as ``../shared``) is found relative to the folder the job ran in (the
-    results folder's parent), never the current directory: verify says the same from anywhere."""
+    """Where the paths one record (a manifest, a report's sidecar) spells are now."""
 
     results: Path
     prefix: tuple[str, ...] | None  # the recorded spelling of the results folder, as path parts

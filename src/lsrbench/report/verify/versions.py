@@ -1,7 +1,6 @@
-"""What ``lsrbench verify`` says of the library versions a results folder was made with: each
-stage's provenance record names them (:mod:`lsrbench.provenance`), and where they are not the ones
-``requirements.lock`` pins, a note says which, in how many records. A note, not a
-problem: the numbers still trace to their files; they may not be what the lock makes."""
+"""What ``lsrbench verify`` says of the library versions a results folder was made with: each stage's provenance
+record names them (:mod:`lsrbench.provenance`), and where they are not the ones ``requirements.lock`` pins, a
+note says which, in how many records."""
 
 from __future__ import annotations
 
