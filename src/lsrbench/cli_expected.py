@@ -42,7 +42,7 @@ def _expected(args) -> int:
 
 def _cells(args) -> int:
     from lsrbench.cli_options import command_line_config, config_files, load_config
-    from lsrbench.report.verify.cells import cells_page
+    from lsrbench.ops.cells import cells_page
     from lsrbench.report.verify.expected import load_expected
 
     files = config_files(args)

@@ -119,7 +119,7 @@ def test_paper_page_costs_sum_to_the_plans_total_line():
 def test_row_cost_reads_a_measured_share_as_the_total_line_does():
     """A backbone with a measured train share: measured to half of it, the index at the assumed 50-25 %; one
     row of bert's 6 gets a sixth."""
-    from lsrbench.report.verify.cells import row_cost
+    from lsrbench.ops.cells import row_cost
 
     plan = {"bill": {"bert": {"gpu_hours": {"train": {"bound": 1.0, "at measured": 2.0},
                                             "index": {"bound": 2.0, "at 0.5": 4.0, "at 0.25": 8.0}},
