@@ -31,7 +31,7 @@ import yaml
 
 from helpers.catalogue import record
 from helpers.preloaded import run_module
-from helpers.snakemake import (config_lock, copy_run, one_error, eval_dir, index_dir, job_counts, layout,
+from helpers.snakemake import (copy_run, one_error, eval_dir, index_dir, job_counts, layout,
                               norms_json, run_snakemake, train_dir)
 
 pytestmark = pytest.mark.slow
@@ -39,9 +39,8 @@ LSRBENCH = [sys.executable, "-m", "lsrbench.cli"]
 
 
 def _snakemake(work: Path, config: Path, *targets: str, dry: bool = False) -> subprocess.CompletedProcess:
-    with config_lock(config):  # never while another worker's test edits the shared run's config in place
-        return run_snakemake(*targets, "--cores", "2", *(["-n"] if dry else []), "-d", str(work),
-                             "--configfile", str(config), check=False)
+    return run_snakemake(*targets, "--cores", "2", *(["-n"] if dry else []), "-d", str(work),
+                         "--configfile", str(config), check=False)
 
 
 def _ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from helpers.snakemake import COLLAPSE_K, config_lock, copy_run, eval_dir, index_dir, job_counts, layout, run_snakemake, train_dir
+from helpers.snakemake import COLLAPSE_K, copy_run, eval_dir, index_dir, job_counts, layout, run_snakemake, train_dir
 
 pytestmark = pytest.mark.slow
 
@@ -140,19 +140,14 @@ def test_results_have_the_permissions_the_umask_gives(micro_run):
     assert not wrong, f"umask {umask:03o}: {dict(list(wrong.items())[:10])} ({len(wrong)} in all)"
 
 
-def _edit(micro_run: dict, edit) -> dict[str, int]:
-    """Dry-run the finished run under its config edited in place (then restored: the norm rule's
-    params name the config file, so the edit keeps its path); return the planned job counts."""
-    path = micro_run["config"]
-    original = path.read_text()
-    config = yaml.safe_load(original)
+def _edit(micro_run: dict, edit, tmp_path: Path) -> dict[str, int]:
+    """Dry-run the finished run under an edited copy of its config (never the shared file, which
+    other workers' tests read meanwhile); return the planned job counts."""
+    config = yaml.safe_load(micro_run["config"].read_text())
     edit(config)
-    with config_lock(path, exclusive=True):  # the other workers' tests read the file meanwhile
-        try:
-            path.write_text(yaml.safe_dump(config, sort_keys=False))
-            out = run_snakemake("-n", "--cores", "1", "-d", str(micro_run["work"]), "--configfile", str(path)).stdout
-        finally:
-            path.write_text(original)
+    path = tmp_path / "edited.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    out = run_snakemake("-n", "--cores", "1", "-d", str(micro_run["work"]), "--configfile", str(path)).stdout
     return {k: v for k, v in job_counts(out).items() if k not in ("all", "total")}
 
 
@@ -183,8 +178,8 @@ REPORT_RULES = {"config_snapshot", "collect", "chance", "table1", "tradeoff", "n
     (lambda c: c["report"].update(caption="another caption"), None),
     (lambda c: c["backbones"]["rand-roberta"].update(label="another label"), None),
 ])
-def test_config_edits_rerun_exactly_the_affected_jobs(micro_run, edit, expected):
-    counts = _edit(micro_run, edit)
+def test_config_edits_rerun_exactly_the_affected_jobs(micro_run, edit, expected, tmp_path):
+    counts = _edit(micro_run, edit, tmp_path)
     if expected is None:
         assert counts and set(counts) <= REPORT_RULES, counts
     else:

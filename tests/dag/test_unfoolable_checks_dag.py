@@ -28,16 +28,15 @@ from pathlib import Path
 import pytest
 
 from helpers.preloaded import run_module
-from helpers.snakemake import config_lock, copy_run, one_error, eval_dir, index_dir, run_snakemake, train_dir
+from helpers.snakemake import copy_run, one_error, eval_dir, index_dir, run_snakemake, train_dir
 
 pytestmark = pytest.mark.slow
 LSRBENCH = [sys.executable, "-m", "lsrbench.cli"]
 
 
 def _snakemake(work: Path, config: Path, *targets: str, dry: bool = False) -> subprocess.CompletedProcess:
-    with config_lock(config):
-        return run_snakemake(*targets, "--cores", "2", *(["-n"] if dry else []), "-d", str(work),
-                             "--configfile", str(config), check=False)
+    return run_snakemake(*targets, "--cores", "2", *(["-n"] if dry else []), "-d", str(work),
+                         "--configfile", str(config), check=False)
 
 
 def _verify(work: Path) -> subprocess.CompletedProcess:

@@ -14,8 +14,6 @@ the ``*_dir`` helpers here: tests never spell a results path themselves.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import shutil
 import subprocess
 import sys
@@ -31,18 +29,6 @@ from lsrbench.dag.dryrun import job_counts, jobs_of  # noqa: F401 (the tests' pa
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 COLLAPSE_K = "1e-30"
 RUN_TIMEOUT = 1800  # s: a stuck run fails its test instead of CI's whole session
-
-
-@contextlib.contextmanager
-def config_lock(config: Path, exclusive: bool = False):
-    """A lock beside a config file that tests share across pytest-xdist workers: a test that edits
-    the file in place holds it exclusively, one that runs snakemake on it holds it shared."""
-    with open(f"{config}.lock", "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def run_snakemake(*args, cwd=REPO, check=True) -> subprocess.CompletedProcess:
