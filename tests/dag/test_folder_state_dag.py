@@ -31,16 +31,11 @@ import yaml
 
 from helpers.catalogue import record
 from helpers.preloaded import run_module
-from helpers.snakemake import (copy_run, one_error, eval_dir, index_dir, job_counts, layout,
+from helpers.snakemake import (copy_run, snakemake_in, one_error, eval_dir, index_dir, job_counts, layout,
                               norms_json, run_snakemake, train_dir)
 
 pytestmark = pytest.mark.slow
 LSRBENCH = [sys.executable, "-m", "lsrbench.cli"]
-
-
-def _snakemake(work: Path, config: Path, *targets: str, dry: bool = False) -> subprocess.CompletedProcess:
-    return run_snakemake(*targets, "--cores", "2", *(["-n"] if dry else []), "-d", str(work),
-                         "--configfile", str(config), check=False)
 
 
 def _ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
@@ -105,7 +100,7 @@ def test_each_report_makes_a_deleted_input_again_and_is_the_same(micro_run, tmp_
     before = _files(work / "results")
     gone = work / deleted(micro_run)
     shutil.rmtree(gone) if gone.is_dir() else gone.unlink()
-    proc = _ok(_snakemake(work, micro_run["config"], target))
+    proc = _ok(snakemake_in(work, micro_run["config"], target))
     assert "made again" in proc.stderr  # the note naming what is made again, and why
     assert gone.exists()
     assert (work / target).read_bytes() == before[target[len("results/"):]]
@@ -127,7 +122,7 @@ def probe_run(micro_run, tmp_path_factory) -> dict:
     path = tmp / "more.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     work = copy_run(micro_run, tmp / "finished")
-    _ok(_snakemake(work, path))  # every report of this config: the folder changes config
+    _ok(snakemake_in(work, path))  # every report of this config: the folder changes config
     return {"finished": work, "config": path, "before": _files(work / "results")}
 
 
@@ -147,7 +142,7 @@ def test_the_claims_and_probe_reports_make_a_deleted_input_again(probe_run, tmp_
                          ("results/probe_outcomes.md", Path("results/metrics.csv"))):
         work = _copy(probe_run, tmp_path / "work")
         shutil.rmtree(work / gone) if (work / gone).is_dir() else (work / gone).unlink()
-        _ok(_snakemake(work, path, target))
+        _ok(snakemake_in(work, path, target))
         assert (work / gone).exists(), target
         assert (work / target).read_bytes() == before[target[len("results/"):]], target
         assert _verify(work).returncode == 0, _verify(work).stderr[-3000:]
@@ -170,7 +165,7 @@ def test_an_edited_probe_report_is_named_by_verify_and_made_again(probe_run, tmp
         proc.stderr
     advised = re.findall(r"snakemake --cores 1 (\S+) makes it again", proc.stderr)  # the HTML page's line
     assert advised == ([f"results/{page}"] if page else []), proc.stderr
-    _ok(_snakemake(work, probe_run["config"], f"results/{page or target}"))
+    _ok(snakemake_in(work, probe_run["config"], f"results/{page or target}"))
     assert md.read_bytes() == before[target]
     if page:
         assert (work / "results" / page).read_bytes() == before[page]
@@ -188,7 +183,7 @@ def test_an_edited_probe_file_is_refused_in_one_line(probe_run, tmp_path):
     probe_json.write_text(json.dumps(rows, indent=2))
     (work / "results/probe.md").unlink()  # the probe report has to be made, reading it
     before = _files(work / "results")
-    line = one_error(_snakemake(work, probe_run["config"], "results/probe.md"))
+    line = one_error(snakemake_in(work, probe_run["config"], "results/probe.md"))
     assert re.match(rf"lsrbench: error: {re.escape(str(folder / 'probe.json'))}: .*{re.escape(str(folder))}/params\.json "
                     r"records.*: it was changed after its probe job made it", line), line
     assert f"restore it, or delete {folder}" in line, line
@@ -212,13 +207,13 @@ def test_an_edited_number_is_made_again_never_published(micro_run, tmp_path):
     work = copy_run(micro_run, tmp_path / "work")
     table = (work / "results/table1.md").read_bytes()
     _edit_number(work / "results/metrics.csv", "rand-roberta,1,slice,nDCG@10,", 0.1)
-    proc = _ok(_snakemake(work, micro_run["config"], "results/table1.md"))
+    proc = _ok(snakemake_in(work, micro_run["config"], "results/table1.md"))
     assert re.search(r"lsrbench: note: results/metrics\.csv: changed after its collect report made it .*: made again",
                      proc.stderr), proc.stderr
     assert (work / "results/table1.md").read_bytes() == table
     metrics_tsv = work / _eval_folder(micro_run) / "metrics.tsv"
     _edit_number(metrics_tsv, "rand-roberta\t1\tslice\tnDCG@10\t", 0.1)
-    proc = _ok(_snakemake(work, micro_run["config"], "results/table1.md"))
+    proc = _ok(snakemake_in(work, micro_run["config"], "results/table1.md"))
     assert f"lsrbench: note: {_eval_folder(micro_run)}/metrics.tsv: changed after its evaluate job made it" \
         in proc.stderr, proc.stderr
     assert (work / "results/table1.md").read_bytes() == table
@@ -235,7 +230,7 @@ def test_edited_head_norms_are_made_again_never_published(micro_run, tmp_path):
     data = json.loads(original)
     data["frobenius_norm"] *= 2
     norms.write_text(json.dumps(data, indent=2))
-    proc = _ok(_snakemake(work, micro_run["config"], "results/norms.md"))
+    proc = _ok(snakemake_in(work, micro_run["config"], "results/norms.md"))
     assert f"lsrbench: note: {norms.relative_to(work)}: changed after its norm job made it" in proc.stderr, proc.stderr
     assert norms.read_bytes() == original
     assert (work / "results/norms.md").read_bytes() == report
@@ -254,7 +249,7 @@ def test_an_edited_report_is_named_by_verify_and_made_again_from_its_inputs(micr
     assert re.search(rf"{re.escape(str(Path('results/table_beir.md')))}: modified: SHA-256 differs from "
                      r"results/manifests/table_beir\.json .*: snakemake .* makes it again from the files it was made "
                      r"from", proc.stderr), proc.stderr
-    _ok(_snakemake(work, micro_run["config"], "results/html/table_beir.html"))
+    _ok(snakemake_in(work, micro_run["config"], "results/html/table_beir.html"))
     assert md.read_bytes() == original and page.read_bytes() == original_page
     assert _verify(work).returncode == 0
 
@@ -269,7 +264,7 @@ def test_a_changed_trained_model_is_refused_in_one_line(micro_run, tmp_path):
     model.write_bytes(bytes(data))
     shutil.rmtree(index_dir(work, micro_run["config"], "rand-roberta", "1", "slice"))  # an index job reads it
     before = _files(work / "results")
-    line = one_error(_snakemake(work, micro_run["config"]))
+    line = one_error(snakemake_in(work, micro_run["config"]))
     assert line == (f"lsrbench: error: {model.relative_to(work)}: its SHA-256 differs from the one "
                     f"{model.parents[1].relative_to(work)}/params.json records: it was changed after its train job "
                     f"made it, and what is made from it would carry the change: restore it, or delete "
@@ -287,7 +282,7 @@ def test_a_file_stamped_in_the_future_costs_no_report(micro_run, tmp_path):
     os.utime(norms, (future, future))
     (work / "results/table1.md").unlink()  # the table job has to run, reading the norms
     before = _files(work / "results")
-    line = one_error(_snakemake(work, micro_run["config"], "results/table1.md"))
+    line = one_error(snakemake_in(work, micro_run["config"], "results/table1.md"))
     relative = norms.relative_to(work)
     assert re.fullmatch(rf"lsrbench: error: {re.escape(str(relative))}: modified \d+ s in the future .*\(touch -r "
                         rf"{re.escape(str(relative.parent / 'params.json'))} {re.escape(str(relative))}\) and run again",
@@ -295,7 +290,7 @@ def test_a_file_stamped_in_the_future_costs_no_report(micro_run, tmp_path):
     record("a finished norms file stamped two days in the future", line, work)
     assert _files(work / "results") == before
     subprocess.run(["touch", "-r", str(relative.parent / "params.json"), str(relative)], cwd=work, check=True)
-    _ok(_snakemake(work, micro_run["config"], "results/table1.md"))
+    _ok(snakemake_in(work, micro_run["config"], "results/table1.md"))
     assert (work / "results/table1.md").read_bytes() == (micro_run["results"] / "table1.md").read_bytes()
 
 
@@ -314,12 +309,12 @@ def test_every_report_of_another_config_brings_the_folder_wholly_to_it_and_back(
     work = copy_run(micro_run, tmp_path / "work")
     twin = _twin(micro_run, tmp_path / "twin.yaml")
     before = _files(work / "results")
-    plan = job_counts(_ok(_snakemake(work, twin, dry=True)).stdout)
+    plan = job_counts(_ok(snakemake_in(work, twin, dry=True)).stdout)
     # the twin's own jobs and the reports, nothing of rand-roberta's
     assert {k: plan[k] for k in ("norm", "train", "index", "evaluate")} == {"norm": 1, "train": 2, "index": 2,
                                                                              "evaluate": 2}, plan
     assert "dataset" not in plan and "triplets" not in plan and "bm25" not in plan, plan
-    _ok(_snakemake(work, twin))
+    _ok(snakemake_in(work, twin))
     assert _verify(work).returncode == 0, _verify(work).stderr[-3000:]
     landing = run_snakemake("--cores", "1", "--report", str(tmp_path / "twin.html"), "-d", str(work),
                             "--configfile", str(twin), check=False)
@@ -338,7 +333,7 @@ def test_every_report_of_another_config_brings_the_folder_wholly_to_it_and_back(
     twin_runs = [str(p) for p in (work / "results/runs").glob("twin/*/*")]
     assert twin_runs and not any(run in gc.stdout for run in twin_runs), gc.stdout  # kept: the reports' runs
 
-    back = _ok(_snakemake(work, micro_run["config"]))  # every report of the first config again
+    back = _ok(snakemake_in(work, micro_run["config"]))  # every report of the first config again
     assert "rule train" not in back.stdout
     after = _files(work / "results")
     for name, data in before.items():
@@ -370,7 +365,7 @@ def test_a_second_refit_of_a_shared_checkpoint_is_said_in_the_dry_run(micro_run,
         path = tmp_path / "twin.yaml"
         path.write_text(yaml.safe_dump({"base": str(base), "backbones": {"twin": overlay}}))
         (tmp_path / "work").mkdir(exist_ok=True)
-        proc = _ok(_snakemake(tmp_path / "work", path, dry=True))
+        proc = _ok(snakemake_in(tmp_path / "work", path, dry=True))
         notes = [line for line in proc.stderr.splitlines() if "a second MLM re-fit" in line]
         assert len(notes) == note, proc.stderr
         if note:

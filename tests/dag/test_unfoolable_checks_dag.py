@@ -28,15 +28,10 @@ from pathlib import Path
 import pytest
 
 from helpers.preloaded import run_module
-from helpers.snakemake import copy_run, one_error, eval_dir, index_dir, run_snakemake, train_dir
+from helpers.snakemake import copy_run, one_error, snakemake_in, eval_dir, index_dir, train_dir
 
 pytestmark = pytest.mark.slow
 LSRBENCH = [sys.executable, "-m", "lsrbench.cli"]
-
-
-def _snakemake(work: Path, config: Path, *targets: str, dry: bool = False) -> subprocess.CompletedProcess:
-    return run_snakemake(*targets, "--cores", "2", *(["-n"] if dry else []), "-d", str(work),
-                         "--configfile", str(config), check=False)
 
 
 def _verify(work: Path) -> subprocess.CompletedProcess:
@@ -58,7 +53,7 @@ def _planned(micro_run, tmp_path) -> Path:
     """A copy of the finished run, planned once (a dry run): every finished file's digest cached,
     as after any earlier snakemake in the folder."""
     work = copy_run(micro_run, tmp_path / "work")
-    _ok(_snakemake(work, micro_run["config"], dry=True))
+    _ok(snakemake_in(work, micro_run["config"], dry=True))
     assert (work / "results/.cache/file-digests.json").is_file()
     return work
 
@@ -101,7 +96,7 @@ def test_a_digit_changed_in_a_finished_metrics_tsv_is_made_again(micro_run, tmp_
     original, before = metrics.read_bytes(), _digests(work / "results")
     _edit_keeping_size_and_mtime(metrics, lambda data: _changed_digit(data, b"rand-roberta\t1\tslice\tnDCG@10\t"))
     (work / "results/metrics.csv").unlink()
-    proc = _ok(_snakemake(work, micro_run["config"], "results/table1.md"))
+    proc = _ok(snakemake_in(work, micro_run["config"], "results/table1.md"))
     assert f"lsrbench: note: {metrics.relative_to(work)}: changed after its evaluate job made it" in proc.stderr, \
         proc.stderr[-3000:]
     assert metrics.read_bytes() == original
@@ -120,7 +115,7 @@ def test_sixteen_bytes_changed_in_a_trained_model_are_refused(micro_run, tmp_pat
     shutil.rmtree(index_dir(work, micro_run["config"], "rand-roberta", "1", "slice"))  # an index job reads the model
     before = _digests(work / "results")
     for dry in (True, False):
-        line = one_error(_snakemake(work, micro_run["config"], dry=dry))
+        line = one_error(snakemake_in(work, micro_run["config"], dry=dry))
         assert line.startswith(f"lsrbench: error: {model.relative_to(work)}: its SHA-256 differs from the one "
                                f"{run.relative_to(work)}/params.json records: it was changed after its train job "
                                f"made it"), line
@@ -142,7 +137,7 @@ def test_an_edited_table_beside_a_truncated_manifest_is_made_again(micro_run, tm
     verify = _verify(work)
     assert verify.returncode == 1 and "results/manifests/table1.json: unreadable manifest" in verify.stderr, \
         verify.stderr[-3000:]
-    proc = _ok(_snakemake(work, micro_run["config"], "results/table1.md"))
+    proc = _ok(snakemake_in(work, micro_run["config"], "results/table1.md"))
     assert re.search(r"lsrbench: note: results/manifests/table1\.json: changed after its table1 report made it "
                      r"\(unreadable .*: its record is damaged.*\): made again", proc.stderr), proc.stderr[-3000:]
     after = _digests(work / "results")
@@ -161,7 +156,7 @@ def test_verify_fails_on_an_edited_report_without_manifests(micro_run, tmp_path)
     assert proc.returncode == 1, proc.stdout
     assert "results/norms.md: no record of the job that made it (results/manifests/norms_report.json is missing)" \
         in proc.stderr, proc.stderr[-3000:]
-    _ok(_snakemake(work, micro_run["config"]))
+    _ok(snakemake_in(work, micro_run["config"]))
     assert _digests(work / "results") == before
     assert _verify(work).returncode == 0
 
@@ -191,7 +186,7 @@ def test_a_params_json_forged_to_match_an_edited_metrics_tsv_is_caught(micro_run
         in verify.stderr, verify.stderr[-3000:]
     assert f"{evaluation.relative_to(work)}/params.json: SHA-256 differs" not in verify.stderr  # the forged record agrees
     (work / "results/metrics.csv").unlink()
-    proc = _ok(_snakemake(work, micro_run["config"], "results/table1.md"))
+    proc = _ok(snakemake_in(work, micro_run["config"], "results/table1.md"))
     assert (f"lsrbench: note: {metrics.relative_to(work)}: changed after its evaluate job made it (its SHA-256 differs "
             f"from the one {evaluation.relative_to(work)}/provenance.json records): made again") in proc.stderr, \
         proc.stderr[-3000:]
@@ -228,10 +223,10 @@ def test_a_twin_gets_its_own_label_and_one_differing_only_in_whitespace_is_refus
     before = _digests(work / "results")
     overlay = tmp_path / "twin.yaml"
     overlay.write_text(f"base: {micro_run['config']}\nbackbones:\n  twin:\n    like: rand-roberta\n")
-    proc = _snakemake(work, overlay, dry=True)
+    proc = snakemake_in(work, overlay, dry=True)
     assert proc.returncode == 0 and "lsrbench: error" not in proc.stderr, proc.stderr[-3000:]
     overlay.write_text(overlay.read_text() + "    label: \"random  RoBERTa 1L \"\n")  # only whitespace differs
-    line = one_error(_snakemake(work, overlay, dry=True))
+    line = one_error(snakemake_in(work, overlay, dry=True))
     assert line == (f"lsrbench: error: {overlay}: backbones.twin.label: 'random  RoBERTa 1L ' is also how rand-roberta "
                     "is shown ('random RoBERTa 1L', as a reader sees it): their table rows could not be told apart"), line
     assert _digests(work / "results") == before

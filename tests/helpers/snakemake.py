@@ -41,6 +41,12 @@ def run_snakemake(*args, cwd=REPO, check=True) -> subprocess.CompletedProcess:
     return proc
 
 
+def snakemake_in(work: Path, config: Path, *targets: str, dry: bool = False) -> subprocess.CompletedProcess:
+    """``snakemake TARGETS --cores 2`` (``-n`` when ``dry``) in ``work`` under ``config``, never raising."""
+    return run_snakemake(*targets, "--cores", "2", *(["-n"] if dry else []), "-d", str(work),
+                         "--configfile", str(config), check=False)
+
+
 def one_error(proc: subprocess.CompletedProcess) -> str:
     """The one ``lsrbench: error:`` line of a failed command without a traceback."""
     output = proc.stdout + proc.stderr
